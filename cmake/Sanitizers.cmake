@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: Apache-2.0
+if(OHC_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_RUNTIME_OHC_RT_H
+#define OHC_RUNTIME_OHC_RT_H
+
+/*
+ * The private interface libascendcl offers libhccl (exported from
+ * libascendcl.so in the OHC_PRIVATE version node, never installed).
+ * libhccl enqueues its operations on an aclrtStream through it and asks
+ * for the NUMA node and VMM facts of memory the runtime handed out.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/compiler.h"
+
+struct ohc_rt_task;
+
+/*
+ * Runs on the stream's worker thread, in stream order. Returns 0 (success)
+ * or an aclError; a non-zero return becomes the error that the next
+ * aclrtSynchronizeStream of that stream reports (the first one wins), and
+ * with ACL_STOP_ON_FAILURE later tasks are skipped (release still runs).
+ */
+typedef int (*ohc_rt_task_run_fn)(struct ohc_rt_task *task);
+/* Always called exactly once, after run (or instead of it when skipped). */
+typedef void (*ohc_rt_task_release_fn)(struct ohc_rt_task *task);
+
+struct ohc_rt_task {
+	ohc_rt_task_run_fn run;
+	ohc_rt_task_release_fn release;
+	const char *name;          /* for profiling/logs, static string */
+	struct ohc_rt_task *next;  /* owned by the runtime while queued */
+};
+
+/*
+ * Enqueue task on stream (never NULL here: callers run NULL-stream work
+ * inline). Never blocks on the stream's progress. Returns 0 or an aclError
+ * (ACL_ERROR_INVALID_PARAM for an unknown or destroyed stream); on error
+ * the task was not queued and release was not called.
+ */
+OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task);
+
+/* 1 if stream is a live stream handle of this runtime, else 0. */
+OHC_API int ohc_rt_stream_valid(void *stream);
+
+/* The calling thread's current logical device, or -1 if none is set. */
+OHC_API int ohc_rt_current_device(void);
+
+/* NUMA node serving logical device dev (round robin over nodes), >= 0. */
+OHC_API int ohc_rt_device_numa_node(int dev);
+
+/*
+ * VMM lookup: if [ptr, ptr+len) lies inside one aclrtMapMem mapping, write
+ * the backing memfd (owned by the runtime; dup it to keep it), the byte
+ * offset of ptr inside that physical allocation, and the mapping's start
+ * and size, and return 0. Otherwise return -1.
+ */
+OHC_API int ohc_rt_vmm_lookup(const void *ptr, size_t len, int *fd_p,
+			      size_t *offset_p, void **map_base_p,
+			      size_t *map_size_p);
+
+#endif

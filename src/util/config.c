@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "util/compiler.h"
+#include "util/config.h"
+#include "util/log.h"
+
+enum field_kind {
+	F_INT,    /* decimal integer in [min, max] */
+	F_BOOL,   /* 0/1, true/false (case-insensitive) */
+	F_STR,    /* free string, length-checked */
+	F_DETERM, /* false/true/strict */
+	F_FAMILY, /* AF_INET/AF_INET6 */
+	F_LOG,    /* owned by util/log.c, listed for the dump */
+};
+
+struct field {
+	const char *name;
+	const char *def;
+	const char *doc;
+	enum field_kind kind;
+	size_t offset;
+	size_t size; /* F_STR: buffer size */
+	int64_t min, max;
+};
+
+#define INT_F(n, d, doc, f, lo, hi)                                            \
+	{n, d, doc, F_INT, offsetof(struct ohc_env, f), 0, lo, hi}
+#define BOOL_F(n, d, doc, f)                                                   \
+	{n, d, doc, F_BOOL, offsetof(struct ohc_env, f), 0, 0, 1}
+#define STR_F(n, doc, f)                                                       \
+	{n, "", doc, F_STR, offsetof(struct ohc_env, f),                      \
+	 sizeof(((struct ohc_env *)0)->f), 0, 0}
+
+static const struct field fields[] = {
+	INT_F("HCCL_CONNECT_TIMEOUT", "120",
+	      "seconds to wait for all ranks during communicator init",
+	      connect_timeout_s, 1, 7200),
+	STR_F("HCCL_IF_IP", "host IP address the bootstrap listens on", if_ip),
+	STR_F("HCCL_SOCKET_IFNAME",
+	      "interfaces for the bootstrap: eth,enp / ^eth / =eth0 / ^=eth0",
+	      socket_ifname),
+	{"HCCL_SOCKET_FAMILY", "AF_INET",
+	 "address family of the bootstrap: AF_INET or AF_INET6", F_FAMILY,
+	 offsetof(struct ohc_env, socket_family), 0, 0, 0},
+	INT_F("HCCL_IF_BASE_PORT", "60000",
+	      "first port the root-info listener tries (32 ports, then any)",
+	      if_base_port, 1024, 65520),
+	STR_F("HCCL_HOST_SOCKET_PORT_RANGE",
+	      "ports for root-info listeners, e.g. 60000,60050-60100 or auto",
+	      host_port_range),
+	BOOL_F("HCCL_WHITELIST_DISABLE", "1",
+	       "0 = accept bootstrap peers only from HCCL_WHITELIST_FILE",
+	       whitelist_disable),
+	STR_F("HCCL_WHITELIST_FILE", "JSON {\"host_ip\": [...]} of allowed peers",
+	      whitelist_file),
+	INT_F("HCCL_EXEC_TIMEOUT", "1836",
+	      "seconds a rank waits for peers inside an operation (0 = never)",
+	      exec_timeout_s, 0, 2147483647),
+	INT_F("HCCL_BUFFSIZE", "200",
+	      "MB of staging buffer per communicator (bounds pipeline chunks)",
+	      buffsize_mb, 1, 1048576),
+	{"HCCL_DETERMINISTIC", "false",
+	 "false/true/strict: fixed reduction order, bitwise reproducible",
+	 F_DETERM, offsetof(struct ohc_env, deterministic), 0, 0, 0},
+	STR_F("HCCL_ALGO",
+	      "algorithm override, e.g. level0:NA;level1:ring or "
+	      "allreduce=level0:NA;level1:H-D_R",
+	      algo),
+	BOOL_F("HCCL_ENTRY_LOG_ENABLE", "0", "1 = log every operation call",
+	       entry_log),
+	BOOL_F("HCCL_INTRA_ROCE_ENABLE", "0",
+	       "1 = same-host peers use RDMA instead of shared memory",
+	       intra_roce_enable),
+	BOOL_F("HCCL_INTRA_PCIE_ENABLE", "1",
+	       "1 = same-host peers use shared memory", intra_pcie_enable),
+	INT_F("HCCL_RDMA_TC", "132", "RoCE traffic class (multiple of 4)",
+	      rdma_tc, 0, 255),
+	INT_F("HCCL_RDMA_SL", "4", "RoCE service level", rdma_sl, 0, 7),
+	INT_F("HCCL_RDMA_TIMEOUT", "20",
+	      "QP retransmit timeout exponent (4.096 us * 2^v)", rdma_timeout,
+	      5, 24),
+	INT_F("HCCL_RDMA_RETRY_CNT", "7",
+	      "QP retry count (7 is capped to 6 on rxe, where 7 is forever)",
+	      rdma_retry_cnt, 1, 7),
+	INT_F("HCCL_RDMA_QPS_PER_CONNECTION", "1", "RC QPs per rank pair",
+	      rdma_qps_per_conn, 1, 32),
+	STR_F("OPENHCCL_HOSTID",
+	      "overrides the host identity (boot id + hostname) used to find "
+	      "same-host peers",
+	      hostid),
+	INT_F("OPENHCCL_SHM_RING_KB", "1024",
+	      "KiB of each per-pair shared-memory ring", shm_ring_kb, 64,
+	      1048576),
+	INT_F("OPENHCCL_SHM_SPIN", "2000",
+	      "polls before a waiting rank sleeps on its futex", shm_spin, 0,
+	      100000000),
+	INT_F("OPENHCCL_DEVICE_COUNT", "16",
+	      "number of logical devices the host runtime reports",
+	      device_count, 1, 65536),
+	{"OPENHCCL_DEBUG", "WARN",
+	 "log level: NONE, ERROR, WARN, INFO, DEBUG, TRACE", F_LOG, 0, 0, 0, 0},
+	{"OPENHCCL_DEBUG_SUBSYS", "all",
+	 "log subsystems: init,boot,shm,verbs,coll,algo,rt,env,api,mem (^ "
+	 "excludes)",
+	 F_LOG, 0, 0, 0, 0},
+};
+
+static struct ohc_env env;
+static ohc_status_t env_status = OHC_OK;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *ohc_config_raw(const char *name)
+{
+	return getenv(name);
+}
+
+ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
+			   int64_t *out_p)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return OHC_ERR_INVALID;
+	while (*s == ' ')
+		s++;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	while (*end == ' ')
+		end++;
+	if (errno || *end != '\0' || end == s || v < min || v > max)
+		return OHC_ERR_INVALID;
+	*out_p = v;
+	return OHC_OK;
+}
+
+static ohc_status_t parse_field(const struct field *f, const char *val)
+{
+	char *dst = (char *)&env + f->offset;
+	int64_t *ip = (int64_t *)dst;
+
+	switch (f->kind) {
+	case F_INT:
+		if (ohc_parse_int(val, f->min, f->max, ip) != OHC_OK) {
+			OHC_ERROR(OHC_SS_ENV,
+				  "%s='%s' is not an integer in [%lld, %lld]",
+				  f->name, val, (long long)f->min,
+				  (long long)f->max);
+			return OHC_ERR_INVALID;
+		}
+		if (!strcmp(f->name, "HCCL_RDMA_TC") && *ip % 4) {
+			OHC_ERROR(OHC_SS_ENV,
+				  "HCCL_RDMA_TC='%s' must be a multiple of 4",
+				  val);
+			return OHC_ERR_INVALID;
+		}
+		return OHC_OK;
+	case F_BOOL:
+		if (!strcmp(val, "1") || !strcasecmp(val, "true"))
+			*ip = 1;
+		else if (!strcmp(val, "0") || !strcasecmp(val, "false"))
+			*ip = 0;
+		else {
+			OHC_ERROR(OHC_SS_ENV, "%s='%s' must be 0 or 1", f->name,
+				  val);
+			return OHC_ERR_INVALID;
+		}
+		return OHC_OK;
+	case F_STR:
+		if (strlen(val) >= f->size) {
+			OHC_ERROR(OHC_SS_ENV, "%s is longer than %zu characters",
+				  f->name, f->size - 1);
+			return OHC_ERR_INVALID;
+		}
+		strcpy(dst, val);
+		return OHC_OK;
+	case F_DETERM:
+		if (!strcasecmp(val, "false") || !strcmp(val, "0"))
+			*ip = OHC_DETERMINISTIC_OFF;
+		else if (!strcasecmp(val, "true") || !strcmp(val, "1"))
+			*ip = OHC_DETERMINISTIC_ON;
+		else if (!strcasecmp(val, "strict") || !strcmp(val, "2"))
+			*ip = OHC_DETERMINISTIC_STRICT;
+		else {
+			OHC_ERROR(OHC_SS_ENV,
+				  "HCCL_DETERMINISTIC='%s' must be false, true "
+				  "or strict",
+				  val);
+			return OHC_ERR_INVALID;
+		}
+		return OHC_OK;
+	case F_FAMILY:
+		if (!strcmp(val, "AF_INET"))
+			*ip = AF_INET;
+		else if (!strcmp(val, "AF_INET6"))
+			*ip = AF_INET6;
+		else {
+			OHC_ERROR(OHC_SS_ENV,
+				  "HCCL_SOCKET_FAMILY='%s' must be AF_INET or "
+				  "AF_INET6",
+				  val);
+			return OHC_ERR_INVALID;
+		}
+		return OHC_OK;
+	case F_LOG:
+		return OHC_OK;
+	}
+	return OHC_ERR_INTERNAL;
+}
+
+static void env_parse_locked(void)
+{
+	ohc_status_t status = OHC_OK;
+
+	memset(&env, 0, sizeof(env));
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(fields); i++) {
+		const struct field *f = &fields[i];
+		const char *val = ohc_config_raw(f->name);
+
+		if (f->kind == F_LOG)
+			continue;
+		if (parse_field(f, f->def) != OHC_OK)
+			status = OHC_ERR_INTERNAL;
+		if (val && *val && parse_field(f, val) != OHC_OK)
+			status = OHC_ERR_INVALID;
+	}
+	if (env.intra_roce_enable && env.intra_pcie_enable &&
+	    ohc_config_raw("HCCL_INTRA_PCIE_ENABLE")) {
+		OHC_ERROR(OHC_SS_ENV, "HCCL_INTRA_ROCE_ENABLE=1 and "
+				      "HCCL_INTRA_PCIE_ENABLE=1 cannot both be "
+				      "set");
+		status = OHC_ERR_INVALID;
+	}
+	env_status = status;
+}
+
+static void env_once_fn(void)
+{
+	env_parse_locked();
+}
+
+const struct ohc_env *ohc_env(void)
+{
+	pthread_once(&env_once, env_once_fn);
+	return &env;
+}
+
+ohc_status_t ohc_env_status(void)
+{
+	ohc_env();
+	return env_status;
+}
+
+void ohc_env_reload(void)
+{
+	ohc_env();
+	pthread_mutex_lock(&env_lock);
+	env_parse_locked();
+	pthread_mutex_unlock(&env_lock);
+	ohc_log_reload();
+}
+
+void ohc_env_dump(FILE *out)
+{
+	ohc_env();
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(fields); i++) {
+		const struct field *f = &fields[i];
+		const char *val = ohc_config_raw(f->name);
+		int set = val && *val;
+
+		fprintf(out, "%-30s = %-16s (%s)  # %s\n", f->name,
+			set ? val : f->def, set ? "environment" : "default",
+			f->doc);
+	}
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_UTIL_CONFIG_H
+#define OHC_UTIL_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/status.h"
+
+/*
+ * Every environment variable the library honours is one row of the table
+ * in config.c (name, default, one-line doc, parser, range). Nothing else
+ * calls getenv(). Values are parsed once per process (ohc_env()); a
+ * malformed value is logged once naming the variable, and
+ * ohc_env_status() then returns OHC_ERR_INVALID so communicator init fails
+ * with HCCL_E_PARA, as HCCL does.
+ */
+enum ohc_deterministic {
+	OHC_DETERMINISTIC_OFF = 0,
+	OHC_DETERMINISTIC_ON = 1,
+	OHC_DETERMINISTIC_STRICT = 2,
+};
+
+struct ohc_env {
+	/* bootstrap */
+	int64_t connect_timeout_s;    /* HCCL_CONNECT_TIMEOUT */
+	char if_ip[64];               /* HCCL_IF_IP */
+	char socket_ifname[256];      /* HCCL_SOCKET_IFNAME */
+	int64_t socket_family;        /* HCCL_SOCKET_FAMILY: AF_INET/AF_INET6 */
+	int64_t if_base_port;         /* HCCL_IF_BASE_PORT */
+	char host_port_range[256];    /* HCCL_HOST_SOCKET_PORT_RANGE */
+	int64_t whitelist_disable;    /* HCCL_WHITELIST_DISABLE */
+	char whitelist_file[4096];    /* HCCL_WHITELIST_FILE */
+	/* execution */
+	int64_t exec_timeout_s;       /* HCCL_EXEC_TIMEOUT, 0 = never */
+	int64_t buffsize_mb;          /* HCCL_BUFFSIZE */
+	int64_t deterministic;        /* HCCL_DETERMINISTIC (enum above) */
+	char algo[1600];              /* HCCL_ALGO */
+	int64_t entry_log;            /* HCCL_ENTRY_LOG_ENABLE */
+	/* transports */
+	int64_t intra_roce_enable;    /* HCCL_INTRA_ROCE_ENABLE */
+	int64_t intra_pcie_enable;    /* HCCL_INTRA_PCIE_ENABLE */
+	int64_t rdma_tc;              /* HCCL_RDMA_TC */
+	int64_t rdma_sl;              /* HCCL_RDMA_SL */
+	int64_t rdma_timeout;         /* HCCL_RDMA_TIMEOUT */
+	int64_t rdma_retry_cnt;       /* HCCL_RDMA_RETRY_CNT */
+	int64_t rdma_qps_per_conn;    /* HCCL_RDMA_QPS_PER_CONNECTION */
+	/* OpenHCCL's own */
+	char hostid[256];             /* OPENHCCL_HOSTID */
+	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */
+	int64_t shm_spin;             /* OPENHCCL_SHM_SPIN */
+	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT */
+};
+
+/* The parsed environment; parsed on first call, never NULL. Thread-safe. */
+const struct ohc_env *ohc_env(void);
+/* OHC_OK, or OHC_ERR_INVALID when some variable was malformed (logged). */
+ohc_status_t ohc_env_status(void);
+/* Parse the environment again (tests that setenv() between cases). */
+void ohc_env_reload(void);
+/* Print every variable with its value and where it came from. */
+void ohc_env_dump(FILE *out);
+
+/* The raw value of a table variable (NULL if unset); the only getenv(). */
+const char *ohc_config_raw(const char *name);
+
+/* Parse helpers shared with other validators (rank table, config). */
+ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
+			   int64_t *out_p);
+
+#endif
