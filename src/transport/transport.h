@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_TRANSPORT_TRANSPORT_H
+#define OHC_TRANSPORT_TRANSPORT_H
+
+/*
+ * The transport interface. A transport moves whole messages between one
+ * rank and its peers; it knows nothing of collectives, HCCL names or the
+ * bootstrap: it produces an opaque address blob per iface, the comm layer
+ * allgathers the blobs, and the transport connects endpoints from them.
+ *
+ * Objects: an iface is one rank's instance of a transport within one
+ * communicator; an ep is that rank's endpoint to one peer. The core
+ * allocates ops->iface_size / ops->ep_size bytes (zeroed) and the transport
+ * fills them; struct ohc_iface / ohc_ep are the embedded `super` (first
+ * member) of the transport's own structs.
+ *
+ * Threading: one thread at a time drives an iface (the executor of the
+ * communicator holds its lock); only iface_wake may be called from any
+ * thread. Nothing blocks except iface_connect and iface_wait, and both are
+ * bounded.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/req.h"
+#include "util/status.h"
+
+#define OHC_ADDR_MAX 256 /* max bytes of an iface address blob */
+
+/* Capability bits; a unit test checks they match the wired ops. */
+enum {
+	OHC_TP_CAP_SAME_PROCESS = 1u << 0, /* reaches peers in this process */
+	OHC_TP_CAP_SAME_HOST = 1u << 1,    /* reaches peers on this host */
+	OHC_TP_CAP_REMOTE_HOST = 1u << 2,  /* reaches peers on other hosts */
+	OHC_TP_CAP_WAIT = 1u << 3,         /* iface_wait sleeps for real */
+};
+
+struct ohc_transport_ops;
+
+struct ohc_iface {
+	const struct ohc_transport_ops *ops;
+	uint32_t rank;
+	uint32_t nranks;
+};
+
+struct ohc_ep {
+	struct ohc_iface *iface;
+	uint32_t peer;
+};
+
+struct ohc_transport_params {
+	uint32_t rank, nranks;
+	uint64_t session;      /* communicator-unique token, same on all ranks */
+	const char *hostid;    /* this rank's host identity */
+	int numa_node;         /* where this rank's receive memory should live */
+	size_t ring_bytes;     /* shm: bytes per pair ring */
+	unsigned spin;         /* polls before sleeping */
+};
+
+struct ohc_transport_ops {
+	size_t size; /* sizeof(struct ohc_transport_ops) */
+	const char *name;
+	uint32_t caps;
+	size_t iface_size; /* bytes of the transport's iface struct */
+	size_t ep_size;    /* bytes of the transport's ep struct */
+
+	/* Open this rank's iface. Fills *iface (allocated by the core). */
+	ohc_status_t (*iface_open)(struct ohc_iface *iface,
+				   const struct ohc_transport_params *params);
+	/* Release everything the iface owns; eps were finalized before. */
+	void (*iface_close)(struct ohc_iface *iface);
+	/* Write the address blob (<= OHC_ADDR_MAX bytes) into blob. */
+	ohc_status_t (*iface_address)(struct ohc_iface *iface, void *blob,
+				      size_t *len_p);
+	/* 1 if this iface can reach the peer whose blob is given. */
+	int (*iface_reachable)(struct ohc_iface *iface, const void *blob,
+			       size_t len);
+	/* Prepare ep to peer from the peer's blob (no communication). */
+	ohc_status_t (*ep_init)(struct ohc_iface *iface, struct ohc_ep *ep,
+				uint32_t peer, const void *blob, size_t len);
+	/*
+	 * Connect n eps of this iface. Collective: every peer in eps calls it
+	 * for its ep to us at about the same time. Blocks until done or the
+	 * deadline (ohc_time_ns based) passes (OHC_ERR_TIMEOUT naming peers).
+	 */
+	ohc_status_t (*iface_connect)(struct ohc_iface *iface,
+				      struct ohc_ep **eps, unsigned n,
+				      uint64_t deadline);
+	/* Tear down one ep; pending requests are canceled first. */
+	void (*ep_fini)(struct ohc_ep *ep);
+
+	/* Post a send of req->len bytes from req->sbuf. Non-blocking. */
+	ohc_status_t (*ep_send)(struct ohc_ep *ep, struct ohc_req *req);
+	/* Post a receive of the next message from the peer. Non-blocking. */
+	ohc_status_t (*ep_recv)(struct ohc_ep *ep, struct ohc_req *req);
+	/* Make progress on all eps; returns how many events happened. */
+	unsigned (*iface_progress)(struct ohc_iface *iface);
+	/*
+	 * Sleep until some peer may have made progress for us, a wake, or
+	 * timeout_ms. Spurious returns are fine. OHC_OK or an error.
+	 */
+	ohc_status_t (*iface_wait)(struct ohc_iface *iface, int timeout_ms);
+	/* Wake a thread sleeping in iface_wait (any thread may call). */
+	void (*iface_wake)(struct ohc_iface *iface);
+	/* OHC_OK if the peer looks alive, OHC_ERR_REMOTE if it is gone. */
+	ohc_status_t (*ep_check)(struct ohc_ep *ep);
+	/*
+	 * Fail every posted request of ep with status and forget them. The
+	 * ep is unusable for data afterwards (its stream state is lost).
+	 */
+	void (*ep_cancel)(struct ohc_ep *ep, ohc_status_t status);
+};
+
+/* Registry: the transports built in, in preference order. */
+const struct ohc_transport_ops *ohc_transport_get(const char *name);
+unsigned ohc_transport_count(void);
+const struct ohc_transport_ops *ohc_transport_at(unsigned i);
+
+#endif
