@@ -15,6 +15,12 @@
 
 struct ohc_rt_task;
 
+/* aclError values a task may return (the numbers of acl's constants). */
+#define OHC_RT_ERR_PARAM 107000        /* ACL_ERROR_RT_PARAM_INVALID */
+#define OHC_RT_ERR_TASK_TIMEOUT 107020 /* ACL_ERROR_RT_TASK_TIMEOUT */
+#define OHC_RT_ERR_INTERNAL 507000     /* ACL_ERROR_RT_INTERNAL_ERROR */
+#define OHC_RT_ERR_LINK 507056         /* ACL_ERROR_RT_LINK_ERROR */
+
 /*
  * Runs on the stream's worker thread, in stream order. Returns 0 (success)
  * or an aclError; a non-zero return becomes the error that the next

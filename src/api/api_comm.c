@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "comm/ranktable.h"
+
+#define WORLD_GROUP_NAME "hccl_world_group"
+
+/* Validate a communicator handle; NULL-checks belong to the caller. */
+struct ohc_comm *ohc_api_comm(HcclComm comm)
+{
+	struct ohc_comm *c = comm;
+
+	if (!c || c->magic != OHC_COMM_MAGIC)
+		return NULL;
+	return c;
+}
+
+static HcclResult env_check(void)
+{
+	if (ohc_env_status() != OHC_OK)
+		return HCCL_E_PARA; /* the variable was named when parsed */
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
+{
+	OHC_API_ENTRY(__func__);
+	if (!rootInfo) {
+		OHC_ERROR(OHC_SS_API, "HcclGetRootInfo: rootInfo is NULL");
+		return HCCL_E_PTR;
+	}
+	if (env_check() != HCCL_SUCCESS)
+		return HCCL_E_PARA;
+	return ohc_status_to_hccl(ohc_root_info_create(rootInfo->internal));
+}
+
+static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
+				 uint32_t rank, const HcclCommConfig *config,
+				 HcclComm *comm, const char *fn)
+{
+	struct ohc_comm_cfg cfg;
+	struct ohc_bootstrap *bs = NULL;
+	struct ohc_comm *c = NULL;
+	ohc_status_t status;
+
+	if (!rootInfo || !comm) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
+			  !rootInfo ? "rootInfo" : "comm");
+		return HCCL_E_PTR;
+	}
+	if (nRanks == 0 || rank >= nRanks) {
+		OHC_ERROR(OHC_SS_API, "%s: rank %u is not in [0, nRanks=%u)",
+			  fn, rank, nRanks);
+		return HCCL_E_PARA;
+	}
+	if (env_check() != HCCL_SUCCESS)
+		return HCCL_E_PARA;
+	status = ohc_api_config_decode(config, &cfg);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	status = ohc_root_info_check(rootInfo->internal);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	status = ohc_bootstrap_init_root(
+		rootInfo->internal, nRanks, rank,
+		(uint64_t)ohc_env()->connect_timeout_s * 1000, &bs);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	status = ohc_comm_create(bs, &cfg, ohc_root_info_name(rootInfo->internal),
+				 -1, &c);
+	if (status < 0) {
+		ohc_bootstrap_destroy(bs);
+		return ohc_status_to_hccl(status);
+	}
+	*comm = c;
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclCommInitRootInfo(uint32_t nRanks,
+					const HcclRootInfo *rootInfo,
+					uint32_t rank, HcclComm *comm)
+{
+	OHC_API_ENTRY(__func__);
+	return init_root_info(nRanks, rootInfo, rank, NULL, comm, __func__);
+}
+
+OHC_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks,
+					      const HcclRootInfo *rootInfo,
+					      uint32_t rank,
+					      const HcclCommConfig *config,
+					      HcclComm *comm)
+{
+	OHC_API_ENTRY(__func__);
+	if (!config) {
+		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
+		return HCCL_E_PTR;
+	}
+	return init_root_info(nRanks, rootInfo, rank, config, comm, __func__);
+}
+
+/* The bootstrap root of a rank-table communicator: rank 0's host. */
+static const char *ranktable_root_ip(const struct ohc_ranktable *rt)
+{
+	const struct ohc_rt_rank *r0 = &rt->ranks[0];
+	const struct ohc_rt_server *srv = &rt->servers[r0->server_index];
+	unsigned char tmp[sizeof(struct in6_addr)];
+
+	if (srv->host_ip[0])
+		return srv->host_ip;
+	if (r0->device_ip[0])
+		return r0->device_ip;
+	if (inet_pton(AF_INET, srv->server_id, tmp) == 1 ||
+	    inet_pton(AF_INET6, srv->server_id, tmp) == 1)
+		return srv->server_id;
+	return "127.0.0.1";
+}
+
+static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
+				    HcclCommConfig *config, HcclComm *comm,
+				    const char *fn)
+{
+	struct ohc_ranktable *rt = NULL;
+	struct ohc_comm_cfg cfg;
+	struct ohc_bootstrap *bs = NULL;
+	struct ohc_comm *c = NULL;
+	const char *root_ip;
+	uint16_t port;
+	ohc_status_t status;
+
+	if (!clusterInfo || !comm) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
+			  !clusterInfo ? "clusterInfo" : "comm");
+		return HCCL_E_PTR;
+	}
+	if (strnlen(clusterInfo, 4096) >= 4096) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: rank table path is longer than 4095 bytes", fn);
+		return HCCL_E_PARA;
+	}
+	if (env_check() != HCCL_SUCCESS)
+		return HCCL_E_PARA;
+	status = ohc_api_config_decode(config, &cfg);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	status = ohc_ranktable_load(clusterInfo, &rt);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	if (rank >= rt->nranks) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: rank %u is not in rank table %s (%u ranks)", fn,
+			  rank, clusterInfo, rt->nranks);
+		status = OHC_ERR_INVALID;
+		goto out;
+	}
+	if (!cfg.name[0] &&
+	    ohc_comm_name_taken(WORLD_GROUP_NAME, rank)) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: the world communicator of rank %u already "
+			  "exists in this process",
+			  fn, rank);
+		status = OHC_ERR_UNAVAILABLE;
+		goto out;
+	}
+	root_ip = ranktable_root_ip(rt);
+	port = rt->ranks[0].host_port > 0
+		       ? (uint16_t)rt->ranks[0].host_port
+		       : (uint16_t)ohc_env()->if_base_port;
+	status = ohc_bootstrap_init_addr(
+		root_ip, port, rt->content_hash, rt->nranks, rank,
+		(uint64_t)ohc_env()->connect_timeout_s * 1000, &bs);
+	if (status < 0)
+		goto out;
+	status = ohc_comm_create(bs, &cfg, WORLD_GROUP_NAME, -1, &c);
+	if (status < 0) {
+		ohc_bootstrap_destroy(bs);
+		goto out;
+	}
+	*comm = c;
+out:
+	ohc_ranktable_free(rt);
+	return ohc_status_to_hccl(status);
+}
+
+OHC_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo,
+					   uint32_t rank, HcclComm *comm)
+{
+	OHC_API_ENTRY(__func__);
+	return init_cluster_info(clusterInfo, rank, NULL, comm, __func__);
+}
+
+OHC_API HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo,
+						 uint32_t rank,
+						 HcclCommConfig *config,
+						 HcclComm *comm)
+{
+	OHC_API_ENTRY(__func__);
+	if (!config) {
+		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
+		return HCCL_E_PTR;
+	}
+	return init_cluster_info(clusterInfo, rank, config, comm, __func__);
+}
+
+struct init_all_arg {
+	pthread_t thread;
+	struct ohc_bootstrap *bs;
+	struct ohc_comm_cfg *cfg;
+	int device;
+	struct ohc_comm *comm;
+	ohc_status_t status;
+};
+
+static void *init_all_thread(void *p)
+{
+	struct init_all_arg *a = p;
+
+	a->status = ohc_comm_create(a->bs, a->cfg, WORLD_GROUP_NAME,
+				    a->device, &a->comm);
+	return NULL;
+}
+
+OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
+				   HcclComm *comms)
+{
+	struct init_all_arg *args = NULL;
+	struct ohc_bootstrap **bss = NULL;
+	struct ohc_comm_cfg cfg;
+	ohc_status_t status = OHC_OK;
+	uint32_t started = 0;
+
+	OHC_API_ENTRY(__func__);
+	if (!devices || !comms) {
+		OHC_ERROR(OHC_SS_API, "HcclCommInitAll: %s is NULL",
+			  !devices ? "devices" : "comms");
+		return HCCL_E_PTR;
+	}
+	if (ndev == 0) {
+		OHC_ERROR(OHC_SS_API, "HcclCommInitAll: ndev is 0");
+		return HCCL_E_PARA;
+	}
+	for (uint32_t i = 0; i < ndev; i++) {
+		if (devices[i] < 0 || devices[i] >= ohc_env()->device_count) {
+			OHC_ERROR(OHC_SS_API,
+				  "HcclCommInitAll: devices[%u] = %d is not a "
+				  "device id in [0, %lld)",
+				  i, devices[i],
+				  (long long)ohc_env()->device_count);
+			return HCCL_E_PARA;
+		}
+		for (uint32_t j = 0; j < i; j++) {
+			if (devices[i] == devices[j]) {
+				OHC_ERROR(OHC_SS_API,
+					  "HcclCommInitAll: device %d is "
+					  "listed twice (devices[%u] and "
+					  "devices[%u])",
+					  devices[i], j, i);
+				return HCCL_E_PARA;
+			}
+		}
+	}
+	if (env_check() != HCCL_SUCCESS)
+		return HCCL_E_PARA;
+	ohc_comm_cfg_default(&cfg);
+	if (ohc_comm_name_taken(WORLD_GROUP_NAME, 0)) {
+		OHC_ERROR(OHC_SS_API, "HcclCommInitAll: a world communicator "
+				      "already exists in this process");
+		return HCCL_E_UNAVAIL;
+	}
+	args = calloc(ndev, sizeof(*args));
+	bss = calloc(ndev, sizeof(*bss));
+	if (!args || !bss) {
+		status = OHC_ERR_NO_MEMORY;
+		goto out;
+	}
+	status = ohc_bootstrap_inproc_create(ndev, bss);
+	if (status < 0)
+		goto out;
+	for (uint32_t i = 0; i < ndev; i++) {
+		args[i].bs = bss[i];
+		args[i].cfg = &cfg;
+		args[i].device = devices[i];
+		if (pthread_create(&args[i].thread, NULL, init_all_thread,
+				   &args[i]) != 0) {
+			OHC_ERROR(OHC_SS_API, "HcclCommInitAll: cannot start "
+					      "init thread: out of resources");
+			status = OHC_ERR_SYSCALL;
+			for (uint32_t j = 0; j < ndev; j++)
+				ohc_bootstrap_abort(bss[j]);
+			break;
+		}
+		started++;
+	}
+	for (uint32_t i = 0; i < started; i++) {
+		pthread_join(args[i].thread, NULL);
+		if (args[i].status < 0 && status == OHC_OK)
+			status = args[i].status;
+	}
+	if (started < ndev && status == OHC_OK)
+		status = OHC_ERR_SYSCALL;
+	for (uint32_t i = 0; i < ndev; i++) {
+		if (status == OHC_OK) {
+			comms[i] = args[i].comm;
+			continue;
+		}
+		if (i < started && args[i].status == OHC_OK)
+			ohc_comm_destroy(args[i].comm); /* owns bs */
+		else
+			ohc_bootstrap_destroy(bss[i]);
+	}
+out:
+	free(args);
+	free(bss);
+	return ohc_status_to_hccl(status);
+}
+
+OHC_API HcclResult HcclCommDestroy(HcclComm comm)
+{
+	struct ohc_comm *c;
+
+	OHC_API_ENTRY(__func__);
+	if (!comm)
+		return HCCL_SUCCESS;
+	c = ohc_api_comm(comm);
+	if (!c) {
+		OHC_ERROR(OHC_SS_API, "HcclCommDestroy: %p is not a live "
+				      "communicator",
+			  comm);
+		return HCCL_E_PARA;
+	}
+	ohc_comm_destroy(c);
+	return HCCL_SUCCESS;
+}
+
+#define GET_COMM(c, comm, fn)                                                  \
+	do {                                                                   \
+		if (!(comm)) {                                                 \
+			OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);         \
+			return HCCL_E_PTR;                                     \
+		}                                                              \
+		(c) = ohc_api_comm(comm);                                      \
+		if (!(c)) {                                                    \
+			OHC_ERROR(OHC_SS_API,                                  \
+				  "%s: %p is not a live communicator", fn,     \
+				  (void *)(comm));                             \
+			return HCCL_E_PARA;                                    \
+		}                                                              \
+	} while (0)
+
+#define NOT_NULL(p, fn)                                                        \
+	do {                                                                   \
+		if (!(p)) {                                                    \
+			OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, #p);       \
+			return HCCL_E_PTR;                                     \
+		}                                                              \
+	} while (0)
+
+OHC_API HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
+{
+	struct ohc_comm *c;
+
+	GET_COMM(c, comm, __func__);
+	NOT_NULL(rankSize, __func__);
+	*rankSize = c->nranks;
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank)
+{
+	struct ohc_comm *c;
+
+	GET_COMM(c, comm, __func__);
+	NOT_NULL(rank, __func__);
+	*rank = c->rank;
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclGetCommName(HcclComm comm, char *commName)
+{
+	struct ohc_comm *c;
+
+	GET_COMM(c, comm, __func__);
+	NOT_NULL(commName, __func__);
+	memcpy(commName, c->name, COMM_NAME_MAX_LENGTH);
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclCommGetHandleWithName(const char *commName,
+					     HcclComm *comm)
+{
+	struct ohc_comm *c;
+
+	NOT_NULL(commName, __func__);
+	NOT_NULL(comm, __func__);
+	c = ohc_comm_find(commName, ohc_rt_current_device());
+	if (!c) {
+		OHC_ERROR(OHC_SS_API,
+			  "HcclCommGetHandleWithName: no communicator named "
+			  "'%.128s'",
+			  commName);
+		return HCCL_E_NOT_FOUND;
+	}
+	*comm = c;
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
+{
+	struct ohc_comm *c;
+
+	GET_COMM(c, comm, __func__);
+	NOT_NULL(asyncError, __func__);
+	*asyncError = ohc_status_to_hccl(ohc_comm_async_error(c));
+	return HCCL_SUCCESS;
+}
+
+OHC_API uint32_t HcclGetCommConfigCapability(void)
+{
+	return HCCL_COMM_CONFIG_RESERVED;
+}
+
+OHC_API HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
+{
+	OHC_API_ENTRY(__func__);
+	if (config != HCCL_DETERMINISTIC)
+		return HCCL_SUCCESS; /* HCCL ignores other keys */
+	if (configValue.value < 0 || configValue.value > 2) {
+		OHC_ERROR(OHC_SS_API,
+			  "HcclSetConfig: HCCL_DETERMINISTIC value %d must be "
+			  "0, 1 or 2",
+			  configValue.value);
+		return HCCL_E_PARA;
+	}
+	if (ohc_config_raw("HCCL_DETERMINISTIC")) {
+		OHC_WARN(OHC_SS_API, "HcclSetConfig: HCCL_DETERMINISTIC is set "
+				     "in the environment, which wins; ignored");
+		return HCCL_SUCCESS;
+	}
+	ohc_comm_set_deterministic_all(configValue.value);
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclGetConfig(HcclConfig config,
+				 HcclConfigValue *configValue)
+{
+	int v;
+
+	NOT_NULL(configValue, __func__);
+	if (config != HCCL_DETERMINISTIC) {
+		configValue->value = 0;
+		return HCCL_SUCCESS;
+	}
+	v = ohc_comm_get_deterministic_global();
+	if (v < 0 || ohc_config_raw("HCCL_DETERMINISTIC"))
+		v = (int)ohc_env()->deterministic;
+	configValue->value = v;
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclConfigGetInfo(HcclComm comm, HcclConfigType cfgType,
+				     uint32_t infoLen, void *info)
+{
+	struct ohc_comm *c;
+
+	GET_COMM(c, comm, __func__);
+	NOT_NULL(info, __func__);
+	switch (cfgType) {
+	case HCCL_CONFIG_TYPE_OP_EXPANSION_MODE: {
+		HcclConfigTypeOpExpansionMode mode = HCCL_OP_EXPANSION_MODE_HOST;
+
+		if (infoLen != sizeof(mode)) {
+			OHC_ERROR(OHC_SS_API,
+				  "HcclConfigGetInfo: infoLen %u must be %zu "
+				  "for OP_EXPANSION_MODE",
+				  infoLen, sizeof(mode));
+			return HCCL_E_PARA;
+		}
+		memcpy(info, &mode, sizeof(mode));
+		return HCCL_SUCCESS;
+	}
+	case HCCL_CONFIG_TYPE_HCCL_ALGO:
+		if (infoLen < HCCL_COMM_ALGO_MAX_LENGTH) {
+			OHC_ERROR(OHC_SS_API,
+				  "HcclConfigGetInfo: infoLen %u must be >= %u "
+				  "for HCCL_ALGO",
+				  infoLen, (unsigned)HCCL_COMM_ALGO_MAX_LENGTH);
+			return HCCL_E_PARA;
+		}
+		memcpy(info, c->cfg.algo, HCCL_COMM_ALGO_MAX_LENGTH);
+		return HCCL_SUCCESS;
+	default:
+		OHC_ERROR(OHC_SS_API, "HcclConfigGetInfo: unknown type %d",
+			  (int)cfgType);
+		return HCCL_E_PARA;
+	}
+}
+
+OHC_API const char *HcclGetErrorString(HcclResult code)
+{
+	static const char *const strings[] = {
+		"no error", "parameter error", "empty pointer", "memory error",
+		"internal error", "not support feature",
+		"not found specific resource", "resource unavailable",
+		"call system interface error", "timeout", "open file fail",
+		"tcp connect fail", "roce connect fail", "tcp transfer fail",
+		"roce transfer fail", "call runtime api fail",
+		"call driver api fail", "call profiling api fail",
+		"call cce api fail", "call network api fail", "try again",
+		"error cqe", "error communicator suspending",
+		"retry constraint", "out of memory",
+	};
+	int c = (int)code;
+
+	if (c < 0 || c >= (int)HCCL_E_RESERVED)
+		return "unknown error";
+	if (c < (int)OHC_ARRAY_SIZE(strings))
+		return strings[c];
+	return "unknown err";
+}

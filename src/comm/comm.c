@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "algo/reduce.h"
+#include "comm/comm.h"
+#include "core/exec.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* One wire record per rank and transport in the address exchange. */
+struct addr_rec {
+	uint16_t len;
+	uint8_t blob[OHC_ADDR_MAX];
+};
+
+static struct ohc_list registry = OHC_LIST_INIT(registry);
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static int global_deterministic = -1; /* guarded by registry_lock */
+
+void ohc_comm_set_deterministic_all(int value)
+{
+	struct ohc_list *pos;
+
+	pthread_mutex_lock(&registry_lock);
+	global_deterministic = value;
+	ohc_list_for_each(pos, &registry)
+	{
+		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
+						      link);
+
+		__atomic_store_n(&c->cfg.deterministic, value,
+				 __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+int ohc_comm_get_deterministic_global(void)
+{
+	int v;
+
+	pthread_mutex_lock(&registry_lock);
+	v = global_deterministic;
+	pthread_mutex_unlock(&registry_lock);
+	return v;
+}
+
+void ohc_comm_cfg_default(struct ohc_comm_cfg *c)
+{
+	const struct ohc_env *env = ohc_env();
+
+	memset(c, 0, sizeof(*c));
+	c->buffsize_mb = (uint32_t)env->buffsize_mb;
+	c->deterministic = ohc_comm_get_deterministic_global();
+	if (c->deterministic < 0)
+		c->deterministic = (int)env->deterministic;
+	c->exec_timeout_s = env->exec_timeout_s;
+	c->rdma_tc = (uint32_t)env->rdma_tc;
+	c->rdma_sl = (uint32_t)env->rdma_sl;
+	snprintf(c->algo, sizeof(c->algo), "%s", env->algo);
+	c->qos = 6;
+	c->symwin_max_gb = 16;
+	c->sq_depth = 0xffffffffu;
+}
+
+struct ohc_comm *ohc_comm_find(const char *name, int device)
+{
+	struct ohc_comm *found = NULL;
+	struct ohc_list *pos;
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_for_each(pos, &registry)
+	{
+		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
+						      link);
+
+		if (strcmp(c->name, name))
+			continue;
+		if (!found || c->device == device)
+			found = c;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
+int ohc_comm_name_taken(const char *name, uint32_t rank)
+{
+	struct ohc_list *pos;
+	int taken = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_for_each(pos, &registry)
+	{
+		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
+						      link);
+
+		if (!strcmp(c->name, name) && c->rank == rank)
+			taken = 1;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return taken;
+}
+
+static void comm_close_transports(struct ohc_comm *comm)
+{
+	if (comm->eps) {
+		for (uint32_t r = 0; r < comm->nranks; r++) {
+			struct ohc_ep *ep = comm->eps[r];
+
+			if (!ep)
+				continue;
+			ep->iface->ops->ep_fini(ep);
+			free(ep);
+		}
+	}
+	for (unsigned i = 0; i < comm->nifaces; i++) {
+		comm->ifaces[i]->ops->iface_close(comm->ifaces[i]);
+		free(comm->ifaces[i]);
+	}
+	comm->nifaces = 0;
+}
+
+static void comm_free(struct ohc_comm *comm)
+{
+	comm_close_transports(comm);
+	free(comm->eps);
+	free(comm->ep_tp);
+	free(comm->p2p_send_seq);
+	free(comm->p2p_recv_seq);
+	pthread_mutex_destroy(&comm->lock);
+	pthread_cond_destroy(&comm->idle_cond);
+	pthread_mutex_destroy(&comm->exec_lock);
+	free(comm);
+}
+
+/*
+ * Open every built-in transport, exchange address blobs, pick one
+ * transport per peer (the first that reaches it: self, shm, verbs), and
+ * connect. Transports nobody uses are closed again.
+ */
+static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
+				 uint64_t deadline)
+{
+	const struct ohc_env *env = ohc_env();
+	unsigned ntp = ohc_transport_count();
+	struct ohc_iface *open[OHC_MAX_TRANSPORTS] = {0};
+	struct addr_rec *recs = NULL;
+	struct ohc_ep **eps_by_tp = NULL;
+	struct ohc_transport_params params;
+	char hostid[256];
+	ohc_status_t status = OHC_OK;
+	int dev = comm->device;
+
+	snprintf(hostid, sizeof(hostid), "%s",
+		 ohc_bootstrap_hostid(comm->bs, comm->rank));
+	memset(&params, 0, sizeof(params));
+	params.rank = comm->rank;
+	params.nranks = comm->nranks;
+	params.session = session;
+	params.hostid = hostid;
+	params.numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
+	params.ring_bytes = (size_t)env->shm_ring_kb * 1024;
+	params.spin = (unsigned)env->shm_spin;
+
+	recs = calloc((size_t)comm->nranks * ntp, sizeof(*recs));
+	eps_by_tp = calloc(comm->nranks, sizeof(*eps_by_tp));
+	comm->eps = calloc(comm->nranks, sizeof(*comm->eps));
+	comm->ep_tp = calloc(comm->nranks, sizeof(*comm->ep_tp));
+	if (!recs || !eps_by_tp || !comm->eps || !comm->ep_tp) {
+		status = OHC_ERR_NO_MEMORY;
+		goto out;
+	}
+
+	for (unsigned t = 0; t < ntp && t < OHC_MAX_TRANSPORTS; t++) {
+		const struct ohc_transport_ops *ops = ohc_transport_at(t);
+		struct addr_rec *mine = &recs[(size_t)comm->rank * ntp + t];
+		struct ohc_iface *iface = calloc(1, ops->iface_size);
+		size_t len = OHC_ADDR_MAX;
+
+		if (!iface) {
+			status = OHC_ERR_NO_MEMORY;
+			goto out;
+		}
+		iface->ops = ops;
+		iface->rank = comm->rank;
+		iface->nranks = comm->nranks;
+		status = ops->iface_open(iface, &params);
+		if (status < 0) {
+			OHC_WARN(OHC_SS_INIT,
+				 "rank %u: transport %s unavailable: %s",
+				 comm->rank, ops->name, ohc_status_str(status));
+			free(iface);
+			status = OHC_OK;
+			continue;
+		}
+		open[t] = iface;
+		status = ops->iface_address(iface, mine->blob, &len);
+		if (status < 0)
+			goto out;
+		mine->len = (uint16_t)len;
+	}
+
+	status = ohc_bootstrap_allgather(comm->bs, recs, ntp * sizeof(*recs));
+	if (status < 0)
+		goto out;
+
+	for (uint32_t r = 0; r < comm->nranks; r++) {
+		if (r == comm->rank)
+			continue;
+		for (unsigned t = 0; t < ntp && t < OHC_MAX_TRANSPORTS; t++) {
+			const struct addr_rec *peer = &recs[(size_t)r * ntp + t];
+			struct ohc_iface *iface = open[t];
+			struct ohc_ep *ep;
+
+			if (!iface || peer->len == 0 || peer->len > OHC_ADDR_MAX)
+				continue;
+			if (env->intra_roce_enable &&
+			    !strcmp(iface->ops->name, "shm"))
+				continue;
+			if (!iface->ops->iface_reachable(iface, peer->blob,
+							 peer->len))
+				continue;
+			ep = calloc(1, iface->ops->ep_size);
+			if (!ep) {
+				status = OHC_ERR_NO_MEMORY;
+				goto out;
+			}
+			ep->iface = iface;
+			ep->peer = r;
+			status = iface->ops->ep_init(iface, ep, r, peer->blob,
+						     peer->len);
+			if (status < 0) {
+				free(ep);
+				OHC_ERROR(OHC_SS_INIT,
+					  "rank %u: cannot set up %s endpoint "
+					  "to rank %u: %s",
+					  comm->rank, iface->ops->name, r,
+					  ohc_status_str(status));
+				goto out;
+			}
+			comm->eps[r] = ep;
+			comm->ep_tp[r] = iface->ops->name;
+			break;
+		}
+		if (!comm->eps[r]) {
+			OHC_ERROR(OHC_SS_INIT,
+				  "rank %u: no transport reaches rank %u (host "
+				  "%s)%s",
+				  comm->rank, r,
+				  ohc_bootstrap_hostid(comm->bs, r),
+				  env->intra_roce_enable
+					  ? ": HCCL_INTRA_ROCE_ENABLE=1 needs "
+					    "an RDMA device"
+					  : ": peers on other hosts need the "
+					    "verbs transport and an RDMA "
+					    "device");
+			status = OHC_ERR_UNAVAILABLE;
+			goto out;
+		}
+	}
+
+	/* Connect per transport, then keep only the transports in use. */
+	for (unsigned t = 0; t < ntp && t < OHC_MAX_TRANSPORTS; t++) {
+		unsigned n = 0;
+
+		if (!open[t])
+			continue;
+		for (uint32_t r = 0; r < comm->nranks; r++)
+			if (comm->eps[r] && comm->eps[r]->iface == open[t])
+				eps_by_tp[n++] = comm->eps[r];
+		if (!n) {
+			open[t]->ops->iface_close(open[t]);
+			free(open[t]);
+			open[t] = NULL;
+			continue;
+		}
+		status = open[t]->ops->iface_connect(open[t], eps_by_tp, n,
+						     deadline);
+		if (status < 0)
+			goto out;
+		comm->ifaces[comm->nifaces++] = open[t];
+		open[t] = NULL;
+	}
+
+out:
+	for (unsigned t = 0; t < OHC_MAX_TRANSPORTS; t++) {
+		if (!open[t])
+			continue;
+		for (uint32_t r = 0; comm->eps && r < comm->nranks; r++) {
+			if (comm->eps[r] && comm->eps[r]->iface == open[t]) {
+				open[t]->ops->ep_fini(comm->eps[r]);
+				free(comm->eps[r]);
+				comm->eps[r] = NULL;
+			}
+		}
+		open[t]->ops->iface_close(open[t]);
+		free(open[t]);
+	}
+	free(recs);
+	free(eps_by_tp);
+	return status;
+}
+
+ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
+			     const struct ohc_comm_cfg *cfg,
+			     const char *default_name, int device,
+			     struct ohc_comm **comm_p)
+{
+	const struct ohc_env *env = ohc_env();
+	struct ohc_comm *comm;
+	uint64_t session = 0, deadline;
+	ohc_status_t status;
+
+	comm = calloc(1, sizeof(*comm));
+	if (!comm)
+		return OHC_ERR_NO_MEMORY;
+	comm->bs = bs;
+	comm->rank = ohc_bootstrap_rank(bs);
+	comm->nranks = ohc_bootstrap_nranks(bs);
+	comm->device = device >= 0 ? device : ohc_rt_current_device();
+	comm->cfg = *cfg;
+	snprintf(comm->name, sizeof(comm->name), "%s",
+		 cfg->name[0] ? cfg->name : default_name);
+	ohc_list_init(&comm->link);
+	pthread_mutex_init(&comm->lock, NULL);
+	pthread_cond_init(&comm->idle_cond, NULL);
+	pthread_mutex_init(&comm->exec_lock, NULL);
+	comm->p2p_send_seq = calloc(comm->nranks, sizeof(uint64_t));
+	comm->p2p_recv_seq = calloc(comm->nranks, sizeof(uint64_t));
+	if (!comm->p2p_send_seq || !comm->p2p_recv_seq) {
+		status = OHC_ERR_NO_MEMORY;
+		goto err_free;
+	}
+
+	if (ohc_comm_name_taken(comm->name, comm->rank)) {
+		OHC_ERROR(OHC_SS_INIT,
+			  "communicator name '%s' is already used by rank %u "
+			  "in this process",
+			  comm->name, comm->rank);
+		status = OHC_ERR_INVALID;
+		goto err_free;
+	}
+
+	deadline = ohc_deadline_after_ms((uint64_t)env->connect_timeout_s *
+					 1000);
+	/* A session token shared by the ranks, unique per communicator. */
+	if (comm->rank == 0 &&
+	    getrandom(&session, sizeof(session), 0) != sizeof(session))
+		session = ohc_time_ns() ^ ((uint64_t)getpid() << 32);
+	status = ohc_bootstrap_bcast(bs, &session, sizeof(session), 0);
+	if (status < 0)
+		goto err_free;
+	status = comm_connect(comm, session, deadline);
+	if (status < 0)
+		goto err_free;
+	/* Everyone connected before anyone sends data. */
+	status = ohc_bootstrap_barrier(bs);
+	if (status < 0)
+		goto err_free;
+
+	comm->magic = OHC_COMM_MAGIC;
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_add_tail(&registry, &comm->link);
+	pthread_mutex_unlock(&registry_lock);
+	OHC_INFO(OHC_SS_INIT, "rank %u/%u: communicator '%s' ready (%u "
+			      "transports)",
+		 comm->rank, comm->nranks, comm->name, comm->nifaces);
+	*comm_p = comm;
+	return OHC_OK;
+
+err_free:
+	comm->bs = NULL; /* still the caller's */
+	comm_free(comm);
+	return status;
+}
+
+void ohc_comm_destroy(struct ohc_comm *comm)
+{
+	pthread_mutex_lock(&comm->lock);
+	while (comm->inflight)
+		pthread_cond_wait(&comm->idle_cond, &comm->lock);
+	pthread_mutex_unlock(&comm->lock);
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_del(&comm->link);
+	pthread_mutex_unlock(&registry_lock);
+
+	comm->magic = 0;
+	comm_close_transports(comm);
+	if (comm->bs)
+		ohc_bootstrap_destroy(comm->bs);
+	comm->bs = NULL;
+	comm_free(comm);
+}
+
+ohc_status_t ohc_comm_async_error(struct ohc_comm *comm)
+{
+	return __atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
+}
+
+/* Mark the communicator failed; the first error sticks. */
+static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
+{
+	int expected = 0;
+
+	__atomic_compare_exchange_n(&comm->failed, &expected, (int)status, 0,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	if (status == OHC_ERR_REMOTE || status == OHC_ERR_TIMEOUT ||
+	    status == OHC_ERR_DESYNC) {
+		expected = 0;
+		__atomic_compare_exchange_n(&comm->async_error, &expected,
+					    (int)status, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+	}
+}
+
+static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
+{
+	const struct ohc_env *env = ohc_env();
+	const struct ohc_algo *algo = NULL;
+	struct ohc_exec x;
+	struct ohc_sched s;
+	ohc_status_t status;
+	int failed;
+
+	pthread_mutex_lock(&comm->exec_lock);
+	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+	if (failed) {
+		OHC_ERROR(OHC_SS_COLL,
+			  "rank %u: %s on communicator '%s' refused: the "
+			  "communicator failed earlier (%s)",
+			  comm->rank, ohc_coll_op_name(op->args.op), comm->name,
+			  ohc_status_str(failed));
+		status = failed;
+		goto out;
+	}
+	ohc_sched_init(&s);
+	status = ohc_algo_build(&op->args, &s, &algo);
+	if (status < 0) {
+		ohc_sched_fini(&s);
+		goto out;
+	}
+	memset(&x, 0, sizeof(x));
+	x.rank = comm->rank;
+	x.nranks = comm->nranks;
+	x.eps = comm->eps;
+	x.ifaces = comm->ifaces;
+	x.nifaces = comm->nifaces;
+	x.deadline = comm->cfg.exec_timeout_s
+			     ? ohc_deadline_after_ms(
+				       (uint64_t)comm->cfg.exec_timeout_s * 1000)
+			     : OHC_DEADLINE_NEVER;
+	x.spin = (unsigned)env->shm_spin;
+	x.abort_flag = &comm->abort_flag;
+	x.reduce = ohc_reduce_get(op->args.dtype, op->args.redop);
+	x.esize = (unsigned)op->args.esize;
+	x.sig = op->sig;
+	x.what = ohc_coll_op_name(op->args.op);
+	status = ohc_exec_run(&x, &s);
+	ohc_sched_fini(&s);
+	if (status < 0)
+		comm_fail(comm, status);
+out:
+	pthread_mutex_unlock(&comm->exec_lock);
+	return status;
+}
+
+static void op_done(struct ohc_comm *comm)
+{
+	pthread_mutex_lock(&comm->lock);
+	if (--comm->inflight == 0)
+		pthread_cond_broadcast(&comm->idle_cond);
+	pthread_mutex_unlock(&comm->lock);
+}
+
+static int op_task_run(struct ohc_rt_task *task)
+{
+	struct ohc_op *op = (struct ohc_op *)task;
+	ohc_status_t status = comm_execute(op->comm, op);
+
+	switch (status) {
+	case OHC_OK:
+		return 0;
+	case OHC_ERR_TIMEOUT:
+		return OHC_RT_ERR_TASK_TIMEOUT;
+	case OHC_ERR_REMOTE:
+	case OHC_ERR_CANCELED:
+		return OHC_RT_ERR_LINK;
+	case OHC_ERR_DESYNC:
+	case OHC_ERR_INVALID:
+		return OHC_RT_ERR_PARAM;
+	default:
+		return OHC_RT_ERR_INTERNAL;
+	}
+}
+
+static void op_task_release(struct ohc_rt_task *task)
+{
+	struct ohc_op *op = (struct ohc_op *)task;
+
+	op_done(op->comm);
+	free(op);
+}
+
+ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
+			     const struct ohc_coll_args *args, void *stream)
+{
+	struct ohc_op *op;
+	ohc_status_t status;
+	int ret;
+
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return OHC_ERR_NO_MEMORY;
+	op->comm = comm;
+	op->args = *args;
+	op->args.rank = comm->rank;
+	op->args.nranks = comm->nranks;
+	op->task.run = op_task_run;
+	op->task.release = op_task_release;
+	op->task.name = ohc_coll_op_name(args->op);
+	op->sig.op = (uint8_t)(args->op == OHC_COLL_RECV ? OHC_COLL_SEND
+							   : args->op);
+	op->sig.dtype = (uint8_t)args->dtype;
+	op->sig.redop = (uint8_t)args->redop;
+	op->sig.root = args->root;
+	op->sig.count = args->count;
+
+	pthread_mutex_lock(&comm->lock);
+	if (args->op == OHC_COLL_SEND)
+		op->sig.seq = comm->p2p_send_seq[args->peer]++;
+	else if (args->op == OHC_COLL_RECV)
+		op->sig.seq = comm->p2p_recv_seq[args->peer]++;
+	else
+		op->sig.seq = comm->coll_seq++;
+	comm->inflight++;
+	pthread_mutex_unlock(&comm->lock);
+
+	if (!stream) {
+		status = comm_execute(comm, op);
+		op_done(comm);
+		free(op);
+		return status;
+	}
+	ret = ohc_rt_stream_submit(stream, &op->task);
+	if (ret != 0) {
+		OHC_ERROR(OHC_SS_API, "cannot enqueue %s on stream %p (acl "
+				      "error %d)",
+			  op->task.name, stream, ret);
+		op_done(comm);
+		free(op);
+		return OHC_ERR_INVALID;
+	}
+	return OHC_OK;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_COMM_COMM_H
+#define OHC_COMM_COMM_H
+
+/*
+ * A communicator: one rank's membership in a group, its transports and
+ * endpoints, its configuration, and the queue discipline of its
+ * operations. Created collectively from a bootstrap; destroyed locally.
+ */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+#include "comm/bootstrap/bootstrap.h"
+#include "core/req.h"
+#include "runtime/ohc_rt.h"
+#include "transport/transport.h"
+#include "util/list.h"
+#include "util/status.h"
+
+#define OHC_COMM_NAME_MAX 128
+#define OHC_MAX_TRANSPORTS 4
+
+/* Effective per-communicator configuration (config > env > default). */
+struct ohc_comm_cfg {
+	uint32_t buffsize_mb;
+	int deterministic;      /* enum ohc_deterministic */
+	int64_t exec_timeout_s; /* 0 = never */
+	char name[OHC_COMM_NAME_MAX];
+	char udi[128];
+	uint32_t op_expansion_mode;
+	uint32_t rdma_tc, rdma_sl;
+	uint32_t world_rank_id;
+	uint64_t job_id;
+	uint8_t graph_zero_copy;
+	char algo[1600];
+	char buffer_name[128];
+	uint32_t qos;
+	uint64_t symwin_max_gb;
+	uint32_t sq_depth;
+};
+
+/* Fill c with the environment's values (and built-in defaults). */
+void ohc_comm_cfg_default(struct ohc_comm_cfg *c);
+
+/*
+ * Process-wide deterministic setting (HcclSetConfig): -1 = not set. A set
+ * value is the default of new communicators and is applied to all
+ * existing ones.
+ */
+void ohc_comm_set_deterministic_all(int value);
+int ohc_comm_get_deterministic_global(void);
+
+#define OHC_COMM_MAGIC 0x6f6863636f6d6d31ull /* "ohccomm1" */
+
+struct ohc_comm {
+	uint64_t magic;                 /* OHC_COMM_MAGIC while alive */
+	char name[OHC_COMM_NAME_MAX];
+	uint32_t rank, nranks;
+	int device;                     /* logical device at init, or -1 */
+	struct ohc_comm_cfg cfg;
+	struct ohc_bootstrap *bs;
+	struct ohc_iface *ifaces[OHC_MAX_TRANSPORTS];
+	unsigned nifaces;
+	struct ohc_ep **eps;            /* per rank; NULL for ourselves */
+	const char **ep_tp;             /* transport name per rank */
+
+	pthread_mutex_t lock;           /* guards seq counters, inflight */
+	pthread_cond_t idle_cond;       /* signalled when inflight drops */
+	pthread_mutex_t exec_lock;      /* one operation executes at a time */
+	uint64_t coll_seq;              /* next collective sequence number */
+	uint64_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
+	unsigned inflight;              /* enqueued, not finished ops */
+
+	int abort_flag;                 /* atomic: destroy/failure cancels */
+	int failed;                     /* atomic: sticky ohc_status_t (<0) */
+	int async_error;                /* atomic: sticky ohc_status_t (<0) */
+
+	struct ohc_list link;           /* process registry */
+};
+
+/*
+ * Collective: build a communicator over bs (taken over on success; on
+ * failure the caller still owns it). default_name is used when
+ * cfg->name is empty.
+ */
+ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
+			     const struct ohc_comm_cfg *cfg,
+			     const char *default_name, int device,
+			     struct ohc_comm **comm_p);
+/* Local: waits for enqueued operations (bounded), then frees all. */
+void ohc_comm_destroy(struct ohc_comm *comm);
+
+/* Registry by name (and, for thread ranks, device). */
+struct ohc_comm *ohc_comm_find(const char *name, int device);
+int ohc_comm_name_taken(const char *name, uint32_t rank);
+
+/* An operation of a communicator, queued on a stream or run inline. */
+struct ohc_op {
+	struct ohc_rt_task task; /* first: the stream owns us through it */
+	struct ohc_comm *comm;
+	struct ohc_coll_args args;
+	struct ohc_sig sig;
+};
+
+/*
+ * Prepare an operation (assigns its sequence number in issue order) and
+ * either run it now (stream NULL; returns its status) or enqueue it on
+ * stream (returns OHC_OK once queued; errors surface on the stream).
+ */
+ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
+			     const struct ohc_coll_args *args, void *stream);
+
+/* Sticky asynchronous error of the communicator (OHC_OK if none). */
+ohc_status_t ohc_comm_async_error(struct ohc_comm *comm);
+
+#endif

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/exec.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define EXEC_WAIT_MS 100     /* longest single sleep: bounds check latency */
+#define EXEC_STACK_REQS 64
+
+static void sig_diff(const struct ohc_sig *ours, const struct ohc_sig *theirs,
+		     char *buf, size_t len)
+{
+#define DIFF(f, name)                                                          \
+	if (ours->f != theirs->f) {                                            \
+		snprintf(buf, len, "%s: ours %" PRIu64 ", peer's %" PRIu64,    \
+			 name, (uint64_t)ours->f, (uint64_t)theirs->f);        \
+		return;                                                        \
+	}
+	DIFF(op, "operation");
+	DIFF(seq, "sequence number");
+	DIFF(dtype, "data type");
+	DIFF(redop, "reduce op");
+	DIFF(root, "root");
+	DIFF(count, "count");
+	DIFF(step, "algorithm step");
+	DIFF(len, "message length");
+#undef DIFF
+	snprintf(buf, len, "unknown field");
+}
+
+static void exec_local(struct ohc_exec *x, const struct ohc_xfer *xf)
+{
+	if (xf->kind == OHC_XFER_COPY)
+		memmove(xf->dst, xf->src, xf->len);
+	else
+		x->reduce(xf->dst, xf->src2, xf->src, xf->len / x->esize);
+}
+
+static ohc_status_t exec_post(struct ohc_exec *x, const struct ohc_xfer *xf,
+			      struct ohc_req *req, unsigned step)
+{
+	struct ohc_ep *ep = x->eps[xf->peer];
+
+	memset(req, 0, sizeof(*req));
+	req->sig = x->sig;
+	req->sig.step = (uint8_t)step;
+	req->sig.len = xf->len;
+	req->len = xf->len;
+	req->status = OHC_INPROGRESS;
+	ohc_list_init(&req->link);
+	if (xf->kind == OHC_XFER_SEND) {
+		req->sbuf = xf->src;
+		return ep->iface->ops->ep_send(ep, req);
+	}
+	req->dst = xf->dst;
+	req->src2 = xf->src2;
+	req->kind = xf->rkind;
+	req->reduce = x->reduce;
+	req->esize = x->esize;
+	return ep->iface->ops->ep_recv(ep, req);
+}
+
+static unsigned exec_progress(struct ohc_exec *x)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < x->nifaces; i++)
+		n += x->ifaces[i]->ops->iface_progress(x->ifaces[i]);
+	return n;
+}
+
+static void exec_sleep(struct ohc_exec *x)
+{
+	int ms = ohc_deadline_left_ms(x->deadline, EXEC_WAIT_MS);
+
+	if (ms <= 0)
+		return;
+	if (x->nifaces == 1) {
+		x->ifaces[0]->ops->iface_wait(x->ifaces[0], ms);
+		return;
+	}
+	/* Several transports: short sleeps on each in turn. */
+	for (unsigned i = 0; i < x->nifaces; i++)
+		x->ifaces[i]->ops->iface_wait(x->ifaces[i], 1);
+}
+
+static void exec_cancel(struct ohc_exec *x, const struct ohc_xfer *xf,
+			struct ohc_req *reqs, unsigned n, ohc_status_t status)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (xf[i].kind != OHC_XFER_SEND && xf[i].kind != OHC_XFER_RECV)
+			continue;
+		if (reqs[i].status == OHC_INPROGRESS) {
+			struct ohc_ep *ep = x->eps[xf[i].peer];
+
+			ep->iface->ops->ep_cancel(ep, status);
+		}
+	}
+}
+
+static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
+			     const struct ohc_req *reqs, unsigned n,
+			     unsigned step)
+{
+	char peers[256] = "";
+	size_t off = 0;
+
+	for (unsigned i = 0; i < n && off < sizeof(peers) - 16; i++) {
+		if ((xf[i].kind == OHC_XFER_SEND ||
+		     xf[i].kind == OHC_XFER_RECV) &&
+		    reqs[i].status == OHC_INPROGRESS) {
+			off += snprintf(peers + off, sizeof(peers) - off,
+					"%s%u (%s)", off ? ", " : "",
+					xf[i].peer,
+					xf[i].kind == OHC_XFER_SEND ? "send"
+								    : "recv");
+			x->err_peer = xf[i].peer;
+		}
+	}
+	OHC_ERROR(OHC_SS_COLL,
+		  "rank %u: %s timed out (exec timeout) in step %u waiting "
+		  "for peers %s",
+		  x->rank, x->what, step, peers);
+}
+
+/* Run one step: post everything, then progress until all complete. */
+static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
+			      unsigned n, unsigned step, struct ohc_req *reqs)
+{
+	unsigned pending = 0, idle = 0;
+	uint64_t next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
+	ohc_status_t status;
+
+	for (unsigned i = 0; i < n; i++) {
+		reqs[i].status = OHC_OK;
+		if (xf[i].kind == OHC_XFER_COPY ||
+		    xf[i].kind == OHC_XFER_REDUCE) {
+			exec_local(x, &xf[i]);
+			continue;
+		}
+		status = exec_post(x, &xf[i], &reqs[i], step);
+		if (status < 0) {
+			OHC_ERROR(OHC_SS_COLL,
+				  "rank %u: %s: posting to peer %u failed: %s",
+				  x->rank, x->what, xf[i].peer,
+				  ohc_status_str(status));
+			reqs[i].status = status;
+			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED);
+			x->err_peer = xf[i].peer;
+			return status;
+		}
+		pending++;
+	}
+
+	while (pending) {
+		unsigned moved = exec_progress(x);
+
+		pending = 0;
+		for (unsigned i = 0; i < n; i++) {
+			ohc_status_t st = __atomic_load_n(&reqs[i].status,
+							  __ATOMIC_ACQUIRE);
+
+			if (st == OHC_INPROGRESS) {
+				pending++;
+				continue;
+			}
+			if (st >= 0)
+				continue;
+			x->err_peer = xf[i].peer;
+			if (st == OHC_ERR_DESYNC) {
+				char why[160];
+
+				sig_diff(&reqs[i].sig, &reqs[i].got_sig, why,
+					 sizeof(why));
+				OHC_ERROR(OHC_SS_COLL,
+					  "rank %u: %s does not match the "
+					  "operation of rank %u (%s)",
+					  x->rank, x->what, xf[i].peer, why);
+			} else {
+				OHC_ERROR(OHC_SS_COLL,
+					  "rank %u: %s: %s with peer %u "
+					  "failed: %s",
+					  x->rank, x->what,
+					  xf[i].kind == OHC_XFER_SEND ? "send"
+								      : "recv",
+					  xf[i].peer, ohc_status_str(st));
+			}
+			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED);
+			return st;
+		}
+		if (!pending)
+			break;
+		if (moved) {
+			idle = 0;
+			continue;
+		}
+		if (++idle < x->spin)
+			continue;
+
+		/* Idle: check abort, deadline and peers, then sleep. */
+		if (x->abort_flag &&
+		    __atomic_load_n(x->abort_flag, __ATOMIC_ACQUIRE)) {
+			OHC_ERROR(OHC_SS_COLL,
+				  "rank %u: %s aborted: communicator is "
+				  "being destroyed or failed",
+				  x->rank, x->what);
+			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED);
+			return OHC_ERR_CANCELED;
+		}
+		if (ohc_deadline_passed(x->deadline)) {
+			exec_log_waiting(x, xf, reqs, n, step);
+			exec_cancel(x, xf, reqs, n, OHC_ERR_TIMEOUT);
+			return OHC_ERR_TIMEOUT;
+		}
+		if (ohc_time_ns() >= next_check) {
+			for (unsigned i = 0; i < n; i++) {
+				struct ohc_ep *ep;
+
+				if (reqs[i].status != OHC_INPROGRESS)
+					continue;
+				ep = x->eps[xf[i].peer];
+				status = ep->iface->ops->ep_check(ep);
+				if (status < 0) {
+					x->err_peer = xf[i].peer;
+					OHC_ERROR(OHC_SS_COLL,
+						  "rank %u: %s: peer rank %u "
+						  "is gone: %s",
+						  x->rank, x->what, xf[i].peer,
+						  ohc_status_str(status));
+					exec_cancel(x, xf, reqs, n, status);
+					return status;
+				}
+			}
+			next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
+		}
+		exec_sleep(x);
+	}
+	return OHC_OK;
+}
+
+ohc_status_t ohc_exec_run(struct ohc_exec *x, const struct ohc_sched *s)
+{
+	struct ohc_req stack_reqs[EXEC_STACK_REQS], *reqs = stack_reqs;
+	unsigned max = 0, begin = 0;
+	ohc_status_t status = OHC_OK;
+
+	if (s->status < 0) {
+		OHC_ERROR(OHC_SS_COLL, "rank %u: %s: cannot build schedule: %s",
+			  x->rank, x->what, ohc_status_str(s->status));
+		return s->status;
+	}
+	for (unsigned i = 0; i < s->nsteps; i++) {
+		unsigned n = s->step_end[i] - (i ? s->step_end[i - 1] : 0);
+
+		max = n > max ? n : max;
+	}
+	if (max > EXEC_STACK_REQS) {
+		reqs = calloc(max, sizeof(*reqs));
+		if (!reqs)
+			return OHC_ERR_NO_MEMORY;
+	}
+	for (unsigned i = 0; i < s->nsteps && status == OHC_OK; i++) {
+		unsigned end = s->step_end[i];
+
+		status = exec_step(x, &s->xfers[begin], end - begin, i, reqs);
+		begin = end;
+	}
+	if (reqs != stack_reqs)
+		free(reqs);
+	return status;
+}

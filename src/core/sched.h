@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_CORE_SCHED_H
+#define OHC_CORE_SCHED_H
+
+/*
+ * A schedule: what one rank does for one operation, as a list of steps.
+ * Each step is a set of transfers that run concurrently; a step starts
+ * when the previous one has completed. Algorithms (src/algo) build
+ * schedules from pure rank arithmetic; the executor (exec.h) runs them.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/req.h"
+#include "util/status.h"
+
+enum ohc_xfer_kind {
+	OHC_XFER_SEND,   /* len bytes at src to peer */
+	OHC_XFER_RECV,   /* next message from peer, consumed per rkind */
+	OHC_XFER_COPY,   /* local: dst = src */
+	OHC_XFER_REDUCE, /* local: dst = src2 OP src */
+};
+
+struct ohc_xfer {
+	enum ohc_xfer_kind kind;
+	enum ohc_recv_kind rkind; /* RECV only */
+	uint32_t peer;
+	const void *src;
+	void *dst;
+	const void *src2;
+	size_t len;
+};
+
+struct ohc_sched {
+	struct ohc_xfer *xfers;
+	unsigned nxfers, cap;
+	unsigned *step_end; /* step i = xfers[step_end[i-1] .. step_end[i]) */
+	unsigned nsteps, step_cap;
+	ohc_status_t status; /* first allocation failure, sticky */
+};
+
+void ohc_sched_init(struct ohc_sched *s);
+void ohc_sched_fini(struct ohc_sched *s);
+/* Builders; failures are remembered in s->status (checked by the executor). */
+void ohc_sched_send(struct ohc_sched *s, uint32_t peer, const void *src,
+		    size_t len);
+void ohc_sched_recv(struct ohc_sched *s, uint32_t peer, void *dst,
+		    size_t len);
+/* dst = (src2 ? src2 : dst) OP incoming */
+void ohc_sched_recv_reduce(struct ohc_sched *s, uint32_t peer, void *dst,
+			   const void *src2, size_t len);
+void ohc_sched_copy(struct ohc_sched *s, void *dst, const void *src,
+		    size_t len);
+void ohc_sched_reduce(struct ohc_sched *s, void *dst, const void *a,
+		      const void *b, size_t len);
+/* Close the current step (no-op if it is empty). */
+void ohc_sched_step(struct ohc_sched *s);
+
+#endif
