@@ -172,6 +172,28 @@ typedef struct aclrtPhysicalMemProp {
 	uint64_t reserve;                      /* must be 0 */
 } aclrtPhysicalMemProp;
 
+/* Layout checks (LP64), C11 and C++11 only; no effect on older dialects. */
+#if defined(__LP64__) || defined(_LP64)
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define ACL_RT_LAYOUT_ASSERT_(c, m) static_assert(c, m)
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && \
+	__STDC_VERSION__ >= 201112L
+#define ACL_RT_LAYOUT_ASSERT_(c, m) _Static_assert(c, m)
+#endif
+#ifdef ACL_RT_LAYOUT_ASSERT_
+ACL_RT_LAYOUT_ASSERT_(sizeof(aclrtMemLocation) == 8, "aclrtMemLocation");
+ACL_RT_LAYOUT_ASSERT_(sizeof(aclrtPhysicalMemProp) == 32,
+		      "aclrtPhysicalMemProp size");
+ACL_RT_LAYOUT_ASSERT_(offsetof(aclrtPhysicalMemProp, memAttr) == 8,
+		      "aclrtPhysicalMemProp.memAttr");
+ACL_RT_LAYOUT_ASSERT_(offsetof(aclrtPhysicalMemProp, location) == 12,
+		      "aclrtPhysicalMemProp.location");
+ACL_RT_LAYOUT_ASSERT_(offsetof(aclrtPhysicalMemProp, reserve) == 24,
+		      "aclrtPhysicalMemProp.reserve");
+#undef ACL_RT_LAYOUT_ASSERT_
+#endif
+#endif
+
 /* Init / finalize. */
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
@@ -188,7 +210,8 @@ ACL_FUNC_VISIBILITY aclError aclrtResetDeviceForce(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
 ACL_FUNC_VISIBILITY aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode);
-ACL_FUNC_VISIBILITY aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode);
+ACL_FUNC_VISIBILITY aclError
+aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
 ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
 ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext *context,
