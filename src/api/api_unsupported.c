@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "api/api.h"
+#include <hccl/hcom.h>
+#include <hccl/hccl_sym_win.h>
+
+/*
+ * Entry points whose capability arrives with a later issue. Each returns
+ * HCCL_E_NOT_SUPPORT and logs its name; test/api/not_supported.c keeps
+ * the list, which may only shrink.
+ */
+static HcclResult not_supported(const char *fn)
+{
+	OHC_ERROR(OHC_SS_API, "%s is not supported yet by OpenHCCL", fn);
+	return HCCL_E_NOT_SUPPORT;
+}
+
+OHC_API HcclResult HcclBroadcast(void *buf, uint64_t count,
+				 HcclDataType dataType, uint32_t root,
+				 HcclComm comm, aclrtStream stream)
+{
+	(void)buf;
+	(void)count;
+	(void)dataType;
+	(void)root;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
+			      HcclDataType dataType, HcclReduceOp op,
+			      uint32_t root, HcclComm comm, aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)recvBuf;
+	(void)count;
+	(void)dataType;
+	(void)op;
+	(void)root;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclAllGather(void *sendBuf, void *recvBuf,
+				 uint64_t sendCount, HcclDataType dataType,
+				 HcclComm comm, aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)recvBuf;
+	(void)sendCount;
+	(void)dataType;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
+				  void *recvBuf, const void *recvCounts,
+				  const void *recvDispls, HcclDataType dataType,
+				  HcclComm comm, aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)sendCount;
+	(void)recvBuf;
+	(void)recvCounts;
+	(void)recvDispls;
+	(void)dataType;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf,
+				     uint64_t recvCount, HcclDataType dataType,
+				     HcclReduceOp op, HcclComm comm,
+				     aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)recvBuf;
+	(void)recvCount;
+	(void)dataType;
+	(void)op;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
+				      const void *sendDispls, void *recvBuf,
+				      uint64_t recvCount, HcclDataType dataType,
+				      HcclReduceOp op, HcclComm comm,
+				      aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)sendCounts;
+	(void)sendDispls;
+	(void)recvBuf;
+	(void)recvCount;
+	(void)dataType;
+	(void)op;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
+			       HcclDataType dataType, uint32_t root,
+			       HcclComm comm, aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)recvBuf;
+	(void)recvCount;
+	(void)dataType;
+	(void)root;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
+				HcclDataType sendType, const void *recvBuf,
+				uint64_t recvCount, HcclDataType recvType,
+				HcclComm comm, aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)sendCount;
+	(void)sendType;
+	(void)recvBuf;
+	(void)recvCount;
+	(void)recvType;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
+				 const void *sdispls, HcclDataType sendType,
+				 const void *recvBuf, const void *recvCounts,
+				 const void *rdispls, HcclDataType recvType,
+				 HcclComm comm, aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)sendCounts;
+	(void)sdispls;
+	(void)sendType;
+	(void)recvBuf;
+	(void)recvCounts;
+	(void)rdispls;
+	(void)recvType;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
+				  const void *sendCountMatrix,
+				  HcclDataType sendType, const void *recvBuf,
+				  HcclDataType recvType, HcclComm comm,
+				  aclrtStream stream)
+{
+	(void)sendBuf;
+	(void)sendCountMatrix;
+	(void)sendType;
+	(void)recvBuf;
+	(void)recvType;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
+				     uint32_t itemNum, HcclComm comm,
+				     aclrtStream stream)
+{
+	(void)sendRecvInfo;
+	(void)itemNum;
+	(void)comm;
+	(void)stream;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCreateSubCommConfig(
+	HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
+	uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm)
+{
+	(void)comm;
+	(void)rankNum;
+	(void)rankIds;
+	(void)subCommId;
+	(void)subCommRankId;
+	(void)config;
+	(void)subComm;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommSuspend(HcclComm comm)
+{
+	(void)comm;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommResume(HcclComm comm)
+{
+	(void)comm;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommRegCommStateCallback(const char *regName,
+						HcclCommStateCallback cb,
+						void *args)
+{
+	(void)regName;
+	(void)cb;
+	(void)args;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
+{
+	(void)commId;
+	(void)status;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr,
+					  size_t size, size_t alignment,
+					  uint64_t flags)
+{
+	(void)comm;
+	(void)baseVirPtr;
+	(void)size;
+	(void)alignment;
+	(void)flags;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr)
+{
+	(void)comm;
+	(void)baseVirPtr;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr,
+					      size_t size, size_t offset,
+					      aclrtDrvMemHandle handle,
+					      uint64_t flags)
+{
+	(void)comm;
+	(void)virPtr;
+	(void)size;
+	(void)offset;
+	(void)handle;
+	(void)flags;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
+{
+	(void)comm;
+	(void)virPtr;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
+					    bool *useBackup, uint32_t nRanks)
+{
+	(void)comm;
+	(void)ranks;
+	(void)useBackup;
+	(void)nRanks;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclGroupStart(void)
+{
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclGroupEnd(void)
+{
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclGroupStatusGet(bool *isGroupEnabled)
+{
+	(void)isGroupEnabled;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
+					  uint64_t size,
+					  HcclCommSymWindow *winHandle,
+					  uint32_t flag)
+{
+	(void)comm;
+	(void)addr;
+	(void)size;
+	(void)winHandle;
+	(void)flag;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle)
+{
+	(void)winHandle;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size,
+				     HcclCommSymWindow *winHandle,
+				     size_t *offset)
+{
+	(void)comm;
+	(void)ptr;
+	(void)size;
+	(void)winHandle;
+	(void)offset;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcclSymWinGetPeerPointer(HcclCommSymWindow winHandle,
+					    size_t offset, uint32_t peerRank,
+					    void **ptr)
+{
+	(void)winHandle;
+	(void)offset;
+	(void)peerRank;
+	(void)ptr;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomCreateGroup(const char *group, uint32_t rankNum,
+				   uint32_t *rankIds)
+{
+	(void)group;
+	(void)rankNum;
+	(void)rankIds;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomDestroyGroup(const char *group)
+{
+	(void)group;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomGetRankSize(const char *group, uint32_t *rankSize)
+{
+	(void)group;
+	(void)rankSize;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomGetLocalRankSize(const char *group,
+					uint32_t *localRankSize)
+{
+	(void)group;
+	(void)localRankSize;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomGetRankId(const char *group, uint32_t *rankId)
+{
+	(void)group;
+	(void)rankId;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomGetLocalRankId(const char *group, uint32_t *localRankId)
+{
+	(void)group;
+	(void)localRankId;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomGetWorldRankFromGroupRank(const char *group,
+						 uint32_t groupRank,
+						 uint32_t *worldRank)
+{
+	(void)group;
+	(void)groupRank;
+	(void)worldRank;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomGetGroupRankFromWorldRank(uint32_t worldRank,
+						 const char *group,
+						 uint32_t *groupRank)
+{
+	(void)worldRank;
+	(void)group;
+	(void)groupRank;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomSetGradFusionByIndex(const char *group,
+					    uint32_t segmentNum,
+					    const uint32_t *idxList)
+{
+	(void)group;
+	(void)segmentNum;
+	(void)idxList;
+	return not_supported(__func__);
+}
+
+OHC_API HcclResult HcomSetGradFusionBySize(const char *group,
+					   uint32_t segmentNum,
+					   const float *sizeList)
+{
+	(void)group;
+	(void)segmentNum;
+	(void)sizeList;
+	return not_supported(__func__);
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * AllReduce end to end through the public API: real processes over shared
+ * memory (root info bootstrap) and thread ranks (HcclCommInitAll), every
+ * dtype x reduce op HCCL allows, counts 0, 1, 7 and 1M+3, in place and
+ * out of place, on streams and on the NULL (synchronous) stream.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include "helpers/ohc_test.h"
+
+static const uint64_t counts[] = {0, 1, 7, (1u << 20) + 3};
+
+/* One rank's whole matrix; returns the number of failures. */
+static int allreduce_matrix(HcclComm comm, int rank, int nranks,
+			    aclrtStream stream)
+{
+	size_t maxc = (1u << 20) + 3;
+	char *send = malloc(maxc * 8), *recv = malloc(maxc * 8),
+	     *want = malloc(maxc * 8);
+	int bad = 0;
+
+	for (size_t p = 0; p < ohc_test_nreduce_pairs; p++) {
+		HcclDataType t = ohc_test_reduce_pairs[p].dtype;
+		HcclReduceOp op = ohc_test_reduce_pairs[p].op;
+
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]);
+		     c++) {
+			for (int inplace = 0; inplace < 2; inplace++) {
+				uint64_t n = counts[c];
+				void *dst = inplace ? send : recv;
+				HcclResult ret;
+				long at;
+
+				ohc_test_fill(send, t, op, rank, n, p * 7 + c);
+				memset(recv, 0x5a, n * 8 + 8);
+				ret = HcclAllReduce(send, dst, n, t, op, comm,
+						    stream);
+				if (ret == HCCL_SUCCESS && stream)
+					ret = aclrtSynchronizeStream(stream)
+						      ? HCCL_E_INTERNAL
+						      : HCCL_SUCCESS;
+				if (ret != HCCL_SUCCESS) {
+					fprintf(stderr,
+						"rank %d: allreduce %s op %d "
+						"count %lu failed: %d\n",
+						rank, ohc_test_dtype_name(t),
+						op, (unsigned long)n, ret);
+					bad++;
+					continue;
+				}
+				if (n == 0)
+					continue;
+				ohc_test_expect(want, t, op, nranks, n,
+						p * 7 + c);
+				at = ohc_test_compare(dst, want, t, n);
+				if (at >= 0) {
+					fprintf(stderr,
+						"rank %d: allreduce %s op %d "
+						"count %lu %s: wrong at %ld\n",
+						rank, ohc_test_dtype_name(t),
+						op, (unsigned long)n,
+						inplace ? "in place"
+							: "out of place",
+						at);
+					bad++;
+				}
+			}
+		}
+	}
+	free(send);
+	free(recv);
+	free(want);
+	return bad;
+}
+
+struct proc_arg {
+	HcclRootInfo *root;
+	int use_stream;
+};
+
+static int proc_rank(int rank, int nranks, void *p)
+{
+	struct proc_arg *a = p;
+	aclrtStream stream = NULL;
+	HcclComm comm;
+	int bad;
+
+	if (a->use_stream) {
+		if (aclInit(NULL) || aclrtSetDevice(rank % 8) ||
+		    aclrtCreateStream(&stream))
+			return 1;
+	}
+	if (HcclCommInitRootInfo(nranks, a->root, rank, &comm) !=
+	    HCCL_SUCCESS)
+		return 1;
+	bad = allreduce_matrix(comm, rank, nranks, stream);
+	if (HcclCommDestroy(comm) != HCCL_SUCCESS)
+		bad++;
+	if (stream) {
+		aclrtDestroyStream(stream);
+		aclrtResetDevice(rank % 8);
+		aclFinalize();
+	}
+	return bad;
+}
+
+static void run_procs(int nranks, int use_stream)
+{
+	HcclRootInfo *root = mmap(NULL, sizeof(*root), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct proc_arg a = {root, use_stream};
+
+	cr_assert_eq(HcclGetRootInfo(root), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_fork_ranks(nranks, proc_rank, &a, 600), 0,
+		     "some ranks failed");
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(root, sizeof(*root));
+}
+
+Test(allreduce, procs4_stream, .timeout = 600)
+{
+	run_procs(4, 1);
+}
+
+Test(allreduce, procs8_sync, .timeout = 600)
+{
+	run_procs(8, 0);
+}
+
+static HcclComm thread_comms[8];
+
+static int thread_rank(int rank, int nranks, void *p)
+{
+	aclrtStream stream = NULL;
+	int bad;
+
+	(void)p;
+	if (aclrtSetDevice(rank) || aclrtCreateStream(&stream))
+		return 1;
+	bad = allreduce_matrix(thread_comms[rank], rank, nranks,
+			       rank % 2 ? stream : NULL);
+	aclrtDestroyStream(stream);
+	aclrtResetDevice(rank);
+	return bad;
+}
+
+Test(allreduce, threads4, .timeout = 600)
+{
+	int32_t devs[4] = {0, 1, 2, 3};
+
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll(4, devs, thread_comms), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(4, thread_rank, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(HcclCommDestroy(thread_comms[i]), HCCL_SUCCESS);
+	aclFinalize();
+}

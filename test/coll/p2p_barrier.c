@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HcclSend/HcclRecv and HcclBarrier between real processes and between
+ * thread ranks: ring exchanges in both directions, many messages in
+ * flight per pair (FIFO matching), all datatypes, counts 1, 7, 1M+3.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include "helpers/ohc_test.h"
+
+static const HcclDataType p2p_types[] = {
+	HCCL_DATA_TYPE_INT8,  HCCL_DATA_TYPE_INT16,  HCCL_DATA_TYPE_INT32,
+	HCCL_DATA_TYPE_FP16,  HCCL_DATA_TYPE_FP32,   HCCL_DATA_TYPE_INT64,
+	HCCL_DATA_TYPE_UINT64, HCCL_DATA_TYPE_UINT8, HCCL_DATA_TYPE_UINT16,
+	HCCL_DATA_TYPE_UINT32, HCCL_DATA_TYPE_FP64,  HCCL_DATA_TYPE_BFP16,
+};
+
+static void pattern(unsigned char *b, size_t n, int from, int to, int k)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 31 + from * 7 + to * 13 + k);
+}
+
+static int p2p_matrix(HcclComm comm, int rank, int nranks,
+		      aclrtStream stream)
+{
+	static const uint64_t counts[] = {1, 7, (1u << 20) + 3};
+	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+	int bad = 0;
+
+	for (size_t t = 0; t < sizeof(p2p_types) / sizeof(p2p_types[0]); t++) {
+		for (size_t c = 0; c < 3; c++) {
+			size_t es = ohc_test_dtype_size(p2p_types[t]);
+			size_t n = counts[c], bytes = n * es;
+			unsigned char *s = malloc(bytes), *r = malloc(bytes),
+				      *w = malloc(bytes);
+			HcclResult ret;
+
+			pattern(s, bytes, rank, right, (int)(t + c));
+			memset(r, 0, bytes);
+			/* even ranks send first, odd ranks receive first */
+			if (rank % 2 == 0) {
+				ret = HcclSend(s, n, p2p_types[t], right, comm,
+					       stream);
+				ret |= HcclRecv(r, n, p2p_types[t], left, comm,
+						stream);
+			} else {
+				ret = HcclRecv(r, n, p2p_types[t], left, comm,
+					       stream);
+				ret |= HcclSend(s, n, p2p_types[t], right,
+						comm, stream);
+			}
+			if (stream && aclrtSynchronizeStream(stream))
+				ret = HCCL_E_INTERNAL;
+			pattern(w, bytes, left, rank, (int)(t + c));
+			if (ret != HCCL_SUCCESS || memcmp(r, w, bytes)) {
+				fprintf(stderr,
+					"rank %d: p2p %s count %lu: ret %d "
+					"data %s\n",
+					rank, ohc_test_dtype_name(p2p_types[t]),
+					(unsigned long)n, ret,
+					memcmp(r, w, bytes) ? "wrong" : "ok");
+				bad++;
+			}
+			free(s);
+			free(r);
+			free(w);
+		}
+	}
+	/* FIFO: 16 messages in flight from every rank to its right. */
+	if (nranks > 1) {
+		int msgs[16], got[16];
+
+		for (int k = 0; k < 16; k++)
+			msgs[k] = rank * 1000 + k;
+		memset(got, 0, sizeof(got));
+		if (rank % 2 == 0) {
+			for (int k = 0; k < 16; k++)
+				HcclSend(&msgs[k], 1, HCCL_DATA_TYPE_INT32,
+					 right, comm, stream);
+			for (int k = 0; k < 16; k++)
+				HcclRecv(&got[k], 1, HCCL_DATA_TYPE_INT32, left,
+					 comm, stream);
+		} else {
+			for (int k = 0; k < 16; k++)
+				HcclRecv(&got[k], 1, HCCL_DATA_TYPE_INT32, left,
+					 comm, stream);
+			for (int k = 0; k < 16; k++)
+				HcclSend(&msgs[k], 1, HCCL_DATA_TYPE_INT32,
+					 right, comm, stream);
+		}
+		if (stream)
+			aclrtSynchronizeStream(stream);
+		for (int k = 0; k < 16; k++) {
+			if (got[k] != left * 1000 + k) {
+				fprintf(stderr, "rank %d: fifo msg %d = %d\n",
+					rank, k, got[k]);
+				bad++;
+				break;
+			}
+		}
+	}
+	return bad;
+}
+
+/* Barrier: nobody leaves before the last rank (who arrives late) enters. */
+static int barrier_check(HcclComm comm, int rank, int nranks,
+			 aclrtStream stream, volatile int *arrived)
+{
+	int bad = 0;
+
+	for (int round = 0; round < 3; round++) {
+		if (rank == nranks - 1)
+			usleep(100000);
+		__atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
+		if (HcclBarrier(comm, stream) != HCCL_SUCCESS)
+			bad++;
+		if (stream && aclrtSynchronizeStream(stream))
+			bad++;
+		if (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) <
+		    (round + 1) * nranks) {
+			fprintf(stderr, "rank %d left barrier %d early\n",
+				rank, round);
+			bad++;
+		}
+		/* second barrier so nobody races into the next round */
+		if (HcclBarrier(comm, NULL) != HCCL_SUCCESS)
+			bad++;
+	}
+	return bad;
+}
+
+struct proc_arg {
+	HcclRootInfo root;
+	int arrived;
+};
+
+static int proc_rank(int rank, int nranks, void *p)
+{
+	struct proc_arg *a = p;
+	aclrtStream stream = NULL;
+	HcclComm comm;
+	int bad;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	    aclrtCreateStream(&stream))
+		return 1;
+	if (HcclCommInitRootInfo(nranks, &a->root, rank, &comm))
+		return 1;
+	bad = p2p_matrix(comm, rank, nranks, rank % 2 ? stream : NULL);
+	bad += p2p_matrix(comm, rank, nranks, stream);
+	bad += barrier_check(comm, rank, nranks, stream, &a->arrived);
+	bad += HcclCommDestroy(comm) != HCCL_SUCCESS;
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+static void run_procs(int nranks)
+{
+	struct proc_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_eq(HcclGetRootInfo(&a->root), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_fork_ranks(nranks, proc_rank, a, 300), 0);
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(a, sizeof(*a));
+}
+
+Test(p2p_barrier, procs4, .timeout = 400)
+{
+	run_procs(4);
+}
+
+Test(p2p_barrier, procs8, .timeout = 400)
+{
+	run_procs(8);
+}
+
+static HcclComm tcomms[4];
+static int t_arrived;
+
+static int thread_rank(int rank, int nranks, void *p)
+{
+	aclrtStream stream;
+	int bad;
+
+	(void)p;
+	if (aclrtSetDevice(rank) || aclrtCreateStream(&stream))
+		return 1;
+	bad = p2p_matrix(tcomms[rank], rank, nranks, stream);
+	bad += barrier_check(tcomms[rank], rank, nranks, NULL, &t_arrived);
+	aclrtDestroyStream(stream);
+	return bad;
+}
+
+Test(p2p_barrier, threads4, .timeout = 300)
+{
+	int32_t devs[4] = {3, 2, 1, 0};
+	char name[128];
+
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll(4, devs, tcomms), HCCL_SUCCESS);
+	cr_assert_eq(HcclGetCommName(tcomms[0], name), HCCL_SUCCESS);
+	cr_assert_str_eq(name, "hccl_world_group");
+	cr_assert_eq(ohc_test_thread_ranks(4, thread_rank, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(HcclCommDestroy(tcomms[i]), HCCL_SUCCESS);
+	aclFinalize();
+}

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers/ohc_test.h"
+
+int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
+			int timeout_s)
+{
+	pid_t *pids = calloc(nranks, sizeof(*pids));
+	int failed = 0, left = nranks;
+	struct timespec start, now;
+
+	fflush(NULL);
+	for (int r = 0; r < nranks; r++) {
+		pids[r] = fork();
+		if (pids[r] == 0)
+			_exit(fn(r, nranks, arg) ? 1 : 0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (left > 0) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+
+		if (p > 0) {
+			for (int r = 0; r < nranks; r++) {
+				if (pids[r] != p)
+					continue;
+				pids[r] = 0;
+				left--;
+				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+					fprintf(stderr,
+						"rank %d failed (status 0x%x)\n",
+						r, st);
+					failed++;
+				}
+			}
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec > timeout_s) {
+			for (int r = 0; r < nranks; r++) {
+				if (!pids[r])
+					continue;
+				fprintf(stderr, "rank %d hung: killed\n", r);
+				kill(pids[r], SIGKILL);
+				waitpid(pids[r], NULL, 0);
+				failed++;
+			}
+			break;
+		}
+		usleep(2000);
+	}
+	free(pids);
+	return failed;
+}
+
+struct thread_arg {
+	ohc_test_rank_fn fn;
+	void *arg;
+	int rank, nranks, result;
+};
+
+static void *thread_main(void *p)
+{
+	struct thread_arg *t = p;
+
+	t->result = t->fn(t->rank, t->nranks, t->arg);
+	return NULL;
+}
+
+int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg)
+{
+	struct thread_arg *ts = calloc(nranks, sizeof(*ts));
+	pthread_t *th = calloc(nranks, sizeof(*th));
+	int failed = 0;
+
+	for (int r = 0; r < nranks; r++) {
+		ts[r] = (struct thread_arg){fn, arg, r, nranks, 0};
+		pthread_create(&th[r], NULL, thread_main, &ts[r]);
+	}
+	for (int r = 0; r < nranks; r++) {
+		pthread_join(th[r], NULL);
+		if (ts[r].result) {
+			fprintf(stderr, "thread rank %d failed\n", r);
+			failed++;
+		}
+	}
+	free(ts);
+	free(th);
+	return failed;
+}
+
+const struct ohc_test_pair ohc_test_reduce_pairs[] = {
+#define ALL4(t)                                                                \
+	{t, HCCL_REDUCE_SUM}, {t, HCCL_REDUCE_MAX}, {t, HCCL_REDUCE_MIN}
+	ALL4(HCCL_DATA_TYPE_INT8),   {HCCL_DATA_TYPE_INT8, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_INT16),  ALL4(HCCL_DATA_TYPE_INT32),
+	{HCCL_DATA_TYPE_INT32, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_INT64),  {HCCL_DATA_TYPE_INT64, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_UINT64), {HCCL_DATA_TYPE_UINT64, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_FP16),   {HCCL_DATA_TYPE_FP16, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_FP32),   {HCCL_DATA_TYPE_FP32, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_FP64),   {HCCL_DATA_TYPE_FP64, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_BFP16),
+#undef ALL4
+};
+const size_t ohc_test_nreduce_pairs =
+	sizeof(ohc_test_reduce_pairs) / sizeof(ohc_test_reduce_pairs[0]);
+
+size_t ohc_test_dtype_size(HcclDataType t)
+{
+	switch (t) {
+	case HCCL_DATA_TYPE_INT8:
+	case HCCL_DATA_TYPE_UINT8:
+		return 1;
+	case HCCL_DATA_TYPE_INT16:
+	case HCCL_DATA_TYPE_UINT16:
+	case HCCL_DATA_TYPE_FP16:
+	case HCCL_DATA_TYPE_BFP16:
+		return 2;
+	case HCCL_DATA_TYPE_INT32:
+	case HCCL_DATA_TYPE_UINT32:
+	case HCCL_DATA_TYPE_FP32:
+		return 4;
+	case HCCL_DATA_TYPE_INT64:
+	case HCCL_DATA_TYPE_UINT64:
+	case HCCL_DATA_TYPE_FP64:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+const char *ohc_test_dtype_name(HcclDataType t)
+{
+	static const char *names[] = {"int8",   "int16",  "int32",  "fp16",
+				      "fp32",   "int64",  "uint64", "uint8",
+				      "uint16", "uint32", "fp64",   "bf16"};
+	return (unsigned)t < 12 ? names[t] : "?";
+}
+
+/* The small integer every element starts from: exact in every type. */
+static int64_t base_value(HcclReduceOp op, int rank, size_t i, uint64_t salt)
+{
+	uint64_t h = (i + 1) * 2654435761u + (uint64_t)rank * 40503u + salt;
+
+	h ^= h >> 13;
+	switch (op) {
+	case HCCL_REDUCE_PROD:
+		return (h % 3 == 0) ? 2 : ((h % 3 == 1) ? 1 : -1);
+	case HCCL_REDUCE_SUM:
+		return (int64_t)(h % 15) - 3; /* [-3, 11] */
+	default:
+		return (int64_t)(h % 201) - 100; /* [-100, 100] */
+	}
+}
+
+static uint16_t to_fp16(double v)
+{
+	/* exact small integers only (|v| <= 2048) */
+	uint16_t sign = v < 0 ? 0x8000 : 0;
+	double a = fabs(v);
+	int e = 0;
+
+	if (a == 0)
+		return sign;
+	while (a >= 2.0) {
+		a /= 2;
+		e++;
+	}
+	return sign | (uint16_t)((e + 15) << 10) |
+	       (uint16_t)lround((a - 1.0) * 1024.0);
+}
+
+static uint16_t to_bf16(double v)
+{
+	float f = (float)v;
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)(u >> 16);
+}
+
+static void store(void *buf, HcclDataType t, size_t i, int64_t v)
+{
+	switch (t) {
+	case HCCL_DATA_TYPE_INT8:
+		((int8_t *)buf)[i] = (int8_t)(uint8_t)v;
+		break;
+	case HCCL_DATA_TYPE_INT16:
+		((int16_t *)buf)[i] = (int16_t)(uint16_t)v;
+		break;
+	case HCCL_DATA_TYPE_INT32:
+		((int32_t *)buf)[i] = (int32_t)(uint32_t)v;
+		break;
+	case HCCL_DATA_TYPE_INT64:
+		((int64_t *)buf)[i] = v;
+		break;
+	case HCCL_DATA_TYPE_UINT64:
+		((uint64_t *)buf)[i] = (uint64_t)v;
+		break;
+	case HCCL_DATA_TYPE_FP16:
+		((uint16_t *)buf)[i] = to_fp16((double)v);
+		break;
+	case HCCL_DATA_TYPE_BFP16:
+		((uint16_t *)buf)[i] = to_bf16((double)v);
+		break;
+	case HCCL_DATA_TYPE_FP32:
+		((float *)buf)[i] = (float)v;
+		break;
+	case HCCL_DATA_TYPE_FP64:
+		((double *)buf)[i] = (double)v;
+		break;
+	default:
+		break;
+	}
+}
+
+void ohc_test_fill(void *buf, HcclDataType dtype, HcclReduceOp op, int rank,
+		   size_t count, uint64_t salt)
+{
+	for (size_t i = 0; i < count; i++)
+		store(buf, dtype, i, base_value(op, rank, i, salt));
+}
+
+/* Wrap an exact result into the type's range, as the library must. */
+static int64_t wrap(HcclDataType t, int64_t v, int is_unsigned_max)
+{
+	(void)is_unsigned_max;
+	switch (t) {
+	case HCCL_DATA_TYPE_INT8:
+		return (int8_t)(uint8_t)v;
+	case HCCL_DATA_TYPE_INT16:
+		return (int16_t)(uint16_t)v;
+	case HCCL_DATA_TYPE_INT32:
+		return (int32_t)(uint32_t)v;
+	default:
+		return v;
+	}
+}
+
+void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
+		     int nranks, size_t count, uint64_t salt)
+{
+	int is_uns = dtype == HCCL_DATA_TYPE_UINT64;
+
+	for (size_t i = 0; i < count; i++) {
+		int64_t acc = base_value(op, 0, i, salt);
+		uint64_t uacc = (uint64_t)acc;
+
+		for (int r = 1; r < nranks; r++) {
+			int64_t v = base_value(op, r, i, salt);
+
+			switch (op) {
+			case HCCL_REDUCE_SUM:
+				uacc += (uint64_t)v;
+				acc = (int64_t)uacc;
+				break;
+			case HCCL_REDUCE_PROD:
+				uacc *= (uint64_t)v;
+				acc = (int64_t)uacc;
+				break;
+			case HCCL_REDUCE_MAX:
+				if (is_uns ? (uint64_t)v > (uint64_t)acc
+					   : v > acc)
+					acc = v;
+				break;
+			case HCCL_REDUCE_MIN:
+				if (is_uns ? (uint64_t)v < (uint64_t)acc
+					   : v < acc)
+					acc = v;
+				break;
+			default:
+				break;
+			}
+		}
+		store(buf, dtype, i, wrap(dtype, acc, 0));
+	}
+}
+
+long ohc_test_compare(const void *got, const void *want, HcclDataType dtype,
+		      size_t count)
+{
+	size_t es = ohc_test_dtype_size(dtype);
+
+	for (size_t i = 0; i < count; i++)
+		if (memcmp((const char *)got + i * es,
+			   (const char *)want + i * es, es))
+			return (long)i;
+	return -1;
+}
+
+int ohc_test_shm_leftovers(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (strcasestr(e->d_name, "ohc") ||
+		    strcasestr(e->d_name, "hccl")) {
+			fprintf(stderr, "left in /dev/shm: %s\n", e->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int ohc_test_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ., .. and the DIR's own fd */
+}

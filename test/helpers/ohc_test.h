@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_TEST_HELPERS_H
+#define OHC_TEST_HELPERS_H
+
+/*
+ * Helpers for multi-rank tests: run N ranks as forked processes or as
+ * threads, and generate per-rank inputs with exactly known reductions for
+ * every HCCL data type and reduce op.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hccl/hccl.h>
+
+/* A rank body returns 0 on success, anything else is a failure. */
+typedef int (*ohc_test_rank_fn)(int rank, int nranks, void *arg);
+
+/*
+ * Fork nranks children running fn(rank, nranks, arg) and _exit()ing with
+ * its result; wait for all of them at most timeout_s seconds (then kill
+ * them all). Returns the number of ranks that failed, crashed or hung.
+ */
+int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
+			int timeout_s);
+
+/* Same with threads; returns the number of failed ranks. */
+int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg);
+
+/* Every (dtype, op) pair HCCL allows for reductions (spec 2.3). */
+struct ohc_test_pair {
+	HcclDataType dtype;
+	HcclReduceOp op;
+};
+extern const struct ohc_test_pair ohc_test_reduce_pairs[];
+extern const size_t ohc_test_nreduce_pairs;
+
+size_t ohc_test_dtype_size(HcclDataType dtype);
+const char *ohc_test_dtype_name(HcclDataType dtype);
+
+/* Fill buf with rank's input for (dtype, op): values whose reduction over
+ * any number of ranks up to 8 is exact in the type (or wraps, for ints). */
+void ohc_test_fill(void *buf, HcclDataType dtype, HcclReduceOp op, int rank,
+		   size_t count, uint64_t salt);
+
+/* Compute the expected reduction over nranks of ohc_test_fill inputs. */
+void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
+		     int nranks, size_t count, uint64_t salt);
+
+/* Index of the first differing element, or -1. */
+long ohc_test_compare(const void *got, const void *want, HcclDataType dtype,
+		      size_t count);
+
+/* Entries of /dev/shm whose name mentions ohc or hccl. */
+int ohc_test_shm_leftovers(void);
+/* Open file descriptors of this process. */
+int ohc_test_count_fds(void);
+
+#endif
