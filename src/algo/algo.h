@@ -33,6 +33,13 @@ enum ohc_coll_op {
 	OHC_COLL_BARRIER = 103,
 };
 
+/* Transport classes, for the cost model. */
+enum ohc_link_class {
+	OHC_LINK_SELF = 0,  /* threads of one process: direct copies */
+	OHC_LINK_SHM = 1,   /* processes of one host */
+	OHC_LINK_RDMA = 2,  /* other hosts */
+};
+
 struct ohc_coll_args {
 	enum ohc_coll_op op;
 	int dtype, redop;
@@ -40,9 +47,20 @@ struct ohc_coll_args {
 	uint32_t peer;    /* send/recv */
 	const void *sbuf;
 	void *rbuf;
-	uint64_t count;   /* elements, as the HCCL call defines it */
+	/*
+	 * Elements, as the HCCL call defines it: AllReduce/Bcast/Reduce the
+	 * vector; AllGather the send count; ReduceScatter/Scatter the receive
+	 * count per rank; AlltoAll the count per peer.
+	 */
+	uint64_t count;
 	size_t esize;     /* bytes per element */
 	uint32_t rank, nranks;
+	/* V variants: arrays of nranks element counts/displacements. */
+	const uint64_t *send_counts, *send_displs;
+	const uint64_t *recv_counts, *recv_displs;
+	int deterministic;          /* fixed reduction order required */
+	enum ohc_link_class link;   /* slowest link class in the comm */
+	const char *algo_override;  /* HCCL_ALGO / config algo string */
 };
 
 struct ohc_algo {

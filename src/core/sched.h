@@ -37,6 +37,8 @@ struct ohc_sched {
 	unsigned *step_end; /* step i = xfers[step_end[i-1] .. step_end[i]) */
 	unsigned nsteps, step_cap;
 	ohc_status_t status; /* first allocation failure, sticky */
+	void *scratch;       /* owned, freed by ohc_sched_fini */
+	size_t scratch_bytes;
 };
 
 void ohc_sched_init(struct ohc_sched *s);
@@ -55,5 +57,11 @@ void ohc_sched_reduce(struct ohc_sched *s, void *dst, const void *a,
 		      const void *b, size_t len);
 /* Close the current step (no-op if it is empty). */
 void ohc_sched_step(struct ohc_sched *s);
+/*
+ * Scratch memory for the schedule (temporary blocks of Bruck, recursive
+ * halving...): one 64-byte aligned allocation of bytes, owned by s, NULL
+ * (and s->status set) on failure. Call once per schedule.
+ */
+void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes);
 
 #endif
