@@ -128,8 +128,6 @@ static void comm_free(struct ohc_comm *comm)
 	comm_close_transports(comm);
 	free(comm->eps);
 	free(comm->ep_tp);
-	free(comm->p2p_send_seq);
-	free(comm->p2p_recv_seq);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
@@ -328,13 +326,6 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	pthread_mutex_init(&comm->lock, NULL);
 	pthread_cond_init(&comm->idle_cond, NULL);
 	pthread_mutex_init(&comm->exec_lock, NULL);
-	comm->p2p_send_seq = calloc(comm->nranks, sizeof(uint64_t));
-	comm->p2p_recv_seq = calloc(comm->nranks, sizeof(uint64_t));
-	if (!comm->p2p_send_seq || !comm->p2p_recv_seq) {
-		status = OHC_ERR_NO_MEMORY;
-		goto err_free;
-	}
-
 	if (ohc_comm_name_taken(comm->name, comm->rank)) {
 		OHC_ERROR(OHC_SS_INIT,
 			  "communicator name '%s' is already used by rank %u "
@@ -522,19 +513,23 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
 	op->task.name = ohc_coll_op_name(args->op);
-	op->sig.op = (uint8_t)(args->op == OHC_COLL_RECV ? OHC_COLL_SEND
-							   : args->op);
-	op->sig.dtype = (uint8_t)args->dtype;
-	op->sig.redop = (uint8_t)args->redop;
-	op->sig.root = args->root;
-	op->sig.count = args->count;
+	if (args->op == OHC_COLL_SEND || args->op == OHC_COLL_RECV) {
+		/*
+		 * Point-to-point messages match in FIFO order per pair and may
+		 * be batched with other counts and types: only the kind and
+		 * the length (checked per message) must agree.
+		 */
+		op->sig.op = OHC_COLL_SEND;
+	} else {
+		op->sig.op = (uint8_t)args->op;
+		op->sig.dtype = (uint8_t)args->dtype;
+		op->sig.redop = (uint8_t)args->redop;
+		op->sig.root = args->root;
+		op->sig.count = args->count;
+	}
 
 	pthread_mutex_lock(&comm->lock);
-	if (args->op == OHC_COLL_SEND)
-		op->sig.seq = comm->p2p_send_seq[args->peer]++;
-	else if (args->op == OHC_COLL_RECV)
-		op->sig.seq = comm->p2p_recv_seq[args->peer]++;
-	else
+	if (op->sig.op != OHC_COLL_SEND)
 		op->sig.seq = comm->coll_seq++;
 	comm->inflight++;
 	pthread_mutex_unlock(&comm->lock);

@@ -69,7 +69,6 @@ struct ohc_comm {
 	pthread_cond_t idle_cond;       /* signalled when inflight drops */
 	pthread_mutex_t exec_lock;      /* one operation executes at a time */
 	uint64_t coll_seq;              /* next collective sequence number */
-	uint64_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
 	unsigned inflight;              /* enqueued, not finished ops */
 
 	int abort_flag;                 /* atomic: destroy/failure cancels */
