@@ -280,6 +280,11 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 		if (status < 0)
 			goto out;
 		comm->ifaces[comm->nifaces++] = open[t];
+		if (open[t]->ops->caps & OHC_TP_CAP_REMOTE_HOST)
+			comm->link_class = OHC_LINK_RDMA;
+		else if ((open[t]->ops->caps & OHC_TP_CAP_SAME_HOST) &&
+			 comm->link_class < OHC_LINK_SHM)
+			comm->link_class = OHC_LINK_SHM;
 		open[t] = NULL;
 	}
 
@@ -510,6 +515,10 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 	op->args = *args;
 	op->args.rank = comm->rank;
 	op->args.nranks = comm->nranks;
+	op->args.deterministic =
+		__atomic_load_n(&comm->cfg.deterministic, __ATOMIC_ACQUIRE);
+	op->args.link = comm->link_class;
+	op->args.algo_override = comm->cfg.algo;
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
 	op->task.name = ohc_coll_op_name(args->op);
