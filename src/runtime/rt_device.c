@@ -397,7 +397,7 @@ OHC_API aclError aclrtGetRunMode(aclrtRunMode *runMode)
 	return ACL_SUCCESS;
 }
 
-/* ---- contexts: a context names a device and holds one reference on it. */
+/* ---- contexts: a context names a device and holds one reference on it */
 
 OHC_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 {

@@ -158,8 +158,7 @@ OHC_API aclError aclrtDestroyEvent(aclrtEvent event)
 	return ACL_SUCCESS;
 }
 
-/* ---- tasks ----------------------------------------------------------------
- */
+/* ---- tasks ---- */
 
 static int ev_record_run(struct ohc_rt_task *t)
 {
@@ -362,8 +361,7 @@ out_put_event:
 	return ret;
 }
 
-/* ---- queries --------------------------------------------------------------
- */
+/* ---- queries ---- */
 
 /* Never-recorded events count as complete (nothing was captured). */
 static bool event_complete(const char *fn, aclrtEvent event, aclError *ret_p)

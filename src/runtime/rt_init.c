@@ -11,7 +11,7 @@
 
 #include "runtime/rt_internal.h"
 
-/* ---- recent error message ------------------------------------------------ */
+/* ---- recent error message ---- */
 
 static __thread char errmsg[256];
 
@@ -34,7 +34,7 @@ OHC_API const char *aclGetRecentErrMsg(void)
 	return out;
 }
 
-/* ---- handle registry ----------------------------------------------------- */
+/* ---- handle registry ---- */
 
 #define REG_BUCKETS 1024u
 
@@ -84,7 +84,7 @@ void ohc_rt_reg_del_locked(struct ohc_rt_obj *obj)
 	}
 }
 
-/* ---- init / finalize ----------------------------------------------------- */
+/* ---- init / finalize ---- */
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t init_refs;  /* aclInit calls not yet finalized; init_lock */

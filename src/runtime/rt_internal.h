@@ -8,10 +8,10 @@
  * the result of an acl* call; the error is logged once where detected
  * (OHC_RT_FAIL) and callers propagate it unchanged.
  *
- * Lock order (outer to inner): device lock -> registry lock -> stream lock,
- * and event lock (rt_event.c) -> stream lock (a record is numbered and
- * queued atomically). Stream workers run tasks without holding any lock.
- * The VMM and memory locks are leaves.
+ * Lock order (outer to inner): device lock (or the device table lock) ->
+ * registry lock -> stream lock, and event lock (rt_event.c) -> stream lock
+ * (a record is numbered and queued atomically). Stream workers run tasks
+ * without holding any lock. The VMM and memory locks are leaves.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,7 +88,7 @@ static inline int ohc_rt_cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
 	return 0;
 }
 
-/* ---- handle registry (rt_init.c) ---------------------------------------- */
+/* ---- handle registry (rt_init.c) ---- */
 
 /*
  * Every handle the runtime gives out (stream, event, context)
@@ -117,7 +117,7 @@ struct ohc_rt_obj *ohc_rt_reg_find_locked(const void *handle,
 /* Caller holds ohc_rt_reg_lock; obj must be registered. */
 void ohc_rt_reg_del_locked(struct ohc_rt_obj *obj);
 
-/* ---- devices (rt_device.c) ----------------------------------------------- */
+/* ---- devices (rt_device.c) ---- */
 
 struct ohc_rt_stream;
 
@@ -156,7 +156,7 @@ bool ohc_rt_numa_usable(void);
 /* Number of NUMA nodes the runtime spreads devices over (>= 1). */
 int ohc_rt_numa_node_count(void);
 
-/* ---- streams (rt_stream.c) ----------------------------------------------- */
+/* ---- streams (rt_stream.c) ---- */
 
 struct ohc_rt_stream {
 	struct ohc_rt_obj super;
@@ -213,12 +213,12 @@ int ohc_rt_stream_wait_seq(struct ohc_rt_stream *s, uint64_t seq,
  * the first error. Timeout in ms (-1 forever). */
 aclError ohc_rt_stream_sync(struct ohc_rt_stream *s, int32_t timeout_ms);
 
-/* ---- events (rt_event.c) ------------------------------------------------- */
+/* ---- events (rt_event.c) ---- */
 
 /* Wake every event waiter so it re-checks its stream's abort flag. */
 void ohc_rt_event_kick(void);
 
-/* ---- memory (rt_memory.c) ------------------------------------------------ */
+/* ---- memory (rt_memory.c) ---- */
 
 /* 1 if [ptr, ptr+len) lies in one aclrtMalloc/MallocHost allocation or one
  * VMM mapping (memory an async copy may use after the call returns). */
@@ -226,7 +226,7 @@ bool ohc_rt_mem_is_pinned(const void *ptr, size_t len);
 /* Apply a preferred-node policy to [addr, addr+len); no-op without NUMA. */
 void ohc_rt_mem_bind(void *addr, size_t len, int node);
 
-/* ---- VMM (rt_vmm.c) ------------------------------------------------------ */
+/* ---- VMM (rt_vmm.c) ---- */
 
 bool ohc_rt_vmm_is_mapped(const void *ptr, size_t len);
 

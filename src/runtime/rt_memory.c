@@ -275,8 +275,7 @@ OHC_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
 	return ACL_SUCCESS;
 }
 
-/* ---- copy and set ----------------------------------------------------------
- */
+/* ---- copy and set ---- */
 
 /* The upstream check order: count 0, NULLs, kind, destMax, dst == src.
  * Returns 1 (and *ret_p = 0) when there is nothing to copy. */

@@ -295,8 +295,7 @@ aclError ohc_rt_stream_sync(struct ohc_rt_stream *s, int32_t timeout_ms)
 	return err;
 }
 
-/* ---- private interface ----------------------------------------------------
- */
+/* ---- private interface ---- */
 
 OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task)
 {
@@ -329,8 +328,7 @@ OHC_API int ohc_rt_stream_valid(void *stream)
 	return ok;
 }
 
-/* ---- acl* -----------------------------------------------------------------
- */
+/* ---- acl* ---- */
 
 OHC_API aclError aclrtCreateStreamWithConfig(aclrtStream *stream,
 					     uint32_t priority, uint32_t flag)

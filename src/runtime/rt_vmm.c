@@ -52,8 +52,7 @@ static struct ohc_list reservations = OHC_LIST_INIT(reservations);
 static struct ohc_list phys_live = OHC_LIST_INIT(phys_live);
 static struct ohc_list mappings = OHC_LIST_INIT(mappings);
 
-/* ---- lookups (vmm_lock held) ----------------------------------------------
- */
+/* ---- lookups (vmm_lock held) ---- */
 
 static bool range_inside(uintptr_t p, size_t len, uintptr_t base, size_t size)
 {
@@ -124,8 +123,7 @@ static void phys_destroy_locked(struct vmm_phys *ph)
 	free(ph);
 }
 
-/* ---- properties ------------------------------------------------------------
- */
+/* ---- properties ---- */
 
 static bool attr_allowed(aclrtMemAttr a)
 {
@@ -240,8 +238,7 @@ OHC_API aclError aclrtMemGetAllocationGranularity(
 	return ACL_SUCCESS;
 }
 
-/* ---- reservations ----------------------------------------------------------
- */
+/* ---- reservations ---- */
 
 /* A PROT_NONE range of len bytes aligned to align, at hint if possible. */
 static void *reserve_range(size_t len, size_t align, void *hint)
@@ -358,8 +355,7 @@ OHC_API aclError aclrtReleaseMemAddress(void *virPtr)
 	return ACL_SUCCESS;
 }
 
-/* ---- physical memory --------------------------------------------------------
- */
+/* ---- physical memory ---- */
 
 OHC_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 				     const aclrtPhysicalMemProp *prop,
@@ -474,8 +470,7 @@ OHC_API aclError aclrtMemRetainAllocationHandle(void *virPtr,
 	return ACL_SUCCESS;
 }
 
-/* ---- mapping ----------------------------------------------------------------
- */
+/* ---- mapping ---- */
 
 OHC_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset,
 			     aclrtDrvMemHandle handle, uint64_t flags)
@@ -610,8 +605,7 @@ OHC_API aclError aclrtUnmapMem(void *virPtr)
 	return ACL_SUCCESS;
 }
 
-/* ---- lookups for libhccl ----------------------------------------------------
- */
+/* ---- lookups for libhccl ---- */
 
 bool ohc_rt_vmm_is_mapped(const void *ptr, size_t len)
 {

@@ -181,7 +181,7 @@ Test(device, reset_is_reference_counted)
 	cr_assert_eq(aclrtGetDevice(&d), ACL_ERROR_RT_CONTEXT_NULL);
 }
 
-Test(device, soc_name_run_mode_numa)
+Test(device, soc_name_and_run_mode)
 {
 	const char *soc = aclrtGetSocName();
 	aclrtRunMode m = ACL_DEVICE;
@@ -191,11 +191,6 @@ Test(device, soc_name_run_mode_numa)
 	cr_assert_eq(aclrtGetRunMode(&m), ACL_SUCCESS);
 	cr_assert_eq(m, ACL_HOST);
 	cr_assert_eq(aclrtGetRunMode(NULL), ACL_ERROR_INVALID_PARAM);
-	for (int d = 0; d < 16; d++) {
-		cr_assert_geq(ohc_rt_device_numa_node(d), 0);
-		cr_assert_eq(ohc_rt_device_numa_node(d),
-			     ohc_rt_device_numa_node(d));
-	}
 }
 
 Test(device, sat_mode)
@@ -243,4 +238,50 @@ Test(device, contexts)
 	cr_assert_eq(aclrtSetCurrentContext(c), ACL_ERROR_INVALID_PARAM);
 	/* The context held the only reference on device 2. */
 	cr_assert_eq(aclrtResetDevice(2), ACL_ERROR_RT_CONTEXT_NULL);
+}
+
+/* Parse a kernel node list ("0-1,3") into a bitmap of up to 1024 nodes. */
+static void parse_node_list(const char *s, unsigned char *set)
+{
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long n = a; n <= b && n < 1024; n++)
+			set[n] = 1;
+		s = *end == ',' ? end + 1 : end;
+	}
+}
+
+Test(device, numa_round_robin_over_memory_nodes)
+{
+	unsigned char mem[1024] = {0}, allowed[1024] = {0};
+	int nodes[1024], n = 0;
+	char line[4096];
+	FILE *f;
+
+	f = fopen("/sys/devices/system/node/has_memory", "r");
+	if (!f)
+		cr_skip_test("no /sys/devices/system/node (no NUMA in kernel)");
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	parse_node_list(line, mem);
+	f = fopen("/proc/self/status", "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Mems_allowed_list:", 18))
+			parse_node_list(line + 18 + strspn(line + 18, " \t"),
+					allowed);
+	fclose(f);
+	for (int i = 0; i < 1024; i++)
+		if (mem[i] && allowed[i])
+			nodes[n++] = i;
+	cr_assert_gt(n, 0);
+	for (int d = 0; d < 16; d++)
+		cr_assert_eq(ohc_rt_device_numa_node(d), nodes[d % n],
+			     "device %d", d);
 }

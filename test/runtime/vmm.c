@@ -281,6 +281,30 @@ Test(vmm, reserve_and_release_errors)
 		     "twice");
 }
 
+Test(vmm, reserve_at_expected_address)
+{
+	char *a, *b;
+
+	cr_assert_eq(aclrtReserveMemAddress((void **)&a, 4 * MIB, 0, NULL, 1),
+		     ACL_SUCCESS);
+	cr_assert_eq(aclrtReleaseMemAddress(a), ACL_SUCCESS);
+	/* The range is free again: the hint is honoured. */
+	cr_assert_eq(aclrtReserveMemAddress((void **)&b, 4 * MIB, 0, a, 1),
+		     ACL_SUCCESS);
+	cr_assert_eq(b, a);
+	/* Taken (or unaligned): the runtime picks another aligned range. */
+	cr_assert_eq(aclrtReserveMemAddress((void **)&a, 2 * MIB, 0, b, 1),
+		     ACL_SUCCESS);
+	cr_assert_neq(a, b);
+	cr_assert_eq((uintptr_t)a % (2 * MIB), 0);
+	cr_assert_eq(aclrtReleaseMemAddress(a), ACL_SUCCESS);
+	cr_assert_eq(aclrtReserveMemAddress((void **)&a, 2 * MIB, 0, b + 1, 1),
+		     ACL_SUCCESS);
+	cr_assert_eq((uintptr_t)a % (2 * MIB), 0);
+	cr_assert_eq(aclrtReleaseMemAddress(a), ACL_SUCCESS);
+	cr_assert_eq(aclrtReleaseMemAddress(b), ACL_SUCCESS);
+}
+
 Test(vmm, malloc_physical_errors)
 {
 	aclrtPhysicalMemProp good = hbm_prop(), p;
