@@ -752,11 +752,8 @@ static ohc_status_t rt_check_ranks(struct rt_ctx *c)
 	owner = malloc(n * sizeof(*owner));
 	closed = calloc(rt->nservers, sizeof(*closed));
 	if (!owner || !closed) {
-		OHC_ERROR(OHC_SS_BOOT,
-			  "rank table %s: out of memory for %u "
-			  "ranks",
-			  c->path, n);
-		st = OHC_ERR_NO_MEMORY;
+		st = rt_fail_file(OHC_ERR_NO_MEMORY, c->path,
+				  "out of memory for %u ranks", n);
 		goto out_free;
 	}
 	for (uint32_t r = 0; r < n; r++)
@@ -926,8 +923,7 @@ static ohc_status_t rt_parse_super_pods(struct rt_ctx *c, json_t *root)
 	slot_of = malloc(n * sizeof(*slot_of));
 	closed = calloc(json_array_size(pods) + 1, sizeof(*closed));
 	if (!pod_of || !slot_of || !closed) {
-		OHC_ERROR(OHC_SS_BOOT, "rank table %s: out of memory", c->path);
-		st = OHC_ERR_NO_MEMORY;
+		st = rt_fail_file(OHC_ERR_NO_MEMORY, c->path, "out of memory");
 		goto out_free;
 	}
 	for (uint32_t s = 0; s < n; s++)
@@ -985,11 +981,9 @@ static ohc_status_t rt_build(struct rt_ctx *c, json_t *root)
 	c->server_order = calloc(rt->nservers, sizeof(*c->server_order));
 	c->devs = calloc(ndevs ? ndevs : 1, sizeof(*c->devs));
 	if (!rt->servers || !c->server_order || !c->devs) {
-		OHC_ERROR(OHC_SS_BOOT,
-			  "rank table %s: out of memory for %u "
-			  "servers, %zu devices",
-			  c->path, rt->nservers, ndevs);
-		return OHC_ERR_NO_MEMORY;
+		return rt_fail_file(OHC_ERR_NO_MEMORY, c->path,
+				    "out of memory for %u servers, %zu devices",
+				    rt->nservers, ndevs);
 	}
 	for (uint32_t si = 0; si < rt->nservers; si++)
 		OHC_CHECK(rt_parse_server(c, json_array_get(servers, si), si));
@@ -997,11 +991,8 @@ static ohc_status_t rt_build(struct rt_ctx *c, json_t *root)
 	rt->nranks = c->ndevs;
 	rt->ranks = calloc(rt->nranks, sizeof(*rt->ranks));
 	if (!rt->ranks) {
-		OHC_ERROR(OHC_SS_BOOT,
-			  "rank table %s: out of memory for %u "
-			  "ranks",
-			  c->path, rt->nranks);
-		return OHC_ERR_NO_MEMORY;
+		return rt_fail_file(OHC_ERR_NO_MEMORY, c->path,
+				    "out of memory for %u ranks", rt->nranks);
 	}
 	OHC_CHECK(rt_check_ranks(c));
 	OHC_CHECK(rt_check_device_ips(c));

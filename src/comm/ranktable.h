@@ -9,6 +9,19 @@
  * result is a flat, rank-sorted description of the cluster. Nothing here
  * touches the network or the environment.
  *
+ * Checked: status is "completed"; version "1.0" or "1.2"; server_count
+ * (required in 1.0, optional in 1.2) equals the length of server_list;
+ * every scalar is a string; ids and ports are plain decimal; rank ids are
+ * exactly 0..n-1 and each server's ranks form one contiguous block;
+ * server_id is non-empty, at most 64 bytes and unique; device lists are
+ * non-empty; device_ip, backup_device_ip and host_ip are IPv4/IPv6
+ * addresses (inet_pton); every device has a device_ip or none has, and
+ * with several servers all must; ports are in [1, 65535]; host_port is
+ * distinct within a server; in 1.2 super_pod_list entries have a unique
+ * non-empty super_pod_id (at most 128 bytes) and name known servers, each
+ * server in at most one pod, a pod's servers contiguous in server_list.
+ * Unknown keys are ignored; duplicate keys are a syntax error.
+ *
  * Version notes: in "1.0" the keys super_device_id and super_pod_list are
  * not part of the format and are ignored like any unknown key;
  * backup_device_ip and backup_device_port are validated in both versions
@@ -91,10 +104,10 @@ const char *ohc_ranktable_last_error(void);
  * "server_list[1].device[0].rank_id" ("" is the document's root value),
  * and give the 1-based line and column of the value. Returns OHC_OK when
  * the value exists; OHC_ERR_NOT_FOUND when a key or index is missing, with
- * the position of the innermost object or array that lacks it (or of the
- * last value reached, when that value is not a container);
- * OHC_ERR_INVALID for a malformed field path or text with no value at all
- * (position 1:1 then).
+ * the position of the last value reached: the object or array that lacks
+ * it, or a value of the wrong kind (e.g. an array where a key is asked);
+ * OHC_ERR_INVALID for a malformed field path (position of the last value
+ * reached) or text with no value at all (1:1). Always sets both outputs.
  */
 ohc_status_t ohc_ranktable_locate(const char *text, size_t len,
 				  const char *field, int *line_p, int *col_p);
