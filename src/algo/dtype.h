@@ -82,25 +82,29 @@ static inline uint32_t ohc_fp32_to_bits(float f)
 	return u;
 }
 
+/* All-ones when cond holds, else zero: branch-free selects vectorise. */
+static inline uint32_t ohc_mask32(bool cond)
+{
+	return (uint32_t)0 - (uint32_t)cond;
+}
+
 static inline float ohc_fp16_to_fp32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t exp = (h >> 10) & 0x1fu;
-	uint32_t man = h & 0x3ffu;
-	unsigned shift;
+	uint32_t em = (uint32_t)(h & 0x7fffu) << 13; /* at fp32 positions */
+	uint32_t exp = em & 0x0f800000u;
+	uint32_t m_special = ohc_mask32(exp == 0x0f800000u);
+	uint32_t m_sub = ohc_mask32(exp == 0);
+	/* normal: rebias 15 -> 127; inf/NaN: max exponent, NaN quieted */
+	uint32_t normal = em + 0x38000000u;
+	uint32_t special = (em + 0x70000000u) |
+			   (ohc_mask32((em & 0x007fe000u) != 0) & 0x00400000u);
+	/* subnormal m * 2^-24, exactly: (2^-14 + m * 2^-24) - 2^-14 */
+	uint32_t sub = ohc_fp32_to_bits(ohc_bits_to_fp32(em + 0x38800000u) -
+					ohc_bits_to_fp32(0x38800000u));
 
-	if (exp == 0x1f)
-		return ohc_bits_to_fp32(sign | 0x7f800000u | (man << 13) |
-					(man ? 0x00400000u : 0));
-	if (exp != 0)
-		return ohc_bits_to_fp32(sign | ((exp + 112) << 23) |
-					(man << 13));
-	if (man == 0)
-		return ohc_bits_to_fp32(sign);
-	/* Subnormal: normalise so the leading one lands on bit 10. */
-	shift = (unsigned)__builtin_clz(man) - 21;
-	return ohc_bits_to_fp32(sign | ((113 - shift) << 23) |
-				((man << shift) & 0x3ffu) << 13);
+	return ohc_bits_to_fp32(sign | (special & m_special) | (sub & m_sub) |
+				(normal & ~(m_special | m_sub)));
 }
 
 static inline uint16_t ohc_fp32_to_fp16(float f)
@@ -108,28 +112,25 @@ static inline uint16_t ohc_fp32_to_fp16(float f)
 	uint32_t x = ohc_fp32_to_bits(f);
 	uint32_t sign = (x >> 16) & 0x8000u;
 	uint32_t ax = x & 0x7fffffffu;
-	uint32_t exp, man, shift, h, rem, half;
+	uint32_t m_nan = ohc_mask32(ax > 0x7f800000u);
+	/* >= 65520 (half-way above the largest finite) rounds to infinity */
+	uint32_t m_inf = ohc_mask32(ax >= 0x477ff000u) & ~m_nan;
+	uint32_t m_normal = ohc_mask32(ax >= 0x38800000u) & ~(m_nan | m_inf);
+	uint32_t m_sub = ~(m_nan | m_inf | m_normal);
+	/* NaN: quiet, keep the payload's top bits */
+	uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
+	/* normal: rebias 127 -> 15, round to nearest even on bit 13 */
+	uint32_t normal = (ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13;
+	/*
+	 * subnormal or zero: adding 0.5 leaves units of 2^-24 in the low
+	 * mantissa bits, rounded to nearest even by the fp32 add (default
+	 * rounding mode; fp32 subnormal inputs give 0 with or without DAZ).
+	 */
+	uint32_t sub = ohc_fp32_to_bits(ohc_bits_to_fp32(ax) + 0.5f) -
+		       0x3f000000u;
 
-	if (ax > 0x7f800000u) /* NaN: quiet, keep the payload's top bits */
-		return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-	if (ax >= 0x477ff000u) /* >= 65520 rounds to infinity */
-		return (uint16_t)(sign | 0x7c00u);
-	if (ax >= 0x38800000u) /* normal: rebias, round on bit 13 */
-		return (uint16_t)(sign | ((ax - 0x38000000u + 0x0fffu +
-					   ((ax >> 13) & 1u)) >>
-					  13));
-	/* Subnormal or zero result. */
-	exp = ax >> 23;
-	if (exp < 102) /* below half the smallest subnormal */
-		return (uint16_t)sign;
-	man = (ax & 0x7fffffu) | 0x800000u;
-	shift = 126 - exp; /* 14..24 */
-	h = man >> shift;
-	rem = man & ((1u << shift) - 1);
-	half = 1u << (shift - 1);
-	if (rem > half || (rem == half && (h & 1u)))
-		h++;
-	return (uint16_t)(sign | h);
+	return (uint16_t)(sign | (nan & m_nan) | (0x7c00u & m_inf) |
+			  (normal & m_normal) | (sub & m_sub));
 }
 
 static inline float ohc_bf16_to_fp32(uint16_t b)

@@ -73,30 +73,63 @@ static inline A2 void st_f16(uint16_t *p, __m256 v)
 			 _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
-/* bf16: widen by a 16-bit shift; narrow with integer round-to-even. */
-static inline A2 __m256 ld_bf16(const uint16_t *p)
-{
-	__m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+/*
+ * bf16, 16 elements as two fp32 vectors: the even elements (low half of
+ * each 32-bit lane, shifted up) and the odd ones (high half, low bits
+ * cleared). Element-wise ops do not care about the order, so widening and
+ * narrowing need no shuffles, only shifts and masks.
+ */
+struct bf16x16 {
+	__m256 even, odd;
+};
 
-	return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+static inline A2 struct bf16x16 ld_bf16(const uint16_t *p)
+{
+	__m256i x = ld_si(p);
+	struct bf16x16 v = {
+		_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),
+		_mm256_castsi256_ps(
+			_mm256_and_si256(x, _mm256_set1_epi32(-65536))),
+	};
+
+	return v;
 }
 
-static inline A2 void st_bf16(uint16_t *p, __m256 v)
+/* fp32 bits rounded to nearest even at bit 16, NaN quieted: the bf16 is in
+ * the high half. */
+static inline A2 __m256i round_bf16(__m256 v)
 {
 	__m256i x = _mm256_castps_si256(v);
-	__m256i hi = _mm256_srli_epi32(x, 16);
-	__m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-	__m256i r = _mm256_add_epi32(x, _mm256_set1_epi32(0x7fff));
-	__m256i qnan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
-	__m256i isnan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+	__m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16),
+				       _mm256_set1_epi32(1));
+	__m256i r = _mm256_add_epi32(
+		_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
+	__m256i qnan = _mm256_or_si256(x, _mm256_set1_epi32(0x00400000));
 
-	r = _mm256_srli_epi32(_mm256_add_epi32(r, lsb), 16);
-	r = _mm256_blendv_epi8(r, qnan, isnan);
-	/* 8 x u32 (each < 2^16) -> 8 x u16 in the low 128 bits. */
-	r = _mm256_packus_epi32(r, r);
-	r = _mm256_permute4x64_epi64(r, 0x08);
-	_mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(r));
+	return _mm256_blendv_epi8(
+		r, qnan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
+
+static inline A2 void st_bf16(uint16_t *p, struct bf16x16 v)
+{
+	__m256i e = _mm256_srli_epi32(round_bf16(v.even), 16);
+	__m256i o = _mm256_and_si256(round_bf16(v.odd),
+				     _mm256_set1_epi32(-65536));
+
+	st_si(p, _mm256_or_si256(e, o));
+}
+
+#define BF16_OP(NAME, PSOP)                                                    \
+	static inline A2 struct bf16x16 NAME(struct bf16x16 a,                 \
+					     struct bf16x16 b)                 \
+	{                                                                      \
+		struct bf16x16 r = {PSOP(a.even, b.even), PSOP(a.odd, b.odd)};  \
+                                                                               \
+		return r;                                                      \
+	}
+BF16_OP(add_bf16, _mm256_add_ps)
+BF16_OP(max_bf16, max_ps)
+BF16_OP(min_bf16, min_ps)
 
 /* Integer products and 64-bit compares AVX2 lacks as instructions. */
 static inline A2 __m256i mul_i8(__m256i a, __m256i b)
@@ -193,10 +226,12 @@ OHC_REDUCE_SIMD(A2, f16_prod, uint16_t, __m256, 8, ld_f16, st_f16,
 		_mm256_mul_ps)
 OHC_REDUCE_SIMD(A2, f16_max, uint16_t, __m256, 8, ld_f16, st_f16, max_ps)
 OHC_REDUCE_SIMD(A2, f16_min, uint16_t, __m256, 8, ld_f16, st_f16, min_ps)
-OHC_REDUCE_SIMD(A2, bf16_sum, uint16_t, __m256, 8, ld_bf16, st_bf16,
-		_mm256_add_ps)
-OHC_REDUCE_SIMD(A2, bf16_max, uint16_t, __m256, 8, ld_bf16, st_bf16, max_ps)
-OHC_REDUCE_SIMD(A2, bf16_min, uint16_t, __m256, 8, ld_bf16, st_bf16, min_ps)
+OHC_REDUCE_SIMD(A2, bf16_sum, uint16_t, struct bf16x16, 16, ld_bf16, st_bf16,
+		add_bf16)
+OHC_REDUCE_SIMD(A2, bf16_max, uint16_t, struct bf16x16, 16, ld_bf16, st_bf16,
+		max_bf16)
+OHC_REDUCE_SIMD(A2, bf16_min, uint16_t, struct bf16x16, 16, ld_bf16, st_bf16,
+		min_bf16)
 
 #define ALL_OPS(DT, TAG, SFX)                                                  \
 	[DT][OHC_SUM] = TAG##_sum##SFX, [DT][OHC_PROD] = TAG##_prod##SFX,      \

@@ -101,27 +101,56 @@ static inline A5 void st_f16(uint16_t *p, __m512 v)
 			    _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
-static inline A5 __m512 ld_bf16(const uint16_t *p)
-{
-	__m512i w = _mm512_cvtepu16_epi32(
-		_mm256_loadu_si256((const __m256i *)p));
+/* bf16, 32 elements as even/odd fp32 halves: see reduce_avx2.c. */
+struct bf16x32 {
+	__m512 even, odd;
+};
 
-	return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+static inline A5 struct bf16x32 ld_bf16(const uint16_t *p)
+{
+	__m512i x = ld_si(p);
+	struct bf16x32 v = {
+		_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
+		_mm512_castsi512_ps(
+			_mm512_and_si512(x, _mm512_set1_epi32(-65536))),
+	};
+
+	return v;
 }
 
-static inline A5 void st_bf16(uint16_t *p, __m512 v)
+static inline A5 __m512i round_bf16(__m512 v)
 {
 	__m512i x = _mm512_castps_si512(v);
-	__m512i hi = _mm512_srli_epi32(x, 16);
-	__m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-	__m512i r = _mm512_add_epi32(x, _mm512_set1_epi32(0x7fff));
-	__m512i qnan = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
+	__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16),
+				       _mm512_set1_epi32(1));
+	__m512i r = _mm512_add_epi32(
+		_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
+	__m512i qnan = _mm512_or_si512(x, _mm512_set1_epi32(0x00400000));
 
-	r = _mm512_srli_epi32(_mm512_add_epi32(r, lsb), 16);
-	r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r,
-				    qnan);
-	_mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+	return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+				       r, qnan);
 }
+
+static inline A5 void st_bf16(uint16_t *p, struct bf16x32 v)
+{
+	__m512i e = _mm512_srli_epi32(round_bf16(v.even), 16);
+	__m512i o = _mm512_and_si512(round_bf16(v.odd),
+				     _mm512_set1_epi32(-65536));
+
+	st_si(p, _mm512_or_si512(e, o));
+}
+
+#define BF16_OP(NAME, PSOP)                                                    \
+	static inline A5 struct bf16x32 NAME(struct bf16x32 a,                 \
+					     struct bf16x32 b)                 \
+	{                                                                      \
+		struct bf16x32 r = {PSOP(a.even, b.even), PSOP(a.odd, b.odd)};  \
+                                                                               \
+		return r;                                                      \
+	}
+BF16_OP(add_bf16, _mm512_add_ps)
+BF16_OP(max_bf16, max_ps)
+BF16_OP(min_bf16, min_ps)
 
 static inline A5 __m512i mul_i8(__m512i a, __m512i b)
 {
@@ -190,12 +219,12 @@ OHC_REDUCE_SIMD(A5, f16_prod, uint16_t, __m512, 16, ld_f16, st_f16,
 		_mm512_mul_ps)
 OHC_REDUCE_SIMD(A5, f16_max, uint16_t, __m512, 16, ld_f16, st_f16, max_ps)
 OHC_REDUCE_SIMD(A5, f16_min, uint16_t, __m512, 16, ld_f16, st_f16, min_ps)
-OHC_REDUCE_SIMD(A5, bf16_sum, uint16_t, __m512, 16, ld_bf16, st_bf16,
-		_mm512_add_ps)
-OHC_REDUCE_SIMD(A5, bf16_max, uint16_t, __m512, 16, ld_bf16, st_bf16,
-		max_ps)
-OHC_REDUCE_SIMD(A5, bf16_min, uint16_t, __m512, 16, ld_bf16, st_bf16,
-		min_ps)
+OHC_REDUCE_SIMD(A5, bf16_sum, uint16_t, struct bf16x32, 32, ld_bf16, st_bf16,
+		add_bf16)
+OHC_REDUCE_SIMD(A5, bf16_max, uint16_t, struct bf16x32, 32, ld_bf16, st_bf16,
+		max_bf16)
+OHC_REDUCE_SIMD(A5, bf16_min, uint16_t, struct bf16x32, 32, ld_bf16, st_bf16,
+		min_bf16)
 
 #define ALL_OPS(DT, TAG, SFX)                                                  \
 	[DT][OHC_SUM] = TAG##_sum##SFX, [DT][OHC_PROD] = TAG##_prod##SFX,      \
