@@ -5,6 +5,7 @@
  * runs. Modes: "inplace" dst = dst + src (what a ring step does), "3buf"
  * dst = a + b, and "n-way" dst = s0 + ... + s(n-1) in one pass. Memory
  * traffic is 3x the output for the pairwise modes and (n+1)x for n-way.
+ * A memcpy of the same size is printed first as the machine's yardstick.
  *
  *   ohc_reduce_bench [--mib N | --kib N] [--iters N] [--isa NAME] [--n N]
  */
@@ -29,18 +30,19 @@ struct bench_opts {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: ohc_reduce_bench [--mib N | --kib N] [--iters N] "
-		     "[--isa generic|avx2|avx512] [--n N]\n"
-		     "  --mib N    output buffer size in MiB (default 64)\n"
-		     "  --kib N    output buffer size in KiB (cache-resident "
-		     "runs)\n"
-		     "  --iters N  timed repetitions, best and median shown "
-		     "(default 10)\n"
-		     "  --isa NAME only this ISA (default: every one this CPU "
-		     "runs)\n"
-		     "  --n N      inputs of the n-way kernel, 2..%d "
-		     "(default 4)\n",
-		     MAX_N);
+	fprintf(out,
+		"usage: ohc_reduce_bench [--mib N | --kib N] [--iters N] "
+		"[--isa generic|avx2|avx512] [--n N]\n"
+		"  --mib N    output buffer size in MiB (default 64)\n"
+		"  --kib N    output buffer size in KiB (cache-resident "
+		"runs)\n"
+		"  --iters N  timed repetitions, best and median shown "
+		"(default 10)\n"
+		"  --isa NAME only this ISA (default: every one this CPU "
+		"runs)\n"
+		"  --n N      inputs of the n-way kernel, 2..%d "
+		"(default 4)\n",
+		MAX_N);
 }
 
 static int parse_uint(const char *s, unsigned long lo, unsigned long hi,
@@ -155,22 +157,24 @@ struct bench_bufs {
 	void *src[MAX_N];
 };
 
-enum mode { MODE_INPLACE, MODE_3BUF, MODE_NWAY };
+enum mode { MODE_INPLACE, MODE_3BUF, MODE_NWAY, MODE_MEMCPY };
 
-static const char *const mode_names[] = {"inplace", "3buf", "n-way"};
+static const char *const mode_names[] = {"inplace", "3buf", "n-way", "memcpy"};
 
-static void run_once(enum mode m, int dtype, struct bench_bufs *b,
-		     unsigned n, size_t count)
+static void run_once(enum mode m, int dtype, struct bench_bufs *b, unsigned n,
+		     size_t count)
 {
-	if (m == MODE_INPLACE) {
-		ohc_reduce_get(dtype, OHC_SUM)(b->dst, b->dst, b->src[0], count);
+	if (m == MODE_MEMCPY) {
+		memcpy(b->dst, b->src[0], count * ohc_dtype_size(dtype));
+	} else if (m == MODE_INPLACE) {
+		ohc_reduce_get(dtype, OHC_SUM)(b->dst, b->dst, b->src[0],
+					       count);
 	} else if (m == MODE_3BUF) {
 		ohc_reduce_get(dtype, OHC_SUM)(b->dst, b->src[0], b->src[1],
 					       count);
 	} else {
-		ohc_reduce_n_get(dtype, OHC_SUM)(b->dst,
-						 (const void *const *)b->src,
-						 n, count);
+		ohc_reduce_n_get(dtype, OHC_SUM)(
+			b->dst, (const void *const *)b->src, n, count);
 	}
 }
 
@@ -192,7 +196,10 @@ static void bench_one(const struct bench_opts *o, const char *isa, int dtype,
 	best = (double)o->bytes / (double)ns[0];
 	median = (double)o->bytes / (double)ns[o->iters / 2];
 	printf("%-8s %-9s %-8s %3u %8zu %10.2f %10.2f\n", isa,
-	       ohc_dtype_name(dtype), mode_names[m], m == MODE_NWAY ? o->n : 2,
+	       ohc_dtype_name(dtype), mode_names[m],
+	       m == MODE_NWAY	  ? o->n
+	       : m == MODE_MEMCPY ? 1
+				  : 2,
 	       o->bytes >> 10, best, median);
 }
 
@@ -211,8 +218,9 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o))
 		return 2;
 	if (o.isa && !ohc_reduce_isa_available(o.isa)) {
-		fprintf(stderr, "ohc_reduce_bench: isa '%s' unknown or not "
-				"supported by this cpu\n",
+		fprintf(stderr,
+			"ohc_reduce_bench: isa '%s' unknown or not "
+			"supported by this cpu\n",
 			o.isa);
 		return 1;
 	}
@@ -232,9 +240,12 @@ int main(int argc, char **argv)
 	       o.iters, ohc_reduce_isa());
 	printf("%-8s %-9s %-8s %3s %8s %10s %10s\n", "isa", "dtype", "mode",
 	       "in", "KiB", "best", "median");
+	memset(b.dst, 0, o.bytes);
+	memset(b.src[0], 1, o.bytes);
+	bench_one(&o, "-", OHC_UINT8, MODE_MEMCPY, &b, ns);
 	for (ii = 0; ii < 3; ii++) {
-		if (o.isa ? strcmp(o.isa, isas[ii]) != 0 :
-			    !ohc_reduce_isa_available(isas[ii]))
+		if (o.isa ? strcmp(o.isa, isas[ii]) != 0
+			  : !ohc_reduce_isa_available(isas[ii]))
 			continue;
 		if (ohc_reduce_force_isa(isas[ii]) != OHC_OK)
 			goto out_free;

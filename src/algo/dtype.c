@@ -8,13 +8,13 @@ struct dtype_info {
 
 /* Sizes from spec 1.4; the gap at 13 stays zeroed (invalid). */
 static const struct dtype_info dtype_table[OHC_DTYPE_COUNT] = {
-	[OHC_INT8] = {"int8", 1},	  [OHC_INT16] = {"int16", 2},
-	[OHC_INT32] = {"int32", 4},	  [OHC_FP16] = {"float16", 2},
-	[OHC_FP32] = {"float32", 4},	  [OHC_INT64] = {"int64", 8},
-	[OHC_UINT64] = {"uint64", 8},	  [OHC_UINT8] = {"uint8", 1},
-	[OHC_UINT16] = {"uint16", 2},	  [OHC_UINT32] = {"uint32", 4},
-	[OHC_FP64] = {"float64", 8},	  [OHC_BF16] = {"bfloat16", 2},
-	[OHC_INT128] = {"int128", 16},	  [OHC_HIF8] = {"hif8", 1},
+	[OHC_INT8] = {"int8", 1},	[OHC_INT16] = {"int16", 2},
+	[OHC_INT32] = {"int32", 4},	[OHC_FP16] = {"float16", 2},
+	[OHC_FP32] = {"float32", 4},	[OHC_INT64] = {"int64", 8},
+	[OHC_UINT64] = {"uint64", 8},	[OHC_UINT8] = {"uint8", 1},
+	[OHC_UINT16] = {"uint16", 2},	[OHC_UINT32] = {"uint32", 4},
+	[OHC_FP64] = {"float64", 8},	[OHC_BF16] = {"bfloat16", 2},
+	[OHC_INT128] = {"int128", 16},	[OHC_HIF8] = {"hif8", 1},
 	[OHC_FP8E4M3] = {"fp8e4m3", 1}, [OHC_FP8E5M2] = {"fp8e5m2", 1},
 	[OHC_FP8E8M0] = {"fp8e8m0", 1},
 };

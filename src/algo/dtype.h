@@ -120,14 +120,15 @@ static inline uint16_t ohc_fp32_to_fp16(float f)
 	/* NaN: quiet, keep the payload's top bits */
 	uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
 	/* normal: rebias 127 -> 15, round to nearest even on bit 13 */
-	uint32_t normal = (ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13;
+	uint32_t normal =
+		(ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13;
 	/*
 	 * subnormal or zero: adding 0.5 leaves units of 2^-24 in the low
 	 * mantissa bits, rounded to nearest even by the fp32 add (default
 	 * rounding mode; fp32 subnormal inputs give 0 with or without DAZ).
 	 */
-	uint32_t sub = ohc_fp32_to_bits(ohc_bits_to_fp32(ax) + 0.5f) -
-		       0x3f000000u;
+	uint32_t sub =
+		ohc_fp32_to_bits(ohc_bits_to_fp32(ax) + 0.5f) - 0x3f000000u;
 
 	return (uint16_t)(sign | (nan & m_nan) | (0x7c00u & m_inf) |
 			  (normal & m_normal) | (sub & m_sub));

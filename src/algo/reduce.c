@@ -23,8 +23,8 @@
  */
 #define GEN_BLOCK 64
 
-#define GENERIC_KERNELS(NAME, T, C, LDC, STC, OP)                             \
-	static inline __attribute__((always_inline)) void NAME##_blk(         \
+#define GENERIC_KERNELS(NAME, T, C, LDC, STC, OP)                              \
+	static inline __attribute__((always_inline)) void NAME##_blk(          \
 		T *d, const T *x, const T *y, size_t m)                        \
 	{                                                                      \
 		C r[GEN_BLOCK];                                                \
@@ -49,9 +49,8 @@
 			NAME##_blk(d + i, x + i, y + i, count - i);            \
 	}                                                                      \
                                                                                \
-	static inline __attribute__((always_inline)) void NAME##_nblk(        \
-		T *d, const void *const *srcs, unsigned n, size_t i,           \
-		size_t m)                                                      \
+	static inline __attribute__((always_inline)) void NAME##_nblk(         \
+		T *d, const void *const *srcs, unsigned n, size_t i, size_t m) \
 	{                                                                      \
 		C r[GEN_BLOCK];                                                \
 		const T *s = (const T *)srcs[0] + i;                           \
@@ -69,7 +68,7 @@
 			d[i + j] = STC(r[j]);                                  \
 	}                                                                      \
                                                                                \
-	static void NAME##_n(void *dst, const void *const *srcs, unsigned n,  \
+	static void NAME##_n(void *dst, const void *const *srcs, unsigned n,   \
 			     size_t count)                                     \
 	{                                                                      \
 		size_t i = 0;                                                  \

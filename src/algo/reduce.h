@@ -37,8 +37,8 @@ typedef void (*ohc_reduce_fn)(void *dst, const void *a, const void *b,
  * bitwise that of the pairwise fold ((s0 OP s1) OP s2) ... n == 1 copies
  * srcs[0] unchanged (no rounding, NaNs not quieted).
  */
-typedef void (*ohc_reduce_n_fn)(void *dst, const void *const *srcs,
-				unsigned n, size_t count);
+typedef void (*ohc_reduce_n_fn)(void *dst, const void *const *srcs, unsigned n,
+				size_t count);
 
 /* The kernel for (dtype, op) on the selected ISA; NULL when unsupported. */
 ohc_reduce_fn ohc_reduce_get(int dtype, int op);

@@ -107,23 +107,23 @@ static inline A2 __m256i round_bf16(__m256 v)
 	__m256i qnan = _mm256_or_si256(x, _mm256_set1_epi32(0x00400000));
 
 	return _mm256_blendv_epi8(
-		r, qnan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+		r, qnan,
+		_mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
 
 static inline A2 void st_bf16(uint16_t *p, struct bf16x16 v)
 {
 	__m256i e = _mm256_srli_epi32(round_bf16(v.even), 16);
-	__m256i o = _mm256_and_si256(round_bf16(v.odd),
-				     _mm256_set1_epi32(-65536));
+	__m256i o =
+		_mm256_and_si256(round_bf16(v.odd), _mm256_set1_epi32(-65536));
 
 	st_si(p, _mm256_or_si256(e, o));
 }
 
 #define BF16_OP(NAME, PSOP)                                                    \
 	static inline A2 struct bf16x16 NAME(struct bf16x16 a,                 \
-					     struct bf16x16 b)                 \
-	{                                                                      \
-		struct bf16x16 r = {PSOP(a.even, b.even), PSOP(a.odd, b.odd)};  \
+					     struct bf16x16 b) {               \
+		struct bf16x16 r = {PSOP(a.even, b.even), PSOP(a.odd, b.odd)}; \
                                                                                \
 		return r;                                                      \
 	}
@@ -136,7 +136,7 @@ static inline A2 __m256i mul_i8(__m256i a, __m256i b)
 {
 	__m256i even = _mm256_mullo_epi16(a, b);
 	__m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8),
-					  _mm256_srli_epi16(b, 8));
+					 _mm256_srli_epi16(b, 8));
 
 	return _mm256_or_si256(_mm256_and_si256(even, _mm256_set1_epi16(0xff)),
 			       _mm256_slli_epi16(odd, 8));
@@ -180,8 +180,9 @@ static inline A2 __m256i min_u64(__m256i a, __m256i b)
 	return _mm256_blendv_epi8(a, b, gt_u64(a, b));
 }
 
-#define INT_K(NAME, T, OP) OHC_REDUCE_SIMD(A2, NAME, T, __m256i, \
-	(32 / sizeof(T)), ld_si, st_si, OP)
+#define INT_K(NAME, T, OP)                                                     \
+	OHC_REDUCE_SIMD(A2, NAME, T, __m256i, (32 / sizeof(T)), ld_si, st_si,  \
+			OP)
 
 INT_K(i8_sum, int8_t, _mm256_add_epi8)
 INT_K(i8_prod, int8_t, mul_i8)
@@ -220,8 +221,7 @@ OHC_REDUCE_SIMD(A2, f64_max, double, __m256d, 4, _mm256_loadu_pd,
 OHC_REDUCE_SIMD(A2, f64_min, double, __m256d, 4, _mm256_loadu_pd,
 		_mm256_storeu_pd, min_pd)
 
-OHC_REDUCE_SIMD(A2, f16_sum, uint16_t, __m256, 8, ld_f16, st_f16,
-		_mm256_add_ps)
+OHC_REDUCE_SIMD(A2, f16_sum, uint16_t, __m256, 8, ld_f16, st_f16, _mm256_add_ps)
 OHC_REDUCE_SIMD(A2, f16_prod, uint16_t, __m256, 8, ld_f16, st_f16,
 		_mm256_mul_ps)
 OHC_REDUCE_SIMD(A2, f16_max, uint16_t, __m256, 8, ld_f16, st_f16, max_ps)

@@ -134,17 +134,16 @@ static inline A5 __m512i round_bf16(__m512 v)
 static inline A5 void st_bf16(uint16_t *p, struct bf16x32 v)
 {
 	__m512i e = _mm512_srli_epi32(round_bf16(v.even), 16);
-	__m512i o = _mm512_and_si512(round_bf16(v.odd),
-				     _mm512_set1_epi32(-65536));
+	__m512i o =
+		_mm512_and_si512(round_bf16(v.odd), _mm512_set1_epi32(-65536));
 
 	st_si(p, _mm512_or_si512(e, o));
 }
 
 #define BF16_OP(NAME, PSOP)                                                    \
 	static inline A5 struct bf16x32 NAME(struct bf16x32 a,                 \
-					     struct bf16x32 b)                 \
-	{                                                                      \
-		struct bf16x32 r = {PSOP(a.even, b.even), PSOP(a.odd, b.odd)};  \
+					     struct bf16x32 b) {               \
+		struct bf16x32 r = {PSOP(a.even, b.even), PSOP(a.odd, b.odd)}; \
                                                                                \
 		return r;                                                      \
 	}
@@ -156,7 +155,7 @@ static inline A5 __m512i mul_i8(__m512i a, __m512i b)
 {
 	__m512i even = _mm512_mullo_epi16(a, b);
 	__m512i odd = _mm512_mullo_epi16(_mm512_srli_epi16(a, 8),
-					  _mm512_srli_epi16(b, 8));
+					 _mm512_srli_epi16(b, 8));
 
 	return _mm512_or_si512(_mm512_and_si512(even, _mm512_set1_epi16(0xff)),
 			       _mm512_slli_epi16(odd, 8));
@@ -173,8 +172,9 @@ static inline A5 __m512i mul_i64(__m512i a, __m512i b)
 		lo, _mm512_slli_epi64(_mm512_add_epi64(c1, c2), 32));
 }
 
-#define INT_K(NAME, T, OP) OHC_REDUCE_SIMD(A5, NAME, T, __m512i, \
-	(64 / sizeof(T)), ld_si, st_si, OP)
+#define INT_K(NAME, T, OP)                                                     \
+	OHC_REDUCE_SIMD(A5, NAME, T, __m512i, (64 / sizeof(T)), ld_si, st_si,  \
+			OP)
 
 INT_K(i8_sum, int8_t, _mm512_add_epi8)
 INT_K(i8_prod, int8_t, mul_i8)

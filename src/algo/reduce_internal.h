@@ -30,7 +30,7 @@ extern const struct ohc_reduce_table ohc_reduce_avx512_table;
  * is staged through a zero-padded scratch buffer. Exact aliasing of dst
  * with a source is safe because each vector is loaded before its store.
  */
-#define OHC_REDUCE_SIMD(ATTR, NAME, T, V, W, LD, ST, OP)                      \
+#define OHC_REDUCE_SIMD(ATTR, NAME, T, V, W, LD, ST, OP)                       \
 	static ATTR void NAME(void *dst, const void *a, const void *b,         \
 			      size_t count)                                    \
 	{                                                                      \
@@ -57,7 +57,7 @@ extern const struct ohc_reduce_table ohc_reduce_avx512_table;
 		}                                                              \
 	}                                                                      \
                                                                                \
-	static ATTR void NAME##_n(void *dst, const void *const *srcs,         \
+	static ATTR void NAME##_n(void *dst, const void *const *srcs,          \
 				  unsigned n, size_t count)                    \
 	{                                                                      \
 		T *d = dst;                                                    \

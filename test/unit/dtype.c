@@ -11,11 +11,11 @@ static const struct {
 	size_t size;
 	const char *name;
 } spec_types[] = {
-	{0, 1, "int8"},	    {1, 2, "int16"},	  {2, 4, "int32"},
-	{3, 2, "float16"},  {4, 4, "float32"},	  {5, 8, "int64"},
-	{6, 8, "uint64"},   {7, 1, "uint8"},	  {8, 2, "uint16"},
-	{9, 4, "uint32"},   {10, 8, "float64"},	  {11, 2, "bfloat16"},
-	{12, 16, "int128"}, {14, 1, "hif8"},	  {15, 1, "fp8e4m3"},
+	{0, 1, "int8"},	    {1, 2, "int16"},	{2, 4, "int32"},
+	{3, 2, "float16"},  {4, 4, "float32"},	{5, 8, "int64"},
+	{6, 8, "uint64"},   {7, 1, "uint8"},	{8, 2, "uint16"},
+	{9, 4, "uint32"},   {10, 8, "float64"}, {11, 2, "bfloat16"},
+	{12, 16, "int128"}, {14, 1, "hif8"},	{15, 1, "fp8e4m3"},
 	{16, 1, "fp8e5m2"}, {17, 1, "fp8e8m0"},
 };
 
@@ -108,14 +108,16 @@ static bool in_list(int v, const int *list, size_t n)
 Test(dtype, reduce_support_matrix)
 {
 	/* Spec 2.1 / 2.3, listed by HCCL name. */
-	static const int reducible[] = {0 /* int8 */,	 1 /* int16 */,
-					2 /* int32 */,	 5 /* int64 */,
-					6 /* uint64 */,	 3 /* fp16 */,
-					4 /* fp32 */,	 10 /* fp64 */,
-					11 /* bfp16 */};
-	static const int prod_ok[] = {0 /* int8 */,  2 /* int32 */,
-				      5 /* int64 */, 6 /* uint64 */,
-				      3 /* fp16 */,  4 /* fp32 */,
+	static const int reducible[] = {
+		0 /* int8 */,  1 /* int16 */,  2 /* int32 */,
+		5 /* int64 */, 6 /* uint64 */, 3 /* fp16 */,
+		4 /* fp32 */,  10 /* fp64 */,  11 /* bfp16 */};
+	static const int prod_ok[] = {0 /* int8 */,
+				      2 /* int32 */,
+				      5 /* int64 */,
+				      6 /* uint64 */,
+				      3 /* fp16 */,
+				      4 /* fp32 */,
 				      10 /* fp64 */};
 	int dt, op;
 

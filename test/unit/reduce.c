@@ -50,8 +50,8 @@ static uint64_t rng_next(uint64_t *s)
 /* ---- reference half-precision conversions (by value, in double) ---- */
 
 struct half_fmt {
-	int ebits, mbits;   /* exponent and mantissa widths */
-	uint16_t inf;       /* bit pattern of +infinity */
+	int ebits, mbits; /* exponent and mantissa widths */
+	uint16_t inf;	  /* bit pattern of +infinity */
 };
 
 static const struct half_fmt fmt_fp16 = {5, 10, 0x7c00};
@@ -117,8 +117,7 @@ static uint16_t ref_double_to_half(const struct half_fmt *f, double v)
 	h = lo;
 	below = half_mag(f, h);
 	above = h + 1 == f->inf ? ldexp(1, bias + 1) : half_mag(f, h + 1);
-	if (av - below > above - av ||
-	    (av - below == above - av && (h & 1)))
+	if (av - below > above - av || (av - below == above - av && (h & 1)))
 		h++;
 	return sign | h;
 }
@@ -198,7 +197,8 @@ static __int128 int_load(int dtype, const void *p)
 static void int_store(int dtype, void *p, __int128 v)
 {
 	unsigned __int128 u = (unsigned __int128)v;
-	uint64_t low = (uint64_t)(u & (((unsigned __int128)1 << int_bits(dtype)) - 1));
+	uint64_t low =
+		(uint64_t)(u & (((unsigned __int128)1 << int_bits(dtype)) - 1));
 	uint8_t bytes[8];
 	int i;
 
@@ -248,10 +248,10 @@ static void ref_fold(int dtype, int op, const void *const *srcs, unsigned n,
 		uint16_t h;
 
 		for (k = 1; k < n; k++)
-			acc = ref_fop32(op, acc,
-					ref_half_to_float(
-						dtype, ((const uint16_t *)
-								srcs[k])[i]));
+			acc = ref_fop32(
+				op, acc,
+				ref_half_to_float(
+					dtype, ((const uint16_t *)srcs[k])[i]));
 		h = ref_float_to_half(dtype, acc);
 		memcpy(out, &h, es);
 	} else {
@@ -261,7 +261,8 @@ static void ref_fold(int dtype, int op, const void *const *srcs, unsigned n,
 			acc = ref_iop(op, acc,
 				      int_load(dtype,
 					       (const char *)srcs[k] + i * es));
-		/* Wrap each step like the kernels would (same result mod 2^w). */
+		/* Wrap each step like the kernels would (same result mod 2^w).
+		 */
 		int_store(dtype, out, acc);
 	}
 }
@@ -314,14 +315,12 @@ static void elem_hex(int dtype, const void *p, char *buf, size_t len)
 
 static void fill_random(int dtype, void *buf, size_t cnt, uint64_t *rng)
 {
-	static const uint16_t sp16[] = {0x7e00, 0x7c01, 0xfe00, 0x7c00,
-					0xfc00, 0x0000, 0x8000, 0x0001,
-					0x03ff, 0x0400, 0x7bff, 0xfbff,
-					0x8001, 0x3c00};
-	static const uint16_t spbf[] = {0x7fc0, 0x7f81, 0xffc0, 0x7f80,
-					0xff80, 0x0000, 0x8000, 0x0001,
-					0x007f, 0x0080, 0x7f7f, 0xff7f,
-					0x8001, 0x3f80};
+	static const uint16_t sp16[] = {0x7e00, 0x7c01, 0xfe00, 0x7c00, 0xfc00,
+					0x0000, 0x8000, 0x0001, 0x03ff, 0x0400,
+					0x7bff, 0xfbff, 0x8001, 0x3c00};
+	static const uint16_t spbf[] = {0x7fc0, 0x7f81, 0xffc0, 0x7f80, 0xff80,
+					0x0000, 0x8000, 0x0001, 0x007f, 0x0080,
+					0x7f7f, 0xff7f, 0x8001, 0x3f80};
 	static const uint32_t sp32[] = {0x7fc00000, 0x7f800001, 0xffc00000,
 					0x7f800000, 0xff800000, 0x00000000,
 					0x80000000, 0x00000001, 0x007fffff,
@@ -332,9 +331,10 @@ static void fill_random(int dtype, void *buf, size_t cnt, uint64_t *rng)
 		0xfff0000000000000ull, 0x0000000000000000ull,
 		0x8000000000000000ull, 0x0000000000000001ull,
 		0x000fffffffffffffull, 0x7fefffffffffffffull};
-	static const int64_t spint[] = {0, 1, -1, 2, -2, INT64_MAX, INT64_MIN,
-					127, -128, 32767, -32768, INT32_MAX,
-					INT32_MIN, 255, 65535};
+	static const int64_t spint[] = {
+		0,	   1,	      -1,	 2,    -2,
+		INT64_MAX, INT64_MIN, 127,	 -128, 32767,
+		-32768,	   INT32_MAX, INT32_MIN, 255,  65535};
 	size_t es = ohc_dtype_size(dtype), i;
 
 	for (i = 0; i < cnt; i++) {
@@ -616,8 +616,8 @@ static bool nway_case(const char *isa, int dtype, int op, size_t len,
 				       ohc_redop_name(op), n, len, offmode,
 				       alias, i, g, w);
 			ok = false;
-		} else if (exact && !elem_match(dtype, fold + i * es,
-						d + i * es)) {
+		} else if (exact &&
+			   !elem_match(dtype, fold + i * es, d + i * es)) {
 			cr_expect_fail("%s %s %s n %u len %zu: [%zu] n-way %s "
 				       "!= pairwise fold %s",
 				       isa, ohc_dtype_name(dtype),
@@ -651,8 +651,8 @@ static void nway_all(const char *isa)
 				for (li = 0; li < NLEN && ok; li++)
 					for (offmode = 0; offmode < 2 && ok;
 					     offmode++)
-						for (alias = 0;
-						     alias < 2 && ok; alias++)
+						for (alias = 0; alias < 2 && ok;
+						     alias++)
 							ok = nway_case(
 								isa, dt, op,
 								lengths[li],
@@ -701,10 +701,10 @@ Test(reduce, nway_half_rounds_once)
 		ohc_reduce_get(OHC_FP16, OHC_SUM)(p, p, s1, 20);
 		ohc_reduce_get(OHC_FP16, OHC_SUM)(p, p, s2, 20);
 		for (i = 0; i < 20; i++) {
-			cr_expect_eq(d[i], 0x3c01, "%s [%d] %#x",
-				     all_isas[ii], i, d[i]);
-			cr_expect_eq(p[i], 0x3c00, "%s [%d] %#x",
-				     all_isas[ii], i, p[i]);
+			cr_expect_eq(d[i], 0x3c01, "%s [%d] %#x", all_isas[ii],
+				     i, d[i]);
+			cr_expect_eq(p[i], 0x3c00, "%s [%d] %#x", all_isas[ii],
+				     i, p[i]);
 		}
 	}
 }
@@ -751,9 +751,9 @@ static void check_pair(int dtype, int op, const void *x, const void *y,
 			elem_hex(dtype, d + i * es, g, sizeof(g));
 			elem_hex(dtype, want, w, sizeof(w));
 			EXPECT(ok, "%s %s %s: %s: [%zu] got %s want %s",
-				  all_isas[ii], ohc_dtype_name(dtype),
-				  ohc_redop_name(op), what, i, g,
-				  want_nan ? "NaN" : w);
+			       all_isas[ii], ohc_dtype_name(dtype),
+			       ohc_redop_name(op), what, i, g,
+			       want_nan ? "NaN" : w);
 			if (!ok)
 				break;
 		}
@@ -819,7 +819,8 @@ Test(reduce, fp32_special_values)
 
 Test(reduce, fp64_special_values)
 {
-	const uint64_t qnan = 0x7ff8000000000000ull, one = 0x3ff0000000000000ull;
+	const uint64_t qnan = 0x7ff8000000000000ull,
+		       one = 0x3ff0000000000000ull;
 	const uint64_t inf = 0x7ff0000000000000ull, nzero = 1ull << 63;
 
 	f64_case(OHC_SUM, qnan, one, qnan, "nan + 1");
@@ -908,13 +909,13 @@ Test(reduce, half_nan_payload)
 			ohc_reduce_get(OHC_FP16, OHC_MAX)(d, a, b, 33);
 			for (i = 0; i < 33; i++)
 				EXPECT(d[i] == (a[i] | 0x0200), "%s %#x",
-					     all_isas[ii], a[i]);
+				       all_isas[ii], a[i]);
 			for (i = 0; i < 33; i++)
 				a[i] = (uint16_t)(0xff81 + i);
 			ohc_reduce_get(OHC_BF16, OHC_MIN)(d, b, a, 33);
 			for (i = 0; i < 33; i++)
 				EXPECT(d[i] == (a[i] | 0x0040), "%s %#x",
-					     all_isas[ii], a[i]);
+				       all_isas[ii], a[i]);
 		}
 	}
 }
@@ -1008,9 +1009,9 @@ Test(reduce, unsupported_pairs_are_null)
 
 Test(reduce, isa_dispatch)
 {
-	const char *best = cpu_runs("avx512") ? "avx512" :
-			   cpu_runs("avx2")   ? "avx2" :
-						"generic";
+	const char *best = cpu_runs("avx512") ? "avx512"
+			   : cpu_runs("avx2") ? "avx2"
+					      : "generic";
 	ohc_reduce_fn g, v;
 	size_t ii;
 
@@ -1019,8 +1020,8 @@ Test(reduce, isa_dispatch)
 		cr_expect_eq(ohc_reduce_isa_available(all_isas[ii]),
 			     cpu_runs(all_isas[ii]), "%s", all_isas[ii]);
 		cr_expect_eq(ohc_reduce_force_isa(all_isas[ii]),
-			     cpu_runs(all_isas[ii]) ? OHC_OK :
-						      OHC_ERR_UNSUPPORTED,
+			     cpu_runs(all_isas[ii]) ? OHC_OK
+						    : OHC_ERR_UNSUPPORTED,
 			     "%s", all_isas[ii]);
 	}
 	cr_expect_eq(ohc_reduce_force_isa("sse9"), OHC_ERR_INVALID);
@@ -1115,11 +1116,11 @@ static void check_widen(int dtype, float (*conv)(uint16_t))
 			if (dtype == OHC_FP16)
 				exp |= 0x00400000u;
 			EXPECT(bits == exp, "%s %#x -> %#x want %#x",
-				     ohc_dtype_name(dtype), h, bits, exp);
+			       ohc_dtype_name(dtype), h, bits, exp);
 		} else {
 			EXPECT(got == want && !signbit(got) == !signbit(want),
-				  "%s %#x -> %a want %a", ohc_dtype_name(dtype),
-				  h, got, want);
+			       "%s %#x -> %a want %a", ohc_dtype_name(dtype), h,
+			       got, want);
 		}
 	}
 }
@@ -1141,7 +1142,7 @@ static void check_narrow(int dtype, uint16_t (*conv)(float))
 	lows[0] = 0;
 	lows[1] = 1;
 	lows[2] = (1u << (low_bits - 1)) - 1; /* just below a tie */
-	lows[3] = 1u << (low_bits - 1);       /* tie */
+	lows[3] = 1u << (low_bits - 1);	      /* tie */
 	lows[4] = (1u << (low_bits - 1)) + 1; /* just above */
 	lows[5] = (1u << low_bits) - 1;
 	for (top = 0; top < (1u << (32 - low_bits)); top++) {
