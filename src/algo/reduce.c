@@ -9,6 +9,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "algo/reduce_internal.h"
 #include "util/compiler.h"
@@ -92,10 +95,6 @@
 	{                                                                      \
 		return (T)((U)a + (U)b);                                       \
 	}                                                                      \
-	static inline T TAG##_prod(T a, T b)                                   \
-	{                                                                      \
-		return (T)((U)a * (U)b);                                       \
-	}                                                                      \
 	static inline T TAG##_max(T a, T b)                                    \
 	{                                                                      \
 		return a > b ? a : b;                                          \
@@ -105,11 +104,22 @@
 		return a < b ? a : b;                                          \
 	}
 
+/* No int16 product: HCCL rejects it (spec 2.3). */
+#define INT_PROD(TAG, T, U)                                                    \
+	static inline T TAG##_prod(T a, T b)                                   \
+	{                                                                      \
+		return (T)((U)a * (U)b);                                       \
+	}
+
 INT_OPS(i8, int8_t, unsigned)
 INT_OPS(i16, int16_t, unsigned)
 INT_OPS(i32, int32_t, uint32_t)
 INT_OPS(i64, int64_t, uint64_t)
 INT_OPS(u64, uint64_t, uint64_t)
+INT_PROD(i8, int8_t, unsigned)
+INT_PROD(i32, int32_t, uint32_t)
+INT_PROD(i64, int64_t, uint64_t)
+INT_PROD(u64, uint64_t, uint64_t)
 
 /*
  * Floats. max/min are IEEE 754-2019 maximum/minimum: the first NaN operand
@@ -281,6 +291,17 @@ static const struct ohc_reduce_table *const isa_tables[ISA_COUNT] = {
 /* The level the getters use; -1 until first use (then the best one). */
 static atomic_int isa_cur = -1;
 
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C (CPUID.1:ECX bit 29): not every compiler's cpu_supports knows it. */
+static bool cpu_has_f16c(void)
+{
+	unsigned eax, ebx, ecx, edx;
+
+	return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+}
+#endif
+
+/* The best ISA this CPU and OS run ("avx2" implies OS AVX state support). */
 static enum isa_level isa_best(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -288,8 +309,8 @@ static enum isa_level isa_best(void)
 	if (__builtin_cpu_supports("avx512f") &&
 	    __builtin_cpu_supports("avx512bw"))
 		return ISA_AVX512;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-	    __builtin_cpu_supports("fma"))
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	    cpu_has_f16c())
 		return ISA_AVX2;
 #endif
 	return ISA_GENERIC;
