@@ -1,0 +1,1639 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every algorithm through the schedule simulator (src/algo/sim.h): for
+ * each rank count 1..9 and 16, counts 0, 1, 7, 100, 1003, roots 0 and
+ * n-1, in place and out of place, eager and rendezvous sends, with the
+ * memory-hazard check on, every rank's whole buffer must end exactly as a
+ * straightforward reference computes it (results where results go, send
+ * buffers and gaps untouched). Plus the pure patterns, the simulator's own
+ * error detection, selection and HCCL_ALGO, and determinism.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+
+#include "algo/algo.h"
+#include "algo/patterns/binomial.h"
+#include "algo/patterns/bruck.h"
+#include "algo/patterns/dissemination.h"
+#include "algo/patterns/pairwise.h"
+#include "algo/patterns/partition.h"
+#include "algo/patterns/recursive.h"
+#include "algo/patterns/ring.h"
+#include "algo/sim.h"
+#include "util/log.h"
+
+#define MAXN 16
+#define SENTINEL 0xa5
+
+static const uint32_t test_ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16};
+static const uint64_t test_counts[] = {0, 1, 7, 100, 1003};
+
+/* ---- reduction functions handed to the simulator ---- */
+
+static void add_u32(void *dst, const void *a, const void *b, size_t n)
+{
+	uint32_t *d = dst;
+	const uint32_t *x = a, *y = b;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = x[i] + y[i];
+}
+
+static void add_f32(void *dst, const void *a, const void *b, size_t n)
+{
+	float *d = dst;
+	const float *x = a, *y = b;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = x[i] + y[i];
+}
+
+/*
+ * Composition of affine maps x -> m x + c (mod 2^32): associative but not
+ * commutative, so it exposes the order in which operands are combined.
+ * a OP b applies a first, then b.
+ */
+struct affine {
+	uint32_t m, c;
+};
+
+static void compose(void *dst, const void *a, const void *b, size_t n)
+{
+	struct affine *d = dst;
+	const struct affine *x = a, *y = b;
+
+	for (size_t i = 0; i < n; i++) {
+		struct affine t = {x[i].m * y[i].m, x[i].c * y[i].m + y[i].c};
+
+		d[i] = t;
+	}
+}
+
+static uint32_t val(uint32_t rank, uint64_t i)
+{
+	return (uint32_t)(rank * 2654435761u + (uint32_t)i * 40503u + 12345u);
+}
+
+/* ---- one test case: buffers, arguments, reference ---- */
+
+struct tc {
+	enum ohc_coll_op op;
+	const struct ohc_algo *algo; /* NULL: selection */
+	uint32_t n, root;
+	uint64_t count;
+	int inplace, det;
+	const char *override;
+	enum ohc_link_class link;
+	/* V arrays per rank (elements) */
+	uint64_t sc[MAXN][MAXN], sd[MAXN][MAXN];
+	uint64_t rc[MAXN][MAXN], rd[MAXN][MAXN];
+	int v;
+	/* batch */
+	struct ohc_batch_item *items[MAXN];
+	uint32_t nitems[MAXN];
+	/* per rank memory: mem holds both buffers; want is the expectation */
+	char *mem[MAXN], *want[MAXN];
+	size_t memlen[MAXN];
+	char *sbuf[MAXN], *rbuf[MAXN];
+};
+
+static ohc_status_t tc_args(void *ctx, uint32_t r, struct ohc_coll_args *a)
+{
+	struct tc *t = ctx;
+
+	a->op = t->op;
+	a->dtype = 3; /* int32 in HCCL numbering; unused by the simulator */
+	a->redop = 0;
+	a->root = t->root;
+	a->sbuf = t->sbuf[r];
+	a->rbuf = t->rbuf[r];
+	a->count = t->count;
+	if (t->op == OHC_COLL_ALLGATHER_V)
+		a->count = t->rc[r][r];
+	if (t->op == OHC_COLL_REDUCE_SCATTER_V)
+		a->count = t->sc[r][r];
+	a->esize = 4;
+	a->deterministic = t->det;
+	a->link = t->link;
+	a->algo_override = t->override;
+	if (t->v) {
+		a->send_counts = t->sc[r];
+		a->send_displs = t->sd[r];
+		a->recv_counts = t->rc[r];
+		a->recv_displs = t->rd[r];
+	}
+	a->items = t->items[r];
+	a->nitems = t->nitems[r];
+	return OHC_OK;
+}
+
+static uint32_t *u32(char *p)
+{
+	return (uint32_t *)(void *)p;
+}
+
+static uint64_t extent(const uint64_t *c, const uint64_t *d, uint32_t n)
+{
+	uint64_t e = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (c[i] && d[i] + c[i] > e)
+			e = d[i] + c[i];
+	return e;
+}
+
+/* Lay out rank r's memory: sbytes/rbytes, in place at rbuf + ioff. */
+static void layout(struct tc *t, uint32_t r, uint64_t s_el, uint64_t r_el,
+		   int inplace, uint64_t ioff_el)
+{
+	size_t sb = s_el * 4, rb = r_el * 4;
+	size_t so = (rb + 63) & ~(size_t)63;
+
+	t->memlen[r] = inplace ? (rb > sb ? rb : sb) : so + sb;
+	t->mem[r] = malloc(t->memlen[r] + 1);
+	t->want[r] = malloc(t->memlen[r] + 1);
+	cr_assert(t->mem[r] && t->want[r]);
+	memset(t->mem[r], SENTINEL, t->memlen[r] + 1);
+	t->rbuf[r] = t->mem[r];
+	t->sbuf[r] = inplace ? t->mem[r] + ioff_el * 4 : t->mem[r] + so;
+}
+
+/* Fill send data, then compute want = mem after the operation. */
+static void setup(struct tc *t)
+{
+	uint32_t n = t->n;
+	uint64_t c = t->count;
+
+	for (uint32_t r = 0; r < n; r++) {
+		int root = r == t->root;
+
+		switch (t->op) {
+		case OHC_COLL_ALLREDUCE:
+		case OHC_COLL_REDUCE:
+			layout(t, r, c, c, t->inplace, 0);
+			for (uint64_t i = 0; i < c; i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_BROADCAST:
+			layout(t, r, c, c, t->inplace || !root, 0);
+			if (root)
+				for (uint64_t i = 0; i < c; i++)
+					u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_ALLGATHER:
+			layout(t, r, c, n * c, t->inplace, r * c);
+			for (uint64_t i = 0; i < c; i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_REDUCE_SCATTER:
+			layout(t, r, n * c, c, 0, 0);
+			if (t->inplace) /* NCCL style: rbuf is my block */
+				t->rbuf[r] = t->sbuf[r] + r * c * 4;
+			for (uint64_t i = 0; i < n * c; i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_SCATTER:
+			layout(t, r, root ? n * c : 0, c, 0, 0);
+			if (!root) {
+				t->sbuf[r] = NULL;
+				break;
+			}
+			if (t->inplace)
+				t->rbuf[r] = t->sbuf[r] + r * c * 4;
+			for (uint64_t i = 0; i < n * c; i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_ALLTOALL:
+			layout(t, r, n * c, n * c, 0, 0);
+			for (uint64_t i = 0; i < n * c; i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_ALLGATHER_V:
+			layout(t, r, t->rc[r][r], extent(t->rc[r], t->rd[r], n),
+			       0, 0);
+			for (uint64_t i = 0; i < t->rc[r][r]; i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_REDUCE_SCATTER_V:
+			layout(t, r, extent(t->sc[r], t->sd[r], n), t->sc[r][r],
+			       0, 0);
+			for (uint64_t i = 0; i < extent(t->sc[r], t->sd[r], n);
+			     i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		case OHC_COLL_ALLTOALLV:
+			layout(t, r, extent(t->sc[r], t->sd[r], n),
+			       extent(t->rc[r], t->rd[r], n), 0, 0);
+			for (uint64_t i = 0; i < extent(t->sc[r], t->sd[r], n);
+			     i++)
+				u32(t->sbuf[r])[i] = val(r, i);
+			break;
+		default:
+			cr_assert_fail("setup: op %d", t->op);
+		}
+		memcpy(t->want[r], t->mem[r], t->memlen[r] + 1);
+	}
+	/* the reference: results written into want at rbuf's offset */
+	for (uint32_t r = 0; r < n; r++) {
+		uint32_t *w = u32(t->want[r] + (t->rbuf[r] - t->mem[r]));
+
+		switch (t->op) {
+		case OHC_COLL_ALLREDUCE:
+		case OHC_COLL_REDUCE:
+			if (t->op == OHC_COLL_REDUCE && r != t->root)
+				break;
+			for (uint64_t i = 0; i < c; i++) {
+				uint32_t s = 0;
+
+				for (uint32_t k = 0; k < n; k++)
+					s += val(k, i);
+				w[i] = s;
+			}
+			break;
+		case OHC_COLL_BROADCAST:
+			for (uint64_t i = 0; i < c; i++)
+				w[i] = val(t->root, i);
+			break;
+		case OHC_COLL_ALLGATHER:
+			for (uint32_t k = 0; k < n; k++)
+				for (uint64_t i = 0; i < c; i++)
+					w[k * c + i] = val(k, i);
+			break;
+		case OHC_COLL_REDUCE_SCATTER:
+			for (uint64_t i = 0; i < c; i++) {
+				uint32_t s = 0;
+
+				for (uint32_t k = 0; k < n; k++)
+					s += val(k, r * c + i);
+				w[i] = s;
+			}
+			break;
+		case OHC_COLL_SCATTER:
+			for (uint64_t i = 0; i < c; i++)
+				w[i] = val(t->root, r * c + i);
+			break;
+		case OHC_COLL_ALLTOALL:
+			for (uint32_t k = 0; k < n; k++)
+				for (uint64_t i = 0; i < c; i++)
+					w[k * c + i] = val(k, r * c + i);
+			break;
+		case OHC_COLL_ALLGATHER_V:
+			for (uint32_t k = 0; k < n; k++)
+				for (uint64_t i = 0; i < t->rc[r][k]; i++)
+					w[t->rd[r][k] + i] = val(k, i);
+			break;
+		case OHC_COLL_REDUCE_SCATTER_V:
+			for (uint64_t i = 0; i < t->sc[r][r]; i++) {
+				uint32_t s = 0;
+
+				for (uint32_t k = 0; k < n; k++)
+					s += val(k, t->sd[r][r] + i);
+				w[i] = s;
+			}
+			break;
+		case OHC_COLL_ALLTOALLV:
+			for (uint32_t k = 0; k < n; k++)
+				for (uint64_t i = 0; i < t->rc[r][k]; i++)
+					w[t->rd[r][k] + i] =
+						val(k, t->sd[k][r] + i);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void teardown(struct tc *t)
+{
+	for (uint32_t r = 0; r < t->n; r++) {
+		free(t->mem[r]);
+		free(t->want[r]);
+		t->mem[r] = t->want[r] = NULL;
+	}
+}
+
+static const char *mode_name(enum ohc_sim_mode m)
+{
+	return m == OHC_SIM_EAGER ? "eager" : "rendezvous";
+}
+
+/* Run t in mode; every rank's memory must equal the reference. */
+static void run_case(struct tc *t, enum ohc_sim_mode mode, unsigned seed)
+{
+	struct ohc_sim sim = {0};
+	struct ohc_sim_stats st[MAXN];
+	ohc_status_t status;
+	char what[200];
+
+	snprintf(what, sizeof(what),
+		 "%s/%s n=%u count=%llu root=%u %s %s det=%d",
+		 ohc_coll_op_name(t->op), t->algo ? t->algo->name : "auto",
+		 t->n, (unsigned long long)t->count, t->root,
+		 t->inplace ? "in-place" : "out-of-place", mode_name(mode),
+		 t->det);
+	setup(t);
+	sim.nranks = t->n;
+	sim.mode = mode;
+	sim.algo = t->algo;
+	sim.args_fn = tc_args;
+	sim.ctx = t;
+	sim.reduce = add_u32;
+	sim.check_hazards = 1;
+	sim.seed = seed;
+	sim.stats = st;
+	status = ohc_sim_run(&sim);
+	cr_assert_eq(status, OHC_OK, "%s: simulator: %s", what, sim.err);
+	for (uint32_t r = 0; r < t->n; r++) {
+		size_t bad = 0;
+
+		while (bad <= t->memlen[r] && t->mem[r][bad] == t->want[r][bad])
+			bad++;
+		cr_assert(bad > t->memlen[r],
+			  "%s: rank %u differs at byte %zu of %zu (rbuf at "
+			  "+%td): got 0x%02x want 0x%02x",
+			  what, r, bad, t->memlen[r],
+			  t->rbuf[r] - t->mem[r],
+			  (unsigned char)t->mem[r][bad],
+			  (unsigned char)t->want[r][bad]);
+		if (t->count == 0 && !t->v)
+			cr_assert_eq(st[r].msgs_sent, 0,
+				     "%s: rank %u sent messages for count 0",
+				     what, r);
+	}
+	teardown(t);
+}
+
+static int has_root(enum ohc_coll_op op)
+{
+	return op == OHC_COLL_BROADCAST || op == OHC_COLL_REDUCE ||
+	       op == OHC_COLL_SCATTER;
+}
+
+static int has_inplace(enum ohc_coll_op op)
+{
+	return op != OHC_COLL_ALLTOALL && op != OHC_COLL_ALLTOALLV &&
+	       op != OHC_COLL_ALLGATHER_V && op != OHC_COLL_REDUCE_SCATTER_V;
+}
+
+/* The whole matrix for one algorithm (or selection when algo is NULL). */
+static unsigned run_matrix(enum ohc_coll_op op, const struct ohc_algo *algo)
+{
+	static struct tc t;
+	unsigned runs = 0;
+
+	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+		uint32_t n = test_ns[ni];
+
+		for (size_t ci = 0; ci < OHC_ARRAY_SIZE(test_counts); ci++) {
+			for (uint32_t root = 0; root < n;
+			     root += (n > 1 ? n - 1 : 1)) {
+				for (int ip = 0; ip < 2; ip++) {
+					for (int m = 0; m < 2; m++) {
+						struct ohc_coll_args probe = {
+							.op = op, .nranks = n};
+
+						if (ip && !has_inplace(op))
+							continue;
+						if (algo && algo->accepts &&
+						    algo->accepts(&probe))
+							continue;
+						memset(&t, 0, sizeof(t));
+						t.op = op;
+						t.algo = algo;
+						t.n = n;
+						t.root = root;
+						t.count = test_counts[ci];
+						t.inplace = ip;
+						t.det = (int)(ci & 1);
+						run_case(&t, m ? OHC_SIM_RENDEZVOUS
+							       : OHC_SIM_EAGER,
+							 (unsigned)(ni * 7 + ci));
+						runs++;
+					}
+				}
+				if (!has_root(op))
+					break;
+			}
+		}
+	}
+	return runs;
+}
+
+static void every_algorithm(enum ohc_coll_op op)
+{
+	unsigned n, found = 0;
+	const struct ohc_algo *const *all = ohc_algo_all(&n);
+
+	for (unsigned i = 0; i < n; i++) {
+		if (all[i]->op != op)
+			continue;
+		found++;
+		cr_assert_gt(run_matrix(op, all[i]), 0, "%s/%s never ran",
+			     ohc_coll_op_name(op), all[i]->name);
+	}
+	cr_assert_gt(found, 0, "no algorithm for %s", ohc_coll_op_name(op));
+	run_matrix(op, NULL); /* selection: ranks must agree */
+}
+
+Test(coll, allreduce) { every_algorithm(OHC_COLL_ALLREDUCE); }
+Test(coll, reduce) { every_algorithm(OHC_COLL_REDUCE); }
+Test(coll, broadcast) { every_algorithm(OHC_COLL_BROADCAST); }
+Test(coll, allgather) { every_algorithm(OHC_COLL_ALLGATHER); }
+Test(coll, reduce_scatter) { every_algorithm(OHC_COLL_REDUCE_SCATTER); }
+Test(coll, scatter) { every_algorithm(OHC_COLL_SCATTER); }
+Test(coll, alltoall) { every_algorithm(OHC_COLL_ALLTOALL); }
+
+/* ---- V variants: random counts with zeros, displacements with gaps ---- */
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static uint64_t rnd_count(uint64_t *s)
+{
+	switch (rnd(s) % 4) {
+	case 0: return 0;
+	case 1: return 1 + rnd(s) % 7;
+	case 2: return 1 + rnd(s) % 100;
+	default: return 1 + rnd(s) % 1003;
+	}
+}
+
+/* Displacements of counts c, in a shuffled block order with gaps. */
+static void rnd_displs(uint64_t *s, const uint64_t *c, uint64_t *d,
+		       uint32_t n)
+{
+	uint32_t perm[MAXN];
+	uint64_t at = rnd(s) % 5;
+
+	for (uint32_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (uint32_t i = n; i > 1; i--) {
+		uint32_t j = (uint32_t)(rnd(s) % i), x = perm[i - 1];
+
+		perm[i - 1] = perm[j];
+		perm[j] = x;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		d[perm[i]] = at;
+		at += c[perm[i]] + rnd(s) % 3;
+	}
+}
+
+static void v_matrix(enum ohc_coll_op op, const struct ohc_algo *algo)
+{
+	static struct tc t;
+	uint64_t seed = 88172645463325252ull;
+
+	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+		uint32_t n = test_ns[ni];
+
+		for (int rep = 0; rep < 6; rep++) {
+			for (int m = 0; m < 2; m++) {
+				uint64_t c[MAXN], d[MAXN];
+
+				memset(&t, 0, sizeof(t));
+				t.op = op;
+				t.algo = algo;
+				t.n = n;
+				t.v = 1;
+				/* rep 0: all zero; rep 1: one non-zero */
+				for (uint32_t i = 0; i < n; i++)
+					c[i] = rep == 0 ? 0
+					       : rep == 1
+						       ? (i == n / 2 ? 5 : 0)
+						       : rnd_count(&seed);
+				rnd_displs(&seed, c, d, n);
+				for (uint32_t r = 0; r < n; r++) {
+					memcpy(t.rc[r], c, sizeof(c));
+					memcpy(t.rd[r], d, sizeof(d));
+					memcpy(t.sc[r], c, sizeof(c));
+					memcpy(t.sd[r], d, sizeof(d));
+				}
+				if (op == OHC_COLL_ALLTOALLV) {
+					/* m[i][j]: rank i sends to rank j */
+					for (uint32_t i = 0; i < n; i++)
+						for (uint32_t j = 0; j < n; j++)
+							t.sc[i][j] = rep == 0 ? 0 : rnd_count(&seed);
+					for (uint32_t i = 0; i < n; i++) {
+						for (uint32_t j = 0; j < n; j++)
+							t.rc[i][j] = t.sc[j][i];
+						rnd_displs(&seed, t.sc[i], t.sd[i], n);
+						rnd_displs(&seed, t.rc[i], t.rd[i], n);
+					}
+				}
+				run_case(&t,
+					 m ? OHC_SIM_RENDEZVOUS : OHC_SIM_EAGER,
+					 (unsigned)rep);
+			}
+		}
+	}
+}
+
+Test(coll, allgatherv)
+{
+	v_matrix(OHC_COLL_ALLGATHER_V, &ohc_algo_allgatherv_ring);
+	v_matrix(OHC_COLL_ALLGATHER_V, NULL);
+}
+
+Test(coll, reduce_scatterv)
+{
+	v_matrix(OHC_COLL_REDUCE_SCATTER_V, &ohc_algo_reduce_scatterv_ring);
+	v_matrix(OHC_COLL_REDUCE_SCATTER_V, NULL);
+}
+
+Test(coll, alltoallv)
+{
+	v_matrix(OHC_COLL_ALLTOALLV, &ohc_algo_alltoallv_pairwise);
+	v_matrix(OHC_COLL_ALLTOALLV, NULL);
+}
+
+/* AlltoAllVC: every rank converts the same matrix, then runs V. */
+Test(coll, alltoallvc_through_v)
+{
+	static struct tc t;
+	uint64_t seed = 7, mtx[MAXN * MAXN];
+
+	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+		uint32_t n = test_ns[ni];
+
+		memset(&t, 0, sizeof(t));
+		t.op = OHC_COLL_ALLTOALLV;
+		t.n = n;
+		t.v = 1;
+		for (uint32_t i = 0; i < n * n; i++)
+			mtx[i] = rnd_count(&seed);
+		for (uint32_t r = 0; r < n; r++)
+			ohc_alltoallvc_to_v(mtx, n, r, t.sc[r], t.sd[r],
+					    t.rc[r], t.rd[r]);
+		run_case(&t, OHC_SIM_RENDEZVOUS, 3);
+	}
+}
+
+Test(coll, v_count_mismatch_is_invalid)
+{
+	struct ohc_sched s;
+	uint64_t c[4] = {1, 2, 3, 4}, d[4] = {0, 1, 3, 6};
+	uint32_t buf[16];
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER_V, .count = 5,
+				  .esize = 4, .rank = 1, .nranks = 4,
+				  .sbuf = buf, .rbuf = buf,
+				  .recv_counts = c, .recv_displs = d};
+
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_allgatherv_ring.build(&a, &s), OHC_ERR_INVALID);
+	ohc_sched_fini(&s);
+	a.op = OHC_COLL_REDUCE_SCATTER_V;
+	a.send_counts = c;
+	a.send_displs = d;
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_reduce_scatterv_ring.build(&a, &s),
+		     OHC_ERR_INVALID);
+	ohc_sched_fini(&s);
+}
+
+/* ---- batch send/recv ---- */
+
+struct batch_msg {
+	uint32_t from, to;
+	uint64_t count;
+	size_t esize;
+	char *sbuf, *rbuf;
+};
+
+Test(coll, batch_send_recv)
+{
+	static struct tc t;
+	static struct batch_msg msgs[2048];
+	uint64_t seed = 12345;
+
+	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+		for (int rep = 0; rep < 4; rep++) {
+			uint32_t n = test_ns[ni], nm = 0;
+			struct ohc_sim sim = {0};
+			ohc_status_t status;
+
+			memset(&t, 0, sizeof(t));
+			t.op = OHC_COLL_BATCH_SEND_RECV;
+			t.n = n;
+			/* 0-2 messages per ordered pair, self included */
+			for (uint32_t i = 0; i < n; i++) {
+				for (uint32_t j = 0; j < n; j++) {
+					uint64_t k = rnd(&seed) % 3;
+
+					for (uint64_t x = 0; x < k; x++) {
+						struct batch_msg *m = &msgs[nm++];
+
+						m->from = i;
+						m->to = j;
+						m->count = rnd(&seed) % 4 ? rnd_count(&seed) : 0;
+						m->esize = 1u << (rnd(&seed) % 4);
+						m->sbuf = malloc(m->count * m->esize + 1);
+						m->rbuf = malloc(m->count * m->esize + 1);
+						for (uint64_t b = 0; b < m->count * m->esize; b++)
+							m->sbuf[b] = (char)rnd(&seed);
+						memset(m->rbuf, SENTINEL, m->count * m->esize + 1);
+					}
+				}
+			}
+			/* items: each rank's in a random interleaving that
+			 * keeps per-peer order */
+			for (uint32_t r = 0; r < n; r++) {
+				uint32_t cnt = 0, cur = 0;
+
+				for (uint32_t i = 0; i < nm; i++)
+					cnt += (msgs[i].from == r) + (msgs[i].to == r);
+				t.items[r] = calloc(cnt + 1, sizeof(*t.items[r]));
+				t.nitems[r] = cnt;
+				/* sends in message order, receives in message
+				 * order, merged randomly */
+				{
+					uint32_t si = 0, ri = 0;
+
+					while (cur < cnt) {
+						int take_send = rnd(&seed) & 1;
+
+						while (si < nm && msgs[si].from != r)
+							si++;
+						while (ri < nm && msgs[ri].to != r)
+							ri++;
+						if (si == nm)
+							take_send = 0;
+						if (ri == nm)
+							take_send = 1;
+						if (take_send) {
+							struct batch_msg *m = &msgs[si++];
+
+							t.items[r][cur++] = (struct ohc_batch_item){
+								OHC_BATCH_SEND, (int)m->esize,
+								m->sbuf, m->count, m->esize, m->to};
+						} else {
+							struct batch_msg *m = &msgs[ri++];
+
+							t.items[r][cur++] = (struct ohc_batch_item){
+								OHC_BATCH_RECV, (int)m->esize,
+								m->rbuf, m->count, m->esize, m->from};
+						}
+					}
+				}
+			}
+			sim.nranks = n;
+			sim.mode = rep & 1 ? OHC_SIM_RENDEZVOUS : OHC_SIM_EAGER;
+			sim.args_fn = tc_args;
+			sim.ctx = &t;
+			sim.reduce = add_u32;
+			sim.check_hazards = 1;
+			sim.seed = (unsigned)rep;
+			status = ohc_sim_run(&sim);
+			cr_assert_eq(status, OHC_OK, "batch n=%u rep=%d: %s", n,
+				     rep, sim.err);
+			for (uint32_t i = 0; i < nm; i++) {
+				struct batch_msg *m = &msgs[i];
+
+				cr_assert(!memcmp(m->sbuf, m->rbuf,
+						  m->count * m->esize),
+					  "batch n=%u: message %u (%u -> %u, %llu "
+					  "x %zu B) not delivered", n, i, m->from,
+					  m->to, (unsigned long long)m->count,
+					  m->esize);
+				cr_assert_eq((unsigned char)m->rbuf[m->count * m->esize],
+					     SENTINEL);
+				free(m->sbuf);
+				free(m->rbuf);
+			}
+			for (uint32_t r = 0; r < n; r++)
+				free(t.items[r]);
+		}
+	}
+}
+
+Test(coll, batch_validation)
+{
+	char b[8];
+	struct ohc_batch_item ok[] = {
+		{OHC_BATCH_SEND, 1, b, 2, 4, 0},
+		{OHC_BATCH_RECV, 1, b + 4, 2, 4, 1},
+		{OHC_BATCH_RECV, 1, b, 2, 4, 0},
+		{OHC_BATCH_SEND, 1, NULL, 0, 4, 9}, /* count 0: ignored */
+	};
+	struct ohc_batch_item bad_self[] = {
+		{OHC_BATCH_SEND, 1, b, 2, 4, 0},
+		{OHC_BATCH_RECV, 1, b, 1, 4, 0},
+	};
+	struct ohc_batch_item unpaired[] = {
+		{OHC_BATCH_SEND, 1, b, 2, 4, 0},
+	};
+	struct ohc_batch_item bad_peer[] = {
+		{OHC_BATCH_SEND, 1, b, 2, 4, 2},
+	};
+	struct ohc_batch_item null_buf[] = {
+		{OHC_BATCH_RECV, 1, NULL, 2, 4, 1},
+	};
+	struct ohc_batch_item bad_kind[] = {
+		{(enum ohc_batch_kind)2, 1, b, 2, 4, 1},
+	};
+
+	cr_assert_eq(ohc_batch_validate(ok, 4, 0, 2), OHC_OK);
+	cr_assert_eq(ohc_batch_validate(bad_self, 2, 0, 2), OHC_ERR_INVALID);
+	cr_assert_eq(ohc_batch_validate(unpaired, 1, 0, 2), OHC_ERR_INVALID);
+	cr_assert_eq(ohc_batch_validate(bad_peer, 1, 0, 2), OHC_ERR_INVALID);
+	cr_assert_eq(ohc_batch_validate(null_buf, 1, 0, 2), OHC_ERR_INVALID);
+	cr_assert_eq(ohc_batch_validate(bad_kind, 1, 0, 2), OHC_ERR_INVALID);
+}
+
+/* ---- barrier, send/recv ---- */
+
+Test(coll, barrier)
+{
+	static struct tc t;
+
+	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+		for (int m = 0; m < 2; m++) {
+			struct ohc_sim sim = {0};
+			struct ohc_sim_stats st[MAXN];
+			ohc_status_t status;
+
+			memset(&t, 0, sizeof(t));
+			t.op = OHC_COLL_BARRIER;
+			t.n = test_ns[ni];
+			sim.nranks = t.n;
+			sim.mode = m ? OHC_SIM_RENDEZVOUS : OHC_SIM_EAGER;
+			sim.args_fn = tc_args;
+			sim.ctx = &t;
+			sim.reduce = add_u32;
+			sim.stats = st;
+			status = ohc_sim_run(&sim);
+			cr_assert_eq(status, OHC_OK, "%s", sim.err);
+			for (uint32_t r = 0; r < t.n; r++)
+				cr_assert_eq(st[r].msgs_sent,
+					     ohc_dissem_rounds(t.n));
+		}
+	}
+}
+
+/* ---- the simulator catches broken schedules ---- */
+
+static ohc_status_t build_cross(const struct ohc_coll_args *a,
+				struct ohc_sched *s)
+{
+	/* everyone sends to the right, then receives from the left */
+	ohc_sched_send(s, (a->rank + 1) % a->nranks, a->sbuf, 4);
+	ohc_sched_step(s);
+	ohc_sched_recv(s, (a->rank + a->nranks - 1) % a->nranks, a->rbuf, 4);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_len(const struct ohc_coll_args *a,
+			      struct ohc_sched *s)
+{
+	if (a->rank == 0)
+		ohc_sched_send(s, 1, a->sbuf, 8);
+	else
+		ohc_sched_recv(s, 0, a->rbuf, 4);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_stepskew(const struct ohc_coll_args *a,
+				   struct ohc_sched *s)
+{
+	if (a->rank == 1)
+		ohc_sched_step(s);
+	if (a->rank == 0)
+		ohc_sched_send(s, 1, a->sbuf, 4);
+	else
+		ohc_sched_recv(s, 0, a->rbuf, 4);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_hazard(const struct ohc_coll_args *a,
+				 struct ohc_sched *s)
+{
+	uint32_t peer = a->rank ^ 1;
+
+	ohc_sched_send(s, peer, a->rbuf, 4);
+	ohc_sched_recv(s, peer, a->rbuf, 4);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_lost(const struct ohc_coll_args *a,
+			       struct ohc_sched *s)
+{
+	if (a->rank == 0)
+		ohc_sched_send(s, 1, a->sbuf, 4);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static const struct ohc_algo fake_cross = {"cross", OHC_COLL_ALLREDUCE,
+					   build_cross, NULL, NULL};
+static const struct ohc_algo fake_len = {"len", OHC_COLL_ALLREDUCE,
+					 build_len, NULL, NULL};
+static const struct ohc_algo fake_skew = {"skew", OHC_COLL_ALLREDUCE,
+					  build_stepskew, NULL, NULL};
+static const struct ohc_algo fake_hazard = {"hazard", OHC_COLL_ALLREDUCE,
+					    build_hazard, NULL, NULL};
+static const struct ohc_algo fake_lost = {"lost", OHC_COLL_ALLREDUCE,
+					  build_lost, NULL, NULL};
+
+static ohc_status_t sim_fake(const struct ohc_algo *al, uint32_t n,
+			     enum ohc_sim_mode mode, int hazards, char *err,
+			     size_t errlen)
+{
+	static struct tc t;
+	static char mem[MAXN][64];
+	struct ohc_sim sim = {0};
+	ohc_status_t status;
+
+	memset(&t, 0, sizeof(t));
+	t.op = OHC_COLL_ALLREDUCE;
+	t.n = n;
+	t.count = 1;
+	for (uint32_t r = 0; r < n; r++) {
+		t.sbuf[r] = mem[r];
+		t.rbuf[r] = mem[r] + 32;
+	}
+	sim.nranks = n;
+	sim.mode = mode;
+	sim.algo = al;
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.reduce = add_u32;
+	sim.check_hazards = hazards;
+	status = ohc_sim_run(&sim);
+	snprintf(err, errlen, "%s", sim.err);
+	return status;
+}
+
+Test(sim, send_first_ring_deadlocks_only_with_rendezvous)
+{
+	char err[1024];
+
+	cr_assert_eq(sim_fake(&fake_cross, 3, OHC_SIM_EAGER, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_DESYNC, "%s", err); /* steps 0 vs 1 */
+	cr_assert_eq(sim_fake(&fake_cross, 3, OHC_SIM_RENDEZVOUS, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_TIMEOUT, "%s", err);
+	cr_assert(strstr(err, "deadlock"), "%s", err);
+	cr_assert(strstr(err, "rank 0 in step 0") &&
+			  strstr(err, "rank 2 in step 0") &&
+			  strstr(err, "send to 1"),
+		  "%s", err);
+}
+
+Test(sim, length_step_hazard_and_lost_messages)
+{
+	char err[1024];
+
+	cr_assert_eq(sim_fake(&fake_len, 2, OHC_SIM_EAGER, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_DESYNC);
+	cr_assert(strstr(err, "8 bytes") && strstr(err, "expects 4"), "%s",
+		  err);
+	cr_assert_eq(sim_fake(&fake_skew, 2, OHC_SIM_EAGER, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_DESYNC);
+	cr_assert(strstr(err, "step 0") && strstr(err, "step 1"), "%s", err);
+	cr_assert_eq(sim_fake(&fake_hazard, 2, OHC_SIM_EAGER, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_INTERNAL);
+	cr_assert(strstr(err, "same memory"), "%s", err);
+	cr_assert_eq(sim_fake(&fake_hazard, 2, OHC_SIM_EAGER, 0, err,
+			      sizeof(err)),
+		     OHC_OK);
+	cr_assert_eq(sim_fake(&fake_lost, 2, OHC_SIM_EAGER, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_DESYNC);
+	cr_assert(strstr(err, "never received"), "%s", err);
+	cr_assert_eq(sim_fake(&fake_lost, 2, OHC_SIM_RENDEZVOUS, 1, err,
+			      sizeof(err)),
+		     OHC_ERR_TIMEOUT);
+}
+
+/* Stats: ring allreduce sends 2(n-1) messages of about count/n each. */
+Test(sim, stats_and_dry_run)
+{
+	static struct tc t;
+	struct ohc_sim sim = {0};
+	struct ohc_sim_stats st[MAXN];
+	uint32_t n = 5;
+
+	memset(&t, 0, sizeof(t));
+	t.op = OHC_COLL_ALLREDUCE;
+	t.n = n;
+	t.count = 1000;
+	setup(&t);
+	sim.nranks = n;
+	sim.algo = &ohc_algo_allreduce_ring;
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.dry_run = 1;
+	sim.stats = st;
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+	for (uint32_t r = 0; r < n; r++) {
+		cr_assert_eq(st[r].steps, 2 * (n - 1));
+		cr_assert_eq(st[r].msgs_sent, 2 * (n - 1));
+		cr_assert_eq(st[r].msgs_recv, 2 * (n - 1));
+		cr_assert_eq(st[r].bytes_sent, 2 * (n - 1) * 200 * 4);
+		cr_assert_eq(st[r].bytes_reduced, (n - 1) * 200 * 4);
+		cr_assert_gt(st[r].time_us, 0);
+		/* dry run: nothing written */
+		cr_assert_eq((unsigned char)t.rbuf[r][0], SENTINEL);
+	}
+	teardown(&t);
+}
+
+/* The cost formulas and the simulated time of the schedules agree. */
+Test(sim, cost_model_matches_simulated_time)
+{
+	static struct tc t;
+	unsigned na;
+	const struct ohc_algo *const *all = ohc_algo_all(&na);
+	const enum ohc_coll_op ops[] = {
+		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER,
+		OHC_COLL_REDUCE_SCATTER, OHC_COLL_BROADCAST,
+		OHC_COLL_REDUCE, OHC_COLL_SCATTER, OHC_COLL_ALLTOALL,
+	};
+
+	for (size_t oi = 0; oi < OHC_ARRAY_SIZE(ops); oi++) {
+		for (unsigned i = 0; i < na; i++) {
+			const uint32_t ns[] = {4, 6, 8};
+
+			if (all[i]->op != ops[oi])
+				continue;
+			for (size_t k = 0; k < 3; k++) {
+				for (uint64_t count = 1; count <= 1u << 16;
+				     count <<= 8) {
+					struct ohc_sim sim = {0};
+					struct ohc_coll_args probe = {
+						.op = ops[oi], .nranks = ns[k]};
+					double pred, ratio;
+
+					if (all[i]->accepts &&
+					    all[i]->accepts(&probe))
+						continue;
+					memset(&t, 0, sizeof(t));
+					t.op = ops[oi];
+					t.n = ns[k];
+					t.count = count;
+					t.link = OHC_LINK_RDMA;
+					setup(&t);
+					sim.nranks = t.n;
+					sim.mode = OHC_SIM_RENDEZVOUS;
+					sim.algo = all[i];
+					sim.args_fn = tc_args;
+					sim.ctx = &t;
+					sim.dry_run = 1;
+					cr_assert_eq(ohc_sim_run(&sim), OHC_OK,
+						     "%s", sim.err);
+					probe.count = count;
+					probe.esize = 4;
+					pred = ohc_algo_predict_us(
+						all[i], ops[oi],
+						ohc_coll_bytes(&probe), t.n,
+						OHC_LINK_RDMA);
+					ratio = sim.time_us / pred;
+					cr_assert(ratio > 0.5 && ratio < 2.0,
+						  "%s/%s n=%u count=%llu: "
+						  "predicted %.1f us, simulated "
+						  "%.1f us",
+						  ohc_coll_op_name(ops[oi]),
+						  all[i]->name, t.n,
+						  (unsigned long long)count,
+						  pred, sim.time_us);
+					teardown(&t);
+				}
+			}
+		}
+	}
+}
+
+/* ---- determinism ---- */
+
+/* fp32 inputs of mixed magnitudes and signs */
+static float mixed(uint32_t r, uint64_t i)
+{
+	uint32_t h = val(r, i);
+	float mant = (float)(h % 2001) / 1000.0f - 1.0f;
+
+	return ldexpf(mant, (int)((h >> 12) % 60) - 30);
+}
+
+struct fp_ctx {
+	const struct ohc_algo *algo;
+	enum ohc_coll_op op;
+	uint32_t n, root;
+	uint64_t count;
+	size_t esize;
+	int det;
+	char *sbuf[MAXN], *rbuf[MAXN];
+};
+
+static ohc_status_t fp_args(void *ctx, uint32_t r, struct ohc_coll_args *a)
+{
+	struct fp_ctx *f = ctx;
+
+	a->op = f->op;
+	a->root = f->root;
+	a->sbuf = f->sbuf[r];
+	a->rbuf = f->rbuf[r];
+	a->count = f->count;
+	a->esize = f->esize;
+	a->deterministic = f->det;
+	a->link = OHC_LINK_SHM;
+	return OHC_OK;
+}
+
+static void fp_run(struct fp_ctx *f, ohc_reduce_fn fn, enum ohc_sim_mode m,
+		   unsigned seed)
+{
+	struct ohc_sim sim = {0};
+
+	sim.nranks = f->n;
+	sim.mode = m;
+	sim.algo = f->algo;
+	sim.args_fn = fp_args;
+	sim.ctx = f;
+	sim.reduce = fn;
+	sim.seed = seed;
+	sim.check_hazards = 1;
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+}
+
+Test(determinism, fp32_allreduce_bitwise_across_runs_and_ranks)
+{
+	static struct fp_ctx f;
+	const struct ohc_algo *algos[] = {&ohc_algo_allreduce_ring,
+					  &ohc_algo_allreduce_rd,
+					  &ohc_algo_allreduce_hd};
+	size_t bytes = 1003 * sizeof(float);
+
+	for (size_t ai = 0; ai < OHC_ARRAY_SIZE(algos); ai++) {
+		for (size_t ni = 1; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+			char *first[MAXN];
+
+			memset(&f, 0, sizeof(f));
+			f.algo = algos[ai];
+			f.op = OHC_COLL_ALLREDUCE;
+			f.n = test_ns[ni];
+			f.count = 1003;
+			f.esize = 4;
+			f.det = 1;
+			for (uint32_t r = 0; r < f.n; r++) {
+				f.sbuf[r] = malloc(bytes);
+				f.rbuf[r] = malloc(bytes);
+				first[r] = malloc(bytes);
+				for (uint64_t i = 0; i < f.count; i++)
+					((float *)(void *)f.sbuf[r])[i] =
+						mixed(r, i);
+			}
+			fp_run(&f, add_f32, OHC_SIM_EAGER, 0);
+			for (uint32_t r = 0; r < f.n; r++) {
+				memcpy(first[r], f.rbuf[r], bytes);
+				cr_assert(!memcmp(f.rbuf[r], f.rbuf[0], bytes),
+					  "%s n=%u: rank %u differs from rank 0",
+					  f.algo->name, f.n, r);
+			}
+			for (uint32_t r = 0; r < f.n; r++)
+				memset(f.rbuf[r], 0, bytes);
+			fp_run(&f, add_f32, OHC_SIM_RENDEZVOUS, 99);
+			for (uint32_t r = 0; r < f.n; r++) {
+				cr_assert(!memcmp(f.rbuf[r], first[r], bytes),
+					  "%s n=%u: rank %u: second run differs",
+					  f.algo->name, f.n, r);
+				free(f.sbuf[r]);
+				free(f.rbuf[r]);
+				free(first[r]);
+			}
+		}
+	}
+}
+
+/*
+ * With a non-commutative operation: every allreduce leaves identical bits
+ * on all ranks; recursive doubling (always) and halving-doubling
+ * (deterministic mode) combine in rank order; reduce in relative order
+ * from the root.
+ */
+static void affine_run(const struct ohc_algo *al, enum ohc_coll_op op,
+		       uint32_t n, uint32_t root, int det, int want_order)
+{
+	static struct fp_ctx f;
+	const uint64_t count = 37;
+	size_t bytes = count * sizeof(struct affine);
+	struct affine *want = malloc(bytes);
+
+	memset(&f, 0, sizeof(f));
+	f.algo = al;
+	f.op = op;
+	f.n = n;
+	f.root = root;
+	f.count = count;
+	f.esize = sizeof(struct affine);
+	f.det = det;
+	for (uint32_t r = 0; r < n; r++) {
+		struct affine *s;
+
+		f.sbuf[r] = malloc(bytes);
+		f.rbuf[r] = malloc(bytes);
+		s = (struct affine *)(void *)f.sbuf[r];
+		for (uint64_t i = 0; i < count; i++)
+			s[i] = (struct affine){val(r, i) | 1, val(r, i + 999)};
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		want[i] = (struct affine){1, 0};
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t src = (root + k) % n;
+
+			compose(&want[i], &want[i],
+				&((struct affine *)(void *)f.sbuf[src])[i], 1);
+		}
+	}
+	/* a reduce writes only the root's buffer */
+	fp_run(&f, compose, OHC_SIM_RENDEZVOUS, 5);
+	for (uint32_t r = 0; r < n; r++) {
+		if (op == OHC_COLL_REDUCE && r != root)
+			continue;
+		if (want_order)
+			cr_assert(!memcmp(f.rbuf[r], want, bytes),
+				  "%s/%s n=%u det=%d: rank %u is not the "
+				  "ordered reduction",
+				  ohc_coll_op_name(op), al->name, n, det, r);
+		if (op == OHC_COLL_ALLREDUCE)
+			cr_assert(!memcmp(f.rbuf[r], f.rbuf[0], bytes),
+				  "%s n=%u det=%d: rank %u differs from rank 0",
+				  al->name, n, det, r);
+	}
+	for (uint32_t r = 0; r < n; r++) {
+		free(f.sbuf[r]);
+		free(f.rbuf[r]);
+	}
+	free(want);
+}
+
+Test(determinism, operand_order)
+{
+	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
+		uint32_t n = test_ns[ni];
+
+		for (int det = 0; det < 2; det++) {
+			affine_run(&ohc_algo_allreduce_ring, OHC_COLL_ALLREDUCE,
+				   n, 0, det, n == 1);
+			affine_run(&ohc_algo_allreduce_rd, OHC_COLL_ALLREDUCE,
+				   n, 0, det, 1);
+			affine_run(&ohc_algo_allreduce_hd, OHC_COLL_ALLREDUCE,
+				   n, 0, det, det || n == 1);
+			affine_run(&ohc_algo_reduce_binomial, OHC_COLL_REDUCE,
+				   n, 0, det, 1);
+			affine_run(&ohc_algo_reduce_binomial, OHC_COLL_REDUCE,
+				   n, n - 1, det, 1);
+		}
+	}
+}
+
+/* ---- patterns ---- */
+
+Test(patterns, partition)
+{
+	uint64_t seed = 3;
+
+	for (int i = 0; i < 2000; i++) {
+		uint64_t count = rnd(&seed) % 5000;
+		uint32_t n = 1 + (uint32_t)(rnd(&seed) % 64);
+		uint64_t total = 0;
+
+		for (uint32_t p = 0; p < n; p++) {
+			uint64_t c = ohc_part_count(count, n, p);
+
+			cr_assert_eq(ohc_part_offset(count, n, p), total);
+			cr_assert(c == count / n || c == count / n + 1);
+			total += c;
+		}
+		cr_assert_eq(total, count);
+		cr_assert_eq(ohc_part_offset(count, n, n), count);
+	}
+}
+
+Test(patterns, ring_chunks)
+{
+	for (uint32_t n = 1; n <= 33; n++) {
+		for (uint32_t st = 0; st + 1 < n; st++) {
+			uint32_t rs_seen[64] = {0}, ag_seen[64] = {0};
+
+			for (uint32_t r = 0; r < n; r++) {
+				uint32_t left = ohc_ring_left(r, n);
+
+				cr_assert_eq(ohc_ring_right(left, n), r);
+				rs_seen[ohc_ring_rs_send_chunk(r, st, n)]++;
+				ag_seen[ohc_ring_ag_send_chunk(r, st, n)]++;
+				/* what I receive is what my left sends */
+				cr_assert_eq(ohc_ring_rs_recv_chunk(r, st, n),
+					     ohc_ring_rs_send_chunk(left, st, n));
+				cr_assert_eq(ohc_ring_ag_recv_chunk(r, st, n),
+					     ohc_ring_ag_send_chunk(left, st, n));
+			}
+			for (uint32_t c = 0; c < n; c++) {
+				cr_assert_eq(rs_seen[c], 1);
+				cr_assert_eq(ag_seen[c], 1);
+			}
+		}
+		/* a rank receives every chunk but its final one once in
+		 * the reduce-scatter and every other chunk in the allgather */
+		for (uint32_t r = 0; r < n; r++) {
+			uint32_t rs[64] = {0}, ag[64] = {0};
+
+			for (uint32_t st = 0; st + 1 < n; st++) {
+				rs[ohc_ring_rs_recv_chunk(r, st, n)]++;
+				ag[ohc_ring_ag_recv_chunk(r, st, n)]++;
+			}
+			for (uint32_t c = 0; c < n; c++) {
+				cr_assert_eq(rs[c], c == r ? 0u : 1u);
+				cr_assert_eq(ag[c], c == (r + 1) % n ? 0u : 1u);
+			}
+		}
+	}
+}
+
+Test(patterns, dissemination_reaches_everyone)
+{
+	for (uint32_t n = 1; n <= 40; n++) {
+		static uint8_t know[40][40], next[40][40];
+
+		memset(know, 0, sizeof(know));
+		for (uint32_t r = 0; r < n; r++)
+			know[r][r] = 1;
+		for (uint32_t k = 0; k < ohc_dissem_rounds(n); k++) {
+			memcpy(next, know, sizeof(know));
+			for (uint32_t r = 0; r < n; r++) {
+				uint32_t to = ohc_dissem_to(r, k, n);
+
+				cr_assert_eq(ohc_dissem_from(to, k, n), r);
+				for (uint32_t x = 0; x < n; x++)
+					next[to][x] |= know[r][x];
+			}
+			memcpy(know, next, sizeof(know));
+		}
+		for (uint32_t r = 0; r < n; r++)
+			for (uint32_t x = 0; x < n; x++)
+				cr_assert(know[r][x], "n=%u: %u never heard %u",
+					  n, r, x);
+	}
+}
+
+Test(patterns, fold)
+{
+	for (uint32_t n = 1; n <= 70; n++) {
+		uint32_t pof2 = ohc_pof2_floor(n), prev = 0, seen = 0;
+
+		cr_assert(ohc_is_pof2(pof2) && pof2 <= n && 2 * pof2 > n);
+		cr_assert_eq(1u << ohc_log2_floor(n), pof2);
+		cr_assert((1ull << ohc_log2_ceil(n)) >= n &&
+			  (n == 1 || (1ull << (ohc_log2_ceil(n) - 1)) < n));
+		for (uint32_t r = 0; r < n; r++) {
+			uint32_t nr = ohc_fold_newrank(r, n);
+
+			if (nr == OHC_FOLDED) {
+				cr_assert(r % 2 == 0 && r + 1 < n);
+				cr_assert_neq(ohc_fold_newrank(r + 1, n),
+					      OHC_FOLDED);
+				continue;
+			}
+			cr_assert_lt(nr, pof2);
+			cr_assert_eq(ohc_fold_rank(nr, n), r);
+			cr_assert(seen == 0 || nr == prev + 1);
+			prev = nr;
+			seen++;
+		}
+		cr_assert_eq(seen, pof2);
+	}
+}
+
+Test(patterns, binomial)
+{
+	for (uint32_t n = 1; n <= 70; n++) {
+		uint32_t R = ohc_binom_rounds(n), got[70] = {0};
+
+		for (uint32_t root = 0; root < n; root += 3) {
+			for (uint32_t r = 0; r < n; r++)
+				cr_assert_eq(ohc_binom_rank(
+						     ohc_binom_vrank(r, root, n),
+						     root, n),
+					     r);
+		}
+		/* top-down: every vr != 0 receives exactly once, from its
+		 * parent, in its receive round, after the parent got it */
+		memset(got, 0, sizeof(got));
+		for (uint32_t t = 0; t < R; t++)
+			for (uint32_t vr = 0; vr < n; vr++) {
+				uint32_t c = ohc_binom_td_child(vr, t, n);
+
+				if (!c)
+					continue;
+				cr_assert_eq(ohc_binom_parent(c), vr);
+				cr_assert_eq(ohc_binom_td_recv_round(c, n), t);
+				cr_assert(vr == 0 ||
+					  ohc_binom_td_recv_round(vr, n) < t);
+				/* the child's subtree sits inside ours */
+				cr_assert_leq(c + ohc_binom_subtree(c, n),
+					      vr + ohc_binom_subtree(vr, n));
+				got[c]++;
+			}
+		for (uint32_t vr = 1; vr < n; vr++)
+			cr_assert_eq(got[vr], 1, "n=%u vr=%u", n, vr);
+		/* subtrees of the root's children tile [1, n) */
+		{
+			uint32_t at = 1;
+
+			for (uint32_t t = 0; t < R; t++) {
+				uint32_t c = ohc_binom_td_child(0, R - 1 - t, n);
+
+				if (!c)
+					continue;
+				cr_assert_eq(c, at);
+				at += ohc_binom_subtree(c, n);
+			}
+			cr_assert_eq(at, n);
+		}
+	}
+}
+
+Test(patterns, bruck)
+{
+	for (uint32_t n = 1; n <= 70; n++) {
+		uint32_t total = 0;
+
+		for (uint32_t k = 0; k < ohc_bruck_steps(n); k++) {
+			uint32_t cnt = 0;
+
+			total += ohc_bruck_ag_nslots(k, n);
+			for (uint32_t i = 0; i < n; i++)
+				cnt += (i >> k) & 1;
+			cr_assert_eq(ohc_bruck_a2a_nslots(k, n), cnt);
+		}
+		cr_assert_eq(total, n - 1, "n=%u", n);
+	}
+}
+
+Test(patterns, pairwise_and_alltoallvc)
+{
+	uint64_t seed = 5, m[MAXN * MAXN];
+
+	for (uint32_t n = 1; n <= MAXN; n++) {
+		for (uint32_t r = 0; r < n; r++)
+			for (uint32_t k = 0; k < n; k++) {
+				uint32_t to = ohc_pairwise_to(r, k, n);
+
+				cr_assert_eq(ohc_pairwise_from(to, k, n), r);
+				cr_assert_eq(ohc_pairwise_step(r, to, n), k);
+			}
+		for (uint32_t i = 0; i < n * n; i++)
+			m[i] = rnd(&seed) % 5;
+		for (uint32_t r = 0; r < n; r++) {
+			uint64_t sc[MAXN], sd[MAXN], rc[MAXN], rd[MAXN];
+			uint64_t so = 0, ro = 0;
+
+			ohc_alltoallvc_to_v(m, n, r, sc, sd, rc, rd);
+			for (uint32_t j = 0; j < n; j++) {
+				cr_assert_eq(sc[j], m[r * n + j]);
+				cr_assert_eq(rc[j], m[j * n + r]);
+				cr_assert_eq(sd[j], so);
+				cr_assert_eq(rd[j], ro);
+				so += sc[j];
+				ro += rc[j];
+			}
+		}
+	}
+}
+
+/* ---- selection and HCCL_ALGO ---- */
+
+static const struct ohc_algo *choose(enum ohc_coll_op op, uint32_t n,
+				     uint64_t count, enum ohc_link_class link,
+				     const char *override)
+{
+	static char *buf;
+	struct ohc_sched s;
+	const struct ohc_algo *al = NULL;
+	struct ohc_coll_args a = {.op = op, .count = count, .esize = 4,
+				  .rank = 0, .nranks = n, .link = link,
+				  .algo_override = override};
+	size_t bytes = (size_t)count * 4 * n;
+
+	buf = realloc(buf, bytes + 64);
+	cr_assert(buf);
+	a.sbuf = buf;
+	a.rbuf = buf;
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_build(&a, &s, &al), OHC_OK);
+	ohc_sched_fini(&s);
+	cr_assert(al);
+	return al;
+}
+
+Test(select, latency_small_bandwidth_large)
+{
+	const uint64_t small = 2, large = 1u << 20; /* 8 B, 4 MiB */
+
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, small, OHC_LINK_RDMA,
+				NULL)->name, "recursive_doubling");
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, large, OHC_LINK_RDMA,
+				NULL)->name, "ring");
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 8, small, OHC_LINK_SHM,
+				NULL)->name, "recursive_doubling");
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 8, large, OHC_LINK_SHM,
+				NULL)->name, "halving_doubling");
+	cr_assert_str_eq(choose(OHC_COLL_BROADCAST, 8, small, OHC_LINK_RDMA,
+				NULL)->name, "binomial");
+	cr_assert_str_eq(choose(OHC_COLL_BROADCAST, 8, large, OHC_LINK_RDMA,
+				NULL)->name, "scatter_ring_allgather");
+	cr_assert_str_eq(choose(OHC_COLL_ALLTOALL, 8, small, OHC_LINK_RDMA,
+				NULL)->name, "bruck");
+	cr_assert_str_eq(choose(OHC_COLL_ALLTOALL, 8, large / 8,
+				OHC_LINK_RDMA, NULL)->name, "pairwise");
+	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_SHM,
+				NULL)->name, "bruck");
+	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, large / 6,
+				OHC_LINK_SHM, NULL)->name, "ring");
+	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 8, small, OHC_LINK_SHM,
+				NULL)->name, "recursive_doubling");
+	/* power-of-two-only algorithms decline other rank counts */
+	cr_assert_str_neq(choose(OHC_COLL_REDUCE_SCATTER, 6, small,
+				 OHC_LINK_RDMA, NULL)->name,
+			  "recursive_halving");
+	cr_assert_str_eq(choose(OHC_COLL_REDUCE_SCATTER, 8, small,
+				OHC_LINK_RDMA, NULL)->name,
+			 "recursive_halving");
+}
+
+Test(select, predict)
+{
+	double a = ohc_algo_predict_us(&ohc_algo_allreduce_ring,
+				       OHC_COLL_ALLREDUCE, 1000, 8,
+				       OHC_LINK_RDMA);
+	double b = ohc_algo_predict_us(&ohc_algo_allreduce_ring,
+				       OHC_COLL_ALLREDUCE, 1000000, 8,
+				       OHC_LINK_RDMA);
+	double c = ohc_algo_predict_us(&ohc_algo_allreduce_ring,
+				       OHC_COLL_ALLREDUCE, 1000, 8,
+				       OHC_LINK_SHM);
+
+	cr_assert(a > 0 && b > a && c < a);
+	cr_assert(isinf(ohc_algo_predict_us(&ohc_algo_allreduce_ring,
+					    OHC_COLL_BROADCAST, 1000, 8,
+					    OHC_LINK_RDMA)));
+	cr_assert_gt(ohc_cost_params_get(OHC_LINK_RDMA)->alpha_us,
+		     ohc_cost_params_get(OHC_LINK_SHM)->alpha_us);
+}
+
+Test(select, override_grammar)
+{
+	int unk;
+
+	cr_assert_eq(ohc_algo_override_find("level0:NA;level1:ring",
+					    OHC_COLL_ALLREDUCE, &unk),
+		     &ohc_algo_allreduce_ring);
+	cr_assert_eq(unk, 0);
+	cr_assert_eq(ohc_algo_override_find(" level0:NA ; level1:H-D_R ",
+					    OHC_COLL_ALLREDUCE, &unk),
+		     &ohc_algo_allreduce_hd);
+	cr_assert_eq(ohc_algo_override_find("level0:NA;level1:H-D_R",
+					    OHC_COLL_REDUCE_SCATTER, &unk),
+		     &ohc_algo_reduce_scatter_rh);
+	cr_assert_eq(ohc_algo_override_find("level0:NA;level1:NB",
+					    OHC_COLL_ALLTOALL, &unk),
+		     &ohc_algo_alltoall_bruck);
+	cr_assert_eq(ohc_algo_override_find("level0:NA;level1:ring",
+					    OHC_COLL_ALLGATHER_V, &unk),
+		     &ohc_algo_allgatherv_ring);
+	/* no equivalent for this op: automatic, not an error */
+	cr_assert_null(ohc_algo_override_find("level0:NA;level1:pairwise",
+					      OHC_COLL_ALLREDUCE, &unk));
+	cr_assert_eq(unk, 0);
+	cr_assert_null(ohc_algo_override_find("level0:NA;level1:NA",
+					      OHC_COLL_ALLREDUCE, &unk));
+	cr_assert_eq(unk, 0);
+	cr_assert_null(ohc_algo_override_find(NULL, OHC_COLL_ALLREDUCE,
+					      &unk));
+	/* per op */
+	{
+		const char *s = "allreduce=level0:NA;level1:H-D_R/"
+				"allgather=level0:NA;level1:ring";
+
+		cr_assert_eq(ohc_algo_override_find(s, OHC_COLL_ALLREDUCE,
+						    &unk),
+			     &ohc_algo_allreduce_hd);
+		cr_assert_eq(ohc_algo_override_find(s, OHC_COLL_ALLGATHER,
+						    &unk),
+			     &ohc_algo_allgather_ring);
+		cr_assert_null(ohc_algo_override_find(s, OHC_COLL_BROADCAST,
+						      &unk));
+		cr_assert_eq(unk, 0);
+	}
+	cr_assert_eq(ohc_algo_override_find("alltoall=level0:NA;level1:"
+					    "pairwise/others=level1:NB",
+					    OHC_COLL_ALLGATHER, &unk),
+		     &ohc_algo_allgather_bruck);
+	/* our own names are accepted too */
+	cr_assert_eq(ohc_algo_override_find("level1:recursive_doubling",
+					    OHC_COLL_ALLREDUCE, &unk),
+		     &ohc_algo_allreduce_rd);
+	/* unknown names and malformed strings */
+	cr_assert_null(ohc_algo_override_find("level0:NA;level1:foo",
+					      OHC_COLL_ALLREDUCE, &unk));
+	cr_assert_eq(unk, 1);
+	cr_assert_null(ohc_algo_override_find("garbage", OHC_COLL_ALLREDUCE,
+					      &unk));
+	cr_assert_eq(unk, 1);
+	cr_assert_null(ohc_algo_override_find("allreducee=level1:ring",
+					      OHC_COLL_ALLREDUCE, &unk));
+	cr_assert_eq(unk, 1);
+}
+
+Test(select, override_wins)
+{
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 2, OHC_LINK_RDMA,
+				"level0:NA;level1:ring")->name, "ring");
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 1u << 20,
+				OHC_LINK_RDMA, "level0:NA;level1:H-D_R")->name,
+			 "halving_doubling");
+	cr_assert_str_eq(choose(OHC_COLL_ALLTOALL, 8, 2, OHC_LINK_RDMA,
+				"level0:NA;level1:pairwise")->name,
+			 "pairwise");
+	/* recursive doubling allgather needs a power of two: automatic */
+	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, 2, OHC_LINK_SHM,
+				"level0:NA;level1:H-D_R")->name, "bruck");
+}
+
+static void redirect_all(void)
+{
+	cr_redirect_stderr();
+}
+
+static size_t count_in_stderr(const char *needle)
+{
+	static char out[65536];
+	FILE *f;
+	size_t n, hits = 0;
+	const char *p;
+
+	fflush(stderr);
+	f = cr_get_redirected_stderr();
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	for (p = out; (p = strstr(p, needle)); p++)
+		hits++;
+	return hits;
+}
+
+Test(select, unknown_override_warns_once_and_falls_back,
+     .init = redirect_all)
+{
+	const char *bad = "level0:NA;level1:foo";
+
+	setenv("OPENHCCL_DEBUG", "WARN", 1);
+	ohc_log_reload();
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 2, OHC_LINK_RDMA,
+				bad)->name, "recursive_doubling");
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 1u << 20,
+				OHC_LINK_RDMA, bad)->name, "ring");
+	cr_assert_str_eq(choose(OHC_COLL_BROADCAST, 6, 2, OHC_LINK_RDMA,
+				bad)->name, "binomial");
+	cr_assert_eq(count_in_stderr("HCCL_ALGO 'level0:NA;level1:foo'"), 1);
+}
+
+Test(select, info_line_says_why, .init = redirect_all)
+{
+	char *out;
+	FILE *f;
+	size_t n;
+
+	setenv("OPENHCCL_DEBUG", "INFO", 1);
+	ohc_log_reload();
+	choose(OHC_COLL_ALLREDUCE, 8, 2, OHC_LINK_RDMA, NULL);
+	choose(OHC_COLL_ALLREDUCE, 8, 2, OHC_LINK_RDMA,
+	       "level0:NA;level1:ring");
+	fflush(stderr);
+	f = cr_get_redirected_stderr();
+	out = calloc(1, 65536);
+	n = fread(out, 1, 65535, f);
+	out[n] = '\0';
+	cr_assert(strstr(out, "allreduce of 8 bytes on 8 ranks over rdma: "
+			      "recursive_doubling (cheapest"),
+		  "%s", out);
+	cr_assert(strstr(out, "runner-up"), "%s", out);
+	cr_assert(strstr(out, "rdma: ring (HCCL_ALGO override"), "%s", out);
+	free(out);
+}
