@@ -39,8 +39,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* ceil(log p) a + (p-1)/p nb + n copy (rotation) */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return ohc_bruck_steps(n) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us +

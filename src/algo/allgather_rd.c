@@ -50,8 +50,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* log p a + (p-1)/p nb */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return ohc_log2_ceil(n) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;

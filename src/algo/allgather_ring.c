@@ -61,12 +61,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 
 static ohc_status_t accepts_v(const struct ohc_coll_args *a)
 {
-	return a->recv_counts && a->recv_displs ? OHC_OK
-						: OHC_ERR_UNSUPPORTED;
+	return a->recv_counts && a->recv_displs ? OHC_OK : OHC_ERR_UNSUPPORTED;
 }
 
-static ohc_status_t build_v(const struct ohc_coll_args *a,
-			    struct ohc_sched *s)
+static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
 	struct ohc_blocks b;
 
@@ -85,8 +83,7 @@ static ohc_status_t build_v(const struct ohc_coll_args *a,
 }
 
 /* (p-1)a + (p-1)/p nb */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return (n - 1) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;

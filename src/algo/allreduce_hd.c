@@ -81,9 +81,12 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		if (nr != OHC_FOLDED) {
 			uint32_t pn = nr ^ mask, peer = ohc_fold_rank(pn, n);
 			uint32_t mid = lo + (hi - lo) / 2;
-			uint32_t klo = nr < pn ? lo : mid, khi = nr < pn ? mid : hi;
-			uint32_t slo = nr < pn ? mid : lo, shi = nr < pn ? hi : mid;
-			uint64_t ko = boff(a, pof2, klo), so = boff(a, pof2, slo);
+			uint32_t klo = nr < pn ? lo : mid,
+				 khi = nr < pn ? mid : hi;
+			uint32_t slo = nr < pn ? mid : lo,
+				 shi = nr < pn ? hi : mid;
+			uint64_t ko = boff(a, pof2, klo),
+				 so = boff(a, pof2, slo);
 			uint64_t klen = boff(a, pof2, khi) - ko;
 
 			flush(s, &p);
@@ -91,8 +94,8 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 					  boff(a, pof2, shi) - so);
 			if (det && nr > pn) {
 				ohc_sched_recv_nz(s, peer, tmp + ko, klen);
-				p = (struct pending){rb + ko, tmp + ko, cur + ko,
-						     klen};
+				p = (struct pending){rb + ko, tmp + ko,
+						     cur + ko, klen};
 			} else {
 				ohc_sched_recv_reduce_nz(s, peer, rb + ko,
 							 cur + ko, klen);
@@ -112,7 +115,8 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 			uint64_t o = boff(a, pof2, lo), po = boff(a, pof2, plo);
 
 			flush(s, &p);
-			ohc_sched_send_nz(s, peer, rb + o, boff(a, pof2, hi) - o);
+			ohc_sched_send_nz(s, peer, rb + o,
+					  boff(a, pof2, hi) - o);
 			ohc_sched_recv_nz(s, peer, rb + po,
 					  boff(a, pof2, phi) - po);
 			lo = plo < lo ? plo : lo;
@@ -131,8 +135,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* 2 log p a + 2(p-1)/p nb + (p-1)/p ng, + 2(a + nb) + ng to fold */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	uint32_t pof2 = ohc_pof2_floor(n);
 	double nb = (double)bytes, f = (double)(pof2 - 1) / pof2 * nb, t;

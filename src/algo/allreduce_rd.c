@@ -91,8 +91,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* log p (a + nb + ng), + 2(a + nb) + ng to fold a non-power of two */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	uint32_t pof2 = ohc_pof2_floor(n);
 	double nb = (double)bytes, t;

@@ -63,8 +63,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* 2(p-1)a + 2(p-1)/p nb + (p-1)/p ng */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	double f = (double)(n - 1) / n * (double)bytes;
 

@@ -13,8 +13,8 @@
  * fewer messages. The send buffer is read once at the start: any overlap
  * with the receive buffer is harmless. No reduction.
  */
-static void slots_with_bit(struct ohc_sched *s, char *t, char *pk,
-			   uint32_t k, uint32_t n, uint64_t blk, int unpack)
+static void slots_with_bit(struct ohc_sched *s, char *t, char *pk, uint32_t k,
+			   uint32_t n, uint64_t blk, int unpack)
 {
 	uint32_t d = ohc_bruck_dist(k);
 	uint64_t at = 0;
@@ -73,8 +73,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* L a + L n/2 b + (L + 2) n copy, L = ceil(log p) */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	double l = ohc_bruck_steps(n), nb = (double)bytes;
 

@@ -14,8 +14,8 @@
  * sides. A send buffer overlapping the receive buffer (HCCL rejects it) is
  * staged in scratch. No reduction.
  */
-static ohc_status_t pairwise(const struct ohc_coll_args *a,
-			     struct ohc_sched *s, const struct ohc_blocks *sbk,
+static ohc_status_t pairwise(const struct ohc_coll_args *a, struct ohc_sched *s,
+			     const struct ohc_blocks *sbk,
 			     const struct ohc_blocks *rbk)
 {
 	uint32_t n = a->nranks, r = a->rank;
@@ -74,8 +74,7 @@ static ohc_status_t accepts_v(const struct ohc_coll_args *a)
 		       : OHC_ERR_UNSUPPORTED;
 }
 
-static ohc_status_t build_v(const struct ohc_coll_args *a,
-			    struct ohc_sched *s)
+static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
 	struct ohc_blocks sbk, rbk;
 
@@ -87,8 +86,7 @@ static ohc_status_t build_v(const struct ohc_coll_args *a,
 }
 
 /* (p-1) a + (p-1)/p nb */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return (n - 1) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;

@@ -18,8 +18,7 @@
  * ends.
  */
 ohc_status_t ohc_batch_validate(const struct ohc_batch_item *items,
-				uint32_t nitems, uint32_t rank,
-				uint32_t nranks)
+				uint32_t nitems, uint32_t rank, uint32_t nranks)
 {
 	uint32_t sends = 0, recvs = 0;
 
@@ -43,10 +42,11 @@ ohc_status_t ohc_batch_validate(const struct ohc_batch_item *items,
 			return OHC_ERR_INVALID;
 		}
 		if (it->peer >= nranks) {
-			OHC_ERROR(OHC_SS_ALGO,
-				  "rank %u: batch item %u: remoteRank %u is not "
-				  "in [0, %u)",
-				  rank, i, it->peer, nranks);
+			OHC_ERROR(
+				OHC_SS_ALGO,
+				"rank %u: batch item %u: remoteRank %u is not "
+				"in [0, %u)",
+				rank, i, it->peer, nranks);
 			return OHC_ERR_INVALID;
 		}
 		if (it->peer != rank)
@@ -65,13 +65,13 @@ ohc_status_t ohc_batch_validate(const struct ohc_batch_item *items,
 	}
 	/* Pair the k-th self send with the k-th self receive. */
 	for (uint32_t i = 0, j = 0;; i++, j++) {
-		while (i < nitems && !(items[i].count &&
-				       items[i].peer == rank &&
-				       items[i].kind == OHC_BATCH_SEND))
+		while (i < nitems &&
+		       !(items[i].count && items[i].peer == rank &&
+			 items[i].kind == OHC_BATCH_SEND))
 			i++;
-		while (j < nitems && !(items[j].count &&
-				       items[j].peer == rank &&
-				       items[j].kind == OHC_BATCH_RECV))
+		while (j < nitems &&
+		       !(items[j].count && items[j].peer == rank &&
+			 items[j].kind == OHC_BATCH_RECV))
 			j++;
 		if (i >= nitems || j >= nitems)
 			break;

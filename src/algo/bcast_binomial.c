@@ -31,19 +31,17 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 						      a->root, n),
 				       rb, bytes);
 		if (child)
-			ohc_sched_send(s, ohc_binom_rank(child, a->root, n),
-				       rb, bytes);
+			ohc_sched_send(s, ohc_binom_rank(child, a->root, n), rb,
+				       bytes);
 		ohc_sched_step(s);
 	}
 	return OHC_OK;
 }
 
 /* ceil(log p)(a + nb) */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return ohc_binom_rounds(n) *
-	       (c->alpha_us + (double)bytes * c->beta_us);
+	return ohc_binom_rounds(n) * (c->alpha_us + (double)bytes * c->beta_us);
 }
 
 const struct ohc_algo ohc_algo_bcast_binomial = {

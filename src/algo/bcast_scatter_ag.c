@@ -39,11 +39,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		if (vr && t == ohc_binom_td_recv_round(vr, n)) {
 			uint32_t end = vr + ohc_binom_subtree(vr, n);
 
-			ohc_sched_recv_nz(s,
-					  ohc_binom_rank(ohc_binom_parent(vr),
-							 root, n),
-					  rb + poff(a, vr),
-					  poff(a, end) - poff(a, vr));
+			ohc_sched_recv_nz(
+				s,
+				ohc_binom_rank(ohc_binom_parent(vr), root, n),
+				rb + poff(a, vr), poff(a, end) - poff(a, vr));
 		}
 		if (child) {
 			uint32_t end = child + ohc_binom_subtree(child, n);
@@ -55,7 +54,8 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		ohc_sched_step(s);
 	}
 	for (uint32_t st = 0; st + 1 < n; st++) {
-		uint32_t sp = (vr + n - st % n) % n, rp = (vr + 2 * n - st - 1) % n;
+		uint32_t sp = (vr + n - st % n) % n,
+			 rp = (vr + 2 * n - st - 1) % n;
 
 		ohc_sched_send_nz(s, right, rb + poff(a, sp),
 				  poff(a, sp + 1) - poff(a, sp));
@@ -67,8 +67,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* (ceil(log p) + p - 1) a + 2(p-1)/p nb */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return (ohc_binom_rounds(n) + n - 1) * c->alpha_us +
 	       2.0 * (n - 1) / n * (double)bytes * c->beta_us;

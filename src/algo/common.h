@@ -37,17 +37,15 @@ struct ohc_blocks {
 	size_t esize;
 };
 
-static inline struct ohc_blocks ohc_blocks_regular(uint64_t count,
-						   size_t esize)
+static inline struct ohc_blocks ohc_blocks_regular(uint64_t count, size_t esize)
 {
 	struct ohc_blocks b = {count, NULL, NULL, esize};
 
 	return b;
 }
 
-static inline struct ohc_blocks ohc_blocks_v(const uint64_t *counts,
-					     const uint64_t *displs,
-					     size_t esize)
+static inline struct ohc_blocks
+ohc_blocks_v(const uint64_t *counts, const uint64_t *displs, size_t esize)
 {
 	struct ohc_blocks b = {0, counts, displs, esize};
 
@@ -103,9 +101,9 @@ static inline void ohc_sched_recv_nz(struct ohc_sched *s, uint32_t peer,
 		ohc_sched_recv(s, peer, dst, len);
 }
 
-static inline void ohc_sched_recv_reduce_nz(struct ohc_sched *s,
-					    uint32_t peer, void *dst,
-					    const void *src2, uint64_t len)
+static inline void ohc_sched_recv_reduce_nz(struct ohc_sched *s, uint32_t peer,
+					    void *dst, const void *src2,
+					    uint64_t len)
 {
 	if (len)
 		ohc_sched_recv_reduce(s, peer, dst, src2, len);

@@ -49,9 +49,9 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 			return OHC_OK;
 		}
 		if (vr + mask < n) {
-			ohc_sched_recv_reduce(s,
-					      ohc_binom_rank(vr + mask, root, n),
-					      acc, first ? sb : acc, bytes);
+			ohc_sched_recv_reduce(
+				s, ohc_binom_rank(vr + mask, root, n), acc,
+				first ? sb : acc, bytes);
 			first = 0;
 		}
 		ohc_sched_step(s);
@@ -64,8 +64,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* ceil(log p)(a + nb + ng) */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	double nb = (double)bytes;
 

@@ -33,15 +33,16 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	if (blk == 0)
 		return OHC_OK;
 	stage = rb != sb + r * blk && ohc_mem_overlap(rb, blk, sb, n * blk);
-	acc = ohc_algo_scratch(s, ohc_align64(blk * (n / 2)) +
-					  (stage ? blk : 0));
+	acc = ohc_algo_scratch(s,
+			       ohc_align64(blk * (n / 2)) + (stage ? blk : 0));
 	if (!acc)
 		return OHC_ERR_NO_MEMORY;
 	if (stage)
 		dst = acc + ohc_align64(blk * (n / 2));
 	for (uint32_t mask = n / 2; mask >= 1; mask >>= 1) {
 		uint32_t peer = r ^ mask, mid = lo + (hi - lo) / 2;
-		uint32_t klo = (r & mask) ? mid : lo, khi = (r & mask) ? hi : mid;
+		uint32_t klo = (r & mask) ? mid : lo,
+			 khi = (r & mask) ? hi : mid;
 		uint32_t slo = (r & mask) ? lo : mid;
 		/* cur holds blocks from base on: sb from 0, acc from base */
 		const char *from = cur + (uint64_t)(slo - base) * blk;
@@ -67,12 +68,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* log p a + (p-1)/p n(b + g) */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return ohc_log2_ceil(n) * c->alpha_us +
-	       (double)(n - 1) / n * (double)bytes *
-		       (c->beta_us + c->gamma_us);
+	       (double)(n - 1) / n * (double)bytes * (c->beta_us + c->gamma_us);
 }
 
 const struct ohc_algo ohc_algo_reduce_scatter_rh = {

@@ -36,8 +36,7 @@ static ohc_status_t ring(const struct ohc_coll_args *a, struct ohc_sched *s,
 		return OHC_OK;
 	stage = rb != mine &&
 		ohc_mem_overlap(rb, rlen, sb, ohc_blk_extent(b, n));
-	buf[0] = ohc_algo_scratch(s, 2 * ohc_align64(mx) +
-					     (stage ? rlen : 0));
+	buf[0] = ohc_algo_scratch(s, 2 * ohc_align64(mx) + (stage ? rlen : 0));
 	if (!buf[0])
 		return OHC_ERR_NO_MEMORY;
 	buf[1] = buf[0] + ohc_align64(mx);
@@ -46,7 +45,8 @@ static ohc_status_t ring(const struct ohc_coll_args *a, struct ohc_sched *s,
 	for (uint32_t st = 0; st + 1 < n; st++) {
 		uint32_t sc = ohc_ring_back(r, st + 1, n);
 		uint32_t rc = ohc_ring_back(r, st + 2, n);
-		const char *from = st ? buf[(st - 1) % 2] : sb + ohc_blk_off(b, sc);
+		const char *from =
+			st ? buf[(st - 1) % 2] : sb + ohc_blk_off(b, sc);
 		char *to = st + 2 == n ? dst : buf[st % 2];
 
 		ohc_sched_send_nz(s, right, from, ohc_blk_len(b, sc));
@@ -72,12 +72,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 
 static ohc_status_t accepts_v(const struct ohc_coll_args *a)
 {
-	return a->send_counts && a->send_displs ? OHC_OK
-						: OHC_ERR_UNSUPPORTED;
+	return a->send_counts && a->send_displs ? OHC_OK : OHC_ERR_UNSUPPORTED;
 }
 
-static ohc_status_t build_v(const struct ohc_coll_args *a,
-			    struct ohc_sched *s)
+static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
 	struct ohc_blocks b;
 
@@ -96,11 +94,10 @@ static ohc_status_t build_v(const struct ohc_coll_args *a,
 }
 
 /* (p-1)a + (p-1)/p n(b + g) */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return (n - 1) * c->alpha_us + (double)(n - 1) / n * (double)bytes *
-					       (c->beta_us + c->gamma_us);
+	return (n - 1) * c->alpha_us +
+	       (double)(n - 1) / n * (double)bytes * (c->beta_us + c->gamma_us);
 }
 
 const struct ohc_algo ohc_algo_reduce_scatter_ring = {

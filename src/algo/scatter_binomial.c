@@ -30,8 +30,8 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	if (vr == 0) {
 		const char *own = sb + (uint64_t)root * blk;
 
-		if (root != 0 || (rb != own && ohc_mem_overlap(rb, blk, sb,
-							      n * blk))) {
+		if (root != 0 ||
+		    (rb != own && ohc_mem_overlap(rb, blk, sb, n * blk))) {
 			char *rot = ohc_algo_scratch(s, n * blk);
 
 			if (!rot)
@@ -52,10 +52,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		uint32_t child = ohc_binom_td_child(vr, k, n);
 
 		if (vr && k == rround)
-			ohc_sched_recv(s,
-				       ohc_binom_rank(ohc_binom_parent(vr),
-						      root, n),
-				       sub ? sub : rb, sz * blk);
+			ohc_sched_recv(
+				s,
+				ohc_binom_rank(ohc_binom_parent(vr), root, n),
+				sub ? sub : rb, sz * blk);
 		if (sub && k == rround + 1)
 			ohc_sched_copy(s, rb, t, blk);
 		if (child)
@@ -68,8 +68,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* ceil(log p) a + (p-1)/p nb */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return ohc_binom_rounds(n) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;

@@ -44,8 +44,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 }
 
 /* (p-1) a + (p-1)/p nb: the root sends every message */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return (n - 1) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;

@@ -19,8 +19,7 @@ static ohc_status_t build_recv(const struct ohc_coll_args *a,
 }
 
 /* a + nb */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes,
-		   uint32_t n)
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	(void)n;
 	return c->alpha_us + (double)bytes * c->beta_us;

@@ -8,11 +8,11 @@
 
 struct sim_msg {
 	uint32_t src;
-	unsigned step, xi;   /* sender's step and transfer index */
+	unsigned step, xi; /* sender's step and transfer index */
 	size_t len;
-	const void *data;    /* rendezvous: the sender's buffer */
-	void *copy;          /* eager: snapshot taken at post */
-	double ready;        /* when it may leave the sender */
+	const void *data; /* rendezvous: the sender's buffer */
+	void *copy;	  /* eager: snapshot taken at post */
+	double ready;	  /* when it may leave the sender */
 	struct sim_msg *next;
 };
 
@@ -31,10 +31,10 @@ struct sim_rank {
 	int finished;
 	unsigned pending;    /* sends/receives of the step not complete */
 	unsigned char *done; /* per transfer of the schedule */
-	double *tdone;       /* completion time per transfer */
+	double *tdone;	     /* completion time per transfer */
 	double tstart;
-	struct sim_msg *inq, **inq_tail;   /* sends to us, unmatched */
-	struct sim_recv *rq, **rq_tail;    /* our receives, unmatched */
+	struct sim_msg *inq, **inq_tail; /* sends to us, unmatched */
+	struct sim_recv *rq, **rq_tail;	 /* our receives, unmatched */
 };
 
 struct sim_run {
@@ -73,10 +73,14 @@ static const struct ohc_cost_params *costs(struct sim_run *run,
 static const char *kind_name(const struct ohc_xfer *x)
 {
 	switch (x->kind) {
-	case OHC_XFER_SEND: return "send";
-	case OHC_XFER_RECV: return "recv";
-	case OHC_XFER_COPY: return "copy";
-	case OHC_XFER_REDUCE: return "reduce";
+	case OHC_XFER_SEND:
+		return "send";
+	case OHC_XFER_RECV:
+		return "recv";
+	case OHC_XFER_COPY:
+		return "copy";
+	case OHC_XFER_REDUCE:
+		return "reduce";
 	}
 	return "?";
 }
@@ -162,9 +166,10 @@ static ohc_status_t check_hazards(struct sim_run *run, uint32_t r)
 		const struct ohc_xfer *x = &R->s.xfers[i];
 
 		if (self_conflict(x)) {
-			sim_err(run->sim, "rank %u step %u: %s (transfer %u) "
-				"partly overlaps its own operands", r, R->step,
-				kind_name(x), i - b);
+			sim_err(run->sim,
+				"rank %u step %u: %s (transfer %u) "
+				"partly overlaps its own operands",
+				r, R->step, kind_name(x), i - b);
 			return OHC_ERR_INTERNAL;
 		}
 		if (!is_net(x))
@@ -174,11 +179,12 @@ static ohc_status_t check_hazards(struct sim_run *run, uint32_t r)
 
 			if (!conflict(x, y))
 				continue;
-			sim_err(run->sim, "rank %u step %u: %s (transfer %u, "
+			sim_err(run->sim,
+				"rank %u step %u: %s (transfer %u, "
 				"peer %u) and %s (transfer %u) touch the same "
-				"memory and one of them writes it", r, R->step,
-				kind_name(x), i - b, x->peer, kind_name(y),
-				j - b);
+				"memory and one of them writes it",
+				r, R->step, kind_name(x), i - b, x->peer,
+				kind_name(y), j - b);
 			return OHC_ERR_INTERNAL;
 		}
 	}
@@ -236,9 +242,10 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			continue;
 		}
 		if (x->peer >= sim->nranks || x->peer == r) {
-			sim_err(sim, "rank %u step %u: %s with peer %u (of %u "
-				"ranks): not a remote rank", r, R->step,
-				kind_name(x), x->peer, sim->nranks);
+			sim_err(sim,
+				"rank %u step %u: %s with peer %u (of %u "
+				"ranks): not a remote rank",
+				r, R->step, kind_name(x), x->peer, sim->nranks);
 			return OHC_ERR_INTERNAL;
 		}
 		if (x->kind == OHC_XFER_SEND) {
@@ -334,16 +341,18 @@ static ohc_status_t match(struct sim_run *run, uint32_t d, int *moved)
 			continue;
 		}
 		if (m->step != D->step) {
-			sim_err(sim, "rank %u sends %zu bytes to rank %u in "
+			sim_err(sim,
+				"rank %u sends %zu bytes to rank %u in "
 				"step %u, which receives it in step %u (the "
-				"executor reports a desync)", m->src, m->len,
-				d, m->step, D->step);
+				"executor reports a desync)",
+				m->src, m->len, d, m->step, D->step);
 			return OHC_ERR_DESYNC;
 		}
 		if (m->len != x->len) {
-			sim_err(sim, "rank %u sends %zu bytes to rank %u in "
-				"step %u, which expects %zu bytes", m->src,
-				m->len, d, m->step, x->len);
+			sim_err(sim,
+				"rank %u sends %zu bytes to rank %u in "
+				"step %u, which expects %zu bytes",
+				m->src, m->len, d, m->step, x->len);
 			return OHC_ERR_DESYNC;
 		}
 		deliver(run, D, x, m->data);
@@ -428,8 +437,8 @@ static void report_deadlock(struct sim_run *run)
 		}
 		b = step_begin(&R->s, R->step);
 		e = R->s.step_end[R->step];
-		sim_err(sim, " rank %u in step %u of %u waits for", r,
-			R->step, R->s.nsteps);
+		sim_err(sim, " rank %u in step %u of %u waits for", r, R->step,
+			R->s.nsteps);
 		for (unsigned i = b; i < e; i++)
 			if (!R->done[i])
 				sim_err(sim, " %s %s %u (%zu B)",
@@ -437,8 +446,7 @@ static void report_deadlock(struct sim_run *run)
 					R->s.xfers[i].kind == OHC_XFER_SEND
 						? "to"
 						: "from",
-					R->s.xfers[i].peer,
-					R->s.xfers[i].len);
+					R->s.xfers[i].peer, R->s.xfers[i].len);
 		sim_err(sim, ";");
 	}
 }
@@ -494,8 +502,10 @@ static ohc_status_t build_all(struct sim_run *run)
 			status = ohc_algo_build(&R->a, &R->s, &al);
 		}
 		if (status < 0) {
-			sim_err(sim, "rank %u: building the schedule failed "
-				"(%d)", r, (int)status);
+			sim_err(sim,
+				"rank %u: building the schedule failed "
+				"(%d)",
+				r, (int)status);
 			return status;
 		}
 		if (sim->stats) {
@@ -556,9 +566,10 @@ static ohc_status_t run_all(struct sim_run *run)
 		struct sim_msg *m = run->rk[d].inq;
 
 		if (m) {
-			sim_err(sim, "rank %u sent %zu bytes to rank %u in "
-				"step %u that were never received", m->src,
-				m->len, d, m->step);
+			sim_err(sim,
+				"rank %u sent %zu bytes to rank %u in "
+				"step %u that were never received",
+				m->src, m->len, d, m->step);
 			return OHC_ERR_DESYNC;
 		}
 	}

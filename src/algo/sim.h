@@ -40,9 +40,9 @@ struct ohc_sim_stats {
 	uint64_t msgs_sent, msgs_recv;
 	uint64_t bytes_sent, bytes_recv;
 	uint64_t bytes_reduced; /* receive-reduce and local reduce */
-	uint64_t bytes_copied;  /* local copies */
+	uint64_t bytes_copied;	/* local copies */
 	size_t scratch_bytes;
-	double time_us;         /* simulated completion time */
+	double time_us;		     /* simulated completion time */
 	const struct ohc_algo *algo; /* what ran (selection or forced) */
 };
 
@@ -54,18 +54,18 @@ struct ohc_sim {
 	/* inputs */
 	uint32_t nranks;
 	enum ohc_sim_mode mode;
-	const struct ohc_algo *algo;  /* NULL: ohc_algo_build selects */
+	const struct ohc_algo *algo; /* NULL: ohc_algo_build selects */
 	ohc_sim_args_fn args_fn;
 	void *ctx;
-	ohc_reduce_fn reduce;         /* element size from args->esize */
-	int dry_run;                  /* match and count only, no data */
-	int check_hazards;            /* fail on intra-step overlaps */
-	unsigned seed;                /* 0: ranks in order; else shuffled */
+	ohc_reduce_fn reduce; /* element size from args->esize */
+	int dry_run;	      /* match and count only, no data */
+	int check_hazards;    /* fail on intra-step overlaps */
+	unsigned seed;	      /* 0: ranks in order; else shuffled */
 	const struct ohc_cost_params *cost; /* NULL: args->link defaults */
 	/* outputs */
-	struct ohc_sim_stats *stats;  /* nranks entries, or NULL */
-	double time_us;               /* max over ranks */
-	char err[1024];               /* what went wrong, "" if nothing */
+	struct ohc_sim_stats *stats; /* nranks entries, or NULL */
+	double time_us;		     /* max over ranks */
+	char err[1024];		     /* what went wrong, "" if nothing */
 };
 
 /*

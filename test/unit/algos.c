@@ -30,6 +30,14 @@
 #define MAXN 16
 #define SENTINEL 0xa5
 
+/* An assertion that records nothing when it holds (hot loops stay out of
+ * --full-stats). */
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			cr_assert_fail(__VA_ARGS__);                           \
+	} while (0)
+
 static const uint32_t test_ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16};
 static const uint64_t test_counts[] = {0, 1, 7, 100, 1003};
 
@@ -157,7 +165,7 @@ static void layout(struct tc *t, uint32_t r, uint64_t s_el, uint64_t r_el,
 	t->memlen[r] = inplace ? (rb > sb ? rb : sb) : so + sb;
 	t->mem[r] = malloc(t->memlen[r] + 1);
 	t->want[r] = malloc(t->memlen[r] + 1);
-	cr_assert(t->mem[r] && t->want[r]);
+	CHECK(t->mem[r] && t->want[r], "out of memory");
 	memset(t->mem[r], SENTINEL, t->memlen[r] + 1);
 	t->rbuf[r] = t->mem[r];
 	t->sbuf[r] = inplace ? t->mem[r] + ioff_el * 4 : t->mem[r] + so;
@@ -347,23 +355,21 @@ static void run_case(struct tc *t, enum ohc_sim_mode mode, unsigned seed)
 	sim.seed = seed;
 	sim.stats = st;
 	status = ohc_sim_run(&sim);
-	cr_assert_eq(status, OHC_OK, "%s: simulator: %s", what, sim.err);
+	CHECK(status == OHC_OK, "%s: simulator: %s", what, sim.err);
 	for (uint32_t r = 0; r < t->n; r++) {
 		size_t bad = 0;
 
 		while (bad <= t->memlen[r] && t->mem[r][bad] == t->want[r][bad])
 			bad++;
-		cr_assert(bad > t->memlen[r],
-			  "%s: rank %u differs at byte %zu of %zu (rbuf at "
-			  "+%td): got 0x%02x want 0x%02x",
-			  what, r, bad, t->memlen[r],
-			  t->rbuf[r] - t->mem[r],
-			  (unsigned char)t->mem[r][bad],
-			  (unsigned char)t->want[r][bad]);
+		CHECK(bad > t->memlen[r],
+		      "%s: rank %u differs at byte %zu of %zu (rbuf at "
+		      "+%td): got 0x%02x want 0x%02x",
+		      what, r, bad, t->memlen[r], t->rbuf[r] - t->mem[r],
+		      (unsigned char)t->mem[r][bad],
+		      (unsigned char)t->want[r][bad]);
 		if (t->count == 0 && !t->v)
-			cr_assert_eq(st[r].msgs_sent, 0,
-				     "%s: rank %u sent messages for count 0",
-				     what, r);
+			CHECK(st[r].msgs_sent == 0,
+			      "%s: rank %u sent messages for count 0", what, r);
 	}
 	teardown(t);
 }
@@ -410,9 +416,11 @@ static unsigned run_matrix(enum ohc_coll_op op, const struct ohc_algo *algo)
 						t.count = test_counts[ci];
 						t.inplace = ip;
 						t.det = (int)(ci & 1);
-						run_case(&t, m ? OHC_SIM_RENDEZVOUS
-							       : OHC_SIM_EAGER,
-							 (unsigned)(ni * 7 + ci));
+						run_case(&t,
+							 m ? OHC_SIM_RENDEZVOUS
+							   : OHC_SIM_EAGER,
+							 (unsigned)(ni * 7 +
+								    ci));
 						runs++;
 					}
 				}
@@ -440,13 +448,34 @@ static void every_algorithm(enum ohc_coll_op op)
 	run_matrix(op, NULL); /* selection: ranks must agree */
 }
 
-Test(coll, allreduce) { every_algorithm(OHC_COLL_ALLREDUCE); }
-Test(coll, reduce) { every_algorithm(OHC_COLL_REDUCE); }
-Test(coll, broadcast) { every_algorithm(OHC_COLL_BROADCAST); }
-Test(coll, allgather) { every_algorithm(OHC_COLL_ALLGATHER); }
-Test(coll, reduce_scatter) { every_algorithm(OHC_COLL_REDUCE_SCATTER); }
-Test(coll, scatter) { every_algorithm(OHC_COLL_SCATTER); }
-Test(coll, alltoall) { every_algorithm(OHC_COLL_ALLTOALL); }
+Test(coll, allreduce)
+{
+	every_algorithm(OHC_COLL_ALLREDUCE);
+}
+Test(coll, reduce)
+{
+	every_algorithm(OHC_COLL_REDUCE);
+}
+Test(coll, broadcast)
+{
+	every_algorithm(OHC_COLL_BROADCAST);
+}
+Test(coll, allgather)
+{
+	every_algorithm(OHC_COLL_ALLGATHER);
+}
+Test(coll, reduce_scatter)
+{
+	every_algorithm(OHC_COLL_REDUCE_SCATTER);
+}
+Test(coll, scatter)
+{
+	every_algorithm(OHC_COLL_SCATTER);
+}
+Test(coll, alltoall)
+{
+	every_algorithm(OHC_COLL_ALLTOALL);
+}
 
 /* ---- V variants: random counts with zeros, displacements with gaps ---- */
 
@@ -461,16 +490,19 @@ static uint64_t rnd(uint64_t *s)
 static uint64_t rnd_count(uint64_t *s)
 {
 	switch (rnd(s) % 4) {
-	case 0: return 0;
-	case 1: return 1 + rnd(s) % 7;
-	case 2: return 1 + rnd(s) % 100;
-	default: return 1 + rnd(s) % 1003;
+	case 0:
+		return 0;
+	case 1:
+		return 1 + rnd(s) % 7;
+	case 2:
+		return 1 + rnd(s) % 100;
+	default:
+		return 1 + rnd(s) % 1003;
 	}
 }
 
 /* Displacements of counts c, in a shuffled block order with gaps. */
-static void rnd_displs(uint64_t *s, const uint64_t *c, uint64_t *d,
-		       uint32_t n)
+static void rnd_displs(uint64_t *s, const uint64_t *c, uint64_t *d, uint32_t n)
 {
 	uint32_t perm[MAXN];
 	uint64_t at = rnd(s) % 5;
@@ -489,48 +521,52 @@ static void rnd_displs(uint64_t *s, const uint64_t *c, uint64_t *d,
 	}
 }
 
+/* Counts and displacements of repetition rep (0: all zero, 1: one). */
+static void v_fill(struct tc *t, int rep, uint64_t *seed)
+{
+	uint32_t n = t->n;
+	uint64_t c[MAXN] = {0}, d[MAXN] = {0};
+
+	for (uint32_t i = 0; i < n; i++)
+		c[i] = rep == 0 ? 0 : rnd_count(seed);
+	if (rep == 1)
+		for (uint32_t i = 0; i < n; i++)
+			c[i] = i == n / 2 ? 5 : 0;
+	rnd_displs(seed, c, d, n);
+	for (uint32_t r = 0; r < n; r++) {
+		memcpy(t->rc[r], c, sizeof(c));
+		memcpy(t->rd[r], d, sizeof(d));
+		memcpy(t->sc[r], c, sizeof(c));
+		memcpy(t->sd[r], d, sizeof(d));
+	}
+	if (t->op != OHC_COLL_ALLTOALLV)
+		return;
+	/* sc[i][j]: what rank i sends to rank j */
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < n; j++)
+			t->sc[i][j] = rep == 0 ? 0 : rnd_count(seed);
+	for (uint32_t i = 0; i < n; i++) {
+		for (uint32_t j = 0; j < n; j++)
+			t->rc[i][j] = t->sc[j][i];
+		rnd_displs(seed, t->sc[i], t->sd[i], n);
+		rnd_displs(seed, t->rc[i], t->rd[i], n);
+	}
+}
+
 static void v_matrix(enum ohc_coll_op op, const struct ohc_algo *algo)
 {
 	static struct tc t;
 	uint64_t seed = 88172645463325252ull;
 
 	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
-		uint32_t n = test_ns[ni];
-
 		for (int rep = 0; rep < 6; rep++) {
 			for (int m = 0; m < 2; m++) {
-				uint64_t c[MAXN], d[MAXN];
-
 				memset(&t, 0, sizeof(t));
 				t.op = op;
 				t.algo = algo;
-				t.n = n;
+				t.n = test_ns[ni];
 				t.v = 1;
-				/* rep 0: all zero; rep 1: one non-zero */
-				for (uint32_t i = 0; i < n; i++)
-					c[i] = rep == 0 ? 0
-					       : rep == 1
-						       ? (i == n / 2 ? 5 : 0)
-						       : rnd_count(&seed);
-				rnd_displs(&seed, c, d, n);
-				for (uint32_t r = 0; r < n; r++) {
-					memcpy(t.rc[r], c, sizeof(c));
-					memcpy(t.rd[r], d, sizeof(d));
-					memcpy(t.sc[r], c, sizeof(c));
-					memcpy(t.sd[r], d, sizeof(d));
-				}
-				if (op == OHC_COLL_ALLTOALLV) {
-					/* m[i][j]: rank i sends to rank j */
-					for (uint32_t i = 0; i < n; i++)
-						for (uint32_t j = 0; j < n; j++)
-							t.sc[i][j] = rep == 0 ? 0 : rnd_count(&seed);
-					for (uint32_t i = 0; i < n; i++) {
-						for (uint32_t j = 0; j < n; j++)
-							t.rc[i][j] = t.sc[j][i];
-						rnd_displs(&seed, t.sc[i], t.sd[i], n);
-						rnd_displs(&seed, t.rc[i], t.rd[i], n);
-					}
-				}
+				v_fill(&t, rep, &seed);
 				run_case(&t,
 					 m ? OHC_SIM_RENDEZVOUS : OHC_SIM_EAGER,
 					 (unsigned)rep);
@@ -584,10 +620,15 @@ Test(coll, v_count_mismatch_is_invalid)
 	struct ohc_sched s;
 	uint64_t c[4] = {1, 2, 3, 4}, d[4] = {0, 1, 3, 6};
 	uint32_t buf[16];
-	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER_V, .count = 5,
-				  .esize = 4, .rank = 1, .nranks = 4,
-				  .sbuf = buf, .rbuf = buf,
-				  .recv_counts = c, .recv_displs = d};
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER_V,
+				  .count = 5,
+				  .esize = 4,
+				  .rank = 1,
+				  .nranks = 4,
+				  .sbuf = buf,
+				  .rbuf = buf,
+				  .recv_counts = c,
+				  .recv_displs = d};
 
 	ohc_sched_init(&s);
 	cr_assert_eq(ohc_algo_allgatherv_ring.build(&a, &s), OHC_ERR_INVALID);
@@ -610,82 +651,89 @@ struct batch_msg {
 	char *sbuf, *rbuf;
 };
 
+/* 0-2 messages per ordered pair, self included, some of count 0. */
+static uint32_t batch_msgs(struct batch_msg *msgs, uint32_t n, uint64_t *seed)
+{
+	uint32_t nm = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t k = rnd(seed) % 3;
+
+			for (uint64_t x = 0; x < k; x++) {
+				struct batch_msg *m = &msgs[nm++];
+				size_t len;
+
+				m->from = i;
+				m->to = j;
+				m->count = rnd(seed) % 4 ? rnd_count(seed) : 0;
+				m->esize = (size_t)1 << (rnd(seed) % 4);
+				len = m->count * m->esize;
+				m->sbuf = malloc(len + 1);
+				m->rbuf = malloc(len + 1);
+				for (size_t b = 0; b < len; b++)
+					m->sbuf[b] = (char)rnd(seed);
+				memset(m->rbuf, SENTINEL, len + 1);
+			}
+		}
+	}
+	return nm;
+}
+
+/*
+ * Rank r's items: its sends and its receives, each in message order, merged
+ * in a random interleaving (per-peer order is what must be kept).
+ */
+static void batch_items(struct tc *t, uint32_t r, struct batch_msg *msgs,
+			uint32_t nm, uint64_t *seed)
+{
+	uint32_t cnt = 0, si = 0, ri = 0;
+
+	for (uint32_t i = 0; i < nm; i++)
+		cnt += (msgs[i].from == r) + (msgs[i].to == r);
+	t->items[r] = calloc(cnt + 1, sizeof(*t->items[r]));
+	cr_assert(t->items[r]);
+	t->nitems[r] = cnt;
+	for (uint32_t k = 0; k < cnt; k++) {
+		int send = rnd(seed) & 1;
+		struct batch_msg *m;
+
+		while (si < nm && msgs[si].from != r)
+			si++;
+		while (ri < nm && msgs[ri].to != r)
+			ri++;
+		if (si == nm || ri == nm)
+			send = si < nm;
+		m = send ? &msgs[si++] : &msgs[ri++];
+		t->items[r][k] = (struct ohc_batch_item){
+			.kind = send ? OHC_BATCH_SEND : OHC_BATCH_RECV,
+			.dtype = (int)m->esize,
+			.buf = send ? m->sbuf : m->rbuf,
+			.count = m->count,
+			.esize = m->esize,
+			.peer = send ? m->to : m->from,
+		};
+	}
+}
+
 Test(coll, batch_send_recv)
 {
 	static struct tc t;
-	static struct batch_msg msgs[2048];
+	static struct batch_msg msgs[2 * MAXN * MAXN];
 	uint64_t seed = 12345;
 
 	for (size_t ni = 0; ni < OHC_ARRAY_SIZE(test_ns); ni++) {
 		for (int rep = 0; rep < 4; rep++) {
-			uint32_t n = test_ns[ni], nm = 0;
+			uint32_t n = test_ns[ni], nm;
 			struct ohc_sim sim = {0};
 			ohc_status_t status;
 
 			memset(&t, 0, sizeof(t));
 			t.op = OHC_COLL_BATCH_SEND_RECV;
 			t.n = n;
-			/* 0-2 messages per ordered pair, self included */
-			for (uint32_t i = 0; i < n; i++) {
-				for (uint32_t j = 0; j < n; j++) {
-					uint64_t k = rnd(&seed) % 3;
-
-					for (uint64_t x = 0; x < k; x++) {
-						struct batch_msg *m = &msgs[nm++];
-
-						m->from = i;
-						m->to = j;
-						m->count = rnd(&seed) % 4 ? rnd_count(&seed) : 0;
-						m->esize = 1u << (rnd(&seed) % 4);
-						m->sbuf = malloc(m->count * m->esize + 1);
-						m->rbuf = malloc(m->count * m->esize + 1);
-						for (uint64_t b = 0; b < m->count * m->esize; b++)
-							m->sbuf[b] = (char)rnd(&seed);
-						memset(m->rbuf, SENTINEL, m->count * m->esize + 1);
-					}
-				}
-			}
-			/* items: each rank's in a random interleaving that
-			 * keeps per-peer order */
-			for (uint32_t r = 0; r < n; r++) {
-				uint32_t cnt = 0, cur = 0;
-
-				for (uint32_t i = 0; i < nm; i++)
-					cnt += (msgs[i].from == r) + (msgs[i].to == r);
-				t.items[r] = calloc(cnt + 1, sizeof(*t.items[r]));
-				t.nitems[r] = cnt;
-				/* sends in message order, receives in message
-				 * order, merged randomly */
-				{
-					uint32_t si = 0, ri = 0;
-
-					while (cur < cnt) {
-						int take_send = rnd(&seed) & 1;
-
-						while (si < nm && msgs[si].from != r)
-							si++;
-						while (ri < nm && msgs[ri].to != r)
-							ri++;
-						if (si == nm)
-							take_send = 0;
-						if (ri == nm)
-							take_send = 1;
-						if (take_send) {
-							struct batch_msg *m = &msgs[si++];
-
-							t.items[r][cur++] = (struct ohc_batch_item){
-								OHC_BATCH_SEND, (int)m->esize,
-								m->sbuf, m->count, m->esize, m->to};
-						} else {
-							struct batch_msg *m = &msgs[ri++];
-
-							t.items[r][cur++] = (struct ohc_batch_item){
-								OHC_BATCH_RECV, (int)m->esize,
-								m->rbuf, m->count, m->esize, m->from};
-						}
-					}
-				}
-			}
+			nm = batch_msgs(msgs, n, &seed);
+			for (uint32_t r = 0; r < n; r++)
+				batch_items(&t, r, msgs, nm, &seed);
 			sim.nranks = n;
 			sim.mode = rep & 1 ? OHC_SIM_RENDEZVOUS : OHC_SIM_EAGER;
 			sim.args_fn = tc_args;
@@ -698,15 +746,14 @@ Test(coll, batch_send_recv)
 				     rep, sim.err);
 			for (uint32_t i = 0; i < nm; i++) {
 				struct batch_msg *m = &msgs[i];
+				size_t len = m->count * m->esize;
 
-				cr_assert(!memcmp(m->sbuf, m->rbuf,
-						  m->count * m->esize),
-					  "batch n=%u: message %u (%u -> %u, %llu "
-					  "x %zu B) not delivered", n, i, m->from,
-					  m->to, (unsigned long long)m->count,
-					  m->esize);
-				cr_assert_eq((unsigned char)m->rbuf[m->count * m->esize],
-					     SENTINEL);
+				CHECK(!memcmp(m->sbuf, m->rbuf, len) &&
+					      (unsigned char)m->rbuf[len] ==
+						      SENTINEL,
+				      "batch n=%u: message %u (%u -> %u, "
+				      "%zu B) not delivered exactly",
+				      n, i, m->from, m->to, len);
 				free(m->sbuf);
 				free(m->rbuf);
 			}
@@ -839,8 +886,8 @@ static ohc_status_t build_lost(const struct ohc_coll_args *a,
 
 static const struct ohc_algo fake_cross = {"cross", OHC_COLL_ALLREDUCE,
 					   build_cross, NULL, NULL};
-static const struct ohc_algo fake_len = {"len", OHC_COLL_ALLREDUCE,
-					 build_len, NULL, NULL};
+static const struct ohc_algo fake_len = {"len", OHC_COLL_ALLREDUCE, build_len,
+					 NULL, NULL};
 static const struct ohc_algo fake_skew = {"skew", OHC_COLL_ALLREDUCE,
 					  build_stepskew, NULL, NULL};
 static const struct ohc_algo fake_hazard = {"hazard", OHC_COLL_ALLREDUCE,
@@ -881,9 +928,9 @@ Test(sim, send_first_ring_deadlocks_only_with_rendezvous)
 {
 	char err[1024];
 
-	cr_assert_eq(sim_fake(&fake_cross, 3, OHC_SIM_EAGER, 1, err,
-			      sizeof(err)),
-		     OHC_ERR_DESYNC, "%s", err); /* steps 0 vs 1 */
+	cr_assert_eq(
+		sim_fake(&fake_cross, 3, OHC_SIM_EAGER, 1, err, sizeof(err)),
+		OHC_ERR_DESYNC, "%s", err); /* steps 0 vs 1 */
 	cr_assert_eq(sim_fake(&fake_cross, 3, OHC_SIM_RENDEZVOUS, 1, err,
 			      sizeof(err)),
 		     OHC_ERR_TIMEOUT, "%s", err);
@@ -898,25 +945,24 @@ Test(sim, length_step_hazard_and_lost_messages)
 {
 	char err[1024];
 
-	cr_assert_eq(sim_fake(&fake_len, 2, OHC_SIM_EAGER, 1, err,
-			      sizeof(err)),
+	cr_assert_eq(sim_fake(&fake_len, 2, OHC_SIM_EAGER, 1, err, sizeof(err)),
 		     OHC_ERR_DESYNC);
 	cr_assert(strstr(err, "8 bytes") && strstr(err, "expects 4"), "%s",
 		  err);
-	cr_assert_eq(sim_fake(&fake_skew, 2, OHC_SIM_EAGER, 1, err,
-			      sizeof(err)),
-		     OHC_ERR_DESYNC);
+	cr_assert_eq(
+		sim_fake(&fake_skew, 2, OHC_SIM_EAGER, 1, err, sizeof(err)),
+		OHC_ERR_DESYNC);
 	cr_assert(strstr(err, "step 0") && strstr(err, "step 1"), "%s", err);
-	cr_assert_eq(sim_fake(&fake_hazard, 2, OHC_SIM_EAGER, 1, err,
-			      sizeof(err)),
-		     OHC_ERR_INTERNAL);
+	cr_assert_eq(
+		sim_fake(&fake_hazard, 2, OHC_SIM_EAGER, 1, err, sizeof(err)),
+		OHC_ERR_INTERNAL);
 	cr_assert(strstr(err, "same memory"), "%s", err);
-	cr_assert_eq(sim_fake(&fake_hazard, 2, OHC_SIM_EAGER, 0, err,
-			      sizeof(err)),
-		     OHC_OK);
-	cr_assert_eq(sim_fake(&fake_lost, 2, OHC_SIM_EAGER, 1, err,
-			      sizeof(err)),
-		     OHC_ERR_DESYNC);
+	cr_assert_eq(
+		sim_fake(&fake_hazard, 2, OHC_SIM_EAGER, 0, err, sizeof(err)),
+		OHC_OK);
+	cr_assert_eq(
+		sim_fake(&fake_lost, 2, OHC_SIM_EAGER, 1, err, sizeof(err)),
+		OHC_ERR_DESYNC);
 	cr_assert(strstr(err, "never received"), "%s", err);
 	cr_assert_eq(sim_fake(&fake_lost, 2, OHC_SIM_RENDEZVOUS, 1, err,
 			      sizeof(err)),
@@ -963,9 +1009,9 @@ Test(sim, cost_model_matches_simulated_time)
 	unsigned na;
 	const struct ohc_algo *const *all = ohc_algo_all(&na);
 	const enum ohc_coll_op ops[] = {
-		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER,
-		OHC_COLL_REDUCE_SCATTER, OHC_COLL_BROADCAST,
-		OHC_COLL_REDUCE, OHC_COLL_SCATTER, OHC_COLL_ALLTOALL,
+		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER, OHC_COLL_REDUCE_SCATTER,
+		OHC_COLL_BROADCAST, OHC_COLL_REDUCE,	OHC_COLL_SCATTER,
+		OHC_COLL_ALLTOALL,
 	};
 
 	for (size_t oi = 0; oi < OHC_ARRAY_SIZE(ops); oi++) {
@@ -1006,14 +1052,15 @@ Test(sim, cost_model_matches_simulated_time)
 						ohc_coll_bytes(&probe), t.n,
 						OHC_LINK_RDMA);
 					ratio = sim.time_us / pred;
-					cr_assert(ratio > 0.5 && ratio < 2.0,
-						  "%s/%s n=%u count=%llu: "
-						  "predicted %.1f us, simulated "
-						  "%.1f us",
-						  ohc_coll_op_name(ops[oi]),
-						  all[i]->name, t.n,
-						  (unsigned long long)count,
-						  pred, sim.time_us);
+					cr_assert(
+						ratio > 0.5 && ratio < 2.0,
+						"%s/%s n=%u count=%llu: "
+						"predicted %.1f us, simulated "
+						"%.1f us",
+						ohc_coll_op_name(ops[oi]),
+						all[i]->name, t.n,
+						(unsigned long long)count, pred,
+						sim.time_us);
 					teardown(&t);
 				}
 			}
@@ -1103,17 +1150,19 @@ Test(determinism, fp32_allreduce_bitwise_across_runs_and_ranks)
 			fp_run(&f, add_f32, OHC_SIM_EAGER, 0);
 			for (uint32_t r = 0; r < f.n; r++) {
 				memcpy(first[r], f.rbuf[r], bytes);
-				cr_assert(!memcmp(f.rbuf[r], f.rbuf[0], bytes),
-					  "%s n=%u: rank %u differs from rank 0",
-					  f.algo->name, f.n, r);
+				cr_assert(
+					!memcmp(f.rbuf[r], f.rbuf[0], bytes),
+					"%s n=%u: rank %u differs from rank 0",
+					f.algo->name, f.n, r);
 			}
 			for (uint32_t r = 0; r < f.n; r++)
 				memset(f.rbuf[r], 0, bytes);
 			fp_run(&f, add_f32, OHC_SIM_RENDEZVOUS, 99);
 			for (uint32_t r = 0; r < f.n; r++) {
-				cr_assert(!memcmp(f.rbuf[r], first[r], bytes),
-					  "%s n=%u: rank %u: second run differs",
-					  f.algo->name, f.n, r);
+				cr_assert(
+					!memcmp(f.rbuf[r], first[r], bytes),
+					"%s n=%u: rank %u: second run differs",
+					f.algo->name, f.n, r);
 				free(f.sbuf[r]);
 				free(f.rbuf[r]);
 				free(first[r]);
@@ -1211,19 +1260,21 @@ Test(patterns, partition)
 	uint64_t seed = 3;
 
 	for (int i = 0; i < 2000; i++) {
-		uint64_t count = rnd(&seed) % 5000;
+		uint64_t count = rnd(&seed) % 5000, total = 0;
 		uint32_t n = 1 + (uint32_t)(rnd(&seed) % 64);
-		uint64_t total = 0;
 
 		for (uint32_t p = 0; p < n; p++) {
 			uint64_t c = ohc_part_count(count, n, p);
 
-			cr_assert_eq(ohc_part_offset(count, n, p), total);
-			cr_assert(c == count / n || c == count / n + 1);
+			CHECK(ohc_part_offset(count, n, p) == total &&
+				      (c == count / n || c == count / n + 1),
+			      "count %llu n %u: part %u",
+			      (unsigned long long)count, n, p);
 			total += c;
 		}
-		cr_assert_eq(total, count);
-		cr_assert_eq(ohc_part_offset(count, n, n), count);
+		CHECK(total == count && ohc_part_offset(count, n, n) == count,
+		      "count %llu n %u: parts sum to %llu",
+		      (unsigned long long)count, n, (unsigned long long)total);
 	}
 }
 
@@ -1236,22 +1287,29 @@ Test(patterns, ring_chunks)
 			for (uint32_t r = 0; r < n; r++) {
 				uint32_t left = ohc_ring_left(r, n);
 
-				cr_assert_eq(ohc_ring_right(left, n), r);
+				CHECK(ohc_ring_right(left, n) == r, "n %u r %u",
+				      n, r);
 				rs_seen[ohc_ring_rs_send_chunk(r, st, n)]++;
 				ag_seen[ohc_ring_ag_send_chunk(r, st, n)]++;
 				/* what I receive is what my left sends */
-				cr_assert_eq(ohc_ring_rs_recv_chunk(r, st, n),
-					     ohc_ring_rs_send_chunk(left, st, n));
-				cr_assert_eq(ohc_ring_ag_recv_chunk(r, st, n),
-					     ohc_ring_ag_send_chunk(left, st, n));
+				CHECK(ohc_ring_rs_recv_chunk(r, st, n) ==
+						      ohc_ring_rs_send_chunk(
+							      left, st, n) &&
+					      ohc_ring_ag_recv_chunk(r, st,
+								     n) ==
+						      ohc_ring_ag_send_chunk(
+							      left, st, n),
+				      "n %u step %u rank %u: received chunk is "
+				      "not the one sent",
+				      n, st, r);
 			}
-			for (uint32_t c = 0; c < n; c++) {
-				cr_assert_eq(rs_seen[c], 1);
-				cr_assert_eq(ag_seen[c], 1);
-			}
+			for (uint32_t c = 0; c < n; c++)
+				CHECK(rs_seen[c] == 1 && ag_seen[c] == 1,
+				      "n %u step %u: chunk %u sent %u/%u times",
+				      n, st, c, rs_seen[c], ag_seen[c]);
 		}
-		/* a rank receives every chunk but its final one once in
-		 * the reduce-scatter and every other chunk in the allgather */
+		/* a rank receives every chunk but its final one once in the
+		 * reduce-scatter and every other chunk in the allgather */
 		for (uint32_t r = 0; r < n; r++) {
 			uint32_t rs[64] = {0}, ag[64] = {0};
 
@@ -1259,19 +1317,22 @@ Test(patterns, ring_chunks)
 				rs[ohc_ring_rs_recv_chunk(r, st, n)]++;
 				ag[ohc_ring_ag_recv_chunk(r, st, n)]++;
 			}
-			for (uint32_t c = 0; c < n; c++) {
-				cr_assert_eq(rs[c], c == r ? 0u : 1u);
-				cr_assert_eq(ag[c], c == (r + 1) % n ? 0u : 1u);
-			}
+			for (uint32_t c = 0; c < n; c++)
+				CHECK(rs[c] == (c == r ? 0u : 1u) &&
+					      ag[c] == (c == (r + 1) % n ? 0u
+									 : 1u),
+				      "n %u rank %u chunk %u: received %u/%u "
+				      "times",
+				      n, r, c, rs[c], ag[c]);
 		}
 	}
 }
 
 Test(patterns, dissemination_reaches_everyone)
 {
-	for (uint32_t n = 1; n <= 40; n++) {
-		static uint8_t know[40][40], next[40][40];
+	static uint8_t know[40][40], next[40][40];
 
+	for (uint32_t n = 1; n <= 40; n++) {
 		memset(know, 0, sizeof(know));
 		for (uint32_t r = 0; r < n; r++)
 			know[r][r] = 1;
@@ -1280,7 +1341,8 @@ Test(patterns, dissemination_reaches_everyone)
 			for (uint32_t r = 0; r < n; r++) {
 				uint32_t to = ohc_dissem_to(r, k, n);
 
-				cr_assert_eq(ohc_dissem_from(to, k, n), r);
+				CHECK(ohc_dissem_from(to, k, n) == r,
+				      "n %u round %u rank %u", n, k, r);
 				for (uint32_t x = 0; x < n; x++)
 					next[to][x] |= know[r][x];
 			}
@@ -1288,8 +1350,8 @@ Test(patterns, dissemination_reaches_everyone)
 		}
 		for (uint32_t r = 0; r < n; r++)
 			for (uint32_t x = 0; x < n; x++)
-				cr_assert(know[r][x], "n=%u: %u never heard %u",
-					  n, r, x);
+				CHECK(know[r][x], "n %u: %u never heard %u", n,
+				      r, x);
 	}
 }
 
@@ -1297,76 +1359,82 @@ Test(patterns, fold)
 {
 	for (uint32_t n = 1; n <= 70; n++) {
 		uint32_t pof2 = ohc_pof2_floor(n), prev = 0, seen = 0;
+		uint32_t lc = ohc_log2_ceil(n);
 
-		cr_assert(ohc_is_pof2(pof2) && pof2 <= n && 2 * pof2 > n);
-		cr_assert_eq(1u << ohc_log2_floor(n), pof2);
-		cr_assert((1ull << ohc_log2_ceil(n)) >= n &&
-			  (n == 1 || (1ull << (ohc_log2_ceil(n) - 1)) < n));
+		CHECK(ohc_is_pof2(pof2) && pof2 <= n && 2 * pof2 > n &&
+			      (1u << ohc_log2_floor(n)) == pof2,
+		      "n %u: pof2 %u", n, pof2);
+		CHECK((1ull << lc) >= n && (lc == 0 || (1ull << (lc - 1)) < n),
+		      "n %u: log2 ceil %u", n, lc);
 		for (uint32_t r = 0; r < n; r++) {
 			uint32_t nr = ohc_fold_newrank(r, n);
 
 			if (nr == OHC_FOLDED) {
-				cr_assert(r % 2 == 0 && r + 1 < n);
-				cr_assert_neq(ohc_fold_newrank(r + 1, n),
-					      OHC_FOLDED);
+				CHECK((r & 1) == 0 && r + 1 < n &&
+					      ohc_fold_newrank(r + 1, n) !=
+						      OHC_FOLDED,
+				      "n %u: rank %u folded wrongly", n, r);
 				continue;
 			}
-			cr_assert_lt(nr, pof2);
-			cr_assert_eq(ohc_fold_rank(nr, n), r);
-			cr_assert(seen == 0 || nr == prev + 1);
+			/* a bijection onto [0, pof2) keeping rank order */
+			CHECK(nr < pof2 && ohc_fold_rank(nr, n) == r &&
+				      (seen == 0 || nr == prev + 1),
+			      "n %u: rank %u -> new rank %u", n, r, nr);
 			prev = nr;
 			seen++;
 		}
-		cr_assert_eq(seen, pof2);
+		CHECK(seen == pof2, "n %u: %u new ranks", n, seen);
 	}
 }
 
 Test(patterns, binomial)
 {
 	for (uint32_t n = 1; n <= 70; n++) {
-		uint32_t R = ohc_binom_rounds(n), got[70] = {0};
+		uint32_t rounds = ohc_binom_rounds(n), got[70] = {0}, at = 1;
 
-		for (uint32_t root = 0; root < n; root += 3) {
+		for (uint32_t root = 0; root < n; root += 3)
 			for (uint32_t r = 0; r < n; r++)
-				cr_assert_eq(ohc_binom_rank(
-						     ohc_binom_vrank(r, root, n),
-						     root, n),
-					     r);
-		}
+				CHECK(ohc_binom_rank(
+					      ohc_binom_vrank(r, root, n), root,
+					      n) == r,
+				      "n %u root %u rank %u", n, root, r);
 		/* top-down: every vr != 0 receives exactly once, from its
 		 * parent, in its receive round, after the parent got it */
-		memset(got, 0, sizeof(got));
-		for (uint32_t t = 0; t < R; t++)
+		for (uint32_t t = 0; t < rounds; t++) {
 			for (uint32_t vr = 0; vr < n; vr++) {
 				uint32_t c = ohc_binom_td_child(vr, t, n);
 
 				if (!c)
 					continue;
-				cr_assert_eq(ohc_binom_parent(c), vr);
-				cr_assert_eq(ohc_binom_td_recv_round(c, n), t);
-				cr_assert(vr == 0 ||
-					  ohc_binom_td_recv_round(vr, n) < t);
+				CHECK(ohc_binom_parent(c) == vr &&
+					      ohc_binom_td_recv_round(c, n) ==
+						      t &&
+					      (vr == 0 ||
+					       ohc_binom_td_recv_round(vr, n) <
+						       t),
+				      "n %u round %u: %u -> %u", n, t, vr, c);
 				/* the child's subtree sits inside ours */
-				cr_assert_leq(c + ohc_binom_subtree(c, n),
-					      vr + ohc_binom_subtree(vr, n));
+				CHECK(c + ohc_binom_subtree(c, n) <=
+					      vr + ohc_binom_subtree(vr, n),
+				      "n %u: subtree of %u leaves %u's", n, c,
+				      vr);
 				got[c]++;
 			}
-		for (uint32_t vr = 1; vr < n; vr++)
-			cr_assert_eq(got[vr], 1, "n=%u vr=%u", n, vr);
-		/* subtrees of the root's children tile [1, n) */
-		{
-			uint32_t at = 1;
-
-			for (uint32_t t = 0; t < R; t++) {
-				uint32_t c = ohc_binom_td_child(0, R - 1 - t, n);
-
-				if (!c)
-					continue;
-				cr_assert_eq(c, at);
-				at += ohc_binom_subtree(c, n);
-			}
-			cr_assert_eq(at, n);
 		}
+		for (uint32_t vr = 1; vr < n; vr++)
+			CHECK(got[vr] == 1, "n %u: vr %u received %u times", n,
+			      vr, got[vr]);
+		/* the subtrees of the root's children tile [1, n) */
+		for (uint32_t t = rounds; t-- > 0;) {
+			uint32_t c = ohc_binom_td_child(0, t, n);
+
+			if (!c)
+				continue;
+			CHECK(c == at, "n %u: root child %u, expected %u", n, c,
+			      at);
+			at += ohc_binom_subtree(c, n);
+		}
+		CHECK(at == n, "n %u: root subtrees end at %u", n, at);
 	}
 }
 
@@ -1381,9 +1449,12 @@ Test(patterns, bruck)
 			total += ohc_bruck_ag_nslots(k, n);
 			for (uint32_t i = 0; i < n; i++)
 				cnt += (i >> k) & 1;
-			cr_assert_eq(ohc_bruck_a2a_nslots(k, n), cnt);
+			CHECK(ohc_bruck_a2a_nslots(k, n) == cnt,
+			      "n %u step %u: %u slots, expected %u", n, k,
+			      ohc_bruck_a2a_nslots(k, n), cnt);
 		}
-		cr_assert_eq(total, n - 1, "n=%u", n);
+		CHECK(total == n - 1, "n %u: allgather moves %u slots", n,
+		      total);
 	}
 }
 
@@ -1396,8 +1467,9 @@ Test(patterns, pairwise_and_alltoallvc)
 			for (uint32_t k = 0; k < n; k++) {
 				uint32_t to = ohc_pairwise_to(r, k, n);
 
-				cr_assert_eq(ohc_pairwise_from(to, k, n), r);
-				cr_assert_eq(ohc_pairwise_step(r, to, n), k);
+				CHECK(ohc_pairwise_from(to, k, n) == r &&
+					      ohc_pairwise_step(r, to, n) == k,
+				      "n %u rank %u step %u", n, r, k);
 			}
 		for (uint32_t i = 0; i < n * n; i++)
 			m[i] = rnd(&seed) % 5;
@@ -1407,10 +1479,10 @@ Test(patterns, pairwise_and_alltoallvc)
 
 			ohc_alltoallvc_to_v(m, n, r, sc, sd, rc, rd);
 			for (uint32_t j = 0; j < n; j++) {
-				cr_assert_eq(sc[j], m[r * n + j]);
-				cr_assert_eq(rc[j], m[j * n + r]);
-				cr_assert_eq(sd[j], so);
-				cr_assert_eq(rd[j], ro);
+				CHECK(sc[j] == m[r * n + j] &&
+					      rc[j] == m[j * n + r] &&
+					      sd[j] == so && rd[j] == ro,
+				      "n %u rank %u peer %u", n, r, j);
 				so += sc[j];
 				ro += rc[j];
 			}
@@ -1427,8 +1499,12 @@ static const struct ohc_algo *choose(enum ohc_coll_op op, uint32_t n,
 	static char *buf;
 	struct ohc_sched s;
 	const struct ohc_algo *al = NULL;
-	struct ohc_coll_args a = {.op = op, .count = count, .esize = 4,
-				  .rank = 0, .nranks = n, .link = link,
+	struct ohc_coll_args a = {.op = op,
+				  .count = count,
+				  .esize = 4,
+				  .rank = 0,
+				  .nranks = n,
+				  .link = link,
 				  .algo_override = override};
 	size_t bytes = (size_t)count * 4 * n;
 
@@ -1447,48 +1523,63 @@ Test(select, latency_small_bandwidth_large)
 {
 	const uint64_t small = 2, large = 1u << 20; /* 8 B, 4 MiB */
 
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, small, OHC_LINK_RDMA,
-				NULL)->name, "recursive_doubling");
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, large, OHC_LINK_RDMA,
-				NULL)->name, "ring");
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 8, small, OHC_LINK_SHM,
-				NULL)->name, "recursive_doubling");
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 8, large, OHC_LINK_SHM,
-				NULL)->name, "halving_doubling");
-	cr_assert_str_eq(choose(OHC_COLL_BROADCAST, 8, small, OHC_LINK_RDMA,
-				NULL)->name, "binomial");
-	cr_assert_str_eq(choose(OHC_COLL_BROADCAST, 8, large, OHC_LINK_RDMA,
-				NULL)->name, "scatter_ring_allgather");
-	cr_assert_str_eq(choose(OHC_COLL_ALLTOALL, 8, small, OHC_LINK_RDMA,
-				NULL)->name, "bruck");
-	cr_assert_str_eq(choose(OHC_COLL_ALLTOALL, 8, large / 8,
-				OHC_LINK_RDMA, NULL)->name, "pairwise");
-	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_SHM,
-				NULL)->name, "bruck");
-	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, large / 6,
-				OHC_LINK_SHM, NULL)->name, "ring");
-	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 8, small, OHC_LINK_SHM,
-				NULL)->name, "recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 6, small, OHC_LINK_RDMA, NULL)->name,
+		"recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 6, large, OHC_LINK_RDMA, NULL)->name,
+		"ring");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 8, small, OHC_LINK_SHM, NULL)->name,
+		"recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 8, large, OHC_LINK_SHM, NULL)->name,
+		"halving_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_BROADCAST, 8, small, OHC_LINK_RDMA, NULL)->name,
+		"binomial");
+	cr_assert_str_eq(
+		choose(OHC_COLL_BROADCAST, 8, large, OHC_LINK_RDMA, NULL)->name,
+		"scatter_ring_allgather");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLTOALL, 8, small, OHC_LINK_RDMA, NULL)->name,
+		"bruck");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLTOALL, 8, large / 8, OHC_LINK_RDMA, NULL)
+			->name,
+		"pairwise");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_SHM, NULL)->name,
+		"bruck");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 6, large / 6, OHC_LINK_SHM, NULL)
+			->name,
+		"ring");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 8, small, OHC_LINK_SHM, NULL)->name,
+		"recursive_doubling");
 	/* power-of-two-only algorithms decline other rank counts */
-	cr_assert_str_neq(choose(OHC_COLL_REDUCE_SCATTER, 6, small,
-				 OHC_LINK_RDMA, NULL)->name,
-			  "recursive_halving");
-	cr_assert_str_eq(choose(OHC_COLL_REDUCE_SCATTER, 8, small,
-				OHC_LINK_RDMA, NULL)->name,
-			 "recursive_halving");
+	cr_assert_str_neq(
+		choose(OHC_COLL_REDUCE_SCATTER, 6, small, OHC_LINK_RDMA, NULL)
+			->name,
+		"recursive_halving");
+	cr_assert_str_eq(
+		choose(OHC_COLL_REDUCE_SCATTER, 8, small, OHC_LINK_RDMA, NULL)
+			->name,
+		"recursive_halving");
 }
 
 Test(select, predict)
 {
-	double a = ohc_algo_predict_us(&ohc_algo_allreduce_ring,
-				       OHC_COLL_ALLREDUCE, 1000, 8,
-				       OHC_LINK_RDMA);
+	double a =
+		ohc_algo_predict_us(&ohc_algo_allreduce_ring,
+				    OHC_COLL_ALLREDUCE, 1000, 8, OHC_LINK_RDMA);
 	double b = ohc_algo_predict_us(&ohc_algo_allreduce_ring,
 				       OHC_COLL_ALLREDUCE, 1000000, 8,
 				       OHC_LINK_RDMA);
-	double c = ohc_algo_predict_us(&ohc_algo_allreduce_ring,
-				       OHC_COLL_ALLREDUCE, 1000, 8,
-				       OHC_LINK_SHM);
+	double c =
+		ohc_algo_predict_us(&ohc_algo_allreduce_ring,
+				    OHC_COLL_ALLREDUCE, 1000, 8, OHC_LINK_SHM);
 
 	cr_assert(a > 0 && b > a && c < a);
 	cr_assert(isinf(ohc_algo_predict_us(&ohc_algo_allreduce_ring,
@@ -1525,21 +1616,20 @@ Test(select, override_grammar)
 	cr_assert_null(ohc_algo_override_find("level0:NA;level1:NA",
 					      OHC_COLL_ALLREDUCE, &unk));
 	cr_assert_eq(unk, 0);
-	cr_assert_null(ohc_algo_override_find(NULL, OHC_COLL_ALLREDUCE,
-					      &unk));
+	cr_assert_null(ohc_algo_override_find(NULL, OHC_COLL_ALLREDUCE, &unk));
 	/* per op */
 	{
 		const char *s = "allreduce=level0:NA;level1:H-D_R/"
 				"allgather=level0:NA;level1:ring";
 
-		cr_assert_eq(ohc_algo_override_find(s, OHC_COLL_ALLREDUCE,
-						    &unk),
-			     &ohc_algo_allreduce_hd);
-		cr_assert_eq(ohc_algo_override_find(s, OHC_COLL_ALLGATHER,
-						    &unk),
-			     &ohc_algo_allgather_ring);
-		cr_assert_null(ohc_algo_override_find(s, OHC_COLL_BROADCAST,
-						      &unk));
+		cr_assert_eq(
+			ohc_algo_override_find(s, OHC_COLL_ALLREDUCE, &unk),
+			&ohc_algo_allreduce_hd);
+		cr_assert_eq(
+			ohc_algo_override_find(s, OHC_COLL_ALLGATHER, &unk),
+			&ohc_algo_allgather_ring);
+		cr_assert_null(
+			ohc_algo_override_find(s, OHC_COLL_BROADCAST, &unk));
 		cr_assert_eq(unk, 0);
 	}
 	cr_assert_eq(ohc_algo_override_find("alltoall=level0:NA;level1:"
@@ -1554,8 +1644,8 @@ Test(select, override_grammar)
 	cr_assert_null(ohc_algo_override_find("level0:NA;level1:foo",
 					      OHC_COLL_ALLREDUCE, &unk));
 	cr_assert_eq(unk, 1);
-	cr_assert_null(ohc_algo_override_find("garbage", OHC_COLL_ALLREDUCE,
-					      &unk));
+	cr_assert_null(
+		ohc_algo_override_find("garbage", OHC_COLL_ALLREDUCE, &unk));
 	cr_assert_eq(unk, 1);
 	cr_assert_null(ohc_algo_override_find("allreducee=level1:ring",
 					      OHC_COLL_ALLREDUCE, &unk));
@@ -1565,16 +1655,22 @@ Test(select, override_grammar)
 Test(select, override_wins)
 {
 	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 2, OHC_LINK_RDMA,
-				"level0:NA;level1:ring")->name, "ring");
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 1u << 20,
-				OHC_LINK_RDMA, "level0:NA;level1:H-D_R")->name,
+				"level0:NA;level1:ring")
+				 ->name,
+			 "ring");
+	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 1u << 20, OHC_LINK_RDMA,
+				"level0:NA;level1:H-D_R")
+				 ->name,
 			 "halving_doubling");
 	cr_assert_str_eq(choose(OHC_COLL_ALLTOALL, 8, 2, OHC_LINK_RDMA,
-				"level0:NA;level1:pairwise")->name,
+				"level0:NA;level1:pairwise")
+				 ->name,
 			 "pairwise");
 	/* recursive doubling allgather needs a power of two: automatic */
 	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, 2, OHC_LINK_SHM,
-				"level0:NA;level1:H-D_R")->name, "bruck");
+				"level0:NA;level1:H-D_R")
+				 ->name,
+			 "bruck");
 }
 
 static void redirect_all(void)
@@ -1598,19 +1694,22 @@ static size_t count_in_stderr(const char *needle)
 	return hits;
 }
 
-Test(select, unknown_override_warns_once_and_falls_back,
-     .init = redirect_all)
+Test(select, unknown_override_warns_once_and_falls_back, .init = redirect_all)
 {
 	const char *bad = "level0:NA;level1:foo";
 
 	setenv("OPENHCCL_DEBUG", "WARN", 1);
 	ohc_log_reload();
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 2, OHC_LINK_RDMA,
-				bad)->name, "recursive_doubling");
-	cr_assert_str_eq(choose(OHC_COLL_ALLREDUCE, 6, 1u << 20,
-				OHC_LINK_RDMA, bad)->name, "ring");
-	cr_assert_str_eq(choose(OHC_COLL_BROADCAST, 6, 2, OHC_LINK_RDMA,
-				bad)->name, "binomial");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 6, 2, OHC_LINK_RDMA, bad)->name,
+		"recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 6, 1u << 20, OHC_LINK_RDMA, bad)
+			->name,
+		"ring");
+	cr_assert_str_eq(
+		choose(OHC_COLL_BROADCAST, 6, 2, OHC_LINK_RDMA, bad)->name,
+		"binomial");
 	cr_assert_eq(count_in_stderr("HCCL_ALGO 'level0:NA;level1:foo'"), 1);
 }
 

@@ -34,8 +34,7 @@ static inline uint32_t ohc_pairwise_step(uint32_t r, uint32_t peer, uint32_t n)
  */
 static inline void ohc_alltoallvc_to_v(const uint64_t *matrix, uint32_t n,
 				       uint32_t rank, uint64_t *sc,
-				       uint64_t *sd, uint64_t *rc,
-				       uint64_t *rd)
+				       uint64_t *sd, uint64_t *rc, uint64_t *rd)
 {
 	uint64_t soff = 0, roff = 0;
 
