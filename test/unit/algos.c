@@ -155,20 +155,136 @@ static uint64_t extent(const uint64_t *c, const uint64_t *d, uint32_t n)
 	return e;
 }
 
-/* Lay out rank r's memory: sbytes/rbytes, in place at rbuf + ioff. */
+/*
+ * Buffer placements: apart, the send buffer inside the receive buffer at
+ * element k, or the receive buffer inside the send buffer at element k.
+ * In-place levels: 0 apart; 1 the op's in-place layout (spec 2.4: same
+ * buffer, AllGather's send block at rbuf + rank*count, ReduceScatter's
+ * receive block at sbuf + rank*count, Scatter's at the root's block);
+ * 2 the same start address; 3 a partial overlap (sbuf = rbuf + 3).
+ */
+enum placement { PL_APART, PL_S_IN_R, PL_R_IN_S };
+
 static void layout(struct tc *t, uint32_t r, uint64_t s_el, uint64_t r_el,
-		   int inplace, uint64_t ioff_el)
+		   enum placement pl, uint64_t k_el)
 {
-	size_t sb = s_el * 4, rb = r_el * 4;
+	size_t sb = s_el * 4, rb = r_el * 4, k = k_el * 4;
 	size_t so = (rb + 63) & ~(size_t)63;
 
-	t->memlen[r] = inplace ? (rb > sb ? rb : sb) : so + sb;
+	switch (pl) {
+	case PL_APART:
+		t->memlen[r] = so + sb;
+		break;
+	case PL_S_IN_R:
+		t->memlen[r] = rb > k + sb ? rb : k + sb;
+		break;
+	case PL_R_IN_S:
+		t->memlen[r] = sb > k + rb ? sb : k + rb;
+		break;
+	}
 	t->mem[r] = malloc(t->memlen[r] + 1);
 	t->want[r] = malloc(t->memlen[r] + 1);
 	CHECK(t->mem[r] && t->want[r], "out of memory");
 	memset(t->mem[r], SENTINEL, t->memlen[r] + 1);
-	t->rbuf[r] = t->mem[r];
-	t->sbuf[r] = inplace ? t->mem[r] + ioff_el * 4 : t->mem[r] + so;
+	t->rbuf[r] = t->mem[r] + (pl == PL_R_IN_S ? k : 0);
+	t->sbuf[r] = t->mem[r] + (pl == PL_APART    ? so
+				  : pl == PL_S_IN_R ? k
+						    : 0);
+}
+
+static int has_root(enum ohc_coll_op op)
+{
+	return op == OHC_COLL_BROADCAST || op == OHC_COLL_REDUCE ||
+	       op == OHC_COLL_SCATTER;
+}
+
+/* In-place levels worth testing for op (see placements above). */
+static int level_applies(enum ohc_coll_op op, int level)
+{
+	switch (op) {
+	case OHC_COLL_ALLREDUCE:
+	case OHC_COLL_REDUCE:
+	case OHC_COLL_BROADCAST:
+		return level != 2; /* same as 1 */
+	case OHC_COLL_ALLGATHER:
+	case OHC_COLL_REDUCE_SCATTER:
+	case OHC_COLL_SCATTER:
+		return 1;
+	case OHC_COLL_ALLTOALL:
+		return level != 1; /* HCCL has no in-place alltoall */
+	default:
+		return level == 0;
+	}
+}
+
+/* Rank r's buffers for t->op at t->inplace; send data is val(r, i). */
+static void place(struct tc *t, uint32_t r)
+{
+	uint32_t n = t->n;
+	uint64_t c = t->count, s_el, r_el, k = 0;
+	enum placement pl = PL_APART;
+	int root = r == t->root;
+
+	switch (t->op) {
+	case OHC_COLL_ALLREDUCE:
+	case OHC_COLL_REDUCE:
+		s_el = c;
+		r_el = c;
+		break;
+	case OHC_COLL_BROADCAST:
+		s_el = root ? c : 0;
+		r_el = c;
+		break;
+	case OHC_COLL_ALLGATHER:
+		s_el = c;
+		r_el = n * c;
+		k = t->inplace == 1 ? r * c : 0;
+		break;
+	case OHC_COLL_REDUCE_SCATTER:
+		s_el = n * c;
+		r_el = c;
+		k = t->inplace == 1 ? r * c : 0;
+		break;
+	case OHC_COLL_SCATTER:
+		s_el = root ? n * c : 0;
+		r_el = c;
+		k = t->inplace == 1 ? r * c : 0;
+		break;
+	case OHC_COLL_ALLTOALL:
+		s_el = n * c;
+		r_el = n * c;
+		break;
+	case OHC_COLL_ALLGATHER_V:
+		s_el = t->rc[r][r];
+		r_el = extent(t->rc[r], t->rd[r], n);
+		break;
+	case OHC_COLL_REDUCE_SCATTER_V:
+		s_el = extent(t->sc[r], t->sd[r], n);
+		r_el = t->sc[r][r];
+		break;
+	case OHC_COLL_ALLTOALLV:
+		s_el = extent(t->sc[r], t->sd[r], n);
+		r_el = extent(t->rc[r], t->rd[r], n);
+		break;
+	default:
+		cr_assert_fail("setup: op %d", t->op);
+	}
+	if (t->inplace == 3) {
+		pl = PL_S_IN_R;
+		k = 3;
+	} else if (t->inplace) {
+		pl = t->op == OHC_COLL_REDUCE_SCATTER ||
+				     t->op == OHC_COLL_SCATTER
+			     ? PL_R_IN_S
+			     : PL_S_IN_R;
+	}
+	if (t->op == OHC_COLL_BROADCAST && !root)
+		pl = PL_S_IN_R; /* HcclBroadcast has one buffer */
+	layout(t, r, s_el, r_el, pl, k);
+	if (t->op == OHC_COLL_SCATTER && !root)
+		t->sbuf[r] = NULL; /* allowed off the root */
+	for (uint64_t i = 0; i < s_el; i++)
+		u32(t->sbuf[r])[i] = val(r, i);
 }
 
 /* Fill send data, then compute want = mem after the operation. */
@@ -178,72 +294,7 @@ static void setup(struct tc *t)
 	uint64_t c = t->count;
 
 	for (uint32_t r = 0; r < n; r++) {
-		int root = r == t->root;
-
-		switch (t->op) {
-		case OHC_COLL_ALLREDUCE:
-		case OHC_COLL_REDUCE:
-			layout(t, r, c, c, t->inplace, 0);
-			for (uint64_t i = 0; i < c; i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_BROADCAST:
-			layout(t, r, c, c, t->inplace || !root, 0);
-			if (root)
-				for (uint64_t i = 0; i < c; i++)
-					u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_ALLGATHER:
-			layout(t, r, c, n * c, t->inplace, r * c);
-			for (uint64_t i = 0; i < c; i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_REDUCE_SCATTER:
-			layout(t, r, n * c, c, 0, 0);
-			if (t->inplace) /* NCCL style: rbuf is my block */
-				t->rbuf[r] = t->sbuf[r] + r * c * 4;
-			for (uint64_t i = 0; i < n * c; i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_SCATTER:
-			layout(t, r, root ? n * c : 0, c, 0, 0);
-			if (!root) {
-				t->sbuf[r] = NULL;
-				break;
-			}
-			if (t->inplace)
-				t->rbuf[r] = t->sbuf[r] + r * c * 4;
-			for (uint64_t i = 0; i < n * c; i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_ALLTOALL:
-			layout(t, r, n * c, n * c, 0, 0);
-			for (uint64_t i = 0; i < n * c; i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_ALLGATHER_V:
-			layout(t, r, t->rc[r][r], extent(t->rc[r], t->rd[r], n),
-			       0, 0);
-			for (uint64_t i = 0; i < t->rc[r][r]; i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_REDUCE_SCATTER_V:
-			layout(t, r, extent(t->sc[r], t->sd[r], n), t->sc[r][r],
-			       0, 0);
-			for (uint64_t i = 0; i < extent(t->sc[r], t->sd[r], n);
-			     i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		case OHC_COLL_ALLTOALLV:
-			layout(t, r, extent(t->sc[r], t->sd[r], n),
-			       extent(t->rc[r], t->rd[r], n), 0, 0);
-			for (uint64_t i = 0; i < extent(t->sc[r], t->sd[r], n);
-			     i++)
-				u32(t->sbuf[r])[i] = val(r, i);
-			break;
-		default:
-			cr_assert_fail("setup: op %d", t->op);
-		}
+		place(t, r);
 		memcpy(t->want[r], t->mem[r], t->memlen[r] + 1);
 	}
 	/* the reference: results written into want at rbuf's offset */
@@ -325,6 +376,9 @@ static void teardown(struct tc *t)
 	}
 }
 
+static const char *const inplace_name[] = {"apart", "in-place", "same-address",
+					   "overlapping"};
+
 static const char *mode_name(enum ohc_sim_mode m)
 {
 	return m == OHC_SIM_EAGER ? "eager" : "rendezvous";
@@ -342,8 +396,7 @@ static void run_case(struct tc *t, enum ohc_sim_mode mode, unsigned seed)
 		 "%s/%s n=%u count=%llu root=%u %s %s det=%d",
 		 ohc_coll_op_name(t->op), t->algo ? t->algo->name : "auto",
 		 t->n, (unsigned long long)t->count, t->root,
-		 t->inplace ? "in-place" : "out-of-place", mode_name(mode),
-		 t->det);
+		 inplace_name[t->inplace], mode_name(mode), t->det);
 	setup(t);
 	sim.nranks = t->n;
 	sim.mode = mode;
@@ -374,18 +427,6 @@ static void run_case(struct tc *t, enum ohc_sim_mode mode, unsigned seed)
 	teardown(t);
 }
 
-static int has_root(enum ohc_coll_op op)
-{
-	return op == OHC_COLL_BROADCAST || op == OHC_COLL_REDUCE ||
-	       op == OHC_COLL_SCATTER;
-}
-
-static int has_inplace(enum ohc_coll_op op)
-{
-	return op != OHC_COLL_ALLTOALL && op != OHC_COLL_ALLTOALLV &&
-	       op != OHC_COLL_ALLGATHER_V && op != OHC_COLL_REDUCE_SCATTER_V;
-}
-
 /* The whole matrix for one algorithm (or selection when algo is NULL). */
 static unsigned run_matrix(enum ohc_coll_op op, const struct ohc_algo *algo)
 {
@@ -398,12 +439,12 @@ static unsigned run_matrix(enum ohc_coll_op op, const struct ohc_algo *algo)
 		for (size_t ci = 0; ci < OHC_ARRAY_SIZE(test_counts); ci++) {
 			for (uint32_t root = 0; root < n;
 			     root += (n > 1 ? n - 1 : 1)) {
-				for (int ip = 0; ip < 2; ip++) {
+				for (int ip = 0; ip < 4; ip++) {
 					for (int m = 0; m < 2; m++) {
 						struct ohc_coll_args probe = {
 							.op = op, .nranks = n};
 
-						if (ip && !has_inplace(op))
+						if (!level_applies(op, ip))
 							continue;
 						if (algo && algo->accepts &&
 						    algo->accepts(&probe))
