@@ -44,23 +44,26 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	uint32_t nr = ohc_fold_newrank(r, n), lo = 0, hi = pof2;
 	uint64_t bytes = a->count * a->esize;
 	const char *cur = a->sbuf;
-	char *rb = a->rbuf, *tmp;
+	char *rb = a->rbuf, *tmp = NULL;
 	struct pending p = {0};
 	int stage, det = a->deterministic;
+	size_t need;
 
 	if (n == 1)
 		return ohc_algo_single(s, rb, cur, bytes);
 	if (bytes == 0)
 		return OHC_OK;
+	/* scratch: [receive area, deterministic only][staged send buffer] */
 	stage = cur != rb && ohc_mem_overlap(cur, bytes, rb, bytes);
-	tmp = ohc_algo_scratch(s, ohc_align64(bytes) * (stage ? 2 : 1));
-	if (!tmp)
-		return OHC_ERR_NO_MEMORY;
-	if (stage) {
-		char *t = tmp + ohc_align64(bytes);
-
-		ohc_sched_copy(s, t, cur, bytes);
-		cur = t;
+	need = det && nr != OHC_FOLDED ? ohc_align64(bytes) : 0;
+	if (need || stage) {
+		tmp = ohc_algo_scratch(s, need + (stage ? bytes : 0));
+		if (!tmp)
+			return OHC_ERR_NO_MEMORY;
+		if (stage) {
+			ohc_sched_copy(s, tmp + need, cur, bytes);
+			cur = tmp + need;
+		}
 	}
 	if (rem) {
 		if (nr == OHC_FOLDED) {

@@ -71,22 +71,38 @@ static const struct ohc_cost_params cost_defaults[] = {
 const char *ohc_coll_op_name(enum ohc_coll_op op)
 {
 	switch (op) {
-	case OHC_COLL_BROADCAST: return "broadcast";
-	case OHC_COLL_ALLREDUCE: return "allreduce";
-	case OHC_COLL_REDUCE: return "reduce";
-	case OHC_COLL_SEND: return "send";
-	case OHC_COLL_RECV: return "recv";
-	case OHC_COLL_ALLGATHER: return "allgather";
-	case OHC_COLL_REDUCE_SCATTER: return "reduce_scatter";
-	case OHC_COLL_ALLTOALLV: return "alltoallv";
-	case OHC_COLL_ALLTOALLVC: return "alltoallvc";
-	case OHC_COLL_ALLTOALL: return "alltoall";
-	case OHC_COLL_GATHER: return "gather";
-	case OHC_COLL_SCATTER: return "scatter";
-	case OHC_COLL_BATCH_SEND_RECV: return "batch_send_recv";
-	case OHC_COLL_ALLGATHER_V: return "allgatherv";
-	case OHC_COLL_REDUCE_SCATTER_V: return "reduce_scatterv";
-	case OHC_COLL_BARRIER: return "barrier";
+	case OHC_COLL_BROADCAST:
+		return "broadcast";
+	case OHC_COLL_ALLREDUCE:
+		return "allreduce";
+	case OHC_COLL_REDUCE:
+		return "reduce";
+	case OHC_COLL_SEND:
+		return "send";
+	case OHC_COLL_RECV:
+		return "recv";
+	case OHC_COLL_ALLGATHER:
+		return "allgather";
+	case OHC_COLL_REDUCE_SCATTER:
+		return "reduce_scatter";
+	case OHC_COLL_ALLTOALLV:
+		return "alltoallv";
+	case OHC_COLL_ALLTOALLVC:
+		return "alltoallvc";
+	case OHC_COLL_ALLTOALL:
+		return "alltoall";
+	case OHC_COLL_GATHER:
+		return "gather";
+	case OHC_COLL_SCATTER:
+		return "scatter";
+	case OHC_COLL_BATCH_SEND_RECV:
+		return "batch_send_recv";
+	case OHC_COLL_ALLGATHER_V:
+		return "allgatherv";
+	case OHC_COLL_REDUCE_SCATTER_V:
+		return "reduce_scatterv";
+	case OHC_COLL_BARRIER:
+		return "barrier";
 	}
 	return "unknown";
 }
@@ -94,9 +110,12 @@ const char *ohc_coll_op_name(enum ohc_coll_op op)
 const char *ohc_link_class_name(enum ohc_link_class link)
 {
 	switch (link) {
-	case OHC_LINK_SELF: return "self";
-	case OHC_LINK_SHM: return "shm";
-	case OHC_LINK_RDMA: return "rdma";
+	case OHC_LINK_SELF:
+		return "self";
+	case OHC_LINK_SHM:
+		return "shm";
+	case OHC_LINK_RDMA:
+		return "rdma";
 	}
 	return "unknown";
 }
@@ -175,18 +194,26 @@ enum family { F_AR, F_AG, F_RS, F_BC, F_RED, F_SC, F_A2A, F_NONE };
 static enum family op_family(enum ohc_coll_op op)
 {
 	switch (op) {
-	case OHC_COLL_ALLREDUCE: return F_AR;
+	case OHC_COLL_ALLREDUCE:
+		return F_AR;
 	case OHC_COLL_ALLGATHER:
-	case OHC_COLL_ALLGATHER_V: return F_AG;
+	case OHC_COLL_ALLGATHER_V:
+		return F_AG;
 	case OHC_COLL_REDUCE_SCATTER:
-	case OHC_COLL_REDUCE_SCATTER_V: return F_RS;
-	case OHC_COLL_BROADCAST: return F_BC;
-	case OHC_COLL_REDUCE: return F_RED;
-	case OHC_COLL_SCATTER: return F_SC;
+	case OHC_COLL_REDUCE_SCATTER_V:
+		return F_RS;
+	case OHC_COLL_BROADCAST:
+		return F_BC;
+	case OHC_COLL_REDUCE:
+		return F_RED;
+	case OHC_COLL_SCATTER:
+		return F_SC;
 	case OHC_COLL_ALLTOALL:
 	case OHC_COLL_ALLTOALLV:
-	case OHC_COLL_ALLTOALLVC: return F_A2A;
-	default: return F_NONE;
+	case OHC_COLL_ALLTOALLVC:
+		return F_A2A;
+	default:
+		return F_NONE;
 	}
 }
 
@@ -195,10 +222,10 @@ static const struct {
 	const char *name;
 	enum family fam;
 } hccl_ops[] = {
-	{"allreduce", F_AR},   {"allgather", F_AG},  {"reducescatter", F_RS},
-	{"broadcast", F_BC},   {"reduce", F_RED},    {"scatter", F_SC},
-	{"alltoall", F_A2A},   {"send", F_NONE},     {"receive", F_NONE},
-	{"gather", F_NONE},    {"sendrecv", F_NONE},
+	{"allreduce", F_AR}, {"allgather", F_AG},  {"reducescatter", F_RS},
+	{"broadcast", F_BC}, {"reduce", F_RED},	   {"scatter", F_SC},
+	{"alltoall", F_A2A}, {"send", F_NONE},	   {"receive", F_NONE},
+	{"gather", F_NONE},  {"sendrecv", F_NONE},
 };
 
 /* HCCL algorithm names -> ours, per family (NULL: no equivalent). */
@@ -206,21 +233,26 @@ static const struct {
 	const char *hccl;
 	const char *ours[F_NONE];
 } hccl_algos[] = {
-	{"ring", {"ring", "ring", "ring", "scatter_ring_allgather", NULL,
-		  NULL, NULL}},
-	{"H-D_R", {"halving_doubling", "recursive_doubling",
-		   "recursive_halving", "binomial", "binomial", "binomial",
-		   NULL}},
-	{"NHR", {"halving_doubling", "bruck", "ring", "binomial",
-		 "binomial", "binomial", NULL}},
-	{"NHR_V1", {"halving_doubling", "bruck", "ring", "binomial",
-		    "binomial", "binomial", NULL}},
-	{"NB", {"halving_doubling", "bruck", "ring", "binomial", "binomial",
-		"binomial", "bruck"}},
-	{"AHC", {"halving_doubling", "ring", "ring", "scatter_ring_allgather",
-		 "binomial", "binomial", NULL}},
-	{"pipeline", {"ring", "ring", "ring", "scatter_ring_allgather",
-		      "binomial", "linear", NULL}},
+	{"ring",
+	 {"ring", "ring", "ring", "scatter_ring_allgather", NULL, NULL, NULL}},
+	{"H-D_R",
+	 {"halving_doubling", "recursive_doubling", "recursive_halving",
+	  "binomial", "binomial", "binomial", NULL}},
+	{"NHR",
+	 {"halving_doubling", "bruck", "ring", "binomial", "binomial",
+	  "binomial", NULL}},
+	{"NHR_V1",
+	 {"halving_doubling", "bruck", "ring", "binomial", "binomial",
+	  "binomial", NULL}},
+	{"NB",
+	 {"halving_doubling", "bruck", "ring", "binomial", "binomial",
+	  "binomial", "bruck"}},
+	{"AHC",
+	 {"halving_doubling", "ring", "ring", "scatter_ring_allgather",
+	  "binomial", "binomial", NULL}},
+	{"pipeline",
+	 {"ring", "ring", "ring", "scatter_ring_allgather", "binomial",
+	  "linear", NULL}},
 	{"pairwise", {NULL, NULL, NULL, NULL, NULL, NULL, "pairwise"}},
 };
 
@@ -278,8 +310,7 @@ static ohc_status_t levels_pick(const char *b, const char *e, char *name,
 	return OHC_OK;
 }
 
-static const struct ohc_algo *find_ours(const char *name,
-					enum ohc_coll_op op)
+static const struct ohc_algo *find_ours(const char *name, enum ohc_coll_op op)
 {
 	for (size_t i = 0; i < OHC_ARRAY_SIZE(candidates); i++)
 		if (candidates[i]->op == op &&
@@ -299,9 +330,8 @@ static int known_name(const char *name)
 	return 0;
 }
 
-const struct ohc_algo *ohc_algo_override_find(const char *spec,
-					      enum ohc_coll_op op,
-					      int *unknown_p)
+const struct ohc_algo *
+ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 {
 	enum family fam = op_family(op);
 	const char *b = NULL, *e = NULL, *others_b = NULL, *others_e = NULL;
@@ -349,7 +379,7 @@ const struct ohc_algo *ohc_algo_override_find(const char *spec,
 			}
 			if (!matched)
 				unknown = 1;
-next:
+		next:
 			p = slash ? slash + 1 : end;
 		}
 		if (!b) {
@@ -397,10 +427,10 @@ static void warn_unknown_once(const char *spec, enum ohc_coll_op op)
 	pthread_mutex_unlock(&lock);
 	if (first)
 		OHC_WARN(OHC_SS_ALGO,
-			 "HCCL_ALGO '%s': unknown algorithm or malformed "
-			 "entry (seen for %s); algorithms are chosen "
-			 "automatically where it does not apply (known: ring, "
-			 "H-D_R, NHR, NHR_V1, NB, AHC, pipeline, pairwise)",
+			 "HCCL_ALGO '%s': unknown algorithm name or malformed "
+			 "entry (first seen for %s); choosing automatically "
+			 "where it names nothing usable (names: ring, H-D_R, "
+			 "NHR, NHR_V1, NB, AHC, pipeline, pairwise)",
 			 spec, ohc_coll_op_name(op));
 }
 
@@ -417,8 +447,8 @@ static int accepts(const struct ohc_algo *al, const struct ohc_coll_args *a)
 }
 
 /* Candidates of a->op that accept a, cheapest first (stable). */
-static unsigned rank_candidates(const struct ohc_coll_args *a,
-				uint64_t bytes, struct cand *c)
+static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
+				struct cand *c)
 {
 	unsigned n = 0;
 
@@ -464,36 +494,44 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 
 static void log_choice(const struct ohc_coll_args *a, uint64_t bytes,
 		       const struct cand *c, unsigned n, unsigned chosen,
-		       const char *why)
+		       const char *why, const char *note)
 {
 	char tail[160];
 
 	if (!ohc_log_enabled(OHC_LOG_INFO, OHC_SS_ALGO))
 		return;
 	if (why)
-		snprintf(tail, sizeof(tail), "%s, %.1f us predicted; cheapest "
-			 "%s %.1f us", why, c[chosen].us, c[0].algo->name,
-			 c[0].us);
+		snprintf(tail, sizeof(tail),
+			 "%s, %.1f us predicted; cheapest "
+			 "%s %.1f us",
+			 why, c[chosen].us, c[0].algo->name, c[0].us);
 	else if (n == 1 || chosen + 1 >= n)
-		snprintf(tail, sizeof(tail), "only candidate left, %.1f us "
-			 "predicted", c[chosen].us);
+		snprintf(tail, sizeof(tail),
+			 "only candidate left, %.1f us "
+			 "predicted",
+			 c[chosen].us);
 	else
-		snprintf(tail, sizeof(tail), "cheapest, %.1f us predicted; "
-			 "runner-up %s %.1f us", c[chosen].us,
-			 c[chosen + 1].algo->name, c[chosen + 1].us);
-	OHC_INFO(OHC_SS_ALGO, "rank %u: %s of %llu bytes on %u ranks over %s: "
-		 "%s (%s)", a->rank, ohc_coll_op_name(a->op),
-		 (unsigned long long)bytes, a->nranks,
-		 ohc_link_class_name(a->link), c[chosen].algo->name, tail);
+		snprintf(tail, sizeof(tail),
+			 "cheapest, %.1f us predicted; "
+			 "runner-up %s %.1f us",
+			 c[chosen].us, c[chosen + 1].algo->name,
+			 c[chosen + 1].us);
+	OHC_INFO(OHC_SS_ALGO,
+		 "rank %u: %s of %llu bytes on %u ranks over %s: "
+		 "%s (%s%s)",
+		 a->rank, ohc_coll_op_name(a->op), (unsigned long long)bytes,
+		 a->nranks, ohc_link_class_name(a->link), c[chosen].algo->name,
+		 tail, note ? note : "");
 }
 
-ohc_status_t ohc_algo_build(const struct ohc_coll_args *a,
-			    struct ohc_sched *s, const struct ohc_algo **algo_p)
+ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+			    const struct ohc_algo **algo_p)
 {
 	uint64_t bytes = ohc_coll_bytes(a);
 	struct cand c[MAX_PER_OP];
 	unsigned n = rank_candidates(a, bytes, c);
 	const struct ohc_algo *forced = NULL;
+	char note[96] = "";
 	ohc_status_t status;
 	int unknown = 0;
 
@@ -515,31 +553,30 @@ ohc_status_t ohc_algo_build(const struct ohc_coll_args *a,
 
 		for (i = 0; i < n && c[i].algo != forced; i++)
 			;
-		if (i == n) {
-			OHC_INFO(OHC_SS_ALGO,
-				 "rank %u: HCCL_ALGO asks %s for %s, which "
-				 "cannot serve %u ranks; choosing "
-				 "automatically",
-				 a->rank, forced->name, ohc_coll_op_name(a->op),
-				 a->nranks);
-		} else {
+		if (i < n) {
 			status = try_build(a, s, forced);
 			if (status != OHC_ERR_UNSUPPORTED) {
 				if (status == OHC_OK) {
 					log_choice(a, bytes, c, n, i,
-						   "HCCL_ALGO override");
+						   "HCCL_ALGO override", NULL);
 					*algo_p = forced;
 				}
 				return status;
 			}
 		}
+		snprintf(note, sizeof(note),
+			 "; HCCL_ALGO's %s cannot serve this call",
+			 forced->name);
+	} else if (unknown) {
+		snprintf(note, sizeof(note), "; HCCL_ALGO not understood");
 	}
 	for (unsigned i = 0; i < n; i++) {
 		status = try_build(a, s, c[i].algo);
 		if (status == OHC_ERR_UNSUPPORTED)
 			continue;
 		if (status == OHC_OK) {
-			log_choice(a, bytes, c, n, i, NULL);
+			log_choice(a, bytes, c, n, i, NULL,
+				   note[0] ? note : NULL);
 			*algo_p = c[i].algo;
 		}
 		return status;
