@@ -208,7 +208,7 @@ static void local(struct sim_run *run, struct sim_rank *R,
 	} else {
 		if (!run->sim->dry_run)
 			run->sim->reduce(x->dst, x->src2, x->src,
-					 x->len / R->a.esize);
+					 R->a.esize ? x->len / R->a.esize : 0);
 		*t += (double)x->len * c->gamma_us;
 		if (st)
 			st->bytes_reduced += x->len;
@@ -302,7 +302,7 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 static void deliver(struct sim_run *run, struct sim_rank *D,
 		    const struct ohc_xfer *x, const void *data)
 {
-	size_t count = x->len / D->a.esize;
+	size_t count = D->a.esize ? x->len / D->a.esize : 0;
 
 	if (run->sim->dry_run || !x->len)
 		return;

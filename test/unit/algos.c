@@ -1777,3 +1777,71 @@ Test(select, info_line_says_why, .init = redirect_all)
 	cr_assert(strstr(out, "rdma: ring (HCCL_ALGO override"), "%s", out);
 	free(out);
 }
+
+/* ---- the simulator at scale: dry runs, stats against the formulas ---- */
+
+struct big_ctx {
+	enum ohc_coll_op op;
+	uint64_t count;
+	char *buf; /* shared by every rank: a dry run touches nothing */
+};
+
+static ohc_status_t big_args(void *ctx, uint32_t r, struct ohc_coll_args *a)
+{
+	struct big_ctx *b = ctx;
+
+	(void)r;
+	a->op = b->op;
+	a->sbuf = b->buf;
+	a->rbuf = b->buf + 64;
+	a->count = b->count;
+	a->esize = 4;
+	a->link = OHC_LINK_RDMA;
+	return OHC_OK;
+}
+
+Test(sim, dry_runs_at_256_ranks)
+{
+	const uint32_t n = 256;
+	const struct {
+		const struct ohc_algo *algo;
+		uint64_t msgs; /* per rank, count n */
+	} cases[] = {
+		{&ohc_algo_allreduce_rd, 8},
+		{&ohc_algo_allreduce_hd, 16},
+		{&ohc_algo_allgather_bruck, 8},
+		{&ohc_algo_allgather_rd, 8},
+		{&ohc_algo_alltoall_bruck, 8},
+		{&ohc_algo_barrier_dissem, 8},
+		{&ohc_algo_alltoall_pairwise, 255},
+		{&ohc_algo_allgather_ring, 255},
+	};
+	static struct ohc_sim_stats st[256];
+	struct big_ctx b = {.count = n};
+
+	b.buf = calloc(1, 64 + 4 * n * n);
+	cr_assert(b.buf);
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(cases); i++) {
+		struct ohc_sim sim = {0};
+
+		b.op = cases[i].algo->op;
+		sim.nranks = n;
+		sim.mode = OHC_SIM_RENDEZVOUS;
+		sim.algo = cases[i].algo;
+		sim.args_fn = big_args;
+		sim.ctx = &b;
+		sim.dry_run = 1;
+		sim.stats = st;
+		sim.seed = 1;
+		cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s/%s: %s",
+			     ohc_coll_op_name(b.op), cases[i].algo->name,
+			     sim.err);
+		for (uint32_t r = 0; r < n; r++)
+			CHECK(st[r].msgs_sent == cases[i].msgs,
+			      "%s/%s: rank %u sent %llu messages, not %llu",
+			      ohc_coll_op_name(b.op), cases[i].algo->name, r,
+			      (unsigned long long)st[r].msgs_sent,
+			      (unsigned long long)cases[i].msgs);
+	}
+	free(b.buf);
+}
