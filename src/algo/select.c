@@ -271,8 +271,9 @@ static void trim_copy(const char *b, const char *e, char *out, size_t len)
 }
 
 /*
- * The algorithm named by a "level0:NA;level1:x" list: level1, else
- * level0. *name_p empty: automatic. OHC_ERR_INVALID when malformed.
+ * The algorithm named by a "level0:NA;level1:x" list in [b, e): level1,
+ * else level0, into name; empty name (or NA): automatic. OHC_ERR_INVALID
+ * when malformed.
  */
 static ohc_status_t levels_pick(const char *b, const char *e, char *name,
 				size_t len)
@@ -355,20 +356,18 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 			const char *slash = strchr(p, '/');
 			const char *end = slash ? slash : p + strlen(p);
 			const char *eq = memchr(p, '=', (size_t)(end - p));
-			char opname[32];
+			char opname[32] = "";
 			int matched = 0;
 
-			if (!eq) {
-				unknown = 1;
-				goto next;
-			}
-			trim_copy(p, eq, opname, sizeof(opname));
-			if (!strcasecmp(opname, "others")) {
+			if (eq)
+				trim_copy(p, eq, opname, sizeof(opname));
+			if (eq && !strcasecmp(opname, "others")) {
 				others_b = eq + 1;
 				others_e = end;
 				matched = 1;
 			}
-			for (size_t i = 0; i < OHC_ARRAY_SIZE(hccl_ops); i++) {
+			for (size_t i = 0; eq && i < OHC_ARRAY_SIZE(hccl_ops);
+			     i++) {
 				if (strcasecmp(opname, hccl_ops[i].name))
 					continue;
 				matched = 1;
@@ -379,7 +378,6 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 			}
 			if (!matched)
 				unknown = 1;
-		next:
 			p = slash ? slash + 1 : end;
 		}
 		if (!b) {
