@@ -109,9 +109,7 @@ void ohc_sched_reduce(struct ohc_sched *s, void *dst, const void *a,
 
 void ohc_sched_step(struct ohc_sched *s)
 {
-	unsigned begin = s->nsteps ? s->step_end[s->nsteps - 1] : 0;
-
-	if (s->status || s->nxfers == begin)
+	if (s->status)
 		return;
 	if (s->nsteps == s->step_cap) {
 		unsigned cap = s->step_cap ? s->step_cap * 2 : 16;
