@@ -501,18 +501,50 @@ static void op_task_release(struct ohc_rt_task *task)
 	free(op);
 }
 
-ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
-			     const struct ohc_coll_args *args, void *stream)
+/*
+ * Allocate an operation and take copies of everything the caller may reuse
+ * once the call returns (count/displacement arrays, batch items): the
+ * schedule is built later, on the stream.
+ */
+struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
+			    const struct ohc_coll_args *args)
 {
+	const uint64_t *const *arrays[4] = {
+		&args->send_counts, &args->send_displs, &args->recv_counts,
+		&args->recv_displs};
+	size_t vbytes = (size_t)comm->nranks * sizeof(uint64_t), tail = 0;
 	struct ohc_op *op;
-	ohc_status_t status;
-	int ret;
+	char *p;
 
-	op = calloc(1, sizeof(*op));
+	for (int i = 0; i < 4; i++)
+		if (*arrays[i])
+			tail += vbytes;
+	tail += (size_t)args->nitems * sizeof(*args->items);
+	op = calloc(1, sizeof(*op) + tail);
 	if (!op)
-		return OHC_ERR_NO_MEMORY;
+		return NULL;
 	op->comm = comm;
 	op->args = *args;
+	p = op->tail;
+	if (args->send_counts) {
+		op->args.send_counts = memcpy(p, args->send_counts, vbytes);
+		p += vbytes;
+	}
+	if (args->send_displs) {
+		op->args.send_displs = memcpy(p, args->send_displs, vbytes);
+		p += vbytes;
+	}
+	if (args->recv_counts) {
+		op->args.recv_counts = memcpy(p, args->recv_counts, vbytes);
+		p += vbytes;
+	}
+	if (args->recv_displs) {
+		op->args.recv_displs = memcpy(p, args->recv_displs, vbytes);
+		p += vbytes;
+	}
+	if (args->nitems)
+		op->args.items = memcpy(p, args->items,
+					args->nitems * sizeof(*args->items));
 	op->args.rank = comm->rank;
 	op->args.nranks = comm->nranks;
 	op->args.deterministic =
@@ -522,7 +554,23 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
 	op->task.name = ohc_coll_op_name(args->op);
-	if (args->op == OHC_COLL_SEND || args->op == OHC_COLL_RECV) {
+	return op;
+}
+
+static int op_is_p2p(enum ohc_coll_op op)
+{
+	return op == OHC_COLL_SEND || op == OHC_COLL_RECV ||
+	       op == OHC_COLL_BATCH_SEND_RECV;
+}
+
+ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
+{
+	struct ohc_comm *comm = op->comm;
+	const struct ohc_coll_args *args = &op->args;
+	ohc_status_t status;
+	int ret;
+
+	if (op_is_p2p(args->op)) {
 		/*
 		 * Point-to-point messages match in FIFO order per pair and may
 		 * be batched with other counts and types: only the kind and
@@ -534,11 +582,14 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 		op->sig.dtype = (uint8_t)args->dtype;
 		op->sig.redop = (uint8_t)args->redop;
 		op->sig.root = args->root;
-		op->sig.count = args->count;
+		/* V variants' local counts differ by design */
+		op->sig.count = args->send_counts || args->recv_counts
+					? 0
+					: args->count;
 	}
 
 	pthread_mutex_lock(&comm->lock);
-	if (op->sig.op != OHC_COLL_SEND)
+	if (!op_is_p2p(args->op))
 		op->sig.seq = comm->coll_seq++;
 	comm->inflight++;
 	pthread_mutex_unlock(&comm->lock);
@@ -559,4 +610,16 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 		return OHC_ERR_INVALID;
 	}
 	return OHC_OK;
+}
+
+ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
+			     const struct ohc_coll_args *args, void *stream)
+{
+	struct ohc_op *op = ohc_op_alloc(comm, args);
+
+	if (!op)
+		return OHC_ERR_NO_MEMORY;
+	if (ohc_group_depth() > 0)
+		return ohc_group_add(op, stream);
+	return ohc_op_launch(op, stream);
 }
