@@ -61,14 +61,12 @@ Test(not_supported, each_is_exported)
 Test(not_supported, each_returns_not_support)
 {
 	char b[64];
-	uint64_t cnt[4] = {0};
 	uint32_t u = 0;
 	bool flag = false;
 	void *p = NULL;
 	size_t off = 0;
 	HcclComm comm = NULL;
 	HcclCommSymWindow win = NULL;
-	HcclSendRecvItem item = {0};
 	float sz = 100.0f;
 
 	cr_expect_eq(HcclCreateSubCommConfig(&comm, 1, &u, 0, 0, NULL, &comm),
