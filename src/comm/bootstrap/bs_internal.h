@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_COMM_BOOTSTRAP_BS_INTERNAL_H
+#define OHC_COMM_BOOTSTRAP_BS_INTERNAL_H
+
+/*
+ * Private to src/comm/bootstrap: the endpoint ops table under the common
+ * collectives, the wire format, the socket helpers and the root listener.
+ */
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "comm/bootstrap/bootstrap.h"
+#include "util/list.h"
+#include "util/time.h"
+
+#define BS_NO_RANK UINT32_MAX
+
+struct bs_addr;
+
+/* ---------------------------------------------------------------------- */
+/* Endpoints: what an implementation provides (bootstrap.c builds the      */
+/* collectives on top).                                                    */
+
+/*
+ * One exchange step: optionally send one message to send_to and receive
+ * one from recv_from (ranks of the endpoint), progressing both together so
+ * that rings of large messages cannot deadlock. Messages are matched by
+ * (peer, ctx, type, tag) in arrival order.
+ */
+struct bs_xfer {
+	uint8_t type; /* BS_T_COLL or BS_T_DATA */
+	uint64_t send_tag, recv_tag;
+	uint32_t send_to; /* BS_NO_RANK: nothing to send */
+	const void *send_buf;
+	size_t send_len;
+	uint32_t recv_from; /* BS_NO_RANK: nothing to receive */
+	void *recv_buf;
+	size_t recv_len;
+	const char *what; /* operation name for log lines */
+	uint32_t culprit; /* out: the peer an error is about, or BS_NO_RANK */
+};
+
+struct bs_ep;
+
+struct bs_ep_ops {
+	const char *name;
+	/* Blocking until done, deadline (ohc_time_ns) or abort. Logs its
+	 * own errors. */
+	ohc_status_t (*xfer)(struct bs_ep *ep, uint64_t ctx, struct bs_xfer *x,
+			     uint64_t deadline);
+	/* A collective failed: poison the endpoint (sticky `why`) and tell
+	 * the peers. Idempotent. */
+	void (*fail)(struct bs_ep *ep, ohc_status_t why, uint32_t culprit);
+	/* Thread-safe: blocked and later calls return OHC_ERR_CANCELED. */
+	void (*abort)(struct bs_ep *ep);
+	const char *(*hostid)(struct bs_ep *ep, uint32_t rank);
+	/* The last handle is gone: close and free everything. */
+	void (*release)(struct bs_ep *ep);
+};
+
+struct bs_ep {
+	const struct bs_ep_ops *ops;
+	uint32_t rank, nranks;
+	int refs; /* atomic: handles (world and sub-groups) using it */
+};
+
+struct ohc_bootstrap {
+	struct bs_ep *ep;
+	uint32_t rank, nranks; /* in this group */
+	uint32_t *map;	       /* group rank -> endpoint rank; NULL = same */
+	uint64_t ctx;	       /* 0 for the world, hashed id for sub-groups */
+	uint64_t seq;	       /* collectives issued so far */
+	uint64_t timeout_ms;   /* 0 = no limit */
+};
+
+/* Wrap ep (taking over its reference) in a world handle. */
+ohc_status_t bs_handle_new(struct bs_ep *ep, uint64_t timeout_ms,
+			   struct ohc_bootstrap **bs_p);
+
+/* Socket endpoint: register with the root at `root` and build the ring. */
+ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
+			  uint32_t nranks, uint32_t rank, uint64_t timeout_ms,
+			  struct bs_ep **ep_p);
+
+/* Milliseconds elapsed since t0 (an ohc_time_ns value). */
+static inline uint64_t bs_ms_since(uint64_t t0)
+{
+	return (ohc_time_ns() - t0) / 1000000u;
+}
+
+/* Extra time ranks wait for the root's verdict beyond their timeout. */
+static inline uint64_t bs_grace_ms(uint64_t timeout_ms)
+{
+	uint64_t g = 250 + timeout_ms / 10;
+
+	return g > 20000 ? 20000 : g;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Addresses and interface selection (bs_net.c).                          */
+
+struct bs_addr {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+		struct sockaddr_storage ss;
+	} u;
+	socklen_t len;
+};
+
+#define BS_ADDR_STRLEN 80 /* "[ipv6%ifname]:port" */
+
+/* Parse "a.b.c.d", "x::y" or "fe80::1%eth0"; family from the string. */
+ohc_status_t bs_addr_from_ip(const char *ip, uint16_t port,
+			     struct bs_addr *a_p);
+/* "ip:port" / "[ip]:port"; always NUL-terminated, returns buf. */
+const char *bs_addr_str(const struct bs_addr *a, char *buf, size_t len);
+/* The address without port or scope. */
+void bs_addr_ip_str(const struct bs_addr *a, char *buf, size_t len);
+int bs_addr_family(const struct bs_addr *a);
+uint16_t bs_addr_port(const struct bs_addr *a);
+void bs_addr_set_port(struct bs_addr *a, uint16_t port);
+int bs_addr_is_any(const struct bs_addr *a);
+/* Same IP (IPv4-mapped IPv6 equals its IPv4), ports ignored. */
+int bs_addr_same_ip(const struct bs_addr *a, const struct bs_addr *b);
+/* Whether a is the wildcard or an address of a local interface. */
+int bs_addr_is_local(const struct bs_addr *a);
+/* The wildcard / loopback address of a's family, port kept. */
+void bs_addr_make_any(struct bs_addr *a);
+void bs_addr_make_loopback(struct bs_addr *a);
+
+/* Wire form: family code (4/6), port, scope id, 16 address bytes. */
+#define BS_WIRE_ADDR_BYTES 24
+void bs_addr_encode(const struct bs_addr *a, uint8_t *out);
+ohc_status_t bs_addr_decode(const uint8_t *in, struct bs_addr *a_p);
+
+/* HCCL_SOCKET_IFNAME: "eth,enp" / "^eth" / "=eth0" / "^=eth0". */
+#define BS_IFRULE_MAX 32
+struct bs_ifrule {
+	int exclude;
+	int exact;
+	unsigned n;
+	char names[BS_IFRULE_MAX][16];
+};
+ohc_status_t bs_ifrule_parse(const char *spec, struct bs_ifrule *rule_p);
+int bs_ifrule_match(const struct bs_ifrule *rule, const char *ifname);
+
+/* First interface address of `family` allowed by rule (NULL: automatic
+ * order). ifname_p (may be NULL) gets the interface name. */
+ohc_status_t bs_addr_select(int family, const struct bs_ifrule *rule,
+			    struct bs_addr *a_p, char *ifname_p, size_t len);
+/* The local bootstrap address per HCCL_IF_IP > HCCL_SOCKET_IFNAME > auto;
+ * port 0. Logs what is wrong. */
+ohc_status_t bs_local_addr(struct bs_addr *a_p);
+/* Whether HCCL_IF_IP or HCCL_SOCKET_IFNAME chooses the address. */
+int bs_local_addr_forced(void);
+
+/* Port lists: "60000,60050-60100" or "auto". */
+#define BS_PORT_RANGES_MAX 64
+struct bs_ports {
+	unsigned n;
+	uint16_t lo[BS_PORT_RANGES_MAX], hi[BS_PORT_RANGES_MAX];
+	int ephemeral;	/* try port 0 after the ranges */
+	char desc[320]; /* for log lines */
+};
+ohc_status_t bs_ports_parse(const char *spec, struct bs_ports *p_p);
+/* Root listeners: HCCL_HOST_SOCKET_PORT_RANGE, else HCCL_IF_BASE_PORT +
+ * 0..31 then ephemeral. Rank listeners: the range if set, else ephemeral. */
+ohc_status_t bs_ports_for_root(struct bs_ports *p_p);
+ohc_status_t bs_ports_for_rank(struct bs_ports *p_p);
+/* A single exact port. */
+void bs_ports_exact(uint16_t port, struct bs_ports *p_p);
+
+/* ---------------------------------------------------------------------- */
+/* Sockets (bs_net.c). All are non-blocking and close-on-exec; helpers     */
+/* return a status and leave the errno value in *err_p; callers log.       */
+
+/* Bind addr (port filled in) trying `ports` in order; listen. Logs. */
+ohc_status_t bs_listen(struct bs_addr *addr, const struct bs_ports *ports,
+		       int *fd_p);
+/* Start a connect: OHC_OK connected, OHC_INPROGRESS poll for POLLOUT. */
+ohc_status_t bs_connect_start(const struct bs_addr *a, int *fd_p, int *err_p);
+/* After POLLOUT/POLLERR on a connecting socket: OHC_OK or
+ * OHC_ERR_TCP_CONNECT. */
+ohc_status_t bs_connect_check(int fd, int *err_p);
+/* Connect within deadline; with retry, refused or unreachable targets are
+ * tried again (backing off) until the deadline. OHC_ERR_TIMEOUT when the
+ * deadline passed, else OHC_ERR_TCP_CONNECT. */
+ohc_status_t bs_connect(const struct bs_addr *a, uint64_t deadline, int retry,
+			int *fd_p, int *err_p);
+/* OHC_INPROGRESS when nothing is pending. */
+ohc_status_t bs_accept(int lfd, int *fd_p, struct bs_addr *peer_p, int *err_p);
+/* poll() with a deadline, capped at cap_ms, restarting on EINTR with the
+ * time left; returns poll's result (0 on expiry) or -1. */
+int bs_poll(struct pollfd *fds, nfds_t n, uint64_t deadline, int cap_ms);
+/* Wait until fd is ready for events or the deadline. */
+ohc_status_t bs_wait_fd(int fd, short events, uint64_t deadline);
+
+/* ---------------------------------------------------------------------- */
+/* Frames: a 32-byte header (magic, version, type, ctx, tag, length, in    */
+/* network byte order) and a payload. Lengths are checked against what    */
+/* the receiver expects before anything is allocated.                     */
+
+#define BS_WIRE_MAGIC 0x4f42u /* "OB" */
+#define BS_WIRE_VERSION 1
+#define BS_HDR_BYTES 32
+
+enum bs_type {
+	BS_T_JOIN = 1,	  /* rank -> root: who I am */
+	BS_T_TABLE = 2,	  /* root -> rank: everyone's address and host id */
+	BS_T_REFUSE = 3,  /* root -> rank: status + reason text */
+	BS_T_EXPIRED = 4, /* root -> rank: who never arrived (text) */
+	BS_T_HELLO = 5,	  /* first frame of a rank-to-rank connection */
+	BS_T_COLL = 6,	  /* collective step */
+	BS_T_DATA = 7,	  /* tagged send/recv */
+	BS_T_ABORT = 8,	  /* the sender poisoned its bootstrap */
+	BS_T_MAX = 8,
+};
+
+struct bs_hdr {
+	uint8_t type;
+	uint64_t ctx;
+	uint64_t tag;
+	uint64_t len;
+};
+
+void bs_hdr_encode(const struct bs_hdr *h, uint8_t *out);
+ohc_status_t bs_hdr_decode(const uint8_t *in, struct bs_hdr *h_p);
+
+/* Entry of the rank table: listen address + host id. */
+#define BS_ENTRY_BYTES (BS_WIRE_ADDR_BYTES + OHC_HOSTID_MAX)
+/* JOIN: token, nranks, rank, timeout_ms, entry. */
+#define BS_JOIN_BYTES (8 + 4 + 4 + 8 + BS_ENTRY_BYTES)
+/* HELLO: token, from, to, nranks, 4 reserved. */
+#define BS_HELLO_BYTES 24
+/* ABORT: reporter, culprit, status. */
+#define BS_ABORT_BYTES 12
+/* REFUSE: status + text; EXPIRED: text. */
+#define BS_TEXT_MAX 512
+
+/* Incremental frame reader on a non-blocking socket; never reads past
+ * the current frame. */
+struct bs_rx {
+	int fd;
+	uint8_t hbuf[BS_HDR_BYTES];
+	size_t hgot;
+	struct bs_hdr hdr;
+	int have_hdr;
+	uint8_t *payload;
+	size_t pgot;
+};
+
+void bs_rx_init(struct bs_rx *rx, int fd);
+/* Free a partial payload and forget the frame in progress. */
+void bs_rx_reset(struct bs_rx *rx);
+/*
+ * Read without blocking. OHC_OK: a complete frame is in rx->hdr and
+ * rx->payload (take it with bs_rx_take). OHC_INPROGRESS: no more data now.
+ * OHC_ERR_REMOTE: end of stream (*err_p 0) or connection error (*err_p
+ * errno). OHC_ERR_INVALID: bad header or a length above max_len.
+ * OHC_ERR_NO_MEMORY.
+ */
+ohc_status_t bs_rx_read(struct bs_rx *rx, size_t max_len, int *err_p);
+/* The completed frame: header to *h_p, payload returned (caller frees;
+ * NULL if empty); rx is ready for the next frame. */
+uint8_t *bs_rx_take(struct bs_rx *rx, struct bs_hdr *h_p);
+
+/* Incremental frame writer. */
+struct bs_tx {
+	uint8_t hbuf[BS_HDR_BYTES];
+	const uint8_t *payload;
+	size_t len;  /* payload bytes */
+	size_t off;  /* bytes of header + payload written */
+	void *owned; /* payload copy owned by the tx, or NULL */
+};
+
+void bs_tx_init(struct bs_tx *tx, const struct bs_hdr *h, const void *payload);
+/* OHC_OK: all written. OHC_INPROGRESS: socket full. OHC_ERR_REMOTE: the
+ * connection failed (*err_p errno). */
+ohc_status_t bs_tx_write(int fd, struct bs_tx *tx, int *err_p);
+/* Copy the unwritten payload so the caller's buffer may go away. */
+ohc_status_t bs_tx_own(struct bs_tx *tx);
+
+/* Blocking (deadline-bounded) whole-frame send and receive. */
+ohc_status_t bs_send_frame(int fd, const struct bs_hdr *h, const void *payload,
+			   uint64_t deadline, int *err_p);
+ohc_status_t bs_recv_frame(int fd, size_t max_len, uint64_t deadline,
+			   struct bs_hdr *h_p, uint8_t **payload_p, int *err_p);
+
+/* Big-endian field access for payloads. */
+void bs_put16(uint8_t *p, uint16_t v);
+void bs_put32(uint8_t *p, uint32_t v);
+void bs_put64(uint8_t *p, uint64_t v);
+uint16_t bs_get16(const uint8_t *p);
+uint32_t bs_get32(const uint8_t *p);
+uint64_t bs_get64(const uint8_t *p);
+
+/* Copy wire text into buf as a printable, NUL-terminated string. */
+void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------- */
+/* Root listener (bs_root.c).                                             */
+
+/*
+ * Bind `bind_addr` on one of `ports`, start the listener thread and
+ * register it (the registry owns it; it is joined by ohc_root_listeners_reap
+ * after it finished, by bs_root_cancel, or at process exit). nranks 0:
+ * learn it from the first rank. idle_ms: how long to wait for a first rank.
+ * bound_p gets the bound address, id_p an id for bs_root_cancel.
+ */
+ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
+			   const struct bs_ports *ports, uint64_t token,
+			   uint32_t nranks, uint64_t idle_ms,
+			   struct bs_addr *bound_p, uint64_t *id_p);
+/* Stop and join the listener `id` if it still runs. */
+void bs_root_cancel(uint64_t id);
+
+/* Random non-zero 64-bit value (getrandom). */
+ohc_status_t bs_random64(uint64_t *v_p);
+
+#endif

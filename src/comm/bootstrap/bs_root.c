@@ -1,0 +1,847 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The root listener: one thread per root info (or per rank-table
+ * communicator, run by rank 0) that collects exactly one communicator's
+ * ranks, checks each against the session token, nranks, rank range,
+ * duplicates and the host whitelist, and sends everyone the table of
+ * listen addresses and host ids. It ends after that, after the ranks'
+ * connect timeout (logging who never arrived), after idle_ms without any
+ * rank, or when stopped. A registry owns every listener: finished ones are
+ * joined by ohc_root_listeners_reap (called by create/init/destroy), the
+ * rest at process exit; fork() children forget their parent's listeners.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "comm/bootstrap/bs_internal.h"
+#include "util/compiler.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define ROOT_PENDING_MAX 128
+#define ROOT_JOIN_WAIT_MS 10000 /* a connection must present itself */
+#define ROOT_SEND_MS 10000	/* time to hand out the tables */
+#define ROOT_MIN_TIMEOUT_MS 100
+#define ROOT_MAX_TIMEOUT_MS (7ull * 24 * 3600 * 1000)
+
+struct root_rank {
+	int fd; /* -1: not joined */
+	struct bs_addr from;
+	uint8_t entry[BS_ENTRY_BYTES];
+	struct bs_tx tx;
+};
+
+struct root_pending {
+	int fd;
+	struct bs_rx rx;
+	struct bs_addr from;
+	uint64_t since;
+};
+
+struct bs_root {
+	struct ohc_list link; /* registry, under reg_lock */
+	uint64_t id;
+	pthread_t thread;
+	int lfd;      /* owned by the thread once started */
+	int wake_fd;  /* eventfd; closed only when freed */
+	int stop;     /* atomic */
+	int finished; /* atomic: the thread is about to return */
+	int orphan;   /* inherited through fork(): no thread behind it */
+	int joined;   /* atomic: ranks held, for ohc_root_info_joined */
+	uint64_t token;
+	uint64_t idle_deadline;
+	char where[BS_ADDR_STRLEN];
+	struct bs_addr *white; /* HCCL_WHITELIST_FILE hosts when enforced */
+	unsigned nwhite;
+	int white_on;
+
+	/* Private to the thread. */
+	uint32_t nranks; /* 0 until the first JOIN in root-info mode */
+	struct root_rank *ranks;
+	uint32_t njoined;
+	uint64_t first_join_ns;
+	uint64_t deadline;
+	struct root_pending pending[ROOT_PENDING_MAX];
+	unsigned npending;
+	uint8_t *table;
+	size_t table_len;
+	struct pollfd *pfd;
+	uint32_t *pwho; /* per pollfd: 0 wake, 1 listen, 2+i pending i,
+			   2+MAX+r rank r */
+	size_t pcap;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Whitelist                                                              */
+
+static ohc_status_t whitelist_load(struct bs_root *r)
+{
+	const struct ohc_env *env = ohc_env();
+	const char *path = env->whitelist_file;
+	json_error_t jerr;
+	json_t *doc, *arr;
+	ohc_status_t status = OHC_OK;
+	size_t n;
+
+	if (env->whitelist_disable)
+		return OHC_OK;
+	if (!path[0]) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "HCCL_WHITELIST_DISABLE=0 needs "
+			  "HCCL_WHITELIST_FILE (JSON {\"host_ip\": "
+			  "[...]})");
+		return OHC_ERR_INVALID;
+	}
+	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc) {
+		if (json_error_code(&jerr) == json_error_cannot_open_file) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "cannot read HCCL_WHITELIST_FILE %s: %s",
+				  path, jerr.text);
+			return OHC_ERR_OPEN_FILE;
+		}
+		OHC_ERROR(OHC_SS_BOOT, "HCCL_WHITELIST_FILE %s:%d:%d: %s", path,
+			  jerr.line, jerr.column, jerr.text);
+		return OHC_ERR_INVALID;
+	}
+	arr = json_is_object(doc) ? json_object_get(doc, "host_ip") : NULL;
+	if (!json_is_array(arr)) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "HCCL_WHITELIST_FILE %s: expected an object with an "
+			  "array \"host_ip\" of IP address strings",
+			  path);
+		status = OHC_ERR_INVALID;
+		goto out;
+	}
+	n = json_array_size(arr);
+	r->white = calloc(n ? n : 1, sizeof(*r->white));
+	if (!r->white) {
+		status = OHC_ERR_NO_MEMORY;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(arr, i);
+
+		if (!json_is_string(v) ||
+		    bs_addr_from_ip(json_string_value(v), 0, &r->white[i]) !=
+			    OHC_OK) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "HCCL_WHITELIST_FILE %s: host_ip[%zu] is not "
+				  "an IPv4 or IPv6 address string",
+				  path, i);
+			status = OHC_ERR_INVALID;
+			goto out;
+		}
+	}
+	r->nwhite = (unsigned)n;
+	r->white_on = 1;
+out:
+	json_decref(doc);
+	return status;
+}
+
+static int whitelist_allows(const struct bs_root *r, const struct bs_addr *a)
+{
+	for (unsigned i = 0; i < r->nwhite; i++)
+		if (bs_addr_same_ip(&r->white[i], a))
+			return 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The listener thread                                                    */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		int f = *fd;
+
+		*fd = -1;
+		close(f);
+	}
+}
+
+static void pending_drop(struct bs_root *r, unsigned i)
+{
+	struct root_pending *p = &r->pending[i];
+
+	bs_rx_reset(&p->rx);
+	close_fd(&p->fd);
+	r->pending[i] = r->pending[--r->npending];
+}
+
+/* Best-effort refusal (one non-blocking write of a small frame), then
+ * close. The request was read whole, so the close is orderly. */
+static void refuse(struct bs_root *r, unsigned i, ohc_status_t why,
+		   const char *reason)
+{
+	uint8_t buf[4 + BS_TEXT_MAX];
+	size_t len = strnlen(reason, BS_TEXT_MAX);
+	struct bs_hdr h = {.type = BS_T_REFUSE, .len = 4 + len};
+	struct bs_tx tx;
+	int err;
+
+	bs_put32(buf, (uint32_t)(int32_t)why);
+	memcpy(buf + 4, reason, len);
+	bs_tx_init(&tx, &h, buf);
+	(void)bs_tx_write(r->pending[i].fd, &tx, &err);
+	pending_drop(r, i);
+}
+
+static ohc_status_t pollset_reserve(struct bs_root *r, uint32_t nranks)
+{
+	size_t cap = 2 + ROOT_PENDING_MAX + (size_t)nranks;
+	struct pollfd *pfd;
+	uint32_t *who;
+
+	pfd = realloc(r->pfd, cap * sizeof(*pfd));
+	if (!pfd)
+		return OHC_ERR_NO_MEMORY;
+	r->pfd = pfd;
+	who = realloc(r->pwho, cap * sizeof(*who));
+	if (!who)
+		return OHC_ERR_NO_MEMORY;
+	r->pwho = who;
+	r->pcap = cap;
+	return OHC_OK;
+}
+
+static ohc_status_t ranks_alloc(struct bs_root *r, uint32_t nranks)
+{
+	r->ranks = calloc(nranks, sizeof(*r->ranks));
+	if (!r->ranks || pollset_reserve(r, nranks) != OHC_OK) {
+		free(r->ranks);
+		r->ranks = NULL;
+		return OHC_ERR_NO_MEMORY;
+	}
+	for (uint32_t i = 0; i < nranks; i++)
+		r->ranks[i].fd = -1;
+	r->nranks = nranks;
+	return OHC_OK;
+}
+
+static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
+			const uint8_t *pl)
+{
+	struct root_pending *p = &r->pending[i];
+	char from[BS_ADDR_STRLEN], why[BS_TEXT_MAX], ip[BS_ADDR_STRLEN];
+	uint64_t token, tmo, rank_deadline;
+	uint32_t nranks, rank;
+	struct bs_addr listen;
+	const uint8_t *entry;
+
+	bs_addr_str(&p->from, from, sizeof(from));
+	if (h->type != BS_T_JOIN || h->len != BS_JOIN_BYTES) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "bootstrap root %s: refused a connection from %s: "
+			  "not a join request",
+			  r->where, from);
+		refuse(r, i, OHC_ERR_INVALID, "malformed join request");
+		return;
+	}
+	token = bs_get64(pl);
+	nranks = bs_get32(pl + 8);
+	rank = bs_get32(pl + 12);
+	tmo = bs_get64(pl + 16);
+	entry = pl + 24;
+
+	why[0] = '\0';
+	if (r->white_on && !whitelist_allows(r, &p->from)) {
+		bs_addr_ip_str(&p->from, ip, sizeof(ip));
+		snprintf(why, sizeof(why),
+			 "host %s is not in HCCL_WHITELIST_FILE", ip);
+		OHC_ERROR(OHC_SS_BOOT,
+			  "bootstrap root %s: refused rank %u from %s: %s",
+			  r->where, rank, from, why);
+		refuse(r, i, OHC_ERR_TCP_CONNECT, why);
+		return;
+	}
+	if (token != r->token)
+		snprintf(why, sizeof(why),
+			 "wrong session token (a different root info or rank "
+			 "table)");
+	else if (nranks == 0 || nranks > OHC_BOOTSTRAP_MAX_RANKS)
+		snprintf(why, sizeof(why), "nranks %u is not in [1, %u]",
+			 nranks, OHC_BOOTSTRAP_MAX_RANKS);
+	else if (r->nranks && nranks != r->nranks)
+		snprintf(why, sizeof(why),
+			 "nranks %u does not match the %u of the ranks that "
+			 "joined before",
+			 nranks, r->nranks);
+	else if (rank >= nranks)
+		snprintf(why, sizeof(why), "rank %u is out of range [0, %u)",
+			 rank, nranks);
+	else if (bs_addr_decode(entry, &listen) != OHC_OK ||
+		 !memchr(entry + BS_WIRE_ADDR_BYTES, '\0', OHC_HOSTID_MAX) ||
+		 !entry[BS_WIRE_ADDR_BYTES])
+		snprintf(why, sizeof(why), "bad listen address or host id");
+	else if (r->ranks && r->ranks[rank].fd >= 0)
+		snprintf(why, sizeof(why),
+			 "duplicate rank %u (already joined from %s)", rank,
+			 bs_addr_str(&r->ranks[rank].from, ip, sizeof(ip)));
+	if (why[0]) {
+		OHC_ERROR(
+			OHC_SS_BOOT,
+			"bootstrap root %s: refused rank %u of %u from %s: %s",
+			r->where, rank, nranks, from, why);
+		refuse(r, i, OHC_ERR_INVALID, why);
+		return;
+	}
+	if (!r->ranks && ranks_alloc(r, nranks) != OHC_OK) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "bootstrap root %s: out of memory for %u ranks",
+			  r->where, nranks);
+		refuse(r, i, OHC_ERR_NO_MEMORY, "root out of memory");
+		return;
+	}
+	r->ranks[rank].fd = p->fd;
+	r->ranks[rank].from = p->from;
+	memcpy(r->ranks[rank].entry, entry, BS_ENTRY_BYTES);
+	p->fd = -1;
+	pending_drop(r, i);
+
+	if (tmo < ROOT_MIN_TIMEOUT_MS)
+		tmo = ROOT_MIN_TIMEOUT_MS;
+	if (tmo > ROOT_MAX_TIMEOUT_MS)
+		tmo = ROOT_MAX_TIMEOUT_MS;
+	rank_deadline = ohc_time_ns() + tmo * 1000000ull;
+	if (r->njoined == 0) {
+		r->deadline = rank_deadline;
+		r->first_join_ns = ohc_time_ns();
+	} else if (rank_deadline < r->deadline) {
+		r->deadline = rank_deadline;
+	}
+	r->njoined++;
+	__atomic_store_n(&r->joined, (int)r->njoined, __ATOMIC_RELEASE);
+	OHC_DEBUG(OHC_SS_BOOT, "bootstrap root %s: rank %u/%u joined from %s",
+		  r->where, rank, nranks, from);
+}
+
+static void pending_read(struct bs_root *r, unsigned i)
+{
+	struct root_pending *p = &r->pending[i];
+	char from[BS_ADDR_STRLEN];
+	ohc_status_t status;
+	struct bs_hdr h;
+	uint8_t *pl;
+	int err = 0;
+
+	status = bs_rx_read(&p->rx, BS_JOIN_BYTES, &err);
+	if (status == OHC_INPROGRESS)
+		return;
+	if (status != OHC_OK) {
+		if (status == OHC_ERR_INVALID)
+			OHC_ERROR(OHC_SS_BOOT,
+				  "bootstrap root %s: refused a connection "
+				  "from %s: not a bootstrap peer (bad frame)",
+				  r->where,
+				  bs_addr_str(&p->from, from, sizeof(from)));
+		pending_drop(r, i);
+		return;
+	}
+	pl = bs_rx_take(&p->rx, &h);
+	handle_join(r, i, &h, pl);
+	free(pl);
+}
+
+static void accept_all(struct bs_root *r)
+{
+	while (r->npending < ROOT_PENDING_MAX) {
+		struct root_pending *p = &r->pending[r->npending];
+		struct bs_addr from;
+		int fd, err = 0;
+		ohc_status_t status = bs_accept(r->lfd, &fd, &from, &err);
+
+		if (status == OHC_INPROGRESS)
+			return;
+		if (status != OHC_OK) {
+			OHC_WARN(OHC_SS_BOOT, "bootstrap root %s: accept: %s",
+				 r->where, strerror(err));
+			return;
+		}
+		memset(p, 0, sizeof(*p));
+		p->fd = fd;
+		p->from = from;
+		p->since = ohc_time_ns();
+		bs_rx_init(&p->rx, fd);
+		r->npending++;
+	}
+}
+
+/* "rank 2 of 4" / "ranks 2, 5-7 of 8", cut short when long. */
+static void missing_text(const struct bs_root *r, char *buf, size_t len)
+{
+	uint32_t count = 0, i = 0, b;
+	size_t off;
+	int first = 1;
+
+	for (uint32_t k = 0; k < r->nranks; k++)
+		count += r->ranks[k].fd < 0;
+	off = (size_t)snprintf(buf, len, "%s ", count == 1 ? "rank" : "ranks");
+	while (i < r->nranks) {
+		if (r->ranks[i].fd >= 0) {
+			i++;
+			continue;
+		}
+		for (b = i; b + 1 < r->nranks && r->ranks[b + 1].fd < 0; b++)
+			;
+		if (off + 64 > len) {
+			off += (size_t)snprintf(buf + off, len - off,
+						", ... (%u in all)", count);
+			break;
+		}
+		if (!first)
+			off += (size_t)snprintf(buf + off, len - off, ", ");
+		first = 0;
+		if (b == i)
+			off += (size_t)snprintf(buf + off, len - off, "%u", i);
+		else if (b == i + 1)
+			off += (size_t)snprintf(buf + off, len - off, "%u, %u",
+						i, b);
+		else
+			off += (size_t)snprintf(buf + off, len - off, "%u-%u",
+						i, b);
+		i = b + 1;
+	}
+	snprintf(buf + off, len - off, " of %u never arrived", r->nranks);
+}
+
+static void expire(struct bs_root *r)
+{
+	char text[BS_TEXT_MAX];
+	struct bs_hdr h = {.type = BS_T_EXPIRED};
+
+	if (!r->nranks) {
+		OHC_INFO(OHC_SS_BOOT,
+			 "bootstrap root %s: no rank arrived; listener closed",
+			 r->where);
+		return;
+	}
+	missing_text(r, text, sizeof(text));
+	OHC_ERROR(OHC_SS_BOOT,
+		  "bootstrap root %s: %s (waited %" PRIu64
+		  " ms after the first rank)",
+		  r->where, text, bs_ms_since(r->first_join_ns));
+	h.len = strlen(text);
+	for (uint32_t i = 0; i < r->nranks; i++) {
+		struct bs_tx tx;
+		int err;
+
+		if (r->ranks[i].fd < 0)
+			continue;
+		bs_tx_init(&tx, &h, text);
+		(void)bs_tx_write(r->ranks[i].fd, &tx, &err);
+		close_fd(&r->ranks[i].fd);
+	}
+}
+
+static ohc_status_t table_build(struct bs_root *r)
+{
+	struct bs_hdr h = {.type = BS_T_TABLE};
+
+	r->table_len = 4 + (size_t)r->nranks * BS_ENTRY_BYTES;
+	r->table = malloc(r->table_len);
+	if (!r->table) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "bootstrap root %s: out of memory for the rank table",
+			  r->where);
+		return OHC_ERR_NO_MEMORY;
+	}
+	bs_put32(r->table, r->nranks);
+	for (uint32_t i = 0; i < r->nranks; i++)
+		memcpy(r->table + 4 + (size_t)i * BS_ENTRY_BYTES,
+		       r->ranks[i].entry, BS_ENTRY_BYTES);
+	h.len = r->table_len;
+	for (uint32_t i = 0; i < r->nranks; i++)
+		bs_tx_init(&r->ranks[i].tx, &h, r->table);
+	return OHC_OK;
+}
+
+static void send_step(struct bs_root *r, uint32_t i)
+{
+	char from[BS_ADDR_STRLEN];
+	ohc_status_t status;
+	int err = 0;
+
+	status = bs_tx_write(r->ranks[i].fd, &r->ranks[i].tx, &err);
+	if (status == OHC_INPROGRESS)
+		return;
+	if (status != OHC_OK)
+		OHC_WARN(OHC_SS_BOOT,
+			 "bootstrap root %s: cannot send the rank table to "
+			 "rank %u at %s: %s",
+			 r->where, i,
+			 bs_addr_str(&r->ranks[i].from, from, sizeof(from)),
+			 strerror(err));
+	close_fd(&r->ranks[i].fd);
+}
+
+/* A joined rank's connection became readable before the table: it left
+ * (or broke protocol). Its slot is free again. */
+static void rank_left(struct bs_root *r, uint32_t i)
+{
+	char from[BS_ADDR_STRLEN];
+
+	OHC_WARN(OHC_SS_BOOT,
+		 "bootstrap root %s: rank %u (%s) left before all %u ranks "
+		 "arrived",
+		 r->where, i,
+		 bs_addr_str(&r->ranks[i].from, from, sizeof(from)), r->nranks);
+	close_fd(&r->ranks[i].fd);
+	r->njoined--;
+	__atomic_store_n(&r->joined, (int)r->njoined, __ATOMIC_RELEASE);
+}
+
+static size_t build_pollset(struct bs_root *r, int sending)
+{
+	size_t n = 0;
+
+	r->pfd[n] = (struct pollfd){.fd = r->wake_fd, .events = POLLIN};
+	r->pwho[n++] = 0;
+	if (!sending && r->lfd >= 0 && r->npending < ROOT_PENDING_MAX) {
+		r->pfd[n] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
+		r->pwho[n++] = 1;
+	}
+	for (unsigned i = 0; i < r->npending; i++) {
+		r->pfd[n] = (struct pollfd){.fd = r->pending[i].fd,
+					    .events = POLLIN};
+		r->pwho[n++] = 2 + i;
+	}
+	for (uint32_t i = 0; i < r->nranks; i++) {
+		if (r->ranks[i].fd < 0)
+			continue;
+		r->pfd[n] =
+			(struct pollfd){.fd = r->ranks[i].fd,
+					.events = sending ? POLLOUT : POLLIN};
+		r->pwho[n++] = 2 + ROOT_PENDING_MAX + i;
+	}
+	return n;
+}
+
+static void *root_main(void *arg)
+{
+	struct bs_root *r = arg;
+	int sending = 0;
+	uint64_t send_deadline = 0;
+
+	r->deadline = r->idle_deadline;
+	for (;;) {
+		size_t n;
+		int rc, left = 0;
+
+		if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
+			break;
+		if (!sending && r->nranks && r->njoined == r->nranks) {
+			if (table_build(r) != OHC_OK)
+				break;
+			sending = 1;
+			send_deadline = ohc_deadline_after_ms(ROOT_SEND_MS);
+			while (r->npending)
+				pending_drop(r, 0);
+			close_fd(&r->lfd); /* the port is free again */
+			OHC_DEBUG(OHC_SS_BOOT,
+				  "bootstrap root %s: all %u ranks arrived",
+				  r->where, r->nranks);
+		}
+		if (sending) {
+			for (uint32_t i = 0; i < r->nranks; i++)
+				left += r->ranks[i].fd >= 0;
+			if (!left)
+				break;
+			if (ohc_deadline_passed(send_deadline)) {
+				OHC_WARN(OHC_SS_BOOT,
+					 "bootstrap root %s: %d ranks did not "
+					 "take their rank table",
+					 r->where, left);
+				break;
+			}
+		} else if (ohc_deadline_passed(r->deadline)) {
+			expire(r);
+			break;
+		}
+		/* Connections that never present themselves. */
+		for (unsigned i = 0; i < r->npending;) {
+			if (ohc_time_ns() - r->pending[i].since >
+			    ROOT_JOIN_WAIT_MS * 1000000ull)
+				pending_drop(r, i);
+			else
+				i++;
+		}
+
+		n = build_pollset(r, sending);
+		rc = bs_poll(r->pfd, n, sending ? send_deadline : r->deadline,
+			     1000);
+		if (rc < 0) {
+			OHC_ERROR(OHC_SS_BOOT, "bootstrap root %s: poll: %s",
+				  r->where, strerror(errno));
+			break;
+		}
+		/* Ranks first, then pending (whose indices shift on drop, so
+		 * walk them backwards), then new connections. */
+		for (size_t k = n; k-- > 0;) {
+			uint32_t who = r->pwho[k];
+			short ev = r->pfd[k].revents;
+
+			if (!ev)
+				continue;
+			if (who == 0) {
+				uint64_t v;
+
+				(void)!read(r->wake_fd, &v, sizeof(v));
+			} else if (who == 1) {
+				accept_all(r);
+			} else if (who < 2 + ROOT_PENDING_MAX) {
+				pending_read(r, who - 2);
+			} else if (sending) {
+				send_step(r, who - 2 - ROOT_PENDING_MAX);
+			} else {
+				rank_left(r, who - 2 - ROOT_PENDING_MAX);
+			}
+		}
+	}
+
+	while (r->npending)
+		pending_drop(r, 0);
+	for (uint32_t i = 0; i < r->nranks; i++)
+		close_fd(&r->ranks[i].fd);
+	close_fd(&r->lfd);
+	__atomic_store_n(&r->joined, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->finished, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Registry                                                               */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ohc_list reg_list = OHC_LIST_INIT(reg_list);
+static uint64_t reg_next_id = 1;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+
+static void root_free(struct bs_root *r)
+{
+	close_fd(&r->lfd);
+	close_fd(&r->wake_fd);
+	free(r->ranks);
+	free(r->table);
+	free(r->pfd);
+	free(r->pwho);
+	free(r->white);
+	free(r);
+}
+
+static void root_stop_join_free(struct bs_root *r)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+	(void)!write(r->wake_fd, &one, sizeof(one));
+	pthread_join(r->thread, NULL);
+	root_free(r);
+}
+
+static void reg_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void reg_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* The threads did not survive fork(): keep the records (reachable, never
+ * joined) and drop our copies of their listening sockets. */
+static void reg_child(void)
+{
+	struct ohc_list *pos;
+
+	ohc_list_for_each(pos, &reg_list)
+	{
+		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
+
+		if (r->orphan)
+			continue;
+		r->orphan = 1;
+		close_fd(&r->lfd);
+		close_fd(&r->wake_fd);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_init(void)
+{
+	pthread_atfork(reg_prepare, reg_parent, reg_child);
+}
+
+/* Process exit (or unload): stop and join every listener still running. */
+__attribute__((destructor)) static void reg_fini(void)
+{
+	struct ohc_list done = OHC_LIST_INIT(done), *pos, *next;
+
+	if (pthread_mutex_trylock(&reg_lock) != 0)
+		return; /* someone is inside; the process is going anyway */
+	for (pos = reg_list.next; pos != &reg_list; pos = next) {
+		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
+
+		next = pos->next;
+		if (r->orphan)
+			continue; /* no thread behind it; stays listed */
+		ohc_list_del(&r->link);
+		ohc_list_add_tail(&done, &r->link);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	while (!ohc_list_empty(&done)) {
+		struct bs_root *r = ohc_list_first(&done, struct bs_root, link);
+
+		ohc_list_del(&r->link);
+		root_stop_join_free(r);
+	}
+}
+
+unsigned ohc_root_listeners_reap(void)
+{
+	struct ohc_list done = OHC_LIST_INIT(done), *pos, *next;
+	unsigned running = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (pos = reg_list.next; pos != &reg_list; pos = next) {
+		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
+
+		next = pos->next;
+		if (r->orphan)
+			continue;
+		if (__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE)) {
+			ohc_list_del(&r->link);
+			ohc_list_add_tail(&done, &r->link);
+		} else {
+			running++;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	while (!ohc_list_empty(&done)) {
+		struct bs_root *r = ohc_list_first(&done, struct bs_root, link);
+
+		ohc_list_del(&r->link);
+		pthread_join(r->thread, NULL); /* it is returning */
+		root_free(r);
+	}
+	return running;
+}
+
+void bs_root_cancel(uint64_t id)
+{
+	struct bs_root *found = NULL;
+	struct ohc_list *pos;
+
+	pthread_mutex_lock(&reg_lock);
+	ohc_list_for_each(pos, &reg_list)
+	{
+		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
+
+		if (r->id == id && !r->orphan) {
+			found = r;
+			break;
+		}
+	}
+	if (found)
+		ohc_list_del(&found->link);
+	pthread_mutex_unlock(&reg_lock);
+	if (found)
+		root_stop_join_free(found);
+}
+
+int ohc_root_info_joined(const void *root_info)
+{
+	uint64_t token = ohc_root_info_session(root_info);
+	struct ohc_list *pos;
+	int joined = -1;
+
+	if (!token)
+		return -1;
+	pthread_mutex_lock(&reg_lock);
+	ohc_list_for_each(pos, &reg_list)
+	{
+		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
+
+		if (r->token == token && !r->orphan &&
+		    !__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE))
+			joined = __atomic_load_n(&r->joined, __ATOMIC_ACQUIRE);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return joined;
+}
+
+ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
+			   const struct bs_ports *ports, uint64_t token,
+			   uint32_t nranks, uint64_t idle_ms,
+			   struct bs_addr *bound_p, uint64_t *id_p)
+{
+	struct bs_addr addr = *bind_addr;
+	sigset_t all, old;
+	struct bs_root *r;
+	ohc_status_t status;
+	int rc;
+
+	pthread_once(&reg_once, reg_init);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return OHC_ERR_NO_MEMORY;
+	r->lfd = -1;
+	r->wake_fd = -1;
+	r->token = token;
+	ohc_list_init(&r->link);
+	status = whitelist_load(r);
+	if (status < 0)
+		goto err_free;
+	status = nranks ? ranks_alloc(r, nranks) : pollset_reserve(r, 0);
+	if (status < 0)
+		goto err_free;
+	status = bs_listen(&addr, ports, &r->lfd);
+	if (status < 0)
+		goto err_free;
+	r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->wake_fd < 0) {
+		OHC_ERROR(OHC_SS_BOOT, "eventfd failed: %s", strerror(errno));
+		status = OHC_ERR_SYSCALL;
+		goto err_free;
+	}
+	bs_addr_str(&addr, r->where, sizeof(r->where));
+	r->idle_deadline = ohc_deadline_after_ms(idle_ms);
+
+	/* The listener takes no signals: they belong to the user's threads. */
+	sigfillset(&all);
+	pthread_mutex_lock(&reg_lock);
+	r->id = reg_next_id++;
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&r->thread, NULL, root_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		ohc_list_add_tail(&reg_list, &r->link);
+	pthread_mutex_unlock(&reg_lock);
+	if (rc != 0) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "cannot start the bootstrap root listener thread: %s",
+			  strerror(rc));
+		status = OHC_ERR_SYSCALL;
+		goto err_free;
+	}
+	OHC_DEBUG(OHC_SS_BOOT, "bootstrap root listening on %s", r->where);
+	*bound_p = addr;
+	*id_p = r->id;
+	return OHC_OK;
+
+err_free:
+	root_free(r);
+	return status;
+}
