@@ -27,13 +27,13 @@
 #define SHM_BLOB_VERSION 1u
 #define SHM_RING_DEFAULT (1u << 20)
 #define SHM_RING_MIN 4096u
-#define SHM_FRAG_CAP (256u << 10) /* largest fragment */
+#define SHM_FRAG_CAP (64u << 10)  /* largest fragment */
 #define SHM_PARTIAL_MIN 4096u	  /* smallest fragment cut to fit space */
 #define SHM_CMA_CHUNK (1u << 20)  /* bytes per process_vm_readv */
 #define SHM_CMA_BUDGET (4u << 20) /* CMA bytes per ep per progress call */
 #define SHM_BOUNCE (256u << 10)	  /* CMA reads that feed a reduction */
 
-size_t ohc_shm_cma_threshold = 64u << 10;
+size_t ohc_shm_cma_threshold = 256u << 10;
 
 /* The address blob. */
 struct shm_blob {
@@ -240,8 +240,9 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 	struct ohc_shm_ep **seps;
 	ohc_status_t status;
 
-	if (sif->connected) {
-		OHC_ERROR(OHC_SS_SHM, "rank %u: shm iface connected twice",
+	if (sif->connected || sif->listen_fd < 0) {
+		OHC_ERROR(OHC_SS_SHM,
+			  "rank %u: shm iface_connect may run only once",
 			  sif->super.rank);
 		return OHC_ERR_INVALID;
 	}
@@ -260,6 +261,11 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 		}
 	}
 	status = ohc_shm_seg_connect(sif, seps, n, deadline);
+	/* Done, either way: nobody may connect to us any more. */
+	close(sif->listen_fd);
+	close(sif->seg_fd);
+	sif->listen_fd = -1;
+	sif->seg_fd = -1;
 	if (status < 0)
 		goto out;
 	for (unsigned i = 0; i < n; i++) {
@@ -273,11 +279,6 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 		sep->connected = 1;
 	}
 	sif->connected = 1;
-	/* Peers have our memfd and we have mapped theirs: sockets go. */
-	close(sif->listen_fd);
-	close(sif->seg_fd);
-	sif->listen_fd = -1;
-	sif->seg_fd = -1;
 out:
 	free(seps);
 	return status;
