@@ -114,6 +114,7 @@ static void comm_close_transports(struct ohc_comm *comm)
 				continue;
 			ep->iface->ops->ep_fini(ep);
 			free(ep);
+			comm->eps[r] = NULL;
 		}
 	}
 	for (unsigned i = 0; i < comm->nifaces; i++) {
