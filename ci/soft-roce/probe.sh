@@ -19,7 +19,8 @@ rc=$?
 # Devices are the lines after the two header lines.
 devs=$(printf '%s\n' "$out" | awk 'NR > 2 && NF >= 1 { print $1 }')
 if [ $rc -ne 0 ] || [ -z "$devs" ]; then
-	why=$(printf '%s\n' "$out" | head -n 1)
+	why=
+	[ $rc -eq 0 ] || why=$(printf '%s\n' "$out" | head -n 1)
 	[ -d /sys/class/infiniband ] || why="${why:+$why; }kernel without RDMA (/sys/class/infiniband missing; run under ci/soft-roce/run-vm.sh)"
 	say "no RDMA device: ${why:-ibv_devices lists none}"
 	exit 77

@@ -29,7 +29,8 @@
 #   --quiet          do not stream COMMAND's output while it runs.
 #
 # COMMAND runs in the current directory, as root, with bash, on the host's
-# (read-only) root filesystem; /tmp, /run and /dev/shm are fresh tmpfs. It
+# (read-only) root filesystem; /tmp, /run and /dev/shm are fresh tmpfs (a
+# build folder under /tmp is visible only when passed with --rw). It
 # sees OHC_VM_MODE (qemu|host), OHC_VM_INDEX (0..), OHC_VM_COUNT,
 # OHC_VM_IP, OHC_VM_PEER_IP (empty with one VM), OHC_VM_NETDEV,
 # OHC_VM_RDMA_DEV (rxe0), OHC_VM_GID_INDEX (RoCE v2 IPv4 GID) and
