@@ -163,6 +163,7 @@ if [ "$want_rxe" = 1 ]; then
 		die "rdma link add rxe0 type rxe netdev $netdev failed (crc32_generic loaded? see dmesg)"
 	# Wait for the port to be ACTIVE and for the IPv4 (RoCE v2) GID.
 	gids=/sys/class/infiniband/rxe0/ports/1
+	# shellcheck disable=SC2183,SC2046 # the four octets, split on purpose
 	want_gid=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
 		$(echo "$myip" | tr . ' '))
 	n=0
