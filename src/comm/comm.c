@@ -162,7 +162,7 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 	params.hostid = hostid;
 	params.numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
 	params.ring_bytes = (size_t)env->shm_ring_kb * 1024;
-	params.spin = (unsigned)env->shm_spin;
+	params.spin = 0;
 
 	recs = calloc((size_t)comm->nranks * ntp, sizeof(*recs));
 	eps_by_tp = calloc(comm->nranks, sizeof(*eps_by_tp));
@@ -308,6 +308,28 @@ out:
 	return status;
 }
 
+/*
+ * How long an idle rank polls before it sleeps: polling wins while every
+ * rank of this host has a CPU of its own; beyond that it only steals time
+ * from the peer we wait for (8 ranks on 2 cores must sleep at once).
+ */
+static void comm_choose_spin(struct ohc_comm *comm)
+{
+	const struct ohc_env *env = ohc_env();
+	const char *me = ohc_bootstrap_hostid(comm->bs, comm->rank);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t local = 0;
+
+	if (env->spin_us >= 0) {
+		comm->spin_ns = (uint64_t)env->spin_us * 1000;
+		return;
+	}
+	for (uint32_t r = 0; r < comm->nranks; r++)
+		if (!strcmp(ohc_bootstrap_hostid(comm->bs, r), me))
+			local++;
+	comm->spin_ns = (cpus > 0 && local <= (uint32_t)cpus) ? 50000 : 0;
+}
+
 ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 			     const struct ohc_comm_cfg *cfg,
 			     const char *default_name, int device,
@@ -353,6 +375,7 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	status = comm_connect(comm, session, deadline);
 	if (status < 0)
 		goto err_free;
+	comm_choose_spin(comm);
 	/* Everyone connected before anyone sends data. */
 	status = ohc_bootstrap_barrier(bs);
 	if (status < 0)
@@ -416,7 +439,6 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
-	const struct ohc_env *env = ohc_env();
 	const struct ohc_algo *algo = NULL;
 	struct ohc_exec x;
 	struct ohc_sched s;
@@ -450,7 +472,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 			     ? ohc_deadline_after_ms(
 				       (uint64_t)comm->cfg.exec_timeout_s * 1000)
 			     : OHC_DEADLINE_NEVER;
-	x.spin = (unsigned)env->shm_spin;
+	x.spin_ns = comm->spin_ns;
 	x.abort_flag = &comm->abort_flag;
 	x.reduce = ohc_reduce_get(op->args.dtype, op->args.redop);
 	x.esize = (unsigned)op->args.esize;

@@ -65,6 +65,7 @@ struct ohc_comm {
 	struct ohc_ep **eps;            /* per rank; NULL for ourselves */
 	const char **ep_tp;             /* transport name per rank */
 	enum ohc_link_class link_class; /* slowest link in use */
+	uint64_t spin_ns;               /* idle polling before sleeping */
 
 	pthread_mutex_t lock;           /* guards seq counters, inflight */
 	pthread_cond_t idle_cond;       /* signalled when inflight drops */

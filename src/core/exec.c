@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,8 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			      unsigned n, unsigned step, struct ohc_req *reqs)
 {
-	unsigned pending = 0, idle = 0;
+	unsigned pending = 0, yields = 0;
+	uint64_t idle_since = 0;
 	uint64_t next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
 	ohc_status_t status;
 
@@ -195,11 +197,19 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		if (!pending)
 			break;
 		if (moved) {
-			idle = 0;
+			idle_since = 0;
 			continue;
 		}
-		if (++idle < x->spin)
+		if (!idle_since) {
+			idle_since = ohc_time_ns();
 			continue;
+		}
+		if (ohc_time_ns() - idle_since < x->spin_ns) {
+			/* let a preempted peer on our CPU run */
+			if ((++yields & 63) == 0)
+				sched_yield();
+			continue;
+		}
 
 		/* Idle: check abort, deadline and peers, then sleep. */
 		if (x->abort_flag &&

@@ -21,7 +21,7 @@ struct ohc_exec {
 	struct ohc_iface *const *ifaces;
 	unsigned nifaces;
 	uint64_t deadline;            /* absolute, OHC_DEADLINE_NEVER */
-	unsigned spin;                /* idle polls before sleeping */
+	uint64_t spin_ns;             /* idle time polled before sleeping */
 	const int *abort_flag;        /* non-zero: stop with OHC_ERR_CANCELED */
 	ohc_reduce_fn reduce;         /* for RECV reduce kinds and REDUCE */
 	unsigned esize;               /* element size for reduce */

@@ -98,9 +98,10 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_SHM_RING_KB", "1024",
 	      "KiB of each per-pair shared-memory ring", shm_ring_kb, 64,
 	      1048576),
-	INT_F("OPENHCCL_SHM_SPIN", "2000",
-	      "polls before a waiting rank sleeps on its futex", shm_spin, 0,
-	      100000000),
+	INT_F("OPENHCCL_SPIN_US", "-1",
+	      "microseconds a waiting rank polls before it sleeps (-1 = auto: "
+	      "50 when this host's ranks fit its CPUs, else 0)",
+	      spin_us, -1, 1000000),
 	INT_F("OPENHCCL_DEVICE_COUNT", "16",
 	      "number of logical devices the host runtime reports",
 	      device_count, 1, 65536),
