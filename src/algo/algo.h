@@ -33,6 +33,28 @@ enum ohc_coll_op {
 	OHC_COLL_BARRIER = 103,
 };
 
+/* Transport classes, for the cost model. */
+enum ohc_link_class {
+	OHC_LINK_SELF = 0,  /* threads of one process: direct copies */
+	OHC_LINK_SHM = 1,   /* processes of one host */
+	OHC_LINK_RDMA = 2,  /* other hosts */
+};
+
+/* One item of a batch send/recv (HcclSendRecvItem, resolved). */
+enum ohc_batch_kind {
+	OHC_BATCH_SEND = 0,
+	OHC_BATCH_RECV = 1,
+};
+
+struct ohc_batch_item {
+	enum ohc_batch_kind kind;
+	int dtype;        /* compared between paired self items */
+	void *buf;        /* source (send) or destination (recv) */
+	uint64_t count;   /* elements; 0: the item is ignored */
+	size_t esize;     /* bytes per element of dtype */
+	uint32_t peer;    /* remote rank; may be ourselves */
+};
+
 struct ohc_coll_args {
 	enum ohc_coll_op op;
 	int dtype, redop;
@@ -40,28 +62,136 @@ struct ohc_coll_args {
 	uint32_t peer;    /* send/recv */
 	const void *sbuf;
 	void *rbuf;
-	uint64_t count;   /* elements, as the HCCL call defines it */
+	/*
+	 * Elements, as the HCCL call defines it: AllReduce/Bcast/Reduce the
+	 * vector; AllGather(V) the send count; ReduceScatter(V)/Scatter the
+	 * receive count per rank; AlltoAll the count per peer.
+	 */
+	uint64_t count;
 	size_t esize;     /* bytes per element */
 	uint32_t rank, nranks;
+	/*
+	 * V variants: arrays of nranks element counts/displacements, read
+	 * while the schedule is built. AllGatherV: recv_*; ReduceScatterV:
+	 * send_*; AlltoAllV: all four.
+	 */
+	const uint64_t *send_counts, *send_displs;
+	const uint64_t *recv_counts, *recv_displs;
+	/* BatchSendRecv: the items, read while the schedule is built. */
+	const struct ohc_batch_item *items;
+	uint32_t nitems;
+	int deterministic;          /* fixed reduction order required */
+	enum ohc_link_class link;   /* slowest link class in the comm */
+	const char *algo_override;  /* HCCL_ALGO / config algo string */
+};
+
+/*
+ * Cost model of one link class (peers.md 2.1): a message of n bytes costs
+ * alpha + n * beta, reducing n bytes costs n * gamma, copying n bytes
+ * locally n * copy. Microseconds.
+ */
+struct ohc_cost_params {
+	double alpha_us;   /* per message */
+	double beta_us;    /* per byte sent */
+	double gamma_us;   /* per byte reduced */
+	double copy_us;    /* per byte copied locally */
 };
 
 struct ohc_algo {
 	const char *name;
 	enum ohc_coll_op op;
+	/* Build rank a->rank's schedule; OHC_ERR_UNSUPPORTED declines. */
 	ohc_status_t (*build)(const struct ohc_coll_args *a,
 			      struct ohc_sched *s);
+	/*
+	 * Optional: OHC_OK if build would accept a, OHC_ERR_UNSUPPORTED if
+	 * not; same answer on every rank. NULL: accepts everything.
+	 */
+	ohc_status_t (*accepts)(const struct ohc_coll_args *a);
+	/*
+	 * Predicted time in microseconds for bytes (ohc_coll_bytes) over
+	 * nranks ranks with link costs c. NULL: 0 (the only candidate).
+	 */
+	double (*cost)(const struct ohc_cost_params *c, uint64_t bytes,
+		       uint32_t nranks);
 };
 
 /*
  * Pick an algorithm for a and build its schedule into s (initialised by
- * the caller). *algo_p names what was chosen.
+ * the caller). *algo_p names what was chosen. The cheapest candidate by
+ * the cost model that accepts wins, unless a->algo_override names one.
  */
 ohc_status_t ohc_algo_build(const struct ohc_coll_args *a,
 			    struct ohc_sched *s, const struct ohc_algo **algo_p);
 
 const char *ohc_coll_op_name(enum ohc_coll_op op);
+const char *ohc_link_class_name(enum ohc_link_class link);
+
+/* Default cost constants of a link class; never NULL. */
+const struct ohc_cost_params *ohc_cost_params_get(enum ohc_link_class link);
+
+/*
+ * The size the cost model is in: bytes of one rank's vector (AllReduce,
+ * Reduce, Broadcast, Send/Recv), of the whole gathered or scattered buffer
+ * (AllGather(V), ReduceScatter(V), Scatter), of one rank's send buffer
+ * (AlltoAll(V)), of all items (BatchSendRecv); 0 for Barrier.
+ */
+uint64_t ohc_coll_bytes(const struct ohc_coll_args *a);
+
+/*
+ * Pure cost model for simulators and tests: a's predicted time for op
+ * over bytes (as ohc_coll_bytes counts them) and nranks ranks on link,
+ * with the default constants. HUGE_VAL if a does not implement op.
+ */
+double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
+			   uint64_t bytes, uint32_t nranks,
+			   enum ohc_link_class link);
+
+/*
+ * The algorithm that an HCCL_ALGO string asks for op, or NULL (automatic:
+ * no string, level NA, no equivalent for this op, or unknown names; the
+ * latter are reported in *unknown_p when not NULL). Pure, no logging.
+ * Grammar: "level0:NA;level1:<algo>" for every op, or per op
+ * "<op>=level0:NA;level1:<algo>/<op>=..." with ops allgather,
+ * reducescatter, allreduce, broadcast, reduce, scatter, alltoall (and
+ * others as a default). HCCL names ring, H-D_R, NHR, NHR_V1, NB, AHC,
+ * pipeline, pairwise map to ours; our own names are accepted too.
+ */
+const struct ohc_algo *ohc_algo_override_find(const char *spec,
+					      enum ohc_coll_op op,
+					      int *unknown_p);
+
+/* All candidates, for tests and tools; *n_p entries. */
+const struct ohc_algo *const *ohc_algo_all(unsigned *n_p);
+
+/*
+ * BatchSendRecv: check items (HCCL rules: kind 0/1, peer < nranks,
+ * non-NULL buf when count > 0, self sends and receives pair up in order
+ * with equal count and dtype). Logs the first problem; OHC_ERR_INVALID.
+ */
+ohc_status_t ohc_batch_validate(const struct ohc_batch_item *items,
+				uint32_t nitems, uint32_t rank,
+				uint32_t nranks);
 
 extern const struct ohc_algo ohc_algo_allreduce_ring;
+extern const struct ohc_algo ohc_algo_allreduce_rd;
+extern const struct ohc_algo ohc_algo_allreduce_hd;
+extern const struct ohc_algo ohc_algo_allgather_ring;
+extern const struct ohc_algo ohc_algo_allgatherv_ring;
+extern const struct ohc_algo ohc_algo_allgather_rd;
+extern const struct ohc_algo ohc_algo_allgather_bruck;
+extern const struct ohc_algo ohc_algo_reduce_scatter_ring;
+extern const struct ohc_algo ohc_algo_reduce_scatterv_ring;
+extern const struct ohc_algo ohc_algo_reduce_scatter_rh;
+extern const struct ohc_algo ohc_algo_bcast_binomial;
+extern const struct ohc_algo ohc_algo_bcast_scatter_ag;
+extern const struct ohc_algo ohc_algo_reduce_binomial;
+extern const struct ohc_algo ohc_algo_scatter_binomial;
+extern const struct ohc_algo ohc_algo_scatter_linear;
+extern const struct ohc_algo ohc_algo_alltoall_pairwise;
+extern const struct ohc_algo ohc_algo_alltoallv_pairwise;
+extern const struct ohc_algo ohc_algo_alltoall_bruck;
+extern const struct ohc_algo ohc_algo_batch_pairwise;
 extern const struct ohc_algo ohc_algo_barrier_dissem;
 extern const struct ohc_algo ohc_algo_send;
 extern const struct ohc_algo ohc_algo_recv;

@@ -18,14 +18,23 @@ static ohc_status_t build_recv(const struct ohc_coll_args *a,
 	return OHC_OK;
 }
 
+/* a + nb */
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
+{
+	(void)n;
+	return c->alpha_us + (double)bytes * c->beta_us;
+}
+
 const struct ohc_algo ohc_algo_send = {
 	.name = "direct",
 	.op = OHC_COLL_SEND,
 	.build = build_send,
+	.cost = cost,
 };
 
 const struct ohc_algo ohc_algo_recv = {
 	.name = "direct",
 	.op = OHC_COLL_RECV,
 	.build = build_recv,
+	.cost = cost,
 };

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdlib.h>
 #include <string.h>
 
 #include "algo/dtype.h"
+#include "algo/patterns/pairwise.h"
 #include "api/api.h"
 
 /*
@@ -178,4 +180,491 @@ OHC_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 		return ohc_status_to_hccl(status);
 	a.dtype = OHC_INT8;
 	return submit(c, &a, stream);
+}
+
+/* Shared tail of the simple collectives: checks, then submit. */
+static HcclResult coll(const char *fn, struct ohc_coll_args *a,
+		       HcclComm comm, aclrtStream stream, int flags)
+{
+	struct ohc_comm *c;
+	ohc_status_t status;
+
+	status = check_common(fn, comm, stream, a->count, a->dtype, a->redop,
+			      flags, &c);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	if ((a->op == OHC_COLL_BROADCAST || a->op == OHC_COLL_REDUCE ||
+	     a->op == OHC_COLL_SCATTER) &&
+	    a->root >= c->nranks) {
+		OHC_ERROR(OHC_SS_API, "%s: root %u is not in [0, %u)", fn,
+			  a->root, c->nranks);
+		return HCCL_E_PARA;
+	}
+	if (a->op == OHC_COLL_SCATTER && c->rank == a->root && !a->sbuf) {
+		OHC_ERROR(OHC_SS_API, "%s: sendBuf is NULL on the root", fn);
+		return HCCL_E_PTR;
+	}
+	return submit(c, a, stream);
+}
+
+#define NULL_CHECK(fn, p)                                                      \
+	do {                                                                   \
+		if (!(p)) {                                                    \
+			OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, #p);       \
+			return HCCL_E_PTR;                                     \
+		}                                                              \
+	} while (0)
+
+#define ZERO_COUNT(fn, n)                                                      \
+	do {                                                                   \
+		if ((n) == 0) {                                                \
+			OHC_WARN(OHC_SS_API, "%s: count is 0, nothing to do",  \
+				 fn);                                          \
+			return HCCL_SUCCESS;                                   \
+		}                                                              \
+	} while (0)
+
+OHC_API HcclResult HcclBroadcast(void *buf, uint64_t count,
+				 HcclDataType dataType, uint32_t root,
+				 HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_BROADCAST};
+
+	OHC_API_ENTRY(__func__);
+	ZERO_COUNT(__func__, count);
+	NULL_CHECK(__func__, buf);
+	a.sbuf = a.rbuf = buf;
+	a.count = count;
+	a.dtype = (int)dataType;
+	a.root = root;
+	return coll(__func__, &a, comm, stream, 0);
+}
+
+OHC_API HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
+			      HcclDataType dataType, HcclReduceOp op,
+			      uint32_t root, HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE};
+
+	OHC_API_ENTRY(__func__);
+	ZERO_COUNT(__func__, count);
+	NULL_CHECK(__func__, sendBuf);
+	NULL_CHECK(__func__, recvBuf);
+	a.sbuf = sendBuf;
+	a.rbuf = recvBuf;
+	a.count = count;
+	a.dtype = (int)dataType;
+	a.redop = (int)op;
+	a.root = root;
+	return coll(__func__, &a, comm, stream, NEED_REDUCE);
+}
+
+OHC_API HcclResult HcclAllGather(void *sendBuf, void *recvBuf,
+				 uint64_t sendCount, HcclDataType dataType,
+				 HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER};
+
+	OHC_API_ENTRY(__func__);
+	ZERO_COUNT(__func__, sendCount);
+	NULL_CHECK(__func__, sendBuf);
+	NULL_CHECK(__func__, recvBuf);
+	a.sbuf = sendBuf;
+	a.rbuf = recvBuf;
+	a.count = sendCount;
+	a.dtype = (int)dataType;
+	return coll(__func__, &a, comm, stream, 0);
+}
+
+OHC_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf,
+				     uint64_t recvCount, HcclDataType dataType,
+				     HcclReduceOp op, HcclComm comm,
+				     aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE_SCATTER};
+
+	OHC_API_ENTRY(__func__);
+	ZERO_COUNT(__func__, recvCount);
+	NULL_CHECK(__func__, sendBuf);
+	NULL_CHECK(__func__, recvBuf);
+	a.sbuf = sendBuf;
+	a.rbuf = recvBuf;
+	a.count = recvCount;
+	a.dtype = (int)dataType;
+	a.redop = (int)op;
+	return coll(__func__, &a, comm, stream, NEED_REDUCE);
+}
+
+OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf,
+			       uint64_t recvCount, HcclDataType dataType,
+			       uint32_t root, HcclComm comm,
+			       aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_SCATTER};
+
+	OHC_API_ENTRY(__func__);
+	ZERO_COUNT(__func__, recvCount);
+	NULL_CHECK(__func__, recvBuf);
+	a.sbuf = sendBuf;
+	a.rbuf = recvBuf;
+	a.count = recvCount;
+	a.dtype = (int)dataType;
+	a.root = root;
+	return coll(__func__, &a, comm, stream, 0);
+}
+
+/* V-count arrays: none above the maximum count; returns their sum. */
+static ohc_status_t check_counts(const char *fn, const char *what,
+				 const uint64_t *counts, uint32_t n,
+				 uint64_t *sum_p)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (counts[i] > SYS_MAX_COUNT) {
+			OHC_ERROR(OHC_SS_API,
+				  "%s: %s[%u] = %llu exceeds the maximum %llu",
+				  fn, what, i, (unsigned long long)counts[i],
+				  SYS_MAX_COUNT);
+			return OHC_ERR_INVALID;
+		}
+		sum += counts[i];
+	}
+	*sum_p = sum;
+	return OHC_OK;
+}
+
+/* Live communicator for calls that need its size before check_common. */
+static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
+{
+	if (!comm) {
+		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
+		return HCCL_E_PTR;
+	}
+	*c_p = ohc_api_comm(comm);
+	if (!*c_p) {
+		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
+			  comm);
+		return HCCL_E_PARA;
+	}
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
+				  void *recvBuf, const void *recvCounts,
+				  const void *recvDispls,
+				  HcclDataType dataType, HcclComm comm,
+				  aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER_V};
+	struct ohc_comm *c;
+	uint64_t total;
+	HcclResult r;
+
+	OHC_API_ENTRY(__func__);
+	r = comm_of(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	NULL_CHECK(__func__, recvCounts);
+	NULL_CHECK(__func__, recvDispls);
+	if (check_counts(__func__, "recvCounts", recvCounts, c->nranks,
+			 &total) < 0)
+		return HCCL_E_PARA;
+	if (total == 0) {
+		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do",
+			 __func__);
+		return HCCL_SUCCESS;
+	}
+	if (((const uint64_t *)recvCounts)[c->rank] != sendCount) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: sendCount %llu differs from recvCounts[%u] = "
+			  "%llu",
+			  __func__, (unsigned long long)sendCount, c->rank,
+			  (unsigned long long)((const uint64_t *)
+						       recvCounts)[c->rank]);
+		return HCCL_E_PARA;
+	}
+	if (sendCount)
+		NULL_CHECK(__func__, sendBuf);
+	NULL_CHECK(__func__, recvBuf);
+	if (sendBuf == recvBuf) {
+		OHC_ERROR(OHC_SS_API, "%s: recvBuf must differ from sendBuf",
+			  __func__);
+		return HCCL_E_PARA;
+	}
+	a.sbuf = sendBuf;
+	a.rbuf = recvBuf;
+	a.count = sendCount;
+	a.dtype = (int)dataType;
+	a.recv_counts = recvCounts;
+	a.recv_displs = recvDispls;
+	return coll(__func__, &a, comm, stream, 0);
+}
+
+OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
+				      const void *sendDispls, void *recvBuf,
+				      uint64_t recvCount, HcclDataType dataType,
+				      HcclReduceOp op, HcclComm comm,
+				      aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE_SCATTER_V};
+	struct ohc_comm *c;
+	uint64_t total;
+	HcclResult r;
+
+	OHC_API_ENTRY(__func__);
+	r = comm_of(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	NULL_CHECK(__func__, sendCounts);
+	NULL_CHECK(__func__, sendDispls);
+	if (check_counts(__func__, "sendCounts", sendCounts, c->nranks,
+			 &total) < 0)
+		return HCCL_E_PARA;
+	if (total == 0) {
+		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do",
+			 __func__);
+		return HCCL_SUCCESS;
+	}
+	if (((const uint64_t *)sendCounts)[c->rank] != recvCount) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: recvCount %llu differs from sendCounts[%u]",
+			  __func__, (unsigned long long)recvCount, c->rank);
+		return HCCL_E_PARA;
+	}
+	NULL_CHECK(__func__, sendBuf);
+	if (recvCount)
+		NULL_CHECK(__func__, recvBuf);
+	if (sendBuf == recvBuf) {
+		OHC_ERROR(OHC_SS_API, "%s: recvBuf must differ from sendBuf",
+			  __func__);
+		return HCCL_E_PARA;
+	}
+	a.sbuf = sendBuf;
+	a.rbuf = recvBuf;
+	a.count = recvCount;
+	a.dtype = (int)dataType;
+	a.redop = (int)op;
+	a.send_counts = sendCounts;
+	a.send_displs = sendDispls;
+	return coll(__func__, &a, comm, stream, NEED_REDUCE);
+}
+
+OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
+				HcclDataType sendType, const void *recvBuf,
+				uint64_t recvCount, HcclDataType recvType,
+				HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLTOALL};
+
+	OHC_API_ENTRY(__func__);
+	if (sendCount == 0 && recvCount == 0) {
+		OHC_WARN(OHC_SS_API, "%s: counts are 0, nothing to do",
+			 __func__);
+		return HCCL_SUCCESS;
+	}
+	NULL_CHECK(__func__, sendBuf);
+	NULL_CHECK(__func__, recvBuf);
+	if (sendCount != recvCount || sendType != recvType) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: send (%llu x %d) and receive (%llu x %d) "
+			  "counts and types must match",
+			  __func__, (unsigned long long)sendCount, sendType,
+			  (unsigned long long)recvCount, recvType);
+		return HCCL_E_PARA;
+	}
+	if (sendBuf == recvBuf) {
+		OHC_ERROR(OHC_SS_API, "%s: in place is not supported",
+			  __func__);
+		return HCCL_E_PARA;
+	}
+	a.sbuf = sendBuf;
+	a.rbuf = (void *)recvBuf;
+	a.count = sendCount;
+	a.dtype = (int)sendType;
+	return coll(__func__, &a, comm, stream, 0);
+}
+
+static HcclResult alltoallv(const char *fn, const void *sendBuf,
+			    const uint64_t *sc, const uint64_t *sd,
+			    HcclDataType sendType, const void *recvBuf,
+			    const uint64_t *rc, const uint64_t *rd,
+			    HcclDataType recvType, struct ohc_comm *c,
+			    HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLTOALLV};
+	uint64_t stotal, rtotal;
+
+	if (check_counts(fn, "sendCounts", sc, c->nranks, &stotal) < 0 ||
+	    check_counts(fn, "recvCounts", rc, c->nranks, &rtotal) < 0)
+		return HCCL_E_PARA;
+	if (sendType != recvType) {
+		OHC_ERROR(OHC_SS_API, "%s: sendType %d and recvType %d differ",
+			  fn, sendType, recvType);
+		return HCCL_E_PARA;
+	}
+	if ((stotal && !sendBuf) || (rtotal && !recvBuf)) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL with non-zero counts", fn,
+			  stotal && !sendBuf ? "sendBuf" : "recvBuf");
+		return HCCL_E_PTR;
+	}
+	if (sendBuf && sendBuf == recvBuf) {
+		OHC_ERROR(OHC_SS_API, "%s: in place is not supported", fn);
+		return HCCL_E_PARA;
+	}
+	a.sbuf = sendBuf;
+	a.rbuf = (void *)recvBuf;
+	a.count = 0;
+	a.dtype = (int)sendType;
+	a.send_counts = sc;
+	a.send_displs = sd;
+	a.recv_counts = rc;
+	a.recv_displs = rd;
+	return coll(fn, &a, comm, stream, 0);
+}
+
+OHC_API HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
+				 const void *sdispls, HcclDataType sendType,
+				 const void *recvBuf, const void *recvCounts,
+				 const void *rdispls, HcclDataType recvType,
+				 HcclComm comm, aclrtStream stream)
+{
+	struct ohc_comm *c;
+	HcclResult r;
+
+	OHC_API_ENTRY(__func__);
+	r = comm_of(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	NULL_CHECK(__func__, sendCounts);
+	NULL_CHECK(__func__, sdispls);
+	NULL_CHECK(__func__, recvCounts);
+	NULL_CHECK(__func__, rdispls);
+	return alltoallv(__func__, sendBuf, sendCounts, sdispls, sendType,
+			 recvBuf, recvCounts, rdispls, recvType, c, comm,
+			 stream);
+}
+
+OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
+				  const void *sendCountMatrix,
+				  HcclDataType sendType, const void *recvBuf,
+				  HcclDataType recvType, HcclComm comm,
+				  aclrtStream stream)
+{
+	const uint64_t *m = sendCountMatrix;
+	uint64_t *v, total;
+	struct ohc_comm *c;
+	uint32_t n;
+	HcclResult r;
+
+	OHC_API_ENTRY(__func__);
+	r = comm_of(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	NULL_CHECK(__func__, sendCountMatrix);
+	n = c->nranks;
+	if (check_counts(__func__, "sendCountMatrix", m, n * n, &total) < 0)
+		return HCCL_E_PARA;
+	if (total == 0) {
+		OHC_WARN(OHC_SS_API, "%s: the matrix is all 0, nothing to do",
+			 __func__);
+		return HCCL_SUCCESS;
+	}
+	v = malloc(4 * (size_t)n * sizeof(*v));
+	if (!v)
+		return HCCL_E_MEMORY;
+	ohc_alltoallvc_to_v(m, n, c->rank, v, v + n, v + 2 * n, v + 3 * n);
+	r = alltoallv(__func__, sendBuf, v, v + n, sendType, recvBuf,
+		      v + 2 * n, v + 3 * n, recvType, c, comm, stream);
+	free(v); /* the operation took its own copies */
+	return r;
+}
+
+OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
+				     uint32_t itemNum, HcclComm comm,
+				     aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_BATCH_SEND_RECV};
+	struct ohc_batch_item *items;
+	struct ohc_comm *c;
+	ohc_status_t status;
+	HcclResult r;
+
+	OHC_API_ENTRY(__func__);
+	if (itemNum == 0) {
+		OHC_WARN(OHC_SS_API, "%s: no items, nothing to do", __func__);
+		return HCCL_SUCCESS;
+	}
+	NULL_CHECK(__func__, sendRecvInfo);
+	r = comm_of(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	if (ohc_group_depth() > 0) {
+		OHC_ERROR(OHC_SS_API, "%s cannot be called inside a group",
+			  __func__);
+		return HCCL_E_NOT_SUPPORT;
+	}
+	items = calloc(itemNum, sizeof(*items));
+	if (!items)
+		return HCCL_E_MEMORY;
+	for (uint32_t i = 0; i < itemNum; i++) {
+		const HcclSendRecvItem *it = &sendRecvInfo[i];
+
+		if (it->sendRecvType != HCCL_SEND &&
+		    it->sendRecvType != HCCL_RECV) {
+			OHC_ERROR(OHC_SS_API,
+				  "%s: item %u: sendRecvType %d is neither "
+				  "HCCL_SEND nor HCCL_RECV",
+				  __func__, i, (int)it->sendRecvType);
+			free(items);
+			return HCCL_E_PARA;
+		}
+		if (it->count &&
+		    (!ohc_dtype_valid(it->dataType) ||
+		     it->dataType == HCCL_DATA_TYPE_INT128)) {
+			OHC_ERROR(OHC_SS_API,
+				  "%s: item %u: dataType %d is not supported",
+				  __func__, i, (int)it->dataType);
+			free(items);
+			return HCCL_E_NOT_SUPPORT;
+		}
+		items[i].kind = it->sendRecvType == HCCL_SEND ? OHC_BATCH_SEND
+							      : OHC_BATCH_RECV;
+		items[i].dtype = (int)it->dataType;
+		items[i].buf = it->buf;
+		items[i].count = it->count;
+		items[i].esize = ohc_dtype_size(it->dataType);
+		items[i].peer = it->remoteRank;
+	}
+	status = ohc_batch_validate(items, itemNum, c->rank, c->nranks);
+	if (status < 0) {
+		free(items);
+		return ohc_status_to_hccl(status);
+	}
+	a.items = items;
+	a.nitems = itemNum;
+	a.dtype = OHC_INT8;
+	r = coll(__func__, &a, comm, stream, 0);
+	free(items);
+	return r;
+}
+
+OHC_API HcclResult HcclGroupStart(void)
+{
+	OHC_API_ENTRY(__func__);
+	ohc_group_start();
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclGroupEnd(void)
+{
+	OHC_API_ENTRY(__func__);
+	return ohc_status_to_hccl(ohc_group_end());
+}
+
+OHC_API HcclResult HcclGroupStatusGet(bool *isGroupEnabled)
+{
+	NULL_CHECK(__func__, isGroupEnabled);
+	*isGroupEnabled = ohc_group_depth() > 0;
+	return HCCL_SUCCESS;
 }

@@ -114,6 +114,7 @@ static void comm_close_transports(struct ohc_comm *comm)
 				continue;
 			ep->iface->ops->ep_fini(ep);
 			free(ep);
+			comm->eps[r] = NULL;
 		}
 	}
 	for (unsigned i = 0; i < comm->nifaces; i++) {
@@ -128,8 +129,6 @@ static void comm_free(struct ohc_comm *comm)
 	comm_close_transports(comm);
 	free(comm->eps);
 	free(comm->ep_tp);
-	free(comm->p2p_send_seq);
-	free(comm->p2p_recv_seq);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
@@ -282,6 +281,11 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 		if (status < 0)
 			goto out;
 		comm->ifaces[comm->nifaces++] = open[t];
+		if (open[t]->ops->caps & OHC_TP_CAP_REMOTE_HOST)
+			comm->link_class = OHC_LINK_RDMA;
+		else if ((open[t]->ops->caps & OHC_TP_CAP_SAME_HOST) &&
+			 comm->link_class < OHC_LINK_SHM)
+			comm->link_class = OHC_LINK_SHM;
 		open[t] = NULL;
 	}
 
@@ -328,13 +332,6 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	pthread_mutex_init(&comm->lock, NULL);
 	pthread_cond_init(&comm->idle_cond, NULL);
 	pthread_mutex_init(&comm->exec_lock, NULL);
-	comm->p2p_send_seq = calloc(comm->nranks, sizeof(uint64_t));
-	comm->p2p_recv_seq = calloc(comm->nranks, sizeof(uint64_t));
-	if (!comm->p2p_send_seq || !comm->p2p_recv_seq) {
-		status = OHC_ERR_NO_MEMORY;
-		goto err_free;
-	}
-
 	if (ohc_comm_name_taken(comm->name, comm->rank)) {
 		OHC_ERROR(OHC_SS_INIT,
 			  "communicator name '%s' is already used by rank %u "
@@ -505,36 +502,95 @@ static void op_task_release(struct ohc_rt_task *task)
 	free(op);
 }
 
-ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
-			     const struct ohc_coll_args *args, void *stream)
+/*
+ * Allocate an operation and take copies of everything the caller may reuse
+ * once the call returns (count/displacement arrays, batch items): the
+ * schedule is built later, on the stream.
+ */
+struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
+			    const struct ohc_coll_args *args)
 {
+	const uint64_t *const *arrays[4] = {
+		&args->send_counts, &args->send_displs, &args->recv_counts,
+		&args->recv_displs};
+	size_t vbytes = (size_t)comm->nranks * sizeof(uint64_t), tail = 0;
 	struct ohc_op *op;
-	ohc_status_t status;
-	int ret;
+	char *p;
 
-	op = calloc(1, sizeof(*op));
+	for (int i = 0; i < 4; i++)
+		if (*arrays[i])
+			tail += vbytes;
+	tail += (size_t)args->nitems * sizeof(*args->items);
+	op = calloc(1, sizeof(*op) + tail);
 	if (!op)
-		return OHC_ERR_NO_MEMORY;
+		return NULL;
 	op->comm = comm;
 	op->args = *args;
+	p = op->tail;
+	if (args->send_counts) {
+		op->args.send_counts = memcpy(p, args->send_counts, vbytes);
+		p += vbytes;
+	}
+	if (args->send_displs) {
+		op->args.send_displs = memcpy(p, args->send_displs, vbytes);
+		p += vbytes;
+	}
+	if (args->recv_counts) {
+		op->args.recv_counts = memcpy(p, args->recv_counts, vbytes);
+		p += vbytes;
+	}
+	if (args->recv_displs) {
+		op->args.recv_displs = memcpy(p, args->recv_displs, vbytes);
+		p += vbytes;
+	}
+	if (args->nitems)
+		op->args.items = memcpy(p, args->items,
+					args->nitems * sizeof(*args->items));
 	op->args.rank = comm->rank;
 	op->args.nranks = comm->nranks;
+	op->args.deterministic =
+		__atomic_load_n(&comm->cfg.deterministic, __ATOMIC_ACQUIRE);
+	op->args.link = comm->link_class;
+	op->args.algo_override = comm->cfg.algo;
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
 	op->task.name = ohc_coll_op_name(args->op);
-	op->sig.op = (uint8_t)(args->op == OHC_COLL_RECV ? OHC_COLL_SEND
-							   : args->op);
-	op->sig.dtype = (uint8_t)args->dtype;
-	op->sig.redop = (uint8_t)args->redop;
-	op->sig.root = args->root;
-	op->sig.count = args->count;
+	return op;
+}
+
+static int op_is_p2p(enum ohc_coll_op op)
+{
+	return op == OHC_COLL_SEND || op == OHC_COLL_RECV ||
+	       op == OHC_COLL_BATCH_SEND_RECV;
+}
+
+ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
+{
+	struct ohc_comm *comm = op->comm;
+	const struct ohc_coll_args *args = &op->args;
+	ohc_status_t status;
+	int ret;
+
+	if (op_is_p2p(args->op)) {
+		/*
+		 * Point-to-point messages match in FIFO order per pair and may
+		 * be batched with other counts and types: only the kind and
+		 * the length (checked per message) must agree.
+		 */
+		op->sig.op = OHC_COLL_SEND;
+	} else {
+		op->sig.op = (uint8_t)args->op;
+		op->sig.dtype = (uint8_t)args->dtype;
+		op->sig.redop = (uint8_t)args->redop;
+		op->sig.root = args->root;
+		/* V variants' local counts differ by design */
+		op->sig.count = args->send_counts || args->recv_counts
+					? 0
+					: args->count;
+	}
 
 	pthread_mutex_lock(&comm->lock);
-	if (args->op == OHC_COLL_SEND)
-		op->sig.seq = comm->p2p_send_seq[args->peer]++;
-	else if (args->op == OHC_COLL_RECV)
-		op->sig.seq = comm->p2p_recv_seq[args->peer]++;
-	else
+	if (!op_is_p2p(args->op))
 		op->sig.seq = comm->coll_seq++;
 	comm->inflight++;
 	pthread_mutex_unlock(&comm->lock);
@@ -555,4 +611,16 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 		return OHC_ERR_INVALID;
 	}
 	return OHC_OK;
+}
+
+ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
+			     const struct ohc_coll_args *args, void *stream)
+{
+	struct ohc_op *op = ohc_op_alloc(comm, args);
+
+	if (!op)
+		return OHC_ERR_NO_MEMORY;
+	if (ohc_group_depth() > 0)
+		return ohc_group_add(op, stream);
+	return ohc_op_launch(op, stream);
 }

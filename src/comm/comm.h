@@ -64,12 +64,12 @@ struct ohc_comm {
 	unsigned nifaces;
 	struct ohc_ep **eps;            /* per rank; NULL for ourselves */
 	const char **ep_tp;             /* transport name per rank */
+	enum ohc_link_class link_class; /* slowest link in use */
 
 	pthread_mutex_t lock;           /* guards seq counters, inflight */
 	pthread_cond_t idle_cond;       /* signalled when inflight drops */
 	pthread_mutex_t exec_lock;      /* one operation executes at a time */
 	uint64_t coll_seq;              /* next collective sequence number */
-	uint64_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
 	unsigned inflight;              /* enqueued, not finished ops */
 
 	int abort_flag;                 /* atomic: destroy/failure cancels */
@@ -101,7 +101,27 @@ struct ohc_op {
 	struct ohc_comm *comm;
 	struct ohc_coll_args args;
 	struct ohc_sig sig;
+	struct ohc_op *group_next; /* pending in an open group */
+	void *group_stream;
+	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
+
+/* Allocate an op with private copies of args' arrays and items. */
+struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
+			    const struct ohc_coll_args *args);
+/* Assign the op its sequence number and run or enqueue it; takes op. */
+ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream);
+
+/*
+ * Group calls (group.c): a thread-local depth; while it is > 0, submitted
+ * operations are held and launched together by the outermost group end.
+ * Send/Recv of one communicator and stream are merged into one batch, so
+ * pairs that would deadlock alone complete.
+ */
+int ohc_group_depth(void);
+ohc_status_t ohc_group_add(struct ohc_op *op, void *stream);
+void ohc_group_start(void);
+ohc_status_t ohc_group_end(void);
 
 /*
  * Prepare an operation (assigns its sequence number in issue order) and

@@ -13,6 +13,7 @@ void ohc_sched_fini(struct ohc_sched *s)
 {
 	free(s->xfers);
 	free(s->step_end);
+	free(s->scratch);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -108,9 +109,7 @@ void ohc_sched_reduce(struct ohc_sched *s, void *dst, const void *a,
 
 void ohc_sched_step(struct ohc_sched *s)
 {
-	unsigned begin = s->nsteps ? s->step_end[s->nsteps - 1] : 0;
-
-	if (s->status || s->nxfers == begin)
+	if (s->status)
 		return;
 	if (s->nsteps == s->step_cap) {
 		unsigned cap = s->step_cap ? s->step_cap * 2 : 16;
@@ -124,4 +123,20 @@ void ohc_sched_step(struct ohc_sched *s)
 		s->step_cap = cap;
 	}
 	s->step_end[s->nsteps++] = s->nxfers;
+}
+
+void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes)
+{
+	if (s->status)
+		return NULL;
+	free(s->scratch);
+	s->scratch = NULL;
+	s->scratch_bytes = 0;
+	if (posix_memalign(&s->scratch, 64, bytes ? bytes : 64)) {
+		s->scratch = NULL;
+		s->status = OHC_ERR_NO_MEMORY;
+		return NULL;
+	}
+	s->scratch_bytes = bytes;
+	return s->scratch;
 }

@@ -7,6 +7,20 @@
  * Each step is a set of transfers that run concurrently; a step starts
  * when the previous one has completed. Algorithms (src/algo) build
  * schedules from pure rank arithmetic; the executor (exec.h) runs them.
+ *
+ * Step indices are global: a message carries the sender's step index in
+ * its signature and the receiver must post its receive in the step with
+ * the same index, or the executor reports a desync. Every rank therefore
+ * closes the same sequence of steps up to its last message, including
+ * steps in which it has nothing to do (empty steps cost nothing). This
+ * also makes schedules deadlock-free under rendezvous sends: the rank
+ * with the lowest step index can always complete it.
+ *
+ * Within a step, local transfers (COPY, REDUCE) run when the step is
+ * posted, in order, before the transfers after them are posted; a local
+ * transfer must not touch memory that a send or receive posted earlier
+ * in the same step reads or writes, and sends and receives of one step
+ * must not write memory another transfer of the step reads or writes.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +51,8 @@ struct ohc_sched {
 	unsigned *step_end; /* step i = xfers[step_end[i-1] .. step_end[i]) */
 	unsigned nsteps, step_cap;
 	ohc_status_t status; /* first allocation failure, sticky */
+	void *scratch;       /* owned, freed by ohc_sched_fini */
+	size_t scratch_bytes;
 };
 
 void ohc_sched_init(struct ohc_sched *s);
@@ -53,7 +69,13 @@ void ohc_sched_copy(struct ohc_sched *s, void *dst, const void *src,
 		    size_t len);
 void ohc_sched_reduce(struct ohc_sched *s, void *dst, const void *a,
 		      const void *b, size_t len);
-/* Close the current step (no-op if it is empty). */
+/* Close the current step, even if it is empty (see step indices above). */
 void ohc_sched_step(struct ohc_sched *s);
+/*
+ * Scratch memory for the schedule (temporary blocks of Bruck, recursive
+ * halving...): one 64-byte aligned allocation of bytes, owned by s, NULL
+ * (and s->status set) on failure. Call once per schedule.
+ */
+void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes);
 
 #endif

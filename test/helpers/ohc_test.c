@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Install the Debian packages OpenHCCL needs to build, test and benchmark,
+# skipping what is already there. Usage: ci/deps.sh [build|bench|all]
+set -euo pipefail
+
+build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
+	libnuma-dev libjansson-dev libcriterion-dev)
+bench_pkgs=(openmpi-bin libopenmpi-dev)
+vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
+
+case "${1:-all}" in
+build) want=("${build_pkgs[@]}") ;;
+bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+echo "ci/deps.sh: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

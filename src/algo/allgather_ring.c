@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "algo/common.h"
+#include "algo/patterns/ring.h"
+#include "util/log.h"
+
+/*
+ * Ring allgather, regular and V: n-1 steps; in step s rank r passes block
+ * (r - s) to its right neighbour and receives block (r - s - 1) from its
+ * left one, straight into the receive buffer. Every rank's contribution
+ * crosses each link once: (n-1)/n of the output, the bandwidth optimum.
+ *
+ * In place (NCCL style: the send buffer is the rank's own block of the
+ * receive buffer) the own copy is skipped; a send buffer overlapping the
+ * receive buffer in any other way is staged in scratch first. V: block i
+ * is recv_counts[i] elements at recv_displs[i]; zero blocks are skipped
+ * on both sides. No reduction: nothing to make deterministic.
+ */
+static ohc_status_t ring(const struct ohc_coll_args *a, struct ohc_sched *s,
+			 const struct ohc_blocks *b)
+{
+	uint32_t n = a->nranks, r = a->rank;
+	uint32_t right = ohc_ring_right(r, n), left = ohc_ring_left(r, n);
+	uint64_t len = ohc_blk_len(b, r);
+	const char *src = a->sbuf;
+	char *rb = a->rbuf, *own = rb + ohc_blk_off(b, r);
+
+	if (src != own && ohc_mem_overlap(src, len, rb, ohc_blk_extent(b, n))) {
+		char *t = ohc_algo_scratch(s, len);
+
+		if (!t)
+			return OHC_ERR_NO_MEMORY;
+		ohc_sched_copy(s, t, src, len);
+		src = t;
+	}
+	ohc_sched_copy(s, own, src, len);
+	if (n == 1) {
+		ohc_sched_step(s);
+		return OHC_OK;
+	}
+	for (uint32_t st = 0; st + 1 < n; st++) {
+		uint32_t sc = ohc_ring_back(r, st, n);
+		uint32_t rc = ohc_ring_back(r, st + 1, n);
+
+		ohc_sched_send_nz(s, right, st ? rb + ohc_blk_off(b, sc) : src,
+				  ohc_blk_len(b, sc));
+		ohc_sched_recv_nz(s, left, rb + ohc_blk_off(b, rc),
+				  ohc_blk_len(b, rc));
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
+{
+	struct ohc_blocks b = ohc_blocks_regular(a->count, a->esize);
+
+	if (a->count == 0)
+		return OHC_OK;
+	return ring(a, s, &b);
+}
+
+static ohc_status_t accepts_v(const struct ohc_coll_args *a)
+{
+	return a->recv_counts && a->recv_displs ? OHC_OK : OHC_ERR_UNSUPPORTED;
+}
+
+static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
+{
+	struct ohc_blocks b;
+
+	if (accepts_v(a))
+		return OHC_ERR_UNSUPPORTED;
+	if (a->recv_counts[a->rank] != a->count) {
+		OHC_ERROR(OHC_SS_ALGO,
+			  "rank %u: allgatherv: sendCount %llu differs from "
+			  "recvCounts[%u] = %llu",
+			  a->rank, (unsigned long long)a->count, a->rank,
+			  (unsigned long long)a->recv_counts[a->rank]);
+		return OHC_ERR_INVALID;
+	}
+	b = ohc_blocks_v(a->recv_counts, a->recv_displs, a->esize);
+	return ring(a, s, &b);
+}
+
+/* (p-1)a + (p-1)/p nb */
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
+{
+	return (n - 1) * c->alpha_us +
+	       (double)(n - 1) / n * (double)bytes * c->beta_us;
+}
+
+const struct ohc_algo ohc_algo_allgather_ring = {
+	.name = "ring",
+	.op = OHC_COLL_ALLGATHER,
+	.build = build,
+	.cost = cost,
+};
+
+const struct ohc_algo ohc_algo_allgatherv_ring = {
+	.name = "ring",
+	.op = OHC_COLL_ALLGATHER_V,
+	.build = build_v,
+	.accepts = accepts_v,
+	.cost = cost,
+};

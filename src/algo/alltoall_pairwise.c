@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "algo/common.h"
+#include "algo/patterns/pairwise.h"
+#include "util/log.h"
+
+/*
+ * Pairwise-exchange alltoall, regular and V: step 0 copies the rank's own
+ * block, then in step k (1 <= k < n) rank r sends its block for (r + k)
+ * and receives the block of (r - k) (patterns/pairwise.h): one message in
+ * and one out per step, so no rank is flooded ("incast"); n-1 messages
+ * per rank, the bandwidth optimum for large blocks. V: send block j is
+ * send_counts[j] elements at send_displs[j], receive block i is
+ * recv_counts[i] at recv_displs[i]; empty blocks are skipped on both
+ * sides. A send buffer overlapping the receive buffer (HCCL rejects it) is
+ * staged in scratch. No reduction.
+ */
+static ohc_status_t pairwise(const struct ohc_coll_args *a, struct ohc_sched *s,
+			     const struct ohc_blocks *sbk,
+			     const struct ohc_blocks *rbk)
+{
+	uint32_t n = a->nranks, r = a->rank;
+	uint64_t sext = ohc_blk_extent(sbk, n);
+	const char *sb = a->sbuf;
+	char *rb = a->rbuf;
+
+	if (ohc_blk_len(sbk, r) != ohc_blk_len(rbk, r)) {
+		OHC_ERROR(OHC_SS_ALGO,
+			  "rank %u: %s: sendCounts[%u] = %llu but "
+			  "recvCounts[%u] = %llu",
+			  r, ohc_coll_op_name(a->op), r,
+			  (unsigned long long)(ohc_blk_len(sbk, r) / a->esize),
+			  r,
+			  (unsigned long long)(ohc_blk_len(rbk, r) / a->esize));
+		return OHC_ERR_INVALID;
+	}
+	if (ohc_mem_overlap(sb, sext, rb, ohc_blk_extent(rbk, n))) {
+		char *t = ohc_algo_scratch(s, sext);
+
+		if (!t)
+			return OHC_ERR_NO_MEMORY;
+		ohc_sched_copy(s, t, sb, sext);
+		sb = t;
+	}
+	ohc_sched_copy(s, rb + ohc_blk_off(rbk, r), sb + ohc_blk_off(sbk, r),
+		       ohc_blk_len(sbk, r));
+	ohc_sched_step(s);
+	for (uint32_t k = 1; k < n; k++) {
+		uint32_t to = ohc_pairwise_to(r, k, n);
+		uint32_t from = ohc_pairwise_from(r, k, n);
+
+		ohc_sched_send_nz(s, to, sb + ohc_blk_off(sbk, to),
+				  ohc_blk_len(sbk, to));
+		ohc_sched_recv_nz(s, from, rb + ohc_blk_off(rbk, from),
+				  ohc_blk_len(rbk, from));
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
+{
+	struct ohc_blocks b = ohc_blocks_regular(a->count, a->esize);
+
+	if (a->count == 0)
+		return OHC_OK;
+	return pairwise(a, s, &b, &b);
+}
+
+static ohc_status_t accepts_v(const struct ohc_coll_args *a)
+{
+	return a->send_counts && a->send_displs && a->recv_counts &&
+			       a->recv_displs
+		       ? OHC_OK
+		       : OHC_ERR_UNSUPPORTED;
+}
+
+static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
+{
+	struct ohc_blocks sbk, rbk;
+
+	if (accepts_v(a))
+		return OHC_ERR_UNSUPPORTED;
+	sbk = ohc_blocks_v(a->send_counts, a->send_displs, a->esize);
+	rbk = ohc_blocks_v(a->recv_counts, a->recv_displs, a->esize);
+	return pairwise(a, s, &sbk, &rbk);
+}
+
+/* (p-1) a + (p-1)/p nb */
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
+{
+	return (n - 1) * c->alpha_us +
+	       (double)(n - 1) / n * (double)bytes * c->beta_us;
+}
+
+const struct ohc_algo ohc_algo_alltoall_pairwise = {
+	.name = "pairwise",
+	.op = OHC_COLL_ALLTOALL,
+	.build = build,
+	.cost = cost,
+};
+
+const struct ohc_algo ohc_algo_alltoallv_pairwise = {
+	.name = "pairwise",
+	.op = OHC_COLL_ALLTOALLV,
+	.build = build_v,
+	.accepts = accepts_v,
+	.cost = cost,
+};

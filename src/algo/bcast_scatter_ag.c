@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "algo/common.h"
+#include "algo/patterns/binomial.h"
+#include "algo/patterns/partition.h"
+
+/*
+ * Scatter + ring allgather broadcast (van de Geijn): the vector is cut
+ * into n parts, part i belonging to relative rank i; a binomial scatter
+ * (contiguous subtrees, patterns/binomial.h) gives every rank its part,
+ * then a ring allgather over relative ranks completes everyone. About
+ * 2(n-1)/n of the vector per rank instead of log2(n) whole vectors: the
+ * large-message broadcast. Everything happens in place in the receive
+ * buffer (the root copies its send buffer there first if it differs).
+ * No reduction.
+ */
+static uint64_t poff(const struct ohc_coll_args *a, uint32_t i)
+{
+	return ohc_part_offset(a->count, a->nranks, i) * a->esize;
+}
+
+static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
+{
+	uint32_t n = a->nranks, root = a->root;
+	uint32_t vr = ohc_binom_vrank(a->rank, root, n);
+	uint32_t right = ohc_binom_rank((vr + 1) % n, root, n);
+	uint32_t left = ohc_binom_rank((vr + n - 1) % n, root, n);
+	uint64_t bytes = a->count * a->esize;
+	char *rb = a->rbuf;
+
+	if (n == 1)
+		return ohc_algo_single(s, rb, a->sbuf, bytes);
+	if (bytes == 0)
+		return OHC_OK;
+	if (vr == 0)
+		ohc_sched_copy(s, rb, a->sbuf, bytes);
+	for (uint32_t t = 0; t < ohc_binom_rounds(n); t++) {
+		uint32_t child = ohc_binom_td_child(vr, t, n);
+
+		if (vr && t == ohc_binom_td_recv_round(vr, n)) {
+			uint32_t end = vr + ohc_binom_subtree(vr, n);
+
+			ohc_sched_recv_nz(
+				s,
+				ohc_binom_rank(ohc_binom_parent(vr), root, n),
+				rb + poff(a, vr), poff(a, end) - poff(a, vr));
+		}
+		if (child) {
+			uint32_t end = child + ohc_binom_subtree(child, n);
+
+			ohc_sched_send_nz(s, ohc_binom_rank(child, root, n),
+					  rb + poff(a, child),
+					  poff(a, end) - poff(a, child));
+		}
+		ohc_sched_step(s);
+	}
+	for (uint32_t st = 0; st + 1 < n; st++) {
+		uint32_t sp = (vr + n - st % n) % n,
+			 rp = (vr + 2 * n - st - 1) % n;
+
+		ohc_sched_send_nz(s, right, rb + poff(a, sp),
+				  poff(a, sp + 1) - poff(a, sp));
+		ohc_sched_recv_nz(s, left, rb + poff(a, rp),
+				  poff(a, rp + 1) - poff(a, rp));
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+/* (ceil(log p) + p - 1) a + 2(p-1)/p nb */
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
+{
+	return (ohc_binom_rounds(n) + n - 1) * c->alpha_us +
+	       2.0 * (n - 1) / n * (double)bytes * c->beta_us;
+}
+
+const struct ohc_algo ohc_algo_bcast_scatter_ag = {
+	.name = "scatter_ring_allgather",
+	.op = OHC_COLL_BROADCAST,
+	.build = build,
+	.cost = cost,
+};

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_ALGO_COMMON_H
+#define OHC_ALGO_COMMON_H
+
+/*
+ * Helpers shared by the algorithm files: memory overlap, scratch carving,
+ * block geometry of regular and V collectives. Algorithm-private; not an
+ * interface of src/algo.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+
+/* 1 when [a, a + alen) and [b, b + blen) share a byte. */
+static inline int ohc_mem_overlap(const void *a, size_t alen, const void *b,
+				  size_t blen)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return alen && blen && x < y + blen && y < x + alen;
+}
+
+static inline size_t ohc_align64(size_t x)
+{
+	return (x + 63) & ~(size_t)63;
+}
+
+/*
+ * Blocks of a collective: block i is len(i) bytes at byte offset off(i) of
+ * its buffer. Regular collectives have count elements per block, packed;
+ * V collectives take counts and displacements (elements) from arrays.
+ */
+struct ohc_blocks {
+	uint64_t count;
+	const uint64_t *counts, *displs;
+	size_t esize;
+};
+
+static inline struct ohc_blocks ohc_blocks_regular(uint64_t count, size_t esize)
+{
+	struct ohc_blocks b = {count, NULL, NULL, esize};
+
+	return b;
+}
+
+static inline struct ohc_blocks
+ohc_blocks_v(const uint64_t *counts, const uint64_t *displs, size_t esize)
+{
+	struct ohc_blocks b = {0, counts, displs, esize};
+
+	return b;
+}
+
+static inline uint64_t ohc_blk_len(const struct ohc_blocks *b, uint32_t i)
+{
+	return (b->counts ? b->counts[i] : b->count) * b->esize;
+}
+
+static inline uint64_t ohc_blk_off(const struct ohc_blocks *b, uint32_t i)
+{
+	return (b->displs ? b->displs[i] : (uint64_t)i * b->count) * b->esize;
+}
+
+/* Bytes from the buffer start to the end of the furthest block. */
+static inline uint64_t ohc_blk_extent(const struct ohc_blocks *b, uint32_t n)
+{
+	uint64_t end = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t len = ohc_blk_len(b, i);
+
+		if (len && ohc_blk_off(b, i) + len > end)
+			end = ohc_blk_off(b, i) + len;
+	}
+	return end;
+}
+
+static inline uint64_t ohc_blk_max(const struct ohc_blocks *b, uint32_t n)
+{
+	uint64_t m = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (ohc_blk_len(b, i) > m)
+			m = ohc_blk_len(b, i);
+	return m;
+}
+
+/* Send/recv only non-empty messages: both ends see the same lengths. */
+static inline void ohc_sched_send_nz(struct ohc_sched *s, uint32_t peer,
+				     const void *src, uint64_t len)
+{
+	if (len)
+		ohc_sched_send(s, peer, src, len);
+}
+
+static inline void ohc_sched_recv_nz(struct ohc_sched *s, uint32_t peer,
+				     void *dst, uint64_t len)
+{
+	if (len)
+		ohc_sched_recv(s, peer, dst, len);
+}
+
+static inline void ohc_sched_recv_reduce_nz(struct ohc_sched *s, uint32_t peer,
+					    void *dst, const void *src2,
+					    uint64_t len)
+{
+	if (len)
+		ohc_sched_recv_reduce(s, peer, dst, src2, len);
+}
+
+static inline void ohc_sched_reduce_nz(struct ohc_sched *s, void *dst,
+				       const void *a, const void *b,
+				       uint64_t len)
+{
+	if (len)
+		ohc_sched_reduce(s, dst, a, b, len);
+}
+
+/* One rank: the op degenerates to a local copy of len bytes. */
+static inline ohc_status_t ohc_algo_single(struct ohc_sched *s, void *dst,
+					   const void *src, uint64_t len)
+{
+	ohc_sched_copy(s, dst, src, len);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+/*
+ * Scratch of bytes for s; NULL (s->status set, the build returns
+ * OHC_ERR_NO_MEMORY and selection logs it) on failure.
+ */
+static inline char *ohc_algo_scratch(struct ohc_sched *s, size_t bytes)
+{
+	return ohc_sched_scratch(s, bytes);
+}
+
+#endif

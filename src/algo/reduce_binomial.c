@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "algo/common.h"
+#include "algo/patterns/binomial.h"
+
+/*
+ * Binomial-tree reduce: ceil(log2 n) rounds, bottom-up
+ * (patterns/binomial.h); a rank adds its children's partials in rounds
+ * 0, 1, ... and sends its own to its parent in the round of its lowest
+ * set bit. The result exists only in the root's receive buffer: other
+ * ranks keep their partials in scratch and never touch theirs (HCCL
+ * validates a non-root recvBuf but does not promise anything about it).
+ * In place at the root works (send buffer == receive buffer); a partial
+ * overlap is handled in scratch with a final copy.
+ *
+ * Determinism: a rank's partial covers relative ranks [vr, vr + 2^k) and
+ * the child's [vr + 2^k, vr + 2^(k+1)), combined as mine OP incoming, so
+ * the result is the reduction in relative-rank order (root, root + 1, ...)
+ * with a fixed bracketing, whatever the timing.
+ */
+static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
+{
+	uint32_t n = a->nranks, root = a->root;
+	uint32_t vr = ohc_binom_vrank(a->rank, root, n);
+	uint64_t bytes = a->count * a->esize;
+	const char *sb = a->sbuf;
+	char *rb = a->rbuf, *acc = NULL;
+	int first = 1, stage = 0;
+
+	if (n == 1)
+		return ohc_algo_single(s, rb, sb, bytes);
+	if (bytes == 0)
+		return OHC_OK;
+	if (vr == 0) {
+		stage = rb != sb && ohc_mem_overlap(rb, bytes, sb, bytes);
+		acc = rb;
+	}
+	if ((vr != 0 && (vr & 1) == 0 && vr + 1 < n) || stage) {
+		acc = ohc_algo_scratch(s, bytes);
+		if (!acc)
+			return OHC_ERR_NO_MEMORY;
+	}
+	for (uint32_t k = 0; k < ohc_binom_rounds(n); k++) {
+		uint32_t mask = 1u << k;
+
+		if (vr & mask) {
+			ohc_sched_send(s, ohc_binom_rank(vr - mask, root, n),
+				       first ? sb : acc, bytes);
+			ohc_sched_step(s);
+			return OHC_OK;
+		}
+		if (vr + mask < n) {
+			ohc_sched_recv_reduce(
+				s, ohc_binom_rank(vr + mask, root, n), acc,
+				first ? sb : acc, bytes);
+			first = 0;
+		}
+		ohc_sched_step(s);
+	}
+	if (stage) {
+		ohc_sched_copy(s, rb, acc, bytes);
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+/* ceil(log p)(a + nb + ng) */
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
+{
+	double nb = (double)bytes;
+
+	return ohc_binom_rounds(n) *
+	       (c->alpha_us + nb * c->beta_us + nb * c->gamma_us);
+}
+
+const struct ohc_algo ohc_algo_reduce_binomial = {
+	.name = "binomial",
+	.op = OHC_COLL_REDUCE,
+	.build = build,
+	.cost = cost,
+};

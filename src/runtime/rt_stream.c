@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Streams: an unbounded FIFO of tasks drained in order by one worker thread
+ * per stream. Enqueueing never waits for progress; synchronize waits for
+ * the tasks enqueued before it and reports the first error since the last
+ * synchronize.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <numa.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_internal.h"
+
+#define SYNC_NOOP_FLAGS                                                        \
+	(ACL_STREAM_PERSISTENT | ACL_STREAM_DEVICE_USE_ONLY |                  \
+	 ACL_STREAM_CPU_SCHEDULE)
+
+static void *stream_worker(void *arg)
+{
+	struct ohc_rt_stream *s = arg;
+	struct ohc_rt_task *t;
+	char name[16];
+	bool skip;
+	int rc, node;
+
+	snprintf(name, sizeof(name), "ohc-rt-d%d", s->dev);
+	pthread_setname_np(pthread_self(), name);
+	if (ohc_rt_numa_usable() && ohc_rt_numa_node_count() > 1) {
+		node = ohc_rt_device_numa_node(s->dev);
+		if (numa_run_on_node(node) != 0)
+			OHC_DEBUG(OHC_SS_RT,
+				  "stream worker of device %d: cannot run on "
+				  "numa node %d: %s",
+				  s->dev, node, strerror(errno));
+	}
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (!s->head && !s->closing)
+			pthread_cond_wait(&s->work_cond, &s->lock);
+		t = s->head;
+		if (!t)
+			break;
+		s->head = t->next;
+		if (!s->head)
+			s->tail = NULL;
+		t->next = NULL;
+		skip = s->stopped || atomic_load(&s->abort);
+		pthread_mutex_unlock(&s->lock);
+
+		rc = 0;
+		if (skip)
+			OHC_DEBUG(OHC_SS_RT,
+				  "device %d stream %p: task %s "
+				  "skipped",
+				  s->dev, (void *)s, t->name ? t->name : "?");
+		else
+			rc = t->run(t);
+		if (rc)
+			OHC_DEBUG(OHC_SS_RT,
+				  "device %d stream %p: task %s "
+				  "failed with %d",
+				  s->dev, (void *)s, t->name ? t->name : "?",
+				  rc);
+		if (t->release)
+			t->release(t);
+
+		pthread_mutex_lock(&s->lock);
+		if (rc) {
+			if (!s->error)
+				s->error = rc;
+			if (s->stop_on_failure)
+				s->stopped = true;
+		}
+		s->done_seq++;
+		pthread_cond_broadcast(&s->done_cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+aclError ohc_rt_stream_create(int dev, uint32_t flags, bool is_default,
+			      struct ohc_rt_stream **s_p)
+{
+	struct ohc_rt_stream *s;
+	sigset_t all, old;
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
+				   "stream of device %d: out of memory", dev);
+	s->dev = dev;
+	s->flags = flags;
+	s->sync_noop = (flags & SYNC_NOOP_FLAGS) != 0;
+	s->is_default = is_default;
+	atomic_init(&s->refs, 1);
+	atomic_init(&s->abort, false);
+	ohc_list_init(&s->dev_node);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->work_cond, NULL);
+	ohc_rt_cond_init(&s->done_cond);
+
+	/* Workers take no asynchronous signals: those belong to the app. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, stream_worker, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		pthread_cond_destroy(&s->done_cond);
+		pthread_cond_destroy(&s->work_cond);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return OHC_RT_FAIL(ACL_ERROR_RT_NO_STREAM_RESOURCE,
+				   "stream of device %d: pthread_create: %s",
+				   dev, strerror(rc));
+	}
+	*s_p = s;
+	return ACL_SUCCESS;
+}
+
+void ohc_rt_stream_put(struct ohc_rt_stream *s)
+{
+	struct ohc_rt_task *t;
+
+	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	/* Last reference: the worker was joined and the queue is empty. */
+	while ((t = s->head)) {
+		s->head = t->next;
+		if (t->release)
+			t->release(t);
+	}
+	pthread_cond_destroy(&s->done_cond);
+	pthread_cond_destroy(&s->work_cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+void ohc_rt_stream_shutdown(struct ohc_rt_stream *s, bool force)
+{
+	if (!s->is_default) {
+		pthread_mutex_lock(&ohc_rt_reg_lock);
+		ohc_rt_reg_del_locked(&s->super);
+		pthread_mutex_unlock(&ohc_rt_reg_lock);
+	}
+	pthread_mutex_lock(&s->lock);
+	s->closing = true;
+	if (force)
+		atomic_store(&s->abort, true);
+	pthread_cond_signal(&s->work_cond);
+	pthread_mutex_unlock(&s->lock);
+	if (force)
+		ohc_rt_event_kick();
+
+	if (pthread_equal(pthread_self(), s->thread)) {
+		/* A task tore down its own stream: the worker exits after
+		 * this task; it cannot join itself, so the object stays. */
+		OHC_ERROR(OHC_SS_RT,
+			  "device %d stream %p destroyed from its "
+			  "own worker; the stream object is leaked",
+			  s->dev, (void *)s);
+		pthread_detach(s->thread);
+		return;
+	}
+	pthread_join(s->thread, NULL);
+	ohc_rt_stream_put(s);
+}
+
+aclError ohc_rt_stream_get(aclrtStream handle, struct ohc_rt_stream **s_p)
+{
+	struct ohc_rt_device *d;
+	struct ohc_rt_stream *s = NULL;
+	struct ohc_rt_obj *o;
+	aclError ret;
+
+	if (!handle) {
+		d = ohc_rt_device_current();
+		if (!d)
+			return OHC_RT_FAIL(ACL_ERROR_RT_CONTEXT_NULL,
+					   "NULL stream (the default stream) "
+					   "used without a device set on this "
+					   "thread");
+		pthread_mutex_lock(&d->lock);
+		if (!d->default_stream) {
+			ret = ohc_rt_stream_create(d->id, 0, true,
+						   &d->default_stream);
+			if (ret) {
+				pthread_mutex_unlock(&d->lock);
+				return ret;
+			}
+		}
+		s = d->default_stream;
+		atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&d->lock);
+		*s_p = s;
+		return ACL_SUCCESS;
+	}
+	pthread_mutex_lock(&ohc_rt_reg_lock);
+	o = ohc_rt_reg_find_locked(handle, OHC_RT_KIND_STREAM);
+	if (o) {
+		s = ohc_derived_of(o, struct ohc_rt_stream);
+		atomic_fetch_add(&s->refs, 1);
+	}
+	pthread_mutex_unlock(&ohc_rt_reg_lock);
+	if (!s)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "stream %p is not a live stream", handle);
+	*s_p = s;
+	return ACL_SUCCESS;
+}
+
+aclError ohc_rt_stream_push(struct ohc_rt_stream *s, struct ohc_rt_task *task,
+			    uint64_t *seq_p)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->lock);
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "stream %p is being destroyed; task %s "
+				   "refused",
+				   (void *)s, task->name ? task->name : "?");
+	}
+	task->next = NULL;
+	if (s->tail)
+		s->tail->next = task;
+	else
+		s->head = task;
+	s->tail = task;
+	s->enq_seq++;
+	if (seq_p)
+		*seq_p = s->enq_seq;
+	pthread_cond_signal(&s->work_cond);
+	pthread_mutex_unlock(&s->lock);
+	return ACL_SUCCESS;
+}
+
+int ohc_rt_stream_wait_seq(struct ohc_rt_stream *s, uint64_t seq,
+			   uint64_t deadline)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->done_seq < seq) {
+		if (ohc_rt_cond_wait(&s->done_cond, &s->lock, deadline)) {
+			ret = -1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+aclError ohc_rt_stream_sync(struct ohc_rt_stream *s, int32_t timeout_ms)
+{
+	uint64_t deadline = ohc_rt_deadline_ms(timeout_ms);
+	aclError err = ACL_SUCCESS;
+
+	if (s->sync_noop)
+		return ACL_SUCCESS;
+	if (pthread_equal(pthread_self(), s->thread))
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "stream %p synchronized from its own "
+				   "worker (would deadlock)",
+				   (void *)s);
+	pthread_mutex_lock(&s->lock);
+	uint64_t target = s->enq_seq;
+
+	while (s->done_seq < target) {
+		if (ohc_rt_cond_wait(&s->done_cond, &s->lock, deadline)) {
+			uint64_t done = s->done_seq;
+
+			pthread_mutex_unlock(&s->lock);
+			OHC_DEBUG(OHC_SS_RT,
+				  "stream %p: synchronize timed out after %d "
+				  "ms (%llu of %llu tasks done)",
+				  (void *)s, (int)timeout_ms,
+				  (unsigned long long)done,
+				  (unsigned long long)target);
+			ohc_rt_set_errmsg("stream synchronize timed out after "
+					  "%d ms",
+					  (int)timeout_ms);
+			return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+		}
+	}
+	/* The error is reported once; a stopped stream runs tasks again. */
+	err = s->error;
+	s->error = 0;
+	s->stopped = false;
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* ---- private interface ---- */
+
+OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (!stream || !task || !task->run)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "ohc_rt_stream_submit: NULL %s",
+				   !stream ? "stream"
+				   : !task ? "task"
+					   : "task->run");
+	ret = ohc_rt_stream_get(stream, &s);
+	if (ret)
+		return ret;
+	ret = ohc_rt_stream_push(s, task, NULL);
+	ohc_rt_stream_put(s);
+	return ret;
+}
+
+OHC_API int ohc_rt_stream_valid(void *stream)
+{
+	int ok;
+
+	if (!stream)
+		return 0;
+	pthread_mutex_lock(&ohc_rt_reg_lock);
+	ok = ohc_rt_reg_find_locked(stream, OHC_RT_KIND_STREAM) != NULL;
+	pthread_mutex_unlock(&ohc_rt_reg_lock);
+	return ok;
+}
+
+/* ---- acl* ---- */
+
+OHC_API aclError aclrtCreateStreamWithConfig(aclrtStream *stream,
+					     uint32_t priority, uint32_t flag)
+{
+	struct ohc_rt_device *d;
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (!stream)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "aclrtCreateStream: stream is NULL");
+	if (priority > 7)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "aclrtCreateStreamWithConfig: priority %u "
+				   "outside 0..7",
+				   priority);
+	d = ohc_rt_device_current();
+	if (!d)
+		return OHC_RT_FAIL(ACL_ERROR_RT_CONTEXT_NULL,
+				   "aclrtCreateStream: no device set on this "
+				   "thread (call aclrtSetDevice first)");
+	ret = ohc_rt_stream_create(d->id, flag, false, &s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&ohc_rt_reg_lock);
+	ohc_rt_reg_add_locked(&s->super, OHC_RT_KIND_STREAM);
+	pthread_mutex_unlock(&ohc_rt_reg_lock);
+	ohc_list_add_tail(&d->streams, &s->dev_node);
+	pthread_mutex_unlock(&d->lock);
+	*stream = s;
+	return ACL_SUCCESS;
+}
+
+OHC_API aclError aclrtCreateStream(aclrtStream *stream)
+{
+	return aclrtCreateStreamWithConfig(stream, 0, 0);
+}
+
+static aclError destroy_stream(const char *fn, aclrtStream stream, bool force)
+{
+	struct ohc_rt_device *d;
+	struct ohc_rt_stream *s;
+	bool owned = false;
+	aclError ret;
+
+	if (!stream)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "%s: stream is NULL", fn);
+	ret = ohc_rt_stream_get(stream, &s);
+	if (ret)
+		return ret;
+	if (pthread_equal(pthread_self(), s->thread)) {
+		ohc_rt_stream_put(s);
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "%s: stream %p destroyed from its own "
+				   "worker",
+				   fn, stream);
+	}
+	/* Whoever unlinks the stream from its device shuts it down. */
+	d = ohc_rt_device_get(s->dev);
+	pthread_mutex_lock(&d->lock);
+	if (!ohc_list_empty(&s->dev_node)) {
+		ohc_list_del(&s->dev_node);
+		owned = true;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (!owned) {
+		ohc_rt_stream_put(s);
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "%s: stream %p is already being destroyed",
+				   fn, stream);
+	}
+	ohc_rt_stream_shutdown(s, force);
+	ohc_rt_stream_put(s);
+	return ACL_SUCCESS;
+}
+
+/* Waits for the stream's pending work, then joins its worker. */
+OHC_API aclError aclrtDestroyStream(aclrtStream stream)
+{
+	return destroy_stream("aclrtDestroyStream", stream, false);
+}
+
+/* Skips queued tasks (their release still runs) and ends event waits. */
+OHC_API aclError aclrtDestroyStreamForce(aclrtStream stream)
+{
+	return destroy_stream("aclrtDestroyStreamForce", stream, true);
+}
+
+OHC_API aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (mode != ACL_CONTINUE_ON_FAILURE && mode != ACL_STOP_ON_FAILURE)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "aclrtSetStreamFailureMode: mode %llu is "
+				   "neither CONTINUE (0) nor STOP (1)",
+				   (unsigned long long)mode);
+	ret = ohc_rt_stream_get(stream, &s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->lock);
+	s->stop_on_failure = mode == ACL_STOP_ON_FAILURE;
+	pthread_mutex_unlock(&s->lock);
+	ohc_rt_stream_put(s);
+	return ACL_SUCCESS;
+}
+
+OHC_API aclError aclrtSynchronizeStream(aclrtStream stream)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	ret = ohc_rt_stream_get(stream, &s);
+	if (ret)
+		return ret;
+	ret = ohc_rt_stream_sync(s, -1);
+	ohc_rt_stream_put(s);
+	return ret;
+}
+
+OHC_API aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream,
+						   int32_t timeout)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (timeout < -1)
+		return OHC_RT_FAIL(ACL_ERROR_RT_PARAM_INVALID,
+				   "aclrtSynchronizeStreamWithTimeout: timeout "
+				   "%d ms (must be -1, 0 or positive)",
+				   (int)timeout);
+	ret = ohc_rt_stream_get(stream, &s);
+	if (ret)
+		return ret;
+	ret = ohc_rt_stream_sync(s, timeout);
+	ohc_rt_stream_put(s);
+	return ret;
+}
+
+OHC_API aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (!status)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "aclrtStreamQuery: status is NULL");
+	ret = ohc_rt_stream_get(stream, &s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->lock);
+	*status = s->done_seq == s->enq_seq ? ACL_STREAM_STATUS_COMPLETE
+					    : ACL_STREAM_STATUS_NOT_READY;
+	pthread_mutex_unlock(&s->lock);
+	ohc_rt_stream_put(s);
+	return ACL_SUCCESS;
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_TRANSPORT_SHM_RING_H
+#define OHC_TRANSPORT_SHM_RING_H
+
+/*
+ * Shared-memory layout of the shm transport: what lives in a segment, and
+ * the single-producer/single-consumer ring protocol. Everything here is
+ * shared between processes, so only fixed-size types and lock-free C11
+ * atomics (address-free) appear in it.
+ *
+ * A segment belongs to the rank that reads from it (the consumer of every
+ * ring in it) and is NUMA-local to that rank:
+ *
+ *   page 0      struct ohc_shm_seg_hdr (with the owner's doorbell)
+ *   dir_off     struct ohc_shm_dir_ent[nrings]: which peer writes which ring
+ *   ring i      struct ohc_shm_ring_ctl, then `bytes` of records
+ *
+ * Ring protocol. head and tail count bytes since the ring was created and
+ * only grow; a position is count % bytes. The producer owns tail, the
+ * consumer owns head. A record is a 64-byte header plus its payload padded
+ * to 64 bytes, and never crosses the end of the ring: when the contiguous
+ * space left before the end is too small, the producer fills it with a PAD
+ * record. The producer writes a record, then publishes tail with release;
+ * the consumer acquires tail, reads records, then publishes head with
+ * release, after which the producer may overwrite them.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/req.h"
+#include "util/compiler.h"
+
+#define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
+#define OHC_SHM_VERSION 1u
+#define OHC_SHM_REC_HDR 64u /* bytes of a record header */
+#define OHC_SHM_REC_ALIGN 64u
+
+/*
+ * A rank's doorbell: one futex word and a "sleeping" flag. The owner sets
+ * sleeping before it re-checks its rings and sleeps on seq; anyone who
+ * published something for the owner (data, free space, a wake) reads
+ * sleeping after a full fence and, if set, bumps seq and FUTEX_WAKEs it.
+ * Shared futex (no _PRIVATE): the word lives in a MAP_SHARED mapping.
+ */
+struct ohc_shm_bell {
+	_Atomic uint32_t seq;	   /* futex word; bumped by ringers */
+	_Atomic uint32_t sleeping; /* written by the owner only */
+	uint8_t pad[OHC_CACHELINE - 8];
+};
+
+struct ohc_shm_seg_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t owner_rank;
+	uint64_t session;
+	int32_t owner_pid;
+	uint32_t nrings;     /* valid once the segment was handed out */
+	uint64_t seg_bytes;  /* total bytes of the memfd */
+	uint64_t dir_off;    /* offset of the ring directory */
+	uint64_t probe_addr; /* owner's address of probe_val (CMA probe) */
+	uint64_t probe_val;  /* random value a peer reads through CMA */
+	uint8_t pad[OHC_CACHELINE - 64];
+	struct ohc_shm_bell bell; /* the owner's doorbell */
+};
+
+_Static_assert(sizeof(struct ohc_shm_seg_hdr) == 2 * OHC_CACHELINE,
+	       "segment header layout");
+
+struct ohc_shm_dir_ent {
+	uint32_t producer; /* rank that writes this ring */
+	uint32_t pad;
+	uint64_t off;	/* offset of the ring's ohc_shm_ring_ctl */
+	uint64_t bytes; /* record bytes following the control block */
+};
+
+/*
+ * Ring control block: one cache line per writer, so that neither side
+ * writes to a line the other side writes.
+ */
+struct ohc_shm_ring_ctl {
+	/* written by the consumer only */
+	_Alignas(OHC_CACHELINE) _Atomic uint64_t head;
+	_Atomic int32_t cons_err;   /* consumer canceled: sends fail */
+	_Atomic uint32_t cma_ok;    /* consumer can read the producer (CMA) */
+	_Atomic uint64_t cma_acked; /* rendezvous messages read so far */
+	/* written by the producer only */
+	_Alignas(OHC_CACHELINE) _Atomic uint64_t tail;
+	_Atomic int32_t prod_err; /* producer canceled: no more data */
+};
+
+_Static_assert(sizeof(struct ohc_shm_ring_ctl) == 2 * OHC_CACHELINE,
+	       "ring control layout");
+
+enum {
+	OHC_SHM_REC_DATA = 0x44415441, /* payload follows the header */
+	OHC_SHM_REC_PAD = 0x50414444,  /* skip to the end of the ring */
+	OHC_SHM_REC_RNDV = 0x524e4456, /* payload is in the sender (CMA) */
+};
+
+enum {
+	OHC_SHM_FRAG_FIRST = 1u << 0, /* first fragment of a message */
+	OHC_SHM_FRAG_LAST = 1u << 1,  /* last fragment of a message */
+};
+
+/* Record header; the record is OHC_SHM_REC_HDR + align64(frag_len) bytes. */
+struct ohc_shm_rec {
+	uint32_t kind;	   /* OHC_SHM_REC_* */
+	uint32_t flags;	   /* OHC_SHM_FRAG_* */
+	uint64_t frag_len; /* payload bytes; PAD: bytes to skip */
+	uint64_t msg_len;  /* bytes of the whole message */
+	uint64_t addr;	   /* RNDV: the sender's address of the message */
+	struct ohc_sig sig;
+};
+
+_Static_assert(sizeof(struct ohc_shm_rec) <= OHC_SHM_REC_HDR,
+	       "record header fits its slot");
+
+/* Bytes a record of frag_len payload bytes occupies in the ring. */
+static inline uint64_t ohc_shm_rec_bytes(uint64_t frag_len)
+{
+	return OHC_SHM_REC_HDR + OHC_ALIGN_UP(frag_len, OHC_SHM_REC_ALIGN);
+}
+
+/* Consumer side: the producer's published tail (acquire: records visible). */
+static inline uint64_t ohc_shm_ring_tail_acquire(struct ohc_shm_ring_ctl *c)
+{
+	return atomic_load_explicit(&c->tail, memory_order_acquire);
+}
+
+/* Consumer side: give records back to the producer (release: reads done). */
+static inline void ohc_shm_ring_head_release(struct ohc_shm_ring_ctl *c,
+					     uint64_t head)
+{
+	atomic_store_explicit(&c->head, head, memory_order_release);
+}
+
+/* Producer side: the consumer's published head (acquire: reads finished). */
+static inline uint64_t ohc_shm_ring_head_acquire(struct ohc_shm_ring_ctl *c)
+{
+	return atomic_load_explicit(&c->head, memory_order_acquire);
+}
+
+/* Producer side: publish records written up to tail (release). */
+static inline void ohc_shm_ring_tail_release(struct ohc_shm_ring_ctl *c,
+					     uint64_t tail)
+{
+	atomic_store_explicit(&c->tail, tail, memory_order_release);
+}
+
+/* Producer side: tell the consumer no more data will come (canceled). */
+static inline void ohc_shm_ring_prod_fail(struct ohc_shm_ring_ctl *c,
+					  int32_t status)
+{
+	atomic_store_explicit(&c->prod_err, status, memory_order_release);
+}
+
+/* Consumer side: has the producer canceled? */
+static inline int32_t ohc_shm_ring_prod_err(struct ohc_shm_ring_ctl *c)
+{
+	return atomic_load_explicit(&c->prod_err, memory_order_acquire);
+}
+
+/* Consumer side: tell the producer nothing more will be read (canceled). */
+static inline void ohc_shm_ring_cons_fail(struct ohc_shm_ring_ctl *c,
+					  int32_t status)
+{
+	atomic_store_explicit(&c->cons_err, status, memory_order_release);
+}
+
+/* Producer side: has the consumer canceled? */
+static inline int32_t ohc_shm_ring_cons_err(struct ohc_shm_ring_ctl *c)
+{
+	return atomic_load_explicit(&c->cons_err, memory_order_acquire);
+}
+
+/* Consumer side: one more rendezvous message was read out of the sender. */
+static inline void ohc_shm_ring_cma_ack(struct ohc_shm_ring_ctl *c,
+					uint64_t acked)
+{
+	atomic_store_explicit(&c->cma_acked, acked, memory_order_release);
+}
+
+/* Producer side: how many rendezvous messages the consumer finished. */
+static inline uint64_t ohc_shm_ring_cma_acked(struct ohc_shm_ring_ctl *c)
+{
+	return atomic_load_explicit(&c->cma_acked, memory_order_acquire);
+}
+
+/* Consumer side: announce (once, at connect) that CMA reads work. */
+static inline void ohc_shm_ring_cma_enable(struct ohc_shm_ring_ctl *c)
+{
+	atomic_store_explicit(&c->cma_ok, 1, memory_order_release);
+}
+
+/* Producer side: may messages to this consumer go by rendezvous? */
+static inline int ohc_shm_ring_cma_ok(struct ohc_shm_ring_ctl *c)
+{
+	return atomic_load_explicit(&c->cma_ok, memory_order_acquire) != 0;
+}
+
+#endif

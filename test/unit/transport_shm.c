@@ -1,0 +1,1258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The shm transport between real processes (fork). Address blobs travel
+ * through a MAP_SHARED page created before the fork; no bootstrap. Every
+ * rank checks its own fds and mappings after teardown; the test process
+ * checks that nothing appeared in /dev/shm.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
+#include "helpers/ohc_test.h"
+#include "transport/shm/shm.h"
+#include "transport/transport.h"
+#include "util/time.h"
+
+#define MAXR 8
+#define RING (64u << 10) /* small ring: wraps and partial fragments */
+#define MIB (1u << 20)
+
+/* State shared by the test process and its ranks. */
+struct shared {
+	atomic_uint bar_count, bar_gen;
+	uint64_t session;
+	size_t ring;
+	int cma; /* rendezvous allowed */
+	size_t blob_len[MAXR];
+	unsigned char blob[MAXR][OHC_ADDR_MAX];
+	atomic_int flag[MAXR];
+	_Atomic uint64_t t_mark; /* ohc_time_ns of an event */
+	double cpu_s[MAXR];	 /* measured by ranks */
+	double lat_ms[MAXR];
+	char note[MAXR][160]; /* why a rank failed */
+};
+
+static struct shared *sh;
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "rank %d: ", c->rank);                         \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
+		return 1;                                                      \
+	} while (0)
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			FAIL(__VA_ARGS__);                                     \
+	} while (0)
+
+static void setup(void)
+{
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert(sh != MAP_FAILED);
+	cr_assert(getrandom(&sh->session, sizeof(sh->session), 0) ==
+		  sizeof(sh->session));
+	sh->ring = RING;
+	sh->cma = 1;
+}
+
+static void teardown(void)
+{
+	munmap(sh, sizeof(*sh));
+	cr_expect_eq(ohc_test_shm_leftovers(), 0, "nothing in /dev/shm");
+}
+
+TestSuite(shm, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Cross-process barrier on the shared page (sleeps, never spins hard). */
+static void barrier(int nranks)
+{
+	unsigned gen = atomic_load(&sh->bar_gen);
+
+	if (atomic_fetch_add(&sh->bar_count, 1) + 1 == (unsigned)nranks) {
+		atomic_store(&sh->bar_count, 0);
+		atomic_fetch_add(&sh->bar_gen, 1);
+		return;
+	}
+	while (atomic_load(&sh->bar_gen) == gen)
+		usleep(200);
+}
+
+/* One rank's transport objects. */
+struct rctx {
+	int rank, nranks;
+	const struct ohc_transport_ops *ops;
+	struct ohc_iface *iface;
+	struct ohc_ep *eps[MAXR];
+	int fds_before;
+};
+
+static int count_our_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:ohc") != NULL;
+	fclose(f);
+	return n;
+}
+
+static int rank_open(struct rctx *c, int rank, int nranks)
+{
+	struct ohc_transport_params p = {
+		.rank = (uint32_t)rank,
+		.nranks = (uint32_t)nranks,
+		.session = sh->session,
+		.hostid = "test-host",
+		.numa_node = 0,
+		.ring_bytes = sh->ring,
+		.spin = 100,
+	};
+
+	memset(c, 0, sizeof(*c));
+	c->rank = rank;
+	c->nranks = nranks;
+	c->fds_before = ohc_test_count_fds();
+	if (!sh->cma)
+		ohc_shm_cma_threshold = SIZE_MAX;
+	c->ops = ohc_transport_get("shm");
+	CHECK(c->ops, "no shm transport");
+	c->iface = calloc(1, c->ops->iface_size);
+	c->iface->ops = c->ops;
+	c->iface->rank = p.rank;
+	c->iface->nranks = p.nranks;
+	CHECK(c->ops->iface_open(c->iface, &p) == OHC_OK, "iface_open");
+	sh->blob_len[rank] = OHC_ADDR_MAX;
+	CHECK(c->ops->iface_address(c->iface, sh->blob[rank],
+				    &sh->blob_len[rank]) == OHC_OK,
+	      "iface_address");
+	return 0;
+}
+
+/* ep_init for every other rank from the published blobs. */
+static int rank_eps(struct rctx *c)
+{
+	for (int r = 0; r < c->nranks; r++) {
+		if (r == c->rank)
+			continue;
+		CHECK(c->ops->iface_reachable(c->iface, sh->blob[r],
+					      sh->blob_len[r]),
+		      "rank %d not reachable", r);
+		c->eps[r] = calloc(1, c->ops->ep_size);
+		c->eps[r]->iface = c->iface;
+		c->eps[r]->peer = (uint32_t)r;
+		CHECK(c->ops->ep_init(c->iface, c->eps[r], (uint32_t)r,
+				      sh->blob[r], sh->blob_len[r]) == OHC_OK,
+		      "ep_init %d", r);
+	}
+	return 0;
+}
+
+static int rank_connect(struct rctx *c)
+{
+	struct ohc_ep *list[MAXR];
+	unsigned n = 0;
+
+	for (int r = 0; r < c->nranks; r++)
+		if (c->eps[r])
+			list[n++] = c->eps[r];
+	CHECK(c->ops->iface_connect(c->iface, list, n,
+				    ohc_deadline_after_ms(20000)) == OHC_OK,
+	      "iface_connect");
+	return 0;
+}
+
+/* Open, exchange blobs, connect to all. */
+static int rank_up(struct rctx *c, int rank, int nranks)
+{
+	if (rank_open(c, rank, nranks))
+		return 1;
+	barrier(nranks);
+	if (rank_eps(c) || rank_connect(c))
+		return 1;
+	return 0;
+}
+
+/* Tear down and check that nothing leaked. */
+static int rank_down(struct rctx *c)
+{
+	for (int r = 0; r < MAXR; r++) {
+		if (!c->eps[r])
+			continue;
+		c->ops->ep_fini(c->eps[r]);
+		free(c->eps[r]);
+		c->eps[r] = NULL;
+	}
+	c->ops->iface_close(c->iface);
+	free(c->iface);
+	CHECK(ohc_test_count_fds() == c->fds_before, "fd leak: %d -> %d",
+	      c->fds_before, ohc_test_count_fds());
+	CHECK(count_our_maps() == 0, "segment mappings left: %d",
+	      count_our_maps());
+#ifdef __SANITIZE_ADDRESS__
+	/* Ranks _exit(), which skips LeakSanitizer: check here. */
+	CHECK(__lsan_do_recoverable_leak_check() == 0, "memory leaked");
+#endif
+	return 0;
+}
+
+/* Progress until every request left INPROGRESS; -1 on timeout. */
+static int drive(struct rctx *c, struct ohc_req **reqs, int n, int wait_ms,
+		 int timeout_ms)
+{
+	uint64_t deadline = ohc_deadline_after_ms((uint64_t)timeout_ms);
+
+	for (;;) {
+		int pending = 0;
+		unsigned moved = c->ops->iface_progress(c->iface);
+
+		for (int i = 0; i < n; i++)
+			pending += __atomic_load_n(&reqs[i]->status,
+						   __ATOMIC_ACQUIRE) ==
+				   OHC_INPROGRESS;
+		if (!pending)
+			return 0;
+		if (ohc_deadline_passed(deadline)) {
+			fprintf(stderr, "rank %d: %d requests still pending\n",
+				c->rank, pending);
+			return -1;
+		}
+		if (!moved)
+			c->ops->iface_wait(c->iface, wait_ms);
+	}
+}
+
+/* Test bytes: word w of (src, dst, idx) is a hash; cheap to fill/verify. */
+static uint64_t pat_word(size_t w, int src, int dst, int idx)
+{
+	uint64_t seed = (uint64_t)(src + 1) * 0x9e3779b97f4a7c15ull ^
+			(uint64_t)(dst + 1) * 0xc2b2ae3d27d4eb4full ^
+			(uint64_t)(idx + 1) * 0x165667b19e3779f9ull;
+
+	return ((uint64_t)w + 1) * 0xff51afd7ed558ccdull ^ seed;
+}
+
+static void fill(uint8_t *b, size_t len, int src, int dst, int idx)
+{
+	size_t w;
+
+	for (w = 0; w < len / 8; w++) {
+		uint64_t v = pat_word(w, src, dst, idx);
+
+		memcpy(b + 8 * w, &v, 8);
+	}
+	for (size_t i = 8 * w; i < len; i++)
+		b[i] = (uint8_t)(pat_word(w, src, dst, idx) >> (8 * (i % 8)));
+}
+
+/* Index of the first wrong byte, or -1. */
+static long verify(const uint8_t *b, size_t len, int src, int dst, int idx)
+{
+	size_t w;
+
+	for (w = 0; w < len / 8; w++) {
+		uint64_t v = pat_word(w, src, dst, idx);
+
+		if (memcmp(b + 8 * w, &v, 8))
+			break;
+	}
+	for (size_t i = 8 * w; i < len; i++)
+		if (b[i] !=
+		    (uint8_t)(pat_word(i / 8, src, dst, idx) >> (8 * (i % 8))))
+			return (long)i;
+	return -1;
+}
+
+static void req_send(struct ohc_req *q, const void *buf, size_t len,
+		     uint64_t seq)
+{
+	memset(q, 0, sizeof(*q));
+	q->sig.seq = seq;
+	q->sig.len = len;
+	q->sbuf = buf;
+	q->len = len;
+	q->status = OHC_INPROGRESS;
+}
+
+static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
+{
+	memset(q, 0, sizeof(*q));
+	q->sig.seq = seq;
+	q->sig.len = len;
+	q->dst = buf;
+	q->len = len;
+	q->kind = OHC_RECV_COPY;
+	q->status = OHC_INPROGRESS;
+}
+
+/*
+ * All pairs at once: every rank sends one message of each size to every
+ * other rank (one size at a time, everything of that size posted at once).
+ */
+static int matrix_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	size_t ring = sh->ring;
+	const size_t sizes[] = {0,    1,	63,   64,	    65,
+				4095, ring - 1, ring, ring * 3 + 7, 16 * MIB};
+	uint8_t *sb[MAXR] = {0}, *rb[MAXR] = {0};
+	struct ohc_req sreq[MAXR], rreq[MAXR], *all[2 * MAXR];
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int r = 0; r < nranks; r++) {
+		sb[r] = malloc(16 * MIB + 1);
+		rb[r] = malloc(16 * MIB + 1);
+	}
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t len = sizes[k];
+		uint64_t t0;
+		int n = 0;
+
+		for (int r = 0; r < nranks; r++) {
+			if (r == rank)
+				continue;
+			fill(sb[r], len, rank, r, (int)k);
+			memset(rb[r], 0xee, len + 1);
+		}
+		barrier(nranks);
+		t0 = ohc_time_ns();
+		for (int d = 1; d < nranks; d++) {
+			int to = (rank + d) % nranks;
+			int from = (rank - d + nranks) % nranks;
+
+			req_recv(&rreq[from], rb[from], len, k);
+			CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) ==
+				      OHC_OK,
+			      "ep_recv");
+			req_send(&sreq[to], sb[to], len, k);
+			CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
+			      "ep_send");
+			all[n++] = &rreq[from];
+			all[n++] = &sreq[to];
+		}
+		CHECK(drive(c, all, n, 100, 60000) == 0, "size %zu timed out",
+		      len);
+		if (len == 16 * MIB && rank == 0) {
+			printf("shm %d ranks, cma %s: all-pairs 16 MiB "
+			       "exchange in %.1f ms (%.2f GB/s received per "
+			       "rank)\n",
+			       nranks, sh->cma ? "on" : "off",
+			       (ohc_time_ns() - t0) / 1e6,
+			       (double)len * (nranks - 1) /
+				       (double)(ohc_time_ns() - t0));
+			fflush(stdout);
+		}
+		for (int r = 0; r < nranks; r++) {
+			long bad;
+
+			if (r == rank)
+				continue;
+			CHECK(sreq[r].status == OHC_OK, "send to %d: %d", r,
+			      sreq[r].status);
+			CHECK(rreq[r].status == OHC_OK, "recv from %d: %d", r,
+			      rreq[r].status);
+			CHECK(rreq[r].done == len, "recv from %d: done %zu", r,
+			      rreq[r].done);
+			bad = verify(rb[r], len, r, rank, (int)k);
+			CHECK(bad < 0, "size %zu from %d: byte %ld wrong", len,
+			      r, bad);
+			CHECK(rb[r][len] == 0xee, "size %zu from %d: overrun",
+			      len, r);
+		}
+	}
+	for (int r = 0; r < nranks; r++) {
+		free(sb[r]);
+		free(rb[r]);
+	}
+	return rank_down(c);
+}
+
+Test(shm, matrix_2_ranks_ring_only)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(2, matrix_rank, NULL, 100), 0);
+}
+
+Test(shm, matrix_2_ranks_cma)
+{
+	cr_assert_eq(ohc_test_fork_ranks(2, matrix_rank, NULL, 100), 0);
+}
+
+Test(shm, matrix_2_ranks_odd_ring)
+{
+	sh->cma = 0;
+	sh->ring = 100000; /* not a power of two (rounded to 64) */
+	cr_assert_eq(ohc_test_fork_ranks(2, matrix_rank, NULL, 100), 0);
+}
+
+Test(shm, matrix_4_ranks)
+{
+	cr_assert_eq(ohc_test_fork_ranks(4, matrix_rank, NULL, 100), 0);
+}
+
+Test(shm, matrix_8_ranks_ring_only)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(8, matrix_rank, NULL, 100), 0);
+}
+
+Test(shm, matrix_8_ranks_cma)
+{
+	cr_assert_eq(ohc_test_fork_ranks(8, matrix_rank, NULL, 100), 0);
+}
+
+/* Many messages posted at once per ep: FIFO matching is kept. */
+#define NFIFO 48
+
+static size_t fifo_len(int i)
+{
+	return (size_t)(i * 7919) % 150000 + (i % 3 == 0 ? 0 : 1);
+}
+
+static int fifo_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_req *sreq, *rreq, **all;
+	uint8_t *sb[MAXR][NFIFO], *rb[MAXR][NFIFO];
+	int n = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	sreq = calloc((size_t)nranks * NFIFO, sizeof(*sreq));
+	rreq = calloc((size_t)nranks * NFIFO, sizeof(*rreq));
+	all = calloc((size_t)nranks * NFIFO * 2, sizeof(*all));
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		for (int i = 0; i < NFIFO; i++) {
+			size_t len = fifo_len(i + rank);
+			size_t rlen = fifo_len(i + r);
+
+			sb[r][i] = malloc(len + 1);
+			rb[r][i] = malloc(rlen + 1);
+			fill(sb[r][i], len, rank, r, i);
+			req_send(&sreq[r * NFIFO + i], sb[r][i], len,
+				 (uint64_t)i);
+			req_recv(&rreq[r * NFIFO + i], rb[r][i], rlen,
+				 (uint64_t)i);
+		}
+	}
+	barrier(nranks);
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		for (int i = 0; i < NFIFO; i++) {
+			CHECK(c->ops->ep_recv(c->eps[r],
+					      &rreq[r * NFIFO + i]) == OHC_OK,
+			      "recv");
+			all[n++] = &rreq[r * NFIFO + i];
+		}
+		for (int i = 0; i < NFIFO; i++) {
+			CHECK(c->ops->ep_send(c->eps[r],
+					      &sreq[r * NFIFO + i]) == OHC_OK,
+			      "send");
+			all[n++] = &sreq[r * NFIFO + i];
+		}
+	}
+	CHECK(drive(c, all, n, 100, 60000) == 0, "fifo timed out");
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		for (int i = 0; i < NFIFO; i++) {
+			struct ohc_req *q = &rreq[r * NFIFO + i];
+
+			CHECK(q->status == OHC_OK, "recv %d from %d: %d", i, r,
+			      q->status);
+			CHECK(sreq[r * NFIFO + i].status == OHC_OK, "send");
+			CHECK(verify(rb[r][i], q->len, r, rank, i) < 0,
+			      "message %d from %d has wrong bytes", i, r);
+			free(sb[r][i]);
+			free(rb[r][i]);
+		}
+	}
+	free(sreq);
+	free(rreq);
+	free(all);
+	return rank_down(c);
+}
+
+Test(shm, fifo_many_posted_2_ranks)
+{
+	cr_assert_eq(ohc_test_fork_ranks(2, fifo_rank, NULL, 100), 0);
+}
+
+Test(shm, fifo_many_posted_4_ranks_ring_only)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(4, fifo_rank, NULL, 100), 0);
+}
+
+/* REDUCE and REDUCE_TO straight out of the ring (or CMA bounce). */
+static void add_i32(void *dst, const void *a, const void *b, size_t count)
+{
+	int32_t *d = dst;
+	const int32_t *x = a, *y = b;
+
+	for (size_t i = 0; i < count; i++)
+		d[i] = x[i] + y[i];
+}
+
+static int32_t rval(int rank, size_t i)
+{
+	return (int32_t)(rank * 1000003 + (int)(i * 7) - 5000);
+}
+
+#define RCOUNT 300001u /* not a multiple of 16: a short last fragment */
+
+static int reduce_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	int32_t *mine = malloc(RCOUNT * 4), *acc = malloc(RCOUNT * 4);
+	int32_t *to[MAXR] = {0};
+	struct ohc_req sreq[MAXR], rreq[MAXR], treq[MAXR], *all[2 * MAXR];
+	int n = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (size_t i = 0; i < RCOUNT; i++)
+		mine[i] = acc[i] = rval(rank, i);
+	barrier(nranks);
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		/* Two messages per pair: one reduced into acc, one into to[r].
+		 */
+		req_send(&sreq[r], mine, RCOUNT * 4, 1);
+		req_recv(&rreq[r], acc, RCOUNT * 4, 1);
+		rreq[r].kind = OHC_RECV_REDUCE;
+		rreq[r].reduce = add_i32;
+		rreq[r].esize = 4;
+		to[r] = malloc(RCOUNT * 4);
+		req_recv(&treq[r], to[r], RCOUNT * 4, 2);
+		treq[r].kind = OHC_RECV_REDUCE_TO;
+		treq[r].src2 = mine;
+		treq[r].reduce = add_i32;
+		treq[r].esize = 4;
+		CHECK(c->ops->ep_recv(c->eps[r], &rreq[r]) == OHC_OK, "recv");
+		CHECK(c->ops->ep_recv(c->eps[r], &treq[r]) == OHC_OK, "recv");
+		CHECK(c->ops->ep_send(c->eps[r], &sreq[r]) == OHC_OK, "send");
+		all[n++] = &sreq[r];
+		all[n++] = &rreq[r];
+	}
+	/* The second send reuses the same buffer once the first is done. */
+	CHECK(drive(c, all, n, 100, 60000) == 0, "reduce timed out");
+	n = 0;
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		req_send(&sreq[r], mine, RCOUNT * 4, 2);
+		CHECK(c->ops->ep_send(c->eps[r], &sreq[r]) == OHC_OK, "send");
+		all[n++] = &sreq[r];
+		all[n++] = &treq[r];
+	}
+	CHECK(drive(c, all, n, 100, 60000) == 0, "reduce_to timed out");
+	for (size_t i = 0; i < RCOUNT; i++) {
+		int32_t want = 0;
+
+		for (int r = 0; r < nranks; r++)
+			want += rval(r, i);
+		CHECK(acc[i] == want, "reduce: element %zu is %d, want %d", i,
+		      acc[i], want);
+		for (int r = 0; r < nranks; r++) {
+			if (r == rank)
+				continue;
+			CHECK(to[r][i] == rval(rank, i) + rval(r, i),
+			      "reduce_to from %d: element %zu wrong", r, i);
+		}
+	}
+	for (int r = 0; r < nranks; r++) {
+		if (r != rank) {
+			CHECK(rreq[r].status == OHC_OK &&
+				      treq[r].status == OHC_OK,
+			      "status");
+		}
+		free(to[r]);
+	}
+	free(mine);
+	free(acc);
+	return rank_down(c);
+}
+
+Test(shm, reduce_and_reduce_to_ring_only)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(3, reduce_rank, NULL, 100), 0);
+}
+
+Test(shm, reduce_and_reduce_to_cma)
+{
+	cr_assert_eq(ohc_test_fork_ranks(3, reduce_rank, NULL, 100), 0);
+}
+
+/*
+ * Desync: rank 0 sends A(seq 1), B(seq 2, large), C(seq 3, 5000 bytes),
+ * D(seq 4); rank 1 expects A, then seq 99 (sig mismatch), then C with a
+ * wrong length, then D. The mismatches fail with OHC_ERR_DESYNC and what
+ * arrived in got_sig; the stream stays usable (D arrives intact).
+ */
+static int desync_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	const size_t lens[4] = {1000, 3 * RING + 100, 5000, 70000};
+	uint8_t *buf[4];
+	struct ohc_req q[4], *all[4];
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int i = 0; i < 4; i++) {
+		buf[i] = malloc(lens[i] + 64);
+		all[i] = &q[i];
+	}
+	if (rank == 0) {
+		for (int i = 0; i < 4; i++) {
+			fill(buf[i], lens[i], 0, 1, i);
+			req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
+			q[i].sig.root = 7;
+			CHECK(c->ops->ep_send(c->eps[1], &q[i]) == OHC_OK,
+			      "send");
+		}
+		CHECK(drive(c, all, 4, 100, 30000) == 0, "sends timed out");
+		for (int i = 0; i < 4; i++)
+			CHECK(q[i].status == OHC_OK, "send %d: %d", i,
+			      q[i].status);
+	} else {
+		req_recv(&q[0], buf[0], lens[0], 1);
+		req_recv(&q[1], buf[1], lens[1], 99);
+		req_recv(&q[2], buf[2], lens[2] - 1, 3);
+		q[2].sig.len = lens[2]; /* sig agrees, length does not */
+		req_recv(&q[3], buf[3], lens[3], 4);
+		for (int i = 0; i < 4; i++) {
+			q[i].sig.root = 7;
+			CHECK(c->ops->ep_recv(c->eps[0], &q[i]) == OHC_OK,
+			      "recv");
+		}
+		CHECK(drive(c, all, 4, 100, 30000) == 0, "recvs timed out");
+		CHECK(q[0].status == OHC_OK, "A: %d", q[0].status);
+		CHECK(verify(buf[0], lens[0], 0, 1, 0) < 0, "A bytes");
+		CHECK(q[1].status == OHC_ERR_DESYNC, "B: %d", q[1].status);
+		CHECK(q[1].got_sig.seq == 2 && q[1].got_sig.len == lens[1] &&
+			      q[1].got_sig.root == 7,
+		      "B got_sig seq %llu len %llu",
+		      (unsigned long long)q[1].got_sig.seq,
+		      (unsigned long long)q[1].got_sig.len);
+		CHECK(q[2].status == OHC_ERR_DESYNC, "C: %d", q[2].status);
+		CHECK(q[2].got_sig.seq == 3 && q[2].got_sig.len == lens[2],
+		      "C got_sig");
+		CHECK(q[3].status == OHC_OK, "D: %d", q[3].status);
+		CHECK(verify(buf[3], lens[3], 0, 1, 3) < 0, "D bytes");
+	}
+	barrier(nranks);
+	for (int i = 0; i < 4; i++)
+		free(buf[i]);
+	return rank_down(c);
+}
+
+Test(shm, desync_sig_and_length_ring_only)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(2, desync_rank, NULL, 60), 0);
+}
+
+Test(shm, desync_sig_and_length_cma)
+{
+	cr_assert_eq(ohc_test_fork_ranks(2, desync_rank, NULL, 60), 0);
+}
+
+/*
+ * A peer killed with SIGKILL mid-transfer: the survivor, waiting in a loop
+ * of progress + iface_wait(100 ms) + ep_check, gets OHC_ERR_REMOTE within
+ * a bound. The test process reaps the victim only after the survivor is
+ * done, so the victim is a zombie while the survivor checks.
+ */
+#define KILL_BOUND_MS 1500
+
+static int victim_rank(struct rctx *c, int survivor, int sending)
+{
+	size_t len = 16 * MIB;
+	uint8_t *buf = calloc(1, len);
+	struct ohc_req q;
+
+	if (sending) {
+		req_send(&q, buf, len, 1);
+		CHECK(c->ops->ep_send(c->eps[survivor], &q) == OHC_OK, "send");
+	} else {
+		req_recv(&q, buf, len, 1);
+		CHECK(c->ops->ep_recv(c->eps[survivor], &q) == OHC_OK, "recv");
+	}
+	/* Move a few MiB, then stop and wait to be killed. */
+	while (q.done < 4 * MIB && q.status == OHC_INPROGRESS) {
+		if (!c->ops->iface_progress(c->iface))
+			c->ops->iface_wait(c->iface, 10);
+	}
+	atomic_store(&sh->flag[c->rank], 1);
+	for (;;)
+		pause();
+}
+
+static int survivor_rank(struct rctx *c, int victim, int sending)
+{
+	size_t len = 16 * MIB;
+	uint8_t *buf = calloc(1, len);
+	struct ohc_req q;
+	ohc_status_t st;
+	uint64_t t_kill, now;
+
+	if (sending) {
+		req_send(&q, buf, len, 1);
+		CHECK(c->ops->ep_send(c->eps[victim], &q) == OHC_OK, "send");
+	} else {
+		req_recv(&q, buf, len, 1);
+		CHECK(c->ops->ep_recv(c->eps[victim], &q) == OHC_OK, "recv");
+	}
+	for (uint64_t end = ohc_deadline_after_ms(20000);;) {
+		CHECK(!ohc_deadline_passed(end), "no kill within 20 s");
+		c->ops->iface_progress(c->iface);
+		CHECK(q.status == OHC_INPROGRESS, "request finished: %d",
+		      q.status);
+		st = c->ops->ep_check(c->eps[victim]);
+		if (st != OHC_OK)
+			break;
+		CHECK(!atomic_load(&sh->t_mark) ||
+			      ohc_time_ns() - atomic_load(&sh->t_mark) <
+				      (uint64_t)KILL_BOUND_MS * 1000000u,
+		      "death not noticed within %d ms", KILL_BOUND_MS);
+		c->ops->iface_wait(c->iface, 100);
+	}
+	now = ohc_time_ns();
+	t_kill = atomic_load(&sh->t_mark);
+	CHECK(st == OHC_ERR_REMOTE, "ep_check: %d", st);
+	CHECK(t_kill != 0, "death reported before the kill");
+	sh->lat_ms[c->rank] = (double)(now - t_kill) / 1e6;
+	c->ops->ep_cancel(c->eps[victim], st);
+	CHECK(q.status == OHC_ERR_REMOTE, "canceled request: %d", q.status);
+	free(buf);
+	return rank_down(c);
+}
+
+static void run_kill_test(int victim_sends)
+{
+	pid_t pid[2];
+	int st;
+
+	sh->cma = 0;
+	for (int r = 0; r < 2; r++) {
+		pid[r] = fork();
+		cr_assert(pid[r] >= 0);
+		if (pid[r] == 0) {
+			struct rctx cc, *c = &cc;
+			int rc;
+
+			if (rank_up(c, r, 2))
+				_exit(1);
+			rc = r == 1 ? victim_rank(c, 0, victim_sends)
+				    : survivor_rank(c, 1, !victim_sends);
+			_exit(rc);
+		}
+	}
+	/* Wait until the victim is mid-transfer, then kill it. */
+	for (int i = 0; i < 20000 && !atomic_load(&sh->flag[1]); i++)
+		usleep(1000);
+	cr_assert(atomic_load(&sh->flag[1]), "victim never got going");
+	usleep(200000); /* the survivor settles into waiting */
+	atomic_store(&sh->t_mark, ohc_time_ns());
+	kill(pid[1], SIGKILL);
+	cr_assert_eq(waitpid(pid[0], &st, 0), pid[0]);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "survivor failed");
+	cr_assert_eq(waitpid(pid[1], &st, 0), pid[1]);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	printf("shm: death of a %s noticed after %.1f ms\n",
+	       victim_sends ? "sender" : "receiver", sh->lat_ms[0]);
+	fflush(stdout);
+}
+
+Test(shm, peer_killed_while_sending)
+{
+	run_kill_test(1);
+}
+
+Test(shm, peer_killed_while_receiving)
+{
+	run_kill_test(0);
+}
+
+/* A peer that never connects: iface_connect times out by the deadline. */
+static int noconnect_rank(int rank, int nranks, void *arg)
+{
+	int gone = *(int *)arg;
+	struct rctx cc, *c = &cc;
+	uint64_t t0;
+	ohc_status_t st;
+	struct ohc_ep *list[1];
+
+	if (rank_open(c, rank, nranks))
+		return 1;
+	if (rank == 1) {
+		if (gone) {
+			/* Leaves before anyone connects: no listener. */
+			c->ops->iface_close(c->iface);
+			free(c->iface);
+			barrier(nranks);
+		} else {
+			/* Listens, but never calls iface_connect. */
+			barrier(nranks);
+			while (!atomic_load(&sh->flag[0]))
+				usleep(1000);
+			c->ops->iface_close(c->iface);
+			free(c->iface);
+		}
+		CHECK(ohc_test_count_fds() == c->fds_before, "fd leak");
+		return 0;
+	}
+	barrier(nranks);
+	if (rank_eps(c))
+		return 1;
+	list[0] = c->eps[1];
+	t0 = ohc_time_ns();
+	st = c->ops->iface_connect(c->iface, list, 1,
+				   ohc_deadline_after_ms(700));
+	atomic_store(&sh->flag[0], 1);
+	CHECK(st == OHC_ERR_TIMEOUT, "connect: %d", st);
+	CHECK(ohc_time_ns() - t0 >= 690000000ull, "returned early");
+	CHECK(ohc_time_ns() - t0 < 2000000000ull,
+	      "overshot the deadline: "
+	      "%.0f ms",
+	      (ohc_time_ns() - t0) / 1e6);
+	return rank_down(c);
+}
+
+Test(shm, connect_times_out_peer_silent)
+{
+	int gone = 0;
+
+	cr_assert_eq(ohc_test_fork_ranks(2, noconnect_rank, &gone, 30), 0);
+}
+
+Test(shm, connect_times_out_peer_gone)
+{
+	int gone = 1;
+
+	cr_assert_eq(ohc_test_fork_ranks(2, noconnect_rank, &gone, 30), 0);
+}
+
+/*
+ * A peer that cancels its ep fails our blocked send and our receive
+ * promptly (its doorbell wakes us from a 5 s wait); its own ep refuses
+ * further posts.
+ */
+static int cancel_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	size_t len = 4 * MIB;
+	uint8_t *buf = calloc(1, len);
+	struct ohc_req s, r, *all[2] = {&s, &r};
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	if (rank == 0) {
+		req_send(&s, buf, len, 1);
+		req_recv(&r, buf, 100, 2);
+		CHECK(c->ops->ep_send(c->eps[1], &s) == OHC_OK, "send");
+		CHECK(c->ops->ep_recv(c->eps[1], &r) == OHC_OK, "recv");
+		atomic_store(&sh->flag[0], 1);
+		CHECK(drive(c, all, 2, 5000, 10000) == 0, "not failed");
+		sh->lat_ms[0] =
+			(double)(ohc_time_ns() - atomic_load(&sh->t_mark)) /
+			1e6;
+		CHECK(s.status == OHC_ERR_REMOTE, "send: %d", s.status);
+		CHECK(r.status == OHC_ERR_REMOTE, "recv: %d", r.status);
+		CHECK(sh->lat_ms[0] < 1000, "noticed after %.0f ms",
+		      sh->lat_ms[0]);
+		req_send(&s, buf, 10, 3);
+		CHECK(c->ops->ep_send(c->eps[1], &s) == OHC_ERR_REMOTE,
+		      "post after the peer canceled");
+	} else {
+		while (!atomic_load(&sh->flag[0]))
+			usleep(1000);
+		usleep(100000);
+		atomic_store(&sh->t_mark, ohc_time_ns());
+		c->ops->ep_cancel(c->eps[0], OHC_ERR_TIMEOUT);
+		req_send(&s, buf, 10, 3);
+		CHECK(c->ops->ep_send(c->eps[0], &s) == OHC_ERR_TIMEOUT,
+		      "post on a canceled ep");
+	}
+	barrier(nranks);
+	free(buf);
+	return rank_down(c);
+}
+
+Test(shm, cancel_reaches_the_peer)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(2, cancel_rank, NULL, 60), 0);
+}
+
+/* A corrupt record in the ring fails the receive, not the process. */
+static int corrupt_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	uint8_t buf[256];
+	struct ohc_req r, *all[1] = {&r};
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	if (rank == 0) {
+		struct ohc_shm_ep *sep = (struct ohc_shm_ep *)c->eps[1];
+		struct ohc_shm_rec *rec =
+			(struct ohc_shm_rec *)(sep->tx_data +
+					       sep->tx_tail % sep->tx_bytes);
+
+		memset(rec, 0, sizeof(*rec));
+		rec->kind = OHC_SHM_REC_DATA;
+		rec->flags = OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST;
+		rec->frag_len = 1ull << 40; /* far past the ring */
+		rec->msg_len = sizeof(buf);
+		sep->tx_tail += OHC_SHM_REC_HDR;
+		ohc_shm_ring_tail_release(sep->tx, sep->tx_tail);
+		ohc_shm_bell_ring(sep->peer_bell);
+	} else {
+		req_recv(&r, buf, sizeof(buf), 0);
+		CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 100, 10000) == 0, "not failed");
+		CHECK(r.status == OHC_ERR_REMOTE, "recv: %d", r.status);
+		CHECK(c->ops->ep_check(c->eps[0]) == OHC_ERR_REMOTE,
+		      "ep_check after a broken stream");
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, corrupt_record_fails_the_receive)
+{
+	cr_assert_eq(ohc_test_fork_ranks(2, corrupt_rank, NULL, 60), 0);
+}
+
+/*
+ * Waiting sleeps: 8 processes on a 2-core machine; rank 0 sends to the 7
+ * others after sleeping 1 s. The 7 receivers wait with iface_wait (5 s
+ * timeouts, so only the doorbell can wake them promptly) and must use
+ * little CPU; together far less than the 2 CPU-seconds spinning would.
+ */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static int sleep_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	uint8_t buf[4096];
+	struct ohc_req q[MAXR], *all[MAXR];
+	int n = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	barrier(nranks);
+	if (rank == 0) {
+		usleep(1000000);
+		atomic_store(&sh->t_mark, ohc_time_ns());
+		for (int r = 1; r < nranks; r++) {
+			fill(buf, sizeof(buf), 0, r, 0);
+			req_send(&q[r], buf, sizeof(buf), 1);
+			CHECK(c->ops->ep_send(c->eps[r], &q[r]) == OHC_OK,
+			      "send");
+			all[n++] = &q[r];
+		}
+		CHECK(drive(c, all, n, 5000, 10000) == 0, "send timed out");
+	} else {
+		double cpu0 = cpu_seconds();
+
+		req_recv(&q[0], buf, sizeof(buf), 1);
+		CHECK(c->ops->ep_recv(c->eps[0], &q[0]) == OHC_OK, "recv");
+		all[0] = &q[0];
+		CHECK(drive(c, all, 1, 5000, 10000) == 0, "recv timed out");
+		sh->lat_ms[rank] =
+			(double)(ohc_time_ns() - atomic_load(&sh->t_mark)) /
+			1e6;
+		sh->cpu_s[rank] = cpu_seconds() - cpu0;
+		CHECK(q[0].status == OHC_OK &&
+			      verify(buf, sizeof(buf), 0, rank, 0) < 0,
+		      "data");
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, waiting_sleeps_8_ranks)
+{
+	double total = 0, worst_lat = 0;
+
+	cr_assert_eq(ohc_test_fork_ranks(8, sleep_rank, NULL, 60), 0);
+	for (int r = 1; r < 8; r++) {
+		cr_expect_lt(sh->cpu_s[r], 0.1, "rank %d used %.3f s of CPU", r,
+			     sh->cpu_s[r]);
+		cr_expect_lt(sh->lat_ms[r], 1000.0,
+			     "rank %d woke %.0f ms after the send", r,
+			     sh->lat_ms[r]);
+		total += sh->cpu_s[r];
+		worst_lat =
+			sh->lat_ms[r] > worst_lat ? sh->lat_ms[r] : worst_lat;
+	}
+	cr_expect_lt(total, 0.25, "receivers used %.3f CPU-seconds", total);
+	printf("shm: 7 receivers waiting 1 s used %.1f ms CPU in total; woke "
+	       "%.2f ms after the send at worst\n",
+	       total * 1e3, worst_lat);
+	fflush(stdout);
+}
+
+/* iface_wake: wakes a sleeping wait, and a wake before a wait counts. */
+struct wake_arg {
+	struct rctx *c;
+	uint64_t t;
+};
+
+static void *waker(void *p)
+{
+	struct wake_arg *w = p;
+
+	usleep(100000);
+	w->t = ohc_time_ns();
+	w->c->ops->iface_wake(w->c->iface);
+	return NULL;
+}
+
+Test(shm, wake_from_another_thread)
+{
+	struct rctx cc, *c = &cc;
+	struct wake_arg w = {.c = c};
+	pthread_t th;
+	uint64_t t0;
+
+	cr_assert_eq(rank_open(c, 0, 1), 0);
+	t0 = ohc_time_ns();
+	c->ops->iface_wait(c->iface, 300);
+	cr_expect_geq(ohc_time_ns() - t0, 250000000ull, "wait slept");
+
+	c->ops->iface_wake(c->iface);
+	t0 = ohc_time_ns();
+	c->ops->iface_wait(c->iface, 5000);
+	cr_expect_lt(ohc_time_ns() - t0, 100000000ull, "pending wake counts");
+
+	pthread_create(&th, NULL, waker, &w);
+	c->ops->iface_wait(c->iface, 5000);
+	t0 = ohc_time_ns();
+	pthread_join(th, NULL);
+	cr_expect_lt(t0 - w.t, 200000000ull, "woken by the other thread");
+	cr_assert_eq(rank_down(c), 0);
+}
+
+/* Stream rates between 2 processes, printed (not asserted). */
+static int bw_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	size_t len = 64 * MIB;
+	uint8_t *buf = malloc(len), small[8];
+	struct ohc_req q, *all[1] = {&q};
+	double best = 1e30, lat;
+	uint64_t t0;
+	const int reps = 4, pings = 2000;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	memset(buf, rank + 1, len);
+	for (int i = 0; i <= reps; i++) {
+		barrier(nranks);
+		t0 = ohc_time_ns();
+		if (rank == 0) {
+			req_send(&q, buf, len, (uint64_t)i);
+			CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
+		} else {
+			req_recv(&q, buf, len, (uint64_t)i);
+			CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		}
+		CHECK(drive(c, all, 1, 100, 30000) == 0 && q.status == OHC_OK,
+		      "stream");
+		if (rank == 1 && i > 0) /* the first one warms up */
+			best = OHC_MIN(best, (double)(ohc_time_ns() - t0));
+	}
+	if (rank == 1) {
+		printf("shm: 64 MiB one-way stream, ring %zu KiB, cma %s: "
+		       "%.2f GB/s (best of %d)\n",
+		       sh->ring >> 10, sh->cma ? "on" : "off",
+		       (double)len / best, reps);
+		fflush(stdout);
+	}
+	barrier(nranks);
+	t0 = ohc_time_ns();
+	for (int i = 0; i < pings; i++) {
+		for (int leg = 0; leg < 2; leg++) {
+			if ((leg == 0) == (rank == 0)) {
+				req_send(&q, small, sizeof(small), 0);
+				c->ops->ep_send(c->eps[1 - rank], &q);
+			} else {
+				req_recv(&q, small, sizeof(small), 0);
+				c->ops->ep_recv(c->eps[1 - rank], &q);
+			}
+			/* Like the executor: poll a while, then sleep. */
+			for (unsigned spin = 0; q.status == OHC_INPROGRESS;) {
+				if (c->ops->iface_progress(c->iface) ||
+				    ++spin < 2000)
+					continue;
+				c->ops->iface_wait(c->iface, 100);
+				spin = 0;
+			}
+		}
+	}
+	lat = (double)(ohc_time_ns() - t0) / pings / 2 / 1e3;
+	if (rank == 0) {
+		printf("shm: 8-byte ping-pong (2000 polls, then futex "
+		       "wait): %.2f us one way\n",
+		       lat);
+		fflush(stdout);
+	}
+	free(buf);
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, bandwidth_print_ring)
+{
+	sh->cma = 0;
+	sh->ring = 1u << 20;
+	cr_assert_eq(ohc_test_fork_ranks(2, bw_rank, NULL, 100), 0);
+}
+
+Test(shm, bandwidth_print_cma)
+{
+	sh->ring = 1u << 20;
+	cr_assert_eq(ohc_test_fork_ranks(2, bw_rank, NULL, 100), 0);
+}
+
+/* Open an extra iface in this process and publish its blob in slot. */
+static struct ohc_iface *open_extra(int slot, uint64_t session,
+				    const char *hostid)
+{
+	const struct ohc_transport_ops *ops = ohc_transport_get("shm");
+	struct ohc_transport_params p = {
+		.rank = (uint32_t)slot,
+		.nranks = MAXR,
+		.session = session,
+		.hostid = hostid,
+		.ring_bytes = RING,
+	};
+	struct ohc_iface *iface = calloc(1, ops->iface_size);
+
+	iface->ops = ops;
+	if (ops->iface_open(iface, &p) != OHC_OK) {
+		free(iface);
+		return NULL;
+	}
+	sh->blob_len[slot] = OHC_ADDR_MAX;
+	ops->iface_address(iface, sh->blob[slot], &sh->blob_len[slot]);
+	return iface;
+}
+
+/* Blobs: reachable iff same host, same session and another process. */
+Test(shm, reachability)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_iface *longer;
+	char long_x[300], long_y[300];
+	pid_t pid;
+	int st;
+
+	memset(long_x, 'h', sizeof(long_x));
+	long_x[sizeof(long_x) - 2] = 'x';
+	long_x[sizeof(long_x) - 1] = 0;
+	memcpy(long_y, long_x, sizeof(long_x));
+	long_y[sizeof(long_y) - 2] = 'y';
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct ohc_iface *f[5];
+		int ok = 1;
+
+		f[0] = open_extra(1, sh->session, "test-host");
+		f[1] = open_extra(2, sh->session, "other-host");
+		f[2] = open_extra(3, sh->session + 1, "test-host");
+		f[3] = open_extra(4, sh->session, long_x);
+		f[4] = open_extra(5, sh->session, long_y);
+		atomic_store(&sh->flag[1], 1);
+		while (!atomic_load(&sh->flag[0]))
+			usleep(1000);
+		for (int i = 0; i < 5; i++) {
+			if (f[i])
+				f[i]->ops->iface_close(f[i]);
+			ok &= f[i] != NULL;
+			free(f[i]);
+		}
+		_exit(ok ? 0 : 1);
+	}
+	cr_assert_eq(rank_open(c, 0, 2), 0);
+	while (!atomic_load(&sh->flag[1]))
+		usleep(1000);
+	cr_expect(
+		c->ops->iface_reachable(c->iface, sh->blob[1], sh->blob_len[1]),
+		"same host, other process");
+	cr_expect_not(c->ops->iface_reachable(c->iface, sh->blob[1],
+					      sh->blob_len[1] - 1),
+		      "truncated blob");
+	cr_expect_not(
+		c->ops->iface_reachable(c->iface, sh->blob[2], sh->blob_len[2]),
+		"another host");
+	cr_expect_not(
+		c->ops->iface_reachable(c->iface, sh->blob[3], sh->blob_len[3]),
+		"another session");
+	cr_expect_not(
+		c->ops->iface_reachable(c->iface, sh->blob[0], sh->blob_len[0]),
+		"our own process");
+	/* Host ids longer than the blob keeps: still told apart. */
+	longer = open_extra(6, sh->session, long_y);
+	cr_assert_not_null(longer);
+	cr_expect_not(
+		c->ops->iface_reachable(longer, sh->blob[4], sh->blob_len[4]),
+		"long host ids differing at the end");
+	cr_expect(c->ops->iface_reachable(longer, sh->blob[5], sh->blob_len[5]),
+		  "same long host id");
+	c->ops->iface_close(longer);
+	free(longer);
+	atomic_store(&sh->flag[0], 1);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
+	cr_assert_eq(rank_down(c), 0);
+}
