@@ -1023,6 +1023,42 @@ Test(refuse, duplicate_rank, .timeout = 60)
 	refusal_case(info, 2, 0, info, OHC_ERR_INVALID, "duplicate rank 0");
 }
 
+/* Strangers on the root's port (junk, silence) change nothing. */
+Test(refuse, junk_connections, .timeout = 60)
+{
+	uint8_t info[OHC_ROOT_INFO_BYTES], junk[64];
+	struct trank t[2] = {0};
+	struct bs_addr root;
+	char ip[64];
+	unsigned port;
+	int fd[2], err;
+	char *log;
+
+	cr_assert_eq(ohc_root_info_create(info), OHC_OK);
+	cr_assert_eq(sscanf(ohc_root_info_name(info), "%63[^_]_%u", ip, &port),
+		     2);
+	cr_assert_eq(bs_addr_from_ip(ip, (uint16_t)port, &root), OHC_OK);
+	memset(junk, 0xa5, sizeof(junk));
+	capture_begin();
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(bs_connect(&root, ohc_deadline_after_ms(2000), 0,
+					&fd[i], &err),
+			     OHC_OK);
+	cr_assert_eq(write(fd[0], junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	for (uint32_t r = 0; r < 2; r++)
+		trank_start(&t[r], info, r, 2, TMO_MS, body_exercise);
+	for (uint32_t r = 0; r < 2; r++) {
+		trank_join(&t[r]);
+		cr_assert_eq(t[r].status, OHC_OK);
+		cr_assert_eq(t[r].result, 0);
+	}
+	log = capture_end();
+	cr_assert(strstr(log, "not a bootstrap peer"), "%s", log);
+	free(log);
+	close(fd[0]);
+	close(fd[1]);
+}
+
 Test(refuse, bad_arguments, .timeout = 30)
 {
 	uint8_t info[OHC_ROOT_INFO_BYTES];

@@ -1040,7 +1040,7 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 	switch (h.type) {
 	case BS_T_REFUSE:
 		if (h.len < 4) {
-			status = OHC_ERR_TCP_CONNECT;
+			status = OHC_ERR_TCP_TRANSFER; /* logged below */
 			break;
 		}
 		bs_text_clean(pl + 4, h.len - 4, text, sizeof(text));
