@@ -135,7 +135,9 @@ ohc_status_t ohc_bootstrap_bcast(struct ohc_bootstrap *bs, void *buf,
  * order; recv must name the exact size (a different size is
  * OHC_ERR_INVALID and the message is dropped). send returns once the data
  * is handed to the kernel (or copied), so matching sends and receives may
- * be issued in any order by the two sides. peer may be the caller.
+ * be issued in any order by the two sides. peer may be the caller. A
+ * connection this process cannot open (out of descriptors) gives
+ * OHC_ERR_SYSCALL and may be retried; a peer that is gone, OHC_ERR_REMOTE.
  */
 ohc_status_t ohc_bootstrap_send(struct ohc_bootstrap *bs, uint32_t peer,
 				uint32_t tag, const void *buf, size_t bytes);

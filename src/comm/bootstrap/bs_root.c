@@ -71,6 +71,8 @@ struct bs_root {
 	uint32_t njoined;
 	uint64_t first_join_ns;
 	uint64_t deadline;
+	uint64_t accept_pause; /* out of fds: leave the backlog until then */
+	int accept_warned;
 	struct root_pending pending[ROOT_PENDING_MAX];
 	unsigned npending;
 	uint8_t *table;
@@ -365,8 +367,11 @@ static void accept_all(struct bs_root *r)
 		if (status == OHC_INPROGRESS)
 			return;
 		if (status != OHC_OK) {
-			OHC_WARN(OHC_SS_BOOT, "bootstrap root %s: accept: %s",
-				 r->where, strerror(err));
+			if (!r->accept_warned++)
+				OHC_WARN(OHC_SS_BOOT,
+					 "bootstrap root %s: accept: %s",
+					 r->where, strerror(err));
+			r->accept_pause = ohc_time_ns() + 100000000ull;
 			return;
 		}
 		memset(p, 0, sizeof(*p));
@@ -508,7 +513,8 @@ static size_t build_pollset(struct bs_root *r, int sending)
 
 	r->pfd[n] = (struct pollfd){.fd = r->wake_fd, .events = POLLIN};
 	r->pwho[n++] = 0;
-	if (!sending && r->lfd >= 0 && r->npending < ROOT_PENDING_MAX) {
+	if (!sending && r->lfd >= 0 && r->npending < ROOT_PENDING_MAX &&
+	    ohc_time_ns() >= r->accept_pause) {
 		r->pfd[n] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
 		r->pwho[n++] = 1;
 	}

@@ -101,6 +101,8 @@ struct sock_ep {
 	struct sock_peer *peers;
 	struct sock_pending pending[PENDING_MAX];
 	unsigned npending;
+	uint64_t accept_pause; /* out of fds: leave the backlog until then */
+	int accept_warned;
 	struct pollfd *pfd; /* poller only */
 	uint32_t *pwho;
 	size_t pcap;
@@ -172,10 +174,15 @@ static void in_down_locked(struct sock_peer *p, enum down_kind why, int err)
 	close_fd(&p->in_fd);
 }
 
-/* No more messages can come from p. */
+/* No more messages can come from p: its connection to us ended, or it
+ * never opened one and our connection to it shows it is gone. */
 static int recv_dead(const struct sock_peer *p)
 {
-	return p->aborted || p->in_down || (p->in_fd < 0 && p->out_down);
+	int gone = p->out_down == DOWN_EOF || p->out_down == DOWN_ERROR ||
+		   p->out_down == DOWN_PROTO ||
+		   (p->out_down == DOWN_CONNECT && p->out_err == ECONNREFUSED);
+
+	return p->aborted || p->in_down || (p->in_fd < 0 && gone);
 }
 
 static int send_dead(const struct sock_peer *p)
@@ -277,8 +284,22 @@ static void flush_locked(struct sock_peer *p)
 	}
 }
 
-/* Start connecting to peer `rank` (with a queued HELLO) if not yet. */
-static void ensure_out_locked(struct sock_ep *ep, uint32_t rank)
+/* Errors of this process, not of the peer: the connection may be tried
+ * again later. */
+static int local_errno(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	       err == ENOMEM || err == EAGAIN;
+}
+
+/*
+ * Start connecting to peer `rank` (with a queued HELLO) if not yet.
+ * Returns 0, or the errno of a local failure (logged here; nothing
+ * changes, so a later call may succeed). A refused connection marks the
+ * peer's out direction down.
+ */
+static int ensure_out_locked(struct sock_ep *ep, uint32_t rank,
+			     const char *what)
 {
 	struct sock_peer *p = &ep->peers[rank];
 	struct bs_hdr h = {.type = BS_T_HELLO, .len = BS_HELLO_BYTES};
@@ -288,17 +309,19 @@ static void ensure_out_locked(struct sock_ep *ep, uint32_t rank)
 	int fd = -1, err = 0;
 
 	if (p->out_state != OUT_NONE)
-		return;
+		return 0;
 	hello = calloc(1, sizeof(*hello) + BS_HELLO_BYTES);
 	if (!hello) {
-		out_down_locked(p, DOWN_CONNECT, ENOMEM);
-		return;
+		err = ENOMEM;
+		goto local;
 	}
 	status = bs_connect_start(&p->addr, &fd, &err);
 	if (status < 0) {
 		free(hello);
+		if (local_errno(err) || status == OHC_ERR_SYSCALL)
+			goto local;
 		out_down_locked(p, DOWN_CONNECT, err);
-		return;
+		return 0;
 	}
 	p->out_fd = fd;
 	p->out_state = status == OHC_OK ? OUT_OPEN : OUT_CONNECTING;
@@ -314,6 +337,14 @@ static void ensure_out_locked(struct sock_ep *ep, uint32_t rank)
 	ohc_list_add_tail(&p->txq, &hello->link);
 	flush_locked(p);
 	wake_locked(ep);
+	return 0;
+
+local:
+	OHC_ERROR(OHC_SS_BOOT,
+		  "rank %u: bootstrap %s: cannot open a connection to rank %u "
+		  "(%s): %s",
+		  ep->super.rank, what, rank, p->where, strerror(err));
+	return err;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -415,8 +446,13 @@ static void accept_locked(struct sock_ep *ep)
 		if (status == OHC_INPROGRESS)
 			return;
 		if (status < 0) {
-			OHC_WARN(OHC_SS_BOOT, "rank %u: bootstrap accept: %s",
-				 ep->super.rank, strerror(err));
+			/* Typically out of fds: retry in a while, not in a
+			 * busy loop. */
+			if (!ep->accept_warned++)
+				OHC_WARN(OHC_SS_BOOT,
+					 "rank %u: bootstrap accept: %s",
+					 ep->super.rank, strerror(err));
+			ep->accept_pause = ohc_time_ns() + 100000000ull;
 			return;
 		}
 		q->fd = fd;
@@ -511,7 +547,8 @@ static size_t pollset_locked(struct sock_ep *ep)
 
 	ep->pfd[n] = (struct pollfd){.fd = ep->wake_fd, .events = POLLIN};
 	ep->pwho[n++] = WHO_WAKE;
-	if (ep->listen_fd >= 0 && ep->npending < PENDING_MAX) {
+	if (ep->listen_fd >= 0 && ep->npending < PENDING_MAX &&
+	    ohc_time_ns() >= ep->accept_pause) {
 		ep->pfd[n] =
 			(struct pollfd){.fd = ep->listen_fd, .events = POLLIN};
 		ep->pwho[n++] = WHO_LISTEN;
@@ -698,7 +735,11 @@ static ohc_status_t sock_xfer(struct bs_ep *super, uint64_t ctx,
 				   .tag = x->send_tag,
 				   .len = x->send_len};
 
-		ensure_out_locked(ep, x->send_to);
+		if (ensure_out_locked(ep, x->send_to, x->what)) {
+			x->culprit = x->send_to;
+			status = OHC_ERR_SYSCALL;
+			goto out;
+		}
 		if (send_dead(p)) {
 			status = peer_error_locked(ep, x->send_to, x, 1);
 			goto out;
@@ -999,7 +1040,7 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 	switch (h.type) {
 	case BS_T_REFUSE:
 		if (h.len < 4) {
-			status = OHC_ERR_TCP_CONNECT;
+			status = OHC_ERR_TCP_TRANSFER; /* logged below */
 			break;
 		}
 		bs_text_clean(pl + 4, h.len - 4, text, sizeof(text));
@@ -1063,7 +1104,10 @@ static ohc_status_t ring_up(struct sock_ep *ep, uint64_t deadline, uint64_t t0)
 	ohc_status_t status = OHC_OK;
 
 	pthread_mutex_lock(&ep->lock);
-	ensure_out_locked(ep, next);
+	if (ensure_out_locked(ep, next, "init")) {
+		pthread_mutex_unlock(&ep->lock);
+		return OHC_ERR_SYSCALL;
+	}
 	for (;;) {
 		/* Both links came up; what happens to them later is for the
 		 * next operation to find out. */
