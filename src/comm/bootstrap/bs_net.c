@@ -214,7 +214,7 @@ static int addr_v4(const struct bs_addr *a, struct in_addr *v4)
 
 int bs_addr_same_ip(const struct bs_addr *a, const struct bs_addr *b)
 {
-	struct in_addr x, y;
+	struct in_addr x = {0}, y = {0};
 	int ax = addr_v4(a, &x), by = addr_v4(b, &y);
 
 	if (ax || by)
