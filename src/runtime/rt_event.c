@@ -261,7 +261,7 @@ OHC_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
 {
 	struct ohc_rt_event *ev;
 	struct ohc_rt_stream *s;
-	struct ev_task *et;
+	struct ev_task *et = NULL;
 	aclError ret;
 
 	ret = event_get("aclrtRecordEvent", event, &ev);
@@ -294,7 +294,7 @@ OHC_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 {
 	struct ohc_rt_event *ev;
 	struct ohc_rt_stream *s;
-	struct ev_task *et;
+	struct ev_task *et = NULL;
 	aclError ret;
 
 	ret = event_get("aclrtStreamWaitEvent", event, &ev);
@@ -339,7 +339,7 @@ OHC_API aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
 {
 	struct ohc_rt_event *ev;
 	struct ohc_rt_stream *s;
-	struct ev_task *et;
+	struct ev_task *et = NULL;
 	aclError ret;
 
 	ret = event_get("aclrtResetEvent", event, &ev);
