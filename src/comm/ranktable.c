@@ -465,7 +465,7 @@ static ohc_status_t rt_get_dec(const struct rt_ctx *c, json_t *obj,
 			       int64_t *v_p)
 {
 	char f[RT_FIELD_MAX], q[RT_QUOTE_MAX + 4];
-	const char *s;
+	const char *s = NULL;
 	uint64_t v;
 
 	OHC_CHECK(rt_get_str(c, obj, prefix, key, required, &s));
@@ -489,7 +489,7 @@ static ohc_status_t rt_get_ip(const struct rt_ctx *c, json_t *obj,
 {
 	unsigned char addr[sizeof(struct in6_addr)];
 	char f[RT_FIELD_MAX], q[RT_QUOTE_MAX + 4];
-	const char *s;
+	const char *s = NULL;
 
 	OHC_CHECK(rt_get_str(c, obj, prefix, key, false, &s));
 	if (!s) {
@@ -511,7 +511,7 @@ static ohc_status_t rt_get_id(const struct rt_ctx *c, json_t *obj,
 			      char *out)
 {
 	char f[RT_FIELD_MAX];
-	const char *s;
+	const char *s = NULL;
 	size_t n;
 
 	OHC_CHECK(rt_get_str(c, obj, prefix, key, true, &s));
@@ -551,7 +551,7 @@ static ohc_status_t rt_parse_top(struct rt_ctx *c, json_t *root,
 {
 	char q[RT_QUOTE_MAX + 4];
 	json_t *servers;
-	const char *s;
+	const char *s = NULL;
 	int64_t count;
 
 	if (!json_is_object(root))
