@@ -718,6 +718,13 @@ Test(self, connect_checks_the_peer)
 					   ohc_deadline_after_ms(100)),
 		     OHC_ERR_INVALID);
 	c0.ops->ep_fini(ep);
+	/* Same pid, another process token (another pid namespace). */
+	memcpy(forged, g.blob[1], len);
+	forged[len - 16] ^= 1; /* the token precedes the iface pointer */
+	cr_expect_not(c0.ops->iface_reachable(c0.iface, forged, len),
+		      "same pid in another pid namespace");
+	cr_expect_eq(c0.ops->ep_init(c0.iface, ep, 1, forged, len),
+		     OHC_ERR_INVALID);
 	/* A blob naming the wrong rank is refused at ep_init. */
 	cr_expect_eq(c0.ops->ep_init(c0.iface, ep, 0, g.blob[1], len),
 		     OHC_ERR_INVALID);

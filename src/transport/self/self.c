@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/process.h"
 #include "transport/transport.h"
 #include "util/compiler.h"
 #include "util/list.h"
@@ -36,6 +37,7 @@ struct self_blob {
 	int32_t pid;
 	uint32_t pad;
 	uint64_t session;
+	uint64_t proc_token; /* ohc_process_token(): pids may repeat */
 	uint64_t iface; /* the owner's iface pointer, looked up, never used */
 };
 
@@ -67,6 +69,7 @@ struct self_iface {
 	struct ohc_iface super;
 	struct self_box *box;
 	pid_t pid;
+	uint64_t proc_token;
 	uint64_t session;
 	uint32_t tx_seen; /* box->tx_done already reported by progress */
 	struct ohc_list eps;
@@ -193,6 +196,7 @@ static ohc_status_t self_iface_open(struct ohc_iface *iface,
 	si->super.nranks = params->nranks;
 	si->box = box;
 	si->pid = getpid();
+	si->proc_token = ohc_process_token();
 	si->session = params->session;
 	ohc_list_init(&si->eps);
 
@@ -231,6 +235,7 @@ static ohc_status_t self_iface_address(struct ohc_iface *iface, void *blob,
 		.rank = si->super.rank,
 		.pid = si->pid,
 		.session = si->session,
+		.proc_token = si->proc_token,
 		.iface = (uint64_t)(uintptr_t)iface,
 	};
 
@@ -246,7 +251,7 @@ static int self_iface_reachable(struct ohc_iface *iface, const void *blob,
 	struct self_blob b;
 
 	return blob_parse(blob, len, &b) && b.pid == si->pid &&
-	       b.session == si->session;
+	       b.proc_token == si->proc_token && b.session == si->session;
 }
 
 static ohc_status_t self_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
@@ -257,8 +262,8 @@ static ohc_status_t self_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	struct self_blob b;
 
 	if (!blob_parse(blob, len, &b) || b.pid != si->pid ||
-	    b.session != si->session || b.rank != peer ||
-	    peer >= si->super.nranks) {
+	    b.proc_token != si->proc_token || b.session != si->session ||
+	    b.rank != peer || peer >= si->super.nranks) {
 		OHC_ERROR(OHC_SS_INIT,
 			  "rank %u: invalid self address for rank %u",
 			  si->super.rank, peer);

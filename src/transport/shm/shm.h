@@ -21,6 +21,7 @@ struct ohc_shm_iface {
 	struct ohc_iface super;
 	uint64_t session;
 	pid_t pid;
+	uint64_t proc_token;
 	int numa_node;
 	size_t ring_bytes; /* record bytes per receive ring */
 	char hostid[OHC_SHM_HOSTID_MAX + 1];

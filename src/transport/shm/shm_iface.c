@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/process.h"
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -43,6 +44,7 @@ struct shm_blob {
 	uint32_t rank;
 	int32_t pid;
 	uint64_t session;
+	uint64_t proc_token;  /* ohc_process_token(): pids may repeat */
 	uint64_t hostid_hash; /* FNV-1a of the full hostid */
 	uint32_t hostid_len;  /* of the full hostid */
 	uint32_t pad;
@@ -140,6 +142,7 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 	sif->super.nranks = params->nranks;
 	sif->session = params->session;
 	sif->pid = getpid();
+	sif->proc_token = ohc_process_token();
 	sif->numa_node = params->numa_node;
 	sif->ring_bytes = ring;
 	sif->hostid_len = (uint32_t)strlen(params->hostid);
@@ -173,6 +176,7 @@ static ohc_status_t shm_iface_address(struct ohc_iface *iface, void *blob,
 	b.rank = sif->super.rank;
 	b.pid = sif->pid;
 	b.session = sif->session;
+	b.proc_token = sif->proc_token;
 	b.hostid_hash = sif->hostid_hash;
 	b.hostid_len = sif->hostid_len;
 	memcpy(b.hostid, sif->hostid, kept);
@@ -189,7 +193,9 @@ static int shm_iface_reachable(struct ohc_iface *iface, const void *blob,
 
 	if (!blob_parse(blob, len, &b))
 		return 0;
-	return b.session == sif->session && b.pid != sif->pid &&
+	/* Another process: another pid, or the same pid in another pid ns. */
+	return b.session == sif->session &&
+	       (b.pid != sif->pid || b.proc_token != sif->proc_token) &&
 	       b.hostid_len == sif->hostid_len &&
 	       b.hostid_hash == sif->hostid_hash &&
 	       !memcmp(b.hostid, sif->hostid, b.hostid_kept);
@@ -275,7 +281,13 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 				   OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN;
 		sep->rx_max_frag = OHC_MIN(sep->rx_bytes / 4, SHM_FRAG_CAP) /
 				   OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN;
-		sep->pidfd = pidfd_of(sep->pid);
+		sep->pidfd = sep->pid > 0 ? pidfd_of(sep->pid) : -1;
+		if (sep->pid <= 0)
+			OHC_WARN(OHC_SS_SHM,
+				 "rank %u: rank %u lives in another pid "
+				 "namespace: its death is noticed by timeout "
+				 "only",
+				 sif->super.rank, sep->super.peer);
 		sep->connected = 1;
 	}
 	sif->connected = 1;
@@ -299,11 +311,8 @@ static void shm_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 	if (!sep->err)
 		sep->err = status;
 	if (sep->connected && sep->peer_seg) {
-		if (!ohc_shm_ring_prod_err(sep->tx))
-			ohc_shm_ring_prod_fail(sep->tx, OHC_ERR_REMOTE);
-		if (!atomic_load_explicit(&sep->rx->cons_err,
-					  memory_order_relaxed))
-			ohc_shm_ring_cons_fail(sep->rx, OHC_ERR_REMOTE);
+		ohc_shm_ring_prod_fail(sep->tx, OHC_ERR_REMOTE);
+		ohc_shm_ring_cons_fail(sep->rx, OHC_ERR_REMOTE);
 		ohc_shm_bell_ring(sep->peer_bell);
 	}
 }
@@ -761,6 +770,8 @@ static int pid_gone(struct ohc_shm_ep *sep)
 
 	if (sep->pidfd >= 0)
 		return poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);
+	if (sep->pid <= 0) /* not visible from our pid namespace */
+		return 0;
 	return kill(sep->pid, 0) < 0 && errno == ESRCH;
 }
 
