@@ -89,16 +89,25 @@ static void run_kill(int use_stream)
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t pids[NR];
+	int gate[2];
 	char v[16];
 
 	snprintf(v, sizeof(v), "%d", EXEC_TIMEOUT_S);
 	setenv("HCCL_EXEC_TIMEOUT", v, 1);
 	cr_assert_eq(HcclGetRootInfo(&sh->root), HCCL_SUCCESS);
+	cr_assert_eq(pipe(gate), 0);
 	for (int r = 0; r < NR; r++) {
 		pids[r] = fork();
-		if (pids[r] == 0)
+		if (pids[r] == 0) {
+			char c;
+
+			close(gate[1]); /* start once every fork is done */
+			(void)!read(gate[0], &c, 1);
 			_exit(kill_rank(r, sh, use_stream));
+		}
 	}
+	close(gate[0]);
+	close(gate[1]);
 	for (int r = 0; r < NR; r++) {
 		int st;
 

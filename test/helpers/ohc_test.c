@@ -22,12 +22,30 @@ int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 	int failed = 0, left = nranks;
 	struct timespec start, now;
 
+	int gate[2];
+
+	/*
+	 * Children wait at a gate until every fork is done: forking while a
+	 * thread of ours (a root listener serving an earlier child) holds
+	 * the allocator lock would deadlock the next child under ASan.
+	 */
+	if (pipe(gate))
+		return nranks;
 	fflush(NULL);
 	for (int r = 0; r < nranks; r++) {
 		pids[r] = fork();
-		if (pids[r] == 0)
+		if (pids[r] == 0) {
+			char c;
+
+			close(gate[1]);
+			while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+				;
+			close(gate[0]);
 			_exit(fn(r, nranks, arg) ? 1 : 0);
+		}
 	}
+	close(gate[0]);
+	close(gate[1]);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (left > 0) {
 		int st;

@@ -377,7 +377,7 @@ int ht_main(int argc, char **argv, const struct ht_test *t)
 	struct ht_opts o;
 	HcclRootInfo *root;
 	pid_t *pids;
-	int ret = parse(argc, argv, &o), failed = 0;
+	int ret = parse(argc, argv, &o), failed = 0, gate[2];
 
 	if (ret)
 		return ret < 0 ? 1 : 0;
@@ -388,12 +388,24 @@ int ht_main(int argc, char **argv, const struct ht_test *t)
 		return 1;
 	}
 	pids = calloc((size_t)o.nranks, sizeof(*pids));
+	if (pipe(gate)) {
+		perror("pipe");
+		return 1;
+	}
 	fflush(NULL);
 	for (int r = 0; r < o.nranks; r++) {
 		pids[r] = fork();
-		if (pids[r] == 0)
+		if (pids[r] == 0) {
+			char c;
+
+			/* start once every rank is forked (see ohc_test.c) */
+			close(gate[1]);
+			(void)!read(gate[0], &c, 1);
 			_exit(run_rank(&o, t, r, root));
+		}
 	}
+	close(gate[0]);
+	close(gate[1]);
 	for (int r = 0; r < o.nranks; r++) {
 		int st;
 
