@@ -96,6 +96,7 @@ static void run_kill(int use_stream)
 	setenv("HCCL_EXEC_TIMEOUT", v, 1);
 	cr_assert_eq(HcclGetRootInfo(&sh->root), HCCL_SUCCESS);
 	cr_assert_eq(pipe(gate), 0);
+	ohc_test_fork_settle();
 	for (int r = 0; r < NR; r++) {
 		pids[r] = fork();
 		if (pids[r] == 0) {

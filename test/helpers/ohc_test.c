@@ -15,6 +15,17 @@
 
 #include "helpers/ohc_test.h"
 
+void ohc_test_fork_settle(void)
+{
+	/*
+	 * Criterion's messaging threads allocate right after a test starts;
+	 * a fork that lands while one of them holds the (ASan) allocator
+	 * lock leaves the child deadlocked in its first malloc. Let them
+	 * settle first. The real cure is fork + exec of rank processes.
+	 */
+	usleep(200000);
+}
+
 int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 			int timeout_s)
 {
@@ -31,6 +42,7 @@ int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 	 */
 	if (pipe(gate))
 		return nranks;
+	ohc_test_fork_settle();
 	fflush(NULL);
 	for (int r = 0; r < nranks; r++) {
 		pids[r] = fork();

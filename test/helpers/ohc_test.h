@@ -24,6 +24,9 @@ typedef int (*ohc_test_rank_fn)(int rank, int nranks, void *arg);
 int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 			int timeout_s);
 
+/* Wait until the test runner's own threads are quiet before fork(). */
+void ohc_test_fork_settle(void);
+
 /* Same with threads; returns the number of failed ranks. */
 int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg);
 
