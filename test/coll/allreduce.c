@@ -40,7 +40,7 @@ static int allreduce_matrix(HcclComm comm, int rank, int nranks,
 				long at;
 
 				ohc_test_fill(send, t, op, rank, n, p * 7 + c);
-				memset(recv, 0x5a, n * 8 + 8);
+				memset(recv, 0x5a, n * 8);
 				ret = HcclAllReduce(send, dst, n, t, op, comm,
 						    stream);
 				if (ret == HCCL_SUCCESS && stream)
