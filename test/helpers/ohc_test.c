@@ -154,6 +154,10 @@ size_t ohc_test_dtype_size(HcclDataType t)
 	switch (t) {
 	case HCCL_DATA_TYPE_INT8:
 	case HCCL_DATA_TYPE_UINT8:
+	case HCCL_DATA_TYPE_HIF8:
+	case HCCL_DATA_TYPE_FP8E4M3:
+	case HCCL_DATA_TYPE_FP8E5M2:
+	case HCCL_DATA_TYPE_FP8E8M0:
 		return 1;
 	case HCCL_DATA_TYPE_INT16:
 	case HCCL_DATA_TYPE_UINT16:
@@ -175,10 +179,11 @@ size_t ohc_test_dtype_size(HcclDataType t)
 
 const char *ohc_test_dtype_name(HcclDataType t)
 {
-	static const char *names[] = {"int8",   "int16",  "int32",  "fp16",
-				      "fp32",   "int64",  "uint64", "uint8",
-				      "uint16", "uint32", "fp64",   "bf16"};
-	return (unsigned)t < 12 ? names[t] : "?";
+	static const char *names[] = {
+		"int8",   "int16",  "int32", "fp16",    "fp32",    "int64",
+		"uint64", "uint8",  "uint16", "uint32", "fp64",    "bf16",
+		"int128", "?",      "hif8",  "fp8e4m3", "fp8e5m2", "fp8e8m0"};
+	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
 }
 
 /* The small integer every element starts from: exact in every type. */
@@ -284,9 +289,16 @@ static int64_t wrap(HcclDataType t, int64_t v, int is_unsigned_max)
 void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
 		     int nranks, size_t count, uint64_t salt)
 {
+	ohc_test_expect_at(buf, dtype, op, nranks, 0, count, salt);
+}
+
+void ohc_test_expect_at(void *buf, HcclDataType dtype, HcclReduceOp op,
+			int nranks, size_t first, size_t count, uint64_t salt)
+{
 	int is_uns = dtype == HCCL_DATA_TYPE_UINT64;
 
-	for (size_t i = 0; i < count; i++) {
+	for (size_t k = 0; k < count; k++) {
+		size_t i = first + k;
 		int64_t acc = base_value(op, 0, i, salt);
 		uint64_t uacc = (uint64_t)acc;
 
@@ -316,7 +328,7 @@ void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
 				break;
 			}
 		}
-		store(buf, dtype, i, wrap(dtype, acc, 0));
+		store(buf, dtype, k, wrap(dtype, acc, 0));
 	}
 }
 
@@ -330,6 +342,26 @@ long ohc_test_compare(const void *got, const void *want, HcclDataType dtype,
 			   (const char *)want + i * es, es))
 			return (long)i;
 	return -1;
+}
+
+uint64_t ohc_test_seed(const char *what)
+{
+	const char *env = getenv("OHC_TEST_SEED");
+	uint64_t seed;
+
+	if (env && *env) {
+		seed = strtoull(env, NULL, 0);
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = ((uint64_t)ts.tv_sec * 1000003u) ^
+		       (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+		seed &= 0xffffffffffffull; /* short enough to retype */
+	}
+	fprintf(stderr, "%s: seed %llu (rerun with OHC_TEST_SEED=%llu)\n",
+		what, (unsigned long long)seed, (unsigned long long)seed);
+	return seed;
 }
 
 int ohc_test_shm_leftovers(void)

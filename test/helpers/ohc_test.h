@@ -50,9 +50,19 @@ void ohc_test_fill(void *buf, HcclDataType dtype, HcclReduceOp op, int rank,
 void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
 		     int nranks, size_t count, uint64_t salt);
 
+/* Elements [first, first + count) of that reduction, into buf[0..count). */
+void ohc_test_expect_at(void *buf, HcclDataType dtype, HcclReduceOp op,
+			int nranks, size_t first, size_t count, uint64_t salt);
+
 /* Index of the first differing element, or -1. */
 long ohc_test_compare(const void *got, const void *want, HcclDataType dtype,
 		      size_t count);
+
+/*
+ * Seed of a randomized test: $OHC_TEST_SEED if set, else fresh from the
+ * clock. Printed on stderr with what, so any failure can be replayed.
+ */
+uint64_t ohc_test_seed(const char *what);
 
 /* Entries of /dev/shm whose name mentions ohc or hccl. */
 int ohc_test_shm_leftovers(void);
