@@ -350,6 +350,31 @@ static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
 	return HCCL_SUCCESS;
 }
 
+/*
+ * Shared start of the V collectives whose count array is the same on every
+ * rank: live comm, non-NULL arrays, counts in range. *total_p is the sum;
+ * when it is 0 the call is a no-op on every rank alike.
+ */
+static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
+			     const void *counts, const void *displs,
+			     struct ohc_comm **c_p, uint64_t *total_p)
+{
+	HcclResult r = comm_of(fn, comm, c_p);
+
+	if (r != HCCL_SUCCESS)
+		return r;
+	if (!counts || !displs) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
+			  !counts ? what : "displacements");
+		return HCCL_E_PTR;
+	}
+	if (check_counts(fn, what, counts, (*c_p)->nranks, total_p) < 0)
+		return HCCL_E_PARA;
+	if (*total_p == 0)
+		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do", fn);
+	return HCCL_SUCCESS;
+}
+
 OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
 				  void *recvBuf, const void *recvCounts,
 				  const void *recvDispls,
@@ -362,19 +387,10 @@ OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
 	HcclResult r;
 
 	OHC_API_ENTRY(__func__);
-	r = comm_of(__func__, comm, &c);
-	if (r != HCCL_SUCCESS)
+	r = v_prologue(__func__, comm, "recvCounts", recvCounts, recvDispls,
+		       &c, &total);
+	if (r != HCCL_SUCCESS || total == 0)
 		return r;
-	NULL_CHECK(__func__, recvCounts);
-	NULL_CHECK(__func__, recvDispls);
-	if (check_counts(__func__, "recvCounts", recvCounts, c->nranks,
-			 &total) < 0)
-		return HCCL_E_PARA;
-	if (total == 0) {
-		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do",
-			 __func__);
-		return HCCL_SUCCESS;
-	}
 	if (((const uint64_t *)recvCounts)[c->rank] != sendCount) {
 		OHC_ERROR(OHC_SS_API,
 			  "%s: sendCount %llu differs from recvCounts[%u] = "
@@ -413,19 +429,10 @@ OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
 	HcclResult r;
 
 	OHC_API_ENTRY(__func__);
-	r = comm_of(__func__, comm, &c);
-	if (r != HCCL_SUCCESS)
+	r = v_prologue(__func__, comm, "sendCounts", sendCounts, sendDispls,
+		       &c, &total);
+	if (r != HCCL_SUCCESS || total == 0)
 		return r;
-	NULL_CHECK(__func__, sendCounts);
-	NULL_CHECK(__func__, sendDispls);
-	if (check_counts(__func__, "sendCounts", sendCounts, c->nranks,
-			 &total) < 0)
-		return HCCL_E_PARA;
-	if (total == 0) {
-		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do",
-			 __func__);
-		return HCCL_SUCCESS;
-	}
 	if (((const uint64_t *)sendCounts)[c->rank] != recvCount) {
 		OHC_ERROR(OHC_SS_API,
 			  "%s: recvCount %llu differs from sendCounts[%u]",
