@@ -18,11 +18,11 @@ struct dr_port {
 	uint8_t port;
 	int active;
 	int is_eth;
-	unsigned mtu;	     /* active MTU in bytes */
-	int mtu_enum;	     /* enum ibv_mtu of the active MTU */
+	unsigned mtu; /* active MTU in bytes */
+	int mtu_enum; /* enum ibv_mtu of the active MTU */
 	uint16_t lid;
-	int gid_v2_ipv4;     /* GID index of a RoCEv2 IPv4 GID, -1 if none */
-	char ipv4[64];	     /* that GID's address */
+	int gid_v2_ipv4; /* GID index of a RoCEv2 IPv4 GID, -1 if none */
+	char ipv4[64];	 /* that GID's address */
 };
 
 struct dr_report {

@@ -155,8 +155,8 @@ static void copy_str(char *dst, size_t len, const char *src)
 }
 
 /* Where rank r's doctor listens: host and port. */
-static void rank_endpoint(const struct ohc_ranktable *rt, uint32_t r,
-			  char *ip, size_t len, uint16_t *port_p)
+static void rank_endpoint(const struct ohc_ranktable *rt, uint32_t r, char *ip,
+			  size_t len, uint16_t *port_p)
 {
 	const struct ohc_rt_rank *k = &rt->ranks[r];
 	const struct ohc_rt_server *s = &rt->servers[k->server_index];
@@ -170,9 +170,10 @@ static void rank_endpoint(const struct ohc_ranktable *rt, uint32_t r,
 		copy_str(ip, len, s->server_id);
 	else
 		copy_str(ip, len, "127.0.0.1");
-	*port_p = k->host_port > 0
-			  ? (uint16_t)k->host_port
-			  : (uint16_t)(ohc_env()->if_base_port + k->local_index);
+	*port_p =
+		k->host_port > 0
+			? (uint16_t)k->host_port
+			: (uint16_t)(ohc_env()->if_base_port + k->local_index);
 }
 
 /* Listener side of one connection: hello, then maybe one RC receive. */
@@ -234,7 +235,8 @@ static int connect_peer(const struct bs_addr *a, uint64_t deadline)
 {
 	for (;;) {
 		int fd = socket(bs_addr_family(a), SOCK_STREAM | SOCK_NONBLOCK,
-				0), err = 0;
+				0),
+		    err = 0;
 		socklen_t el = sizeof(err);
 
 		if (fd < 0)
@@ -244,8 +246,8 @@ static int connect_peer(const struct bs_addr *a, uint64_t deadline)
 		if (errno == EINPROGRESS) {
 			uint64_t step = dr_now_ms() + 1000;
 
-			if (wait_fd(fd, POLLOUT, step < deadline ? step
-								 : deadline))
+			if (wait_fd(fd, POLLOUT,
+				    step < deadline ? step : deadline))
 				err = errno;
 			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
 					    &el))
@@ -373,8 +375,9 @@ int dr_ranktable_ping(struct dr_report *rep, const char *path, uint32_t rank,
 
 	dr_section("rank table peers");
 	if (ohc_ranktable_load(path, &rt) != OHC_OK) {
-		dr_problem(rep, "fix the rank table (the line above names the "
-				"field)",
+		dr_problem(rep,
+			   "fix the rank table (the line above names the "
+			   "field)",
 			   "%s", ohc_ranktable_last_error());
 		return -1;
 	}

@@ -47,7 +47,7 @@ static int gid_is_zero(const union ibv_gid *g)
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d), else 0. */
 static int gid_ipv4(const union ibv_gid *g, char *buf, size_t len)
 {
-	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0,
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0,    0,
 					   0, 0, 0, 0, 0xff, 0xff};
 
 	if (memcmp(g->raw, prefix, 12))
@@ -74,8 +74,7 @@ static int scan_port(struct dr_report *rep, struct ibv_context *ctx,
 	printf("        port %u: %s, active MTU %u (max %u), link layer "
 	       "%s, %d GID entries%s\n",
 	       p, port_state_name(pa.state), mtu_bytes(pa.active_mtu),
-	       mtu_bytes(pa.max_mtu), is_eth ? "Ethernet (RoCE)"
-					      : "InfiniBand",
+	       mtu_bytes(pa.max_mtu), is_eth ? "Ethernet (RoCE)" : "InfiniBand",
 	       pa.gid_tbl_len, is_eth ? "" : "");
 	if (!is_eth)
 		printf("        port %u: LID %u\n", p, pa.lid);
@@ -158,11 +157,12 @@ unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
 	dr_section("RDMA devices");
 	list = ibv_get_device_list(&n);
 	if (!list || n == 0) {
-		const char *fix = "load an RDMA driver (hardware: mlx5_ib etc.; "
-				  "Soft-RoCE: `modprobe rdma_rxe && rdma link "
-				  "add rxe0 type rxe netdev eth0`), or run "
-				  "with --shm-only if all ranks stay on this "
-				  "host";
+		const char *fix =
+			"load an RDMA driver (hardware: mlx5_ib etc.; "
+			"Soft-RoCE: `modprobe rdma_rxe && rdma link "
+			"add rxe0 type rxe netdev eth0`), or run "
+			"with --shm-only if all ranks stay on this "
+			"host";
 
 		if (shm_only)
 			dr_info("no RDMA devices (--shm-only: shared memory "
@@ -171,8 +171,9 @@ unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
 			dr_problem(rep, fix,
 				   "no RDMA devices: ranks on other hosts "
 				   "cannot be reached%s",
-				   list ? "" : " (libibverbs: no kernel "
-					       "support)");
+				   list ? ""
+					: " (libibverbs: no kernel "
+					  "support)");
 		if (list)
 			ibv_free_device_list(list);
 		*nports_p = 0;
@@ -211,8 +212,7 @@ unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
 		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
 			struct dr_port port;
 
-			if (scan_port(rep, ctx, name, p, &port) &&
-			    usable < max)
+			if (scan_port(rep, ctx, name, p, &port) && usable < max)
 				ports[usable++] = port;
 		}
 		ibv_close_device(ctx);

@@ -173,8 +173,8 @@ static int cma_probe(int *err_p)
 		struct iovec l = {buf, sizeof(buf)};
 		struct iovec r = {(void *)pattern, sizeof(pattern)};
 		ssize_t n = process_vm_readv(getppid(), &l, 1, &r, 1, 0);
-		int e = n == (ssize_t)sizeof(buf) && !memcmp(buf, pattern,
-							    sizeof(buf))
+		int e = n == (ssize_t)sizeof(buf) &&
+					!memcmp(buf, pattern, sizeof(buf))
 				? 0
 				: (n < 0 ? errno : EIO);
 
@@ -271,8 +271,8 @@ static void check_numa(struct dr_report *rep)
 		dr_info("libnuma: NUMA not available (one memory node)");
 		return;
 	}
-	dr_info("%d configured node(s), %d CPU(s)",
-		numa_num_configured_nodes(), numa_num_configured_cpus());
+	dr_info("%d configured node(s), %d CPU(s)", numa_num_configured_nodes(),
+		numa_num_configured_cpus());
 	for (int n = 0; n <= numa_max_node(); n++) {
 		long long freeb = 0, size = numa_node_size64(n, &freeb);
 		struct bitmask *cpus = numa_allocate_cpumask();
@@ -332,9 +332,9 @@ static void check_bootstrap(struct dr_report *rep)
 	if (env->if_ip[0]) {
 		why = "HCCL_IF_IP";
 	} else {
-		int has_rule = env->socket_ifname[0] &&
-			       bs_ifrule_parse(env->socket_ifname, &rule) ==
-				       OHC_OK;
+		int has_rule =
+			env->socket_ifname[0] &&
+			bs_ifrule_parse(env->socket_ifname, &rule) == OHC_OK;
 
 		why = has_rule ? "HCCL_SOCKET_IFNAME" : "first interface up";
 		if (bs_addr_select((int)env->socket_family,
@@ -396,8 +396,8 @@ static void check_config(struct dr_report *rep, int dump)
 			snprintf(fix, sizeof(fix),
 				 "unset %s or set a valid value (default %s)",
 				 v.name, v.def[0] ? v.def : "empty");
-			dr_problem(rep, fix, "%s='%s' is malformed: %s",
-				   v.name, v.value, v.doc);
+			dr_problem(rep, fix, "%s='%s' is malformed: %s", v.name,
+				   v.value, v.doc);
 			bad++;
 		}
 	}
@@ -531,7 +531,6 @@ int main(int argc, char **argv)
 		dr_ranktable_ping(&rep, ranktable, (uint32_t)rank,
 				  (unsigned)timeout, nports ? &ports[0] : NULL);
 done:
-	printf("\n%u problem(s), %u warning(s)\n", rep.problems,
-	       rep.warnings);
+	printf("\n%u problem(s), %u warning(s)\n", rep.problems, rep.warnings);
 	return rep.problems ? 1 : 0;
 }
