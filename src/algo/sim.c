@@ -659,8 +659,6 @@ struct t_run {
 	size_t arena_cap, arena_used; /* in transfers */
 };
 
-#define T_ARENA_XFERS (T_BUDGET_XFERS + T_BUDGET_XFERS / 2)
-
 static void t_free_x(struct t_rank *R)
 {
 	if (R->x_owned)
@@ -1000,7 +998,8 @@ static ohc_status_t timing_run(struct ohc_sim *sim)
 	struct t_run run = {.sim = sim};
 	ohc_status_t status = OHC_OK;
 	unsigned window = ~0u, k0 = 0;
-	uint64_t total;
+	uint64_t total, budget = sim->timing_budget ? sim->timing_budget
+						    : T_BUDGET_XFERS;
 
 	if (sim->nranks >= (1u << T_PEER_BITS)) {
 		sim_err(sim, "timing mode: at most %u ranks",
@@ -1019,16 +1018,17 @@ static ohc_status_t timing_run(struct ohc_sim *sim)
 	if (status < 0)
 		goto out;
 	total = run.xfers0 * sim->nranks;
-	if (total > T_BUDGET_XFERS && run.rk[0].nsteps) {
-		uint64_t passes = (total + T_BUDGET_XFERS - 1) / T_BUDGET_XFERS;
+	if (total > budget && run.rk[0].nsteps) {
+		uint64_t passes = (total + budget - 1) / budget;
 
 		window = (unsigned)((run.rk[0].nsteps + passes - 1) / passes);
 	}
 	run.max_steps = 0;
 	t_free_x(&run.rk[0]);
 	if (total > 4096) {
+		/* room for ranks a little larger than rank 0 */
 		size_t bytes =
-			(total < T_ARENA_XFERS ? 2 * total : T_ARENA_XFERS) *
+			(total < budget ? 2 * total : budget + budget / 2) *
 			sizeof(uint64_t);
 		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
@@ -1046,9 +1046,8 @@ static ohc_status_t timing_run(struct ohc_sim *sim)
 		unsigned k1 = window == ~0u ? ~0u : k0 + window;
 
 		run.arena_used = 0;
-		for (uint32_t r = 0; r < sim->nranks; r++) {
+		for (uint32_t r = 0; r < sim->nranks; r++)
 			t_free_x(&run.rk[r]);
-		}
 		for (uint32_t r = 0; r < sim->nranks; r++) {
 			status = t_build(&run, r, k0, k1, k0 == 0);
 			if (status < 0)

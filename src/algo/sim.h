@@ -68,11 +68,12 @@ struct ohc_sim {
 	 * time, which the executor's step rule (a message is received in
 	 * the sender's step) makes exact: same time_us and stats as a dry
 	 * run. Schedules are kept as 8 bytes per transfer, rebuilt in
-	 * windows of steps when they would not fit in about 256 MiB, so
+	 * windows of steps when they would not fit in timing_budget, so
 	 * thousands of ranks are cheap. Limits: 2^20 ranks, 2^40-byte
 	 * messages.
 	 */
 	int timing;
+	uint64_t timing_budget; /* transfers kept at once; 0: 72 Mi (576 MiB) */
 	/* outputs */
 	struct ohc_sim_stats *stats; /* nranks entries, or NULL */
 	double time_us;		     /* max over ranks */
