@@ -183,7 +183,7 @@ unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
 		const char *name = ibv_get_device_name(list[d]);
 		struct ibv_context *ctx = ibv_open_device(list[d]);
 		struct ibv_device_attr da;
-		char path[256], numa[16], fix[160];
+		char path[256], numa[16], fix[160], mr[32];
 
 		if (!ctx) {
 			snprintf(fix, sizeof(fix),
@@ -204,11 +204,15 @@ unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
 		snprintf(path, sizeof(path),
 			 "/sys/class/infiniband/%s/device/numa_node", name);
 		sysfs_line(path, numa, sizeof(numa));
-		printf("device  %s: %u port(s), fw %s, max QPs %d, max MR "
-		       "%llu MiB%s%s\n",
+		if (da.max_mr_size >= (1ull << 50))
+			snprintf(mr, sizeof(mr), "unlimited");
+		else
+			snprintf(mr, sizeof(mr), "%llu MiB",
+				 (unsigned long long)(da.max_mr_size >> 20));
+		printf("device  %s: %u port(s), fw %s, max QPs %d, max MR %s"
+		       "%s%s\n",
 		       name, da.phys_port_cnt, da.fw_ver[0] ? da.fw_ver : "-",
-		       da.max_qp, (unsigned long long)(da.max_mr_size >> 20),
-		       numa[0] ? ", NUMA node " : "", numa);
+		       da.max_qp, mr, numa[0] ? ", NUMA node " : "", numa);
 		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
 			struct dr_port port;
 

@@ -294,19 +294,19 @@ static void check_numa(struct dr_report *rep)
 
 /* ---- bootstrap ---- */
 
-/* Whether TCP port p of a's address can be bound now. */
-static int port_free(const struct bs_addr *a, uint16_t p)
+/* Whether TCP port p of a's address is taken (bind says EADDRINUSE). */
+static int port_busy(const struct bs_addr *a, uint16_t p)
 {
 	struct bs_addr b = *a;
-	int fd = socket(bs_addr_family(a), SOCK_STREAM, 0), one = 1, ok;
+	int fd = socket(bs_addr_family(a), SOCK_STREAM, 0), one = 1, busy;
 
 	if (fd < 0)
-		return 1;
+		return 0;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	bs_addr_set_port(&b, p);
-	ok = bind(fd, &b.u.sa, b.len) == 0;
+	busy = bind(fd, &b.u.sa, b.len) != 0 && errno == EADDRINUSE;
 	close(fd);
-	return ok;
+	return busy;
 }
 
 static void check_bootstrap(struct dr_report *rep)
@@ -317,6 +317,7 @@ static void check_bootstrap(struct dr_report *rep)
 	char ip[BS_ADDR_STRLEN], ifname[IF_NAMESIZE] = "";
 	struct bs_ifrule rule;
 	const char *why;
+	int local;
 
 	dr_section("bootstrap (HCCL_IF_IP / HCCL_SOCKET_IFNAME / "
 		   "HCCL_IF_BASE_PORT)");
@@ -345,7 +346,8 @@ static void check_bootstrap(struct dr_report *rep)
 	bs_addr_ip_str(&a, ip, sizeof(ip));
 	dr_info("address %s%s%s%s (%s)", ip, ifname[0] ? " on " : "", ifname,
 		"", why);
-	if (env->if_ip[0] && !bs_addr_is_local(&a))
+	local = bs_addr_is_local(&a);
+	if (env->if_ip[0] && !local)
 		dr_problem(rep,
 			   "set HCCL_IF_IP to one of this host's addresses "
 			   "(`ip -br addr`) or unset it",
@@ -362,14 +364,16 @@ static void check_bootstrap(struct dr_report *rep)
 		dr_info("root-info listener ports: %s", root.desc);
 	if (bs_ports_for_rank(&rank) == OHC_OK)
 		dr_info("rank listener ports: %s", rank.desc);
-	if (root.n && !port_free(&a, root.lo[0]))
+	if (!local || !root.n)
+		return;
+	if (port_busy(&a, root.lo[0]))
 		dr_warn(rep,
 			"free the port or set HCCL_IF_BASE_PORT / "
 			"HCCL_HOST_SOCKET_PORT_RANGE",
 			"port %u is in use: the root listener takes the next "
 			"free one (rank-table jobs need exactly this port)",
 			root.lo[0]);
-	else if (root.n)
+	else
 		dr_ok("port %u is free on %s", root.lo[0], ip);
 }
 

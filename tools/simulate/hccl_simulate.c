@@ -317,6 +317,69 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 
 /* ---- --measure ---- */
 
+#define FIT_MAX 256
+
+/* One measured size: the cost formula's coefficients and the time. */
+struct fit_pt {
+	double a, b, k; /* model = a * alpha + b * beta + k */
+	double us;
+};
+
+/*
+ * The cost formulas are linear in the constants: their coefficients are
+ * the formula at unit constants.
+ */
+static void fit_point(const struct ohc_algo *al, const struct net *nt,
+		      uint64_t bytes, uint32_t n, double us, struct fit_pt *p)
+{
+	struct ohc_cost_params one = {1, 0, 0, 0}, rest = nt->c;
+
+	p->a = al->cost ? al->cost(&one, bytes, n) : 0;
+	one.alpha_us = 0;
+	one.beta_us = 1;
+	p->b = al->cost ? al->cost(&one, bytes, n) : 0;
+	rest.alpha_us = 0;
+	rest.beta_us = 0;
+	p->k = al->cost ? al->cost(&rest, bytes, n) : 0;
+	p->us = us;
+}
+
+/*
+ * Alpha and beta that minimise the squared relative error over pts (the
+ * reduction and copy constants kept); 0 if the points cannot tell.
+ */
+static int fit(const struct fit_pt *pts, unsigned n, double *alpha_p,
+	       double *beta_p)
+{
+	double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0, det, al, be;
+
+	for (unsigned i = 0; i < n; i++) {
+		double a = pts[i].a / pts[i].us, b = pts[i].b / pts[i].us;
+		double y = (pts[i].us - pts[i].k) / pts[i].us;
+
+		saa += a * a;
+		sab += a * b;
+		sbb += b * b;
+		say += a * y;
+		sby += b * y;
+	}
+	det = saa * sbb - sab * sab;
+	if (n < 2 || fabs(det) <= 1e-12 * saa * sbb)
+		return 0;
+	al = (say * sbb - sby * sab) / det;
+	be = (saa * sby - sab * say) / det;
+	if (al < 0) { /* bandwidth alone */
+		al = 0;
+		be = sbb > 0 ? sby / sbb : 0;
+	} else if (be < 0) {
+		be = 0;
+		al = saa > 0 ? say / saa : 0;
+	}
+	*alpha_p = al;
+	*beta_p = be;
+	return 1;
+}
+
 /*
  * Rows of hccl_test output: "<bytes> | <us> | <algbw> | <check> | ...".
  * Lines that do not start with a number are skipped.
@@ -328,8 +391,9 @@ static int measure(const struct opts *o)
 	uint32_t n = o->ranks[0];
 	FILE *f = fopen(o->measure, "r");
 	char line[512];
-	unsigned rows = 0, within = 0;
-	double worst = 1.0;
+	unsigned rows = 0, within = 0, npts = 0;
+	double worst = 1.0, alpha, beta;
+	struct fit_pt pts[FIT_MAX];
 
 	if (!f) {
 		fprintf(stderr, "hccl_simulate: cannot open %s: %s\n",
@@ -360,6 +424,9 @@ static int measure(const struct opts *o)
 			continue;
 		if (row.sim_ok[k])
 			fmt_us(sim, sizeof(sim), row.sim[k]);
+		if (npts < FIT_MAX && us > 0)
+			fit_point(row.library, nt, row.bytes, n, us,
+				  &pts[npts++]);
 		ratio = row.model[k] > 0 ? us / row.model[k] : 0;
 		printf("%12llu  %-20s %12.2f %12.2f %12s %8.2f%s\n", b,
 		       row.library->name, us, row.model[k], sim, ratio,
@@ -380,6 +447,21 @@ static int measure(const struct opts *o)
 	}
 	printf("%u of %u sizes within 2x of the model (worst ratio %.2f)\n",
 	       within, rows, worst);
+	if (fit(pts, npts, &alpha, &beta)) {
+		double lo = HUGE_VAL, hi = 0;
+
+		for (unsigned i = 0; i < npts; i++) {
+			double r = pts[i].us / (pts[i].a * alpha +
+						pts[i].b * beta + pts[i].k);
+
+			lo = r < lo ? r : lo;
+			hi = r > hi ? r : hi;
+		}
+		printf("fitted to these times: alpha %.3g us, beta %.4g ns/B "
+		       "(%.3g GB/s); with them measured/model is %.2f .. "
+		       "%.2f\n",
+		       alpha, beta * 1e3, beta > 0 ? 1e-3 / beta : 0, lo, hi);
+	}
 	return within == rows ? 0 : 1;
 }
 
