@@ -277,7 +277,7 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 	printf("%12s", "bytes");
 	for (unsigned i = 0; i < na; i++)
 		printf("  %-24s", algos[i]->name);
-	printf("  %-20s %s\n", "selected", "library");
+	printf("  %-24s %s\n", "selected", "library");
 	for (uint64_t b = o->minbytes; b <= maxb;) {
 		char cell[64], m[24], s[24];
 
@@ -301,7 +301,7 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 				 (int)i == row.fastest ? "+" : "");
 			printf("  %-24s", cell);
 		}
-		printf("  %-20s %s\n",
+		printf("  %-24s %s\n",
 		       row.chosen >= 0 ? row.algo[row.chosen]->name : "-",
 		       row.library ? row.library->name : "-");
 		{
