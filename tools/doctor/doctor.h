@@ -63,8 +63,12 @@ int dr_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ms);
 int dr_read_all(int fd, void *buf, size_t len, uint64_t deadline_ms);
 uint64_t dr_now_ms(void);
 
-/* dr_ping.c: --ranktable FILE --rank N. */
+/*
+ * dr_ping.c: --ranktable FILE --rank N. The RDMA port used is the one
+ * whose RoCEv2 IPv4 GID is the rank's device_ip, else the first of ports.
+ */
 int dr_ranktable_ping(struct dr_report *rep, const char *path, uint32_t rank,
-		      unsigned timeout_s, const struct dr_port *port);
+		      unsigned timeout_s, const struct dr_port *ports,
+		      unsigned nports);
 
 #endif

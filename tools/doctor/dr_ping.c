@@ -361,8 +361,10 @@ out:
 }
 
 int dr_ranktable_ping(struct dr_report *rep, const char *path, uint32_t rank,
-		      unsigned timeout_s, const struct dr_port *port)
+		      unsigned timeout_s, const struct dr_port *ports,
+		      unsigned nports)
 {
+	const struct dr_port *port = nports ? &ports[0] : NULL;
 	struct ohc_ranktable *rt = NULL;
 	struct ping pg = {0};
 	struct bs_addr a;
@@ -386,6 +388,23 @@ int dr_ranktable_ping(struct dr_report *rep, const char *path, uint32_t rank,
 			   "--rank %u is not in %s (%u ranks)", rank, path,
 			   rt->nranks);
 		goto free_rt;
+	}
+	if (rt->ranks[rank].device_ip[0] && nports) {
+		unsigned i;
+
+		for (i = 0; i < nports; i++)
+			if (!strcmp(ports[i].ipv4, rt->ranks[rank].device_ip))
+				break;
+		if (i < nports)
+			port = &ports[i];
+		else
+			dr_warn(rep,
+				"give the RDMA netdev of this rank the "
+				"address of its device_ip, or fix device_ip",
+				"rank %u's device_ip %s is on no RDMA port: "
+				"testing with %s port %u",
+				rank, rt->ranks[rank].device_ip, port->dev,
+				port->port);
 	}
 	pg.rt = rt;
 	pg.me = rank;

@@ -533,7 +533,7 @@ int main(int argc, char **argv)
 	check_config(&rep, 0);
 	if (ranktable)
 		dr_ranktable_ping(&rep, ranktable, (uint32_t)rank,
-				  (unsigned)timeout, nports ? &ports[0] : NULL);
+				  (unsigned)timeout, ports, nports);
 done:
 	printf("\n%u problem(s), %u warning(s)\n", rep.problems, rep.warnings);
 	return rep.problems ? 1 : 0;
