@@ -469,6 +469,29 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 	return n;
 }
 
+/*
+ * Operations whose data does not flow from every rank to every rank: a
+ * rank could finish them although another rank called something else (a
+ * different root, per-pair counts that disagree). Their schedules get an
+ * agreement woven in (ohc_sched_weave_agreement); for the others, every
+ * rank's result depends on messages from every rank, each of which is
+ * checked against the receiver's signature.
+ */
+static int needs_agreement(enum ohc_coll_op op)
+{
+	switch (op) {
+	case OHC_COLL_BROADCAST:
+	case OHC_COLL_REDUCE:
+	case OHC_COLL_SCATTER:
+	case OHC_COLL_GATHER:
+	case OHC_COLL_ALLTOALLV:
+	case OHC_COLL_ALLTOALLVC:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static ohc_status_t try_build(const struct ohc_coll_args *a,
 			      struct ohc_sched *s, const struct ohc_algo *al)
 {
@@ -477,6 +500,8 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 	ohc_sched_fini(s);
 	ohc_sched_init(s);
 	status = al->build(a, s);
+	if (status == OHC_OK && needs_agreement(a->op))
+		ohc_sched_weave_agreement(s, a->rank, a->nranks);
 	if (status == OHC_OK && s->status < 0)
 		status = s->status;
 	if (status == OHC_ERR_NO_MEMORY)

@@ -426,8 +426,13 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 {
 	int expected = 0;
 
-	__atomic_compare_exchange_n(&comm->failed, &expected, (int)status, 0,
-				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	if (__atomic_compare_exchange_n(&comm->failed, &expected, (int)status,
+					0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Peers blocked on us fail now rather than at their timeout. */
+		for (unsigned i = 0; i < comm->nifaces; i++)
+			comm->ifaces[i]->ops->iface_abort(comm->ifaces[i],
+							  status);
+	}
 	if (status == OHC_ERR_REMOTE || status == OHC_ERR_TIMEOUT ||
 	    status == OHC_ERR_DESYNC) {
 		expected = 0;
