@@ -20,6 +20,7 @@ static const struct ohc_algo *const candidates[] = {
 	&ohc_algo_allreduce_rd,
 	&ohc_algo_allreduce_hd,
 	&ohc_algo_allreduce_ring,
+	&ohc_algo_allreduce_2level,
 	&ohc_algo_allgather_rd,
 	&ohc_algo_allgather_bruck,
 	&ohc_algo_allgather_ring,
@@ -173,6 +174,8 @@ uint64_t ohc_coll_bytes(const struct ohc_coll_args *a)
 static double predict(const struct ohc_algo *al, uint64_t bytes,
 		      uint32_t nranks, enum ohc_link_class link)
 {
+	if (al->cost_topo && !al->cost)
+		return HUGE_VAL; /* needs a layout: not predictable flat */
 	if (!al->cost || nranks < 2)
 		return 0;
 	return al->cost(ohc_cost_params_get(link), bytes, nranks);
@@ -457,7 +460,8 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		if (al->op != a->op || n == MAX_PER_OP || !accepts(al, a))
 			continue;
 		c[n].algo = al;
-		c[n].us = predict(al, bytes, a->nranks, a->link);
+		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
+					: predict(al, bytes, a->nranks, a->link);
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
@@ -500,7 +504,12 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 	ohc_sched_fini(s);
 	ohc_sched_init(s);
 	status = al->build(a, s);
-	if (status == OHC_OK && needs_agreement(a->op))
+	/*
+	 * count 0 is a no-op on every rank (the API returns before us); V
+	 * counts are per rank, so those always agree.
+	 */
+	if (status == OHC_OK && needs_agreement(a->op) &&
+	    (a->count || a->send_counts || a->recv_counts))
 		ohc_sched_weave_agreement(s, a->rank, a->nranks);
 	if (status == OHC_OK && s->status < 0)
 		status = s->status;
