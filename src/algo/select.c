@@ -278,8 +278,13 @@ static void trim_copy(const char *b, const char *e, char *out, size_t len)
  * else level0, into name; empty name (or NA): automatic. OHC_ERR_INVALID
  * when malformed.
  */
+/*
+ * The algorithm named by "level0:<a>;level1:<b>": level1 (inter-server)
+ * if set, else level0. *hier_p: both levels name an algorithm (not NA),
+ * i.e. a hierarchical algorithm is asked for.
+ */
 static ohc_status_t levels_pick(const char *b, const char *e, char *name,
-				size_t len)
+				size_t len, int *hier_p)
 {
 	char lv0[64] = "", lv1[64] = "";
 
@@ -311,6 +316,8 @@ static ohc_status_t levels_pick(const char *b, const char *e, char *name,
 	snprintf(name, len, "%s", lv1[0] ? lv1 : lv0);
 	if (!strcasecmp(name, "NA"))
 		name[0] = '\0';
+	*hier_p = lv0[0] && lv1[0] && strcasecmp(lv0, "NA") &&
+		  strcasecmp(lv1, "NA");
 	return OHC_OK;
 }
 
@@ -340,7 +347,7 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 	enum family fam = op_family(op);
 	const char *b = NULL, *e = NULL, *others_b = NULL, *others_e = NULL;
 	char name[64];
-	int unknown = 0;
+	int unknown = 0, hier = 0;
 	const struct ohc_algo *found = NULL;
 
 	if (!spec)
@@ -390,7 +397,7 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 	}
 	if (!b)
 		goto out;
-	if (levels_pick(b, e, name, sizeof(name)) < 0) {
+	if (levels_pick(b, e, name, sizeof(name), &hier) < 0) {
 		unknown = 1;
 		goto out;
 	}
@@ -398,6 +405,11 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 		goto out;
 	if (!known_name(name)) {
 		unknown = 1;
+		goto out;
+	}
+	if (hier && op == OHC_COLL_ALLREDUCE) {
+		/* an intra-server and an inter-server level: two-level */
+		found = &ohc_algo_allreduce_2level;
 		goto out;
 	}
 	for (size_t i = 0; i < OHC_ARRAY_SIZE(hccl_algos); i++) {

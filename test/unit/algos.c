@@ -583,6 +583,16 @@ Test(coll, two_level_selection)
 	a.host_of = NULL;
 	cr_expect_eq(ohc_algo_allreduce_2level.accepts(&a),
 		     OHC_ERR_UNSUPPORTED);
+	/* HCCL_ALGO with an intra- and an inter-server level: two-level */
+	cr_expect_eq(ohc_algo_override_find("level0:ring;level1:ring",
+					    OHC_COLL_ALLREDUCE, NULL),
+		     &ohc_algo_allreduce_2level);
+	cr_expect_eq(ohc_algo_override_find("level0:NA;level1:ring",
+					    OHC_COLL_ALLREDUCE, NULL),
+		     &ohc_algo_allreduce_ring);
+	cr_expect_eq(ohc_algo_override_find("level0:ring;level1:ring",
+					    OHC_COLL_ALLGATHER, NULL),
+		     &ohc_algo_allgather_ring);
 	cr_expect(isinf(ohc_algo_predict_us(&ohc_algo_allreduce_2level,
 					    OHC_COLL_ALLREDUCE, 1 << 20, 8,
 					    OHC_LINK_RDMA)));
