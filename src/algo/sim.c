@@ -789,6 +789,19 @@ out:
 	return status;
 }
 
+/* Costs of a message from a to b: inside a host, cost_intra. */
+static const struct ohc_cost_params *t_link(const struct t_run *run, uint32_t a,
+					    uint32_t b,
+					    const struct ohc_cost_params *c)
+{
+	const struct ohc_sim *sim = run->sim;
+
+	if (sim->host_of && sim->cost_intra &&
+	    sim->host_of[a] == sim->host_of[b])
+		return sim->cost_intra;
+	return c;
+}
+
 static ohc_status_t t_grow(void **arr, unsigned *cap, size_t size)
 {
 	unsigned ncap = *cap ? 2 * *cap : 1024;
@@ -848,7 +861,7 @@ static ohc_status_t t_post(struct t_run *run, uint32_t r)
 	struct ohc_sim *sim = run->sim;
 	struct t_rank *R = &run->rk[r];
 	struct ohc_sim_stats *st = sim->stats ? &sim->stats[r] : NULL;
-	const struct ohc_cost_params *c = R->c;
+	const struct ohc_cost_params *c = R->c, *lc;
 	double t = R->t, nic = R->t, ready;
 	ohc_status_t status;
 	size_t i;
@@ -870,7 +883,8 @@ static ohc_status_t t_post(struct t_run *run, uint32_t r)
 			break;
 		case T_SEND:
 			ready = t > nic ? t : nic;
-			nic = ready + c->alpha_us + (double)len * c->beta_us;
+			lc = t_link(run, r, tx_peer(x), c);
+			nic = ready + lc->alpha_us + (double)len * lc->beta_us;
 			if (sim->mode == OHC_SIM_EAGER && nic > R->end)
 				R->end = nic;
 			status = t_post_send(run, r, tx_peer(x), len, ready);
@@ -905,7 +919,8 @@ static ohc_status_t t_match(struct t_run *run, const struct t_recv *v,
 {
 	struct ohc_sim *sim = run->sim;
 	struct t_rank *D = &run->rk[v->rank];
-	const struct ohc_cost_params *c = D->c;
+	const struct ohc_cost_params *c = D->c,
+				     *lc = t_link(run, v->peer, v->rank, c);
 	struct t_msg *m = NULL;
 	double arrive;
 
@@ -933,7 +948,7 @@ static ohc_status_t t_match(struct t_run *run, const struct t_recv *v,
 	arrive = (sim->mode == OHC_SIM_EAGER || m->ready > v->posted
 			  ? m->ready
 			  : v->posted) +
-		 c->alpha_us + (double)v->len * c->beta_us;
+		 lc->alpha_us + (double)v->len * lc->beta_us;
 	if (sim->mode == OHC_SIM_RENDEZVOUS && arrive > run->rk[m->src].end)
 		run->rk[m->src].end = arrive;
 	if (v->reduce) {

@@ -74,6 +74,12 @@ struct ohc_sim {
 	 */
 	int timing;
 	uint64_t timing_budget; /* transfers kept at once; 0: 72 Mi (576 MiB) */
+	/*
+	 * Timing mode only: rank -> host (nranks entries, NULL: no hosts);
+	 * messages between ranks of one host cost cost_intra instead.
+	 */
+	const uint32_t *host_of;
+	const struct ohc_cost_params *cost_intra;
 	/* outputs */
 	struct ohc_sim_stats *stats; /* nranks entries, or NULL */
 	double time_us;		     /* max over ranks */

@@ -261,3 +261,37 @@ Test(sim_timing, thousands_of_ranks)
 		  "model",
 		  sim.time_us, want);
 }
+
+static double hosts_run(uint32_t n, const uint32_t *host_of,
+			enum ohc_link_class inter, enum ohc_link_class intra)
+{
+	struct tc t = {OHC_COLL_ALLREDUCE, 1 << 16, 0, OHC_LINK_RDMA};
+	struct ohc_sim sim = {0};
+
+	sim.nranks = n;
+	sim.algo = &ohc_algo_allreduce_ring;
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.timing = 1;
+	sim.cost = ohc_cost_params_get(inter);
+	sim.host_of = host_of;
+	sim.cost_intra = ohc_cost_params_get(intra);
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+	return sim.time_us;
+}
+
+Test(sim_timing, messages_inside_a_host_cost_less)
+{
+	static const uint32_t one_host[4] = {0, 0, 0, 0};
+	static const uint32_t two_hosts[4] = {0, 0, 1, 1};
+	double shm = hosts_run(4, NULL, OHC_LINK_SHM, OHC_LINK_SHM);
+	double rdma = hosts_run(4, NULL, OHC_LINK_RDMA, OHC_LINK_RDMA);
+	double mixed = hosts_run(4, two_hosts, OHC_LINK_RDMA, OHC_LINK_SHM);
+
+	cr_assert(fabs(hosts_run(4, one_host, OHC_LINK_RDMA, OHC_LINK_SHM) -
+		       shm) <= 1e-9 * shm,
+		  "all ranks on one host must cost as shm");
+	cr_assert(shm < mixed && mixed < rdma,
+		  "shm %.3f < two hosts %.3f < rdma %.3f us expected", shm,
+		  mixed, rdma);
+}

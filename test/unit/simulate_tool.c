@@ -131,6 +131,16 @@ static unsigned check_table(const char *out, enum ohc_coll_op op,
 			char mark[8] = "";
 			int used = 0;
 
+			while (*p == ' ')
+				p++;
+			if (*p == '-') {
+				/* declines the layout (two-level on one host)
+				 */
+				cr_assert(algos[i]->accepts);
+				model[i] = HUGE_VAL;
+				p++;
+				continue;
+			}
 			cr_assert(sscanf(p, " %lf / %lf%n", &model[i], &sim,
 					 &used) == 2,
 				  "row %llu: %.60s", bytes, p);
@@ -216,6 +226,28 @@ Test(simulate, four_thousand_ranks_are_cheap)
 	cr_assert(strstr(r.out, "4096 ranks"), "%s", r.out);
 	cr_assert(strstr(r.out, "16777216 "), "%s", r.out);
 	cr_assert(r.cpu_s < limit, "4096 ranks took %.1f s of CPU", r.cpu_s);
+	free(r.out);
+}
+
+Test(simulate, hosts_bring_the_two_level_algorithm)
+{
+	static struct run r;
+	char *args[] = {"--net", "rxe",	 "--ranks",   "16", "--ppn",
+			"4",	 "--op", "allreduce", "-b", "4M",
+			"-e",	 "4M",	 NULL};
+	const char *p;
+	char row[512];
+
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "4 hosts of up to 4 ranks"), "%s", r.out);
+	p = strstr(r.out, "\n     4194304 ");
+	cr_assert(p, "%s", r.out);
+	snprintf(row, sizeof(row), "%.*s", (int)strcspn(p + 1, "\n"), p + 1);
+	/* on 4 hosts the two-level model wins at 4 MiB, as in the library */
+	cr_assert(strstr(row, " *"), "%s", row);
+	cr_assert(strstr(row, "two_level_ring           two_level_ring"),
+		  "the two-level algorithm should be selected:\n%s", row);
 	free(r.out);
 }
 

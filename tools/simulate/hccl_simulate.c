@@ -91,6 +91,7 @@ struct opts {
 	size_t esize;
 	enum ohc_sim_mode mode;
 	int no_sim;
+	uint32_t ppn; /* ranks per host on RDMA networks; 0: one per host */
 	const char *measure;
 };
 
@@ -100,6 +101,9 @@ struct call {
 	uint64_t count;
 	size_t esize;
 	enum ohc_link_class link;
+	const uint32_t *host_of; /* NULL: one host, or one rank per host */
+	uint32_t nhosts;
+	const char *force; /* "level0:NA;level1:<name>", or NULL */
 };
 
 /*
@@ -123,6 +127,9 @@ static ohc_status_t call_args(void *ctx, uint32_t rank, struct ohc_coll_args *a)
 	a->sbuf = (const void *)FAKE_SBUF;
 	a->rbuf = (void *)FAKE_RBUF;
 	a->link = c->link;
+	a->host_of = c->host_of;
+	a->nhosts = c->nhosts;
+	a->algo_override = c->force;
 	return OHC_OK;
 }
 
@@ -143,12 +150,19 @@ static uint64_t op_count(unsigned oi, uint64_t bytes, size_t es, uint32_t n)
 	}
 }
 
+/*
+ * The selection's prediction (select.c): the flat formula at the
+ * network's constants; a two-level algorithm's own topology formula
+ * (which uses the library's shm and rdma constants).
+ */
 static double model(const struct ohc_algo *al, const struct net *nt,
-		    uint64_t bytes, uint32_t n)
+		    const struct ohc_coll_args *a, uint64_t bytes)
 {
-	if (!al->cost || n < 2)
+	if (al->cost_topo)
+		return al->cost_topo(a, bytes);
+	if (!al->cost || a->nranks < 2)
 		return 0;
-	return al->cost(&nt->c, bytes, n);
+	return al->cost(&nt->c, bytes, a->nranks);
 }
 
 struct row {
@@ -174,35 +188,60 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
 	return k;
 }
 
+/*
+ * Time al's schedules: forced through the library's own selection path
+ * (HCCL_ALGO naming al), so they are built exactly as the library builds
+ * them (agreement messages woven in for rooted ops, say). OHC_ERR_UNSUPPORTED
+ * when al declines the call.
+ */
 static ohc_status_t simulate(const struct opts *o, const struct ohc_algo *al,
 			     struct call *c, uint32_t n, const struct net *nt,
 			     double *us_p, char *err, size_t len)
 {
 	struct ohc_sim sim = {0};
+	struct ohc_sim_stats st0;
+	char force[96];
 	ohc_status_t status;
 
+	snprintf(force, sizeof(force), "level0:NA;level1:%s", al->name);
+	c->force = force;
 	sim.nranks = n;
 	sim.mode = o->mode;
-	sim.algo = al;
 	sim.args_fn = call_args;
 	sim.ctx = c;
 	sim.cost = &nt->c;
 	sim.timing = 1;
+	sim.host_of = c->host_of;
+	sim.cost_intra = ohc_cost_params_get(OHC_LINK_SHM);
+	sim.stats = calloc(n, sizeof(*sim.stats));
+	if (!sim.stats) {
+		c->force = NULL;
+		snprintf(err, len, "out of memory");
+		return OHC_ERR_NO_MEMORY;
+	}
 	status = ohc_sim_run(&sim);
+	st0 = sim.stats[0];
+	free(sim.stats);
+	c->force = NULL;
 	if (status != OHC_OK) {
 		snprintf(err, len, "%s", sim.err);
 		return status;
 	}
+	if (st0.algo != al) /* declined: selection built another one */
+		return OHC_ERR_UNSUPPORTED;
 	*us_p = sim.time_us;
 	return OHC_OK;
 }
 
 /* Fill one row: model, simulation and selection for bytes. */
 static int fill_row(const struct opts *o, unsigned oi, const struct net *nt,
-		    uint32_t n, uint64_t bytes, struct row *row)
+		    uint32_t n, const uint32_t *host_of, uint32_t nhosts,
+		    uint64_t bytes, struct row *row)
 {
-	struct call c = {ops[oi].op, op_count(oi, bytes, o->esize, n), o->esize,
-			 nt->link};
+	struct call c = {ops[oi].op, op_count(oi, bytes, o->esize, n),
+			 o->esize,   nt->link,
+			 host_of,    nhosts,
+			 NULL};
 	struct ohc_coll_args a = {0};
 	struct ohc_sched s;
 	ohc_status_t status;
@@ -218,7 +257,7 @@ static int fill_row(const struct opts *o, unsigned oi, const struct net *nt,
 		const struct ohc_algo *al = row->algo[i];
 
 		row->accepted[i] = !al->accepts || al->accepts(&a) == OHC_OK;
-		row->model[i] = model(al, nt, row->bytes, n);
+		row->model[i] = model(al, nt, &a, row->bytes);
 		row->sim_ok[i] = 0;
 		if (!row->accepted[i])
 			continue;
@@ -255,9 +294,33 @@ static void fmt_us(char *buf, size_t len, double v)
 	snprintf(buf, len, "%.5g", v);
 }
 
+/*
+ * Hosts of --ppn on an RDMA network: rank r on host r / ppn. NULL (one
+ * rank per host, or one host for shm) otherwise, or out of memory.
+ */
+static uint32_t *make_hosts(const struct opts *o, const struct net *nt,
+			    uint32_t n, uint32_t *nhosts_p)
+{
+	uint32_t *h;
+
+	*nhosts_p = 0;
+	if (nt->link != OHC_LINK_RDMA || o->ppn < 2 || o->ppn >= n)
+		return NULL;
+	h = malloc(n * sizeof(*h));
+	if (!h) {
+		fprintf(stderr, "hccl_simulate: out of memory, no hosts\n");
+		return NULL;
+	}
+	for (uint32_t r = 0; r < n; r++)
+		h[r] = r / o->ppn;
+	*nhosts_p = (n + o->ppn - 1) / o->ppn;
+	return h;
+}
+
 static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 			uint32_t n)
 {
+	uint32_t nhosts, *host_of = make_hosts(o, nt, n, &nhosts);
 	struct row row;
 	const struct ohc_algo *algos[MAX_ALGOS];
 	unsigned na = op_algos(ops[oi].op, algos);
@@ -271,6 +334,10 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 	       "copy %.4g ns/B\n",
 	       nt->c.alpha_us, nt->c.beta_us * 1e3, 1e-3 / nt->c.beta_us,
 	       nt->c.gamma_us * 1e3, nt->c.copy_us * 1e3);
+	if (host_of)
+		printf("%u hosts of up to %u ranks: messages inside a host at "
+		       "the shm constants\n",
+		       nhosts, o->ppn);
 	printf("cells: model%s us; * selection's choice (cheapest model)%s\n",
 	       o->no_sim ? "" : " / simulated",
 	       o->no_sim ? "" : ", + fastest simulated");
@@ -281,7 +348,7 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 	for (uint64_t b = o->minbytes; b <= maxb;) {
 		char cell[64], m[24], s[24];
 
-		fill_row(o, oi, nt, n, b, &row);
+		fill_row(o, oi, nt, n, host_of, nhosts, b, &row);
 		printf("%12llu", (unsigned long long)b);
 		for (unsigned i = 0; i < row.nalgo; i++) {
 			if (!row.accepted[i]) {
@@ -310,6 +377,7 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 			b = nb > b ? nb : b + 1;
 		}
 	}
+	free(host_of);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("(%.2f s)\n", (double)(t1.tv_sec - t0.tv_sec) +
 				     (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
@@ -388,7 +456,8 @@ static int measure(const struct opts *o)
 {
 	unsigned oi = o->op_idx[0];
 	const struct net *nt = &nets[o->net_idx[0]];
-	uint32_t n = o->ranks[0];
+	uint32_t n = o->ranks[0], nhosts;
+	uint32_t *host_of = make_hosts(o, nt, n, &nhosts);
 	FILE *f = fopen(o->measure, "r");
 	char line[512];
 	unsigned rows = 0, within = 0, npts = 0;
@@ -398,6 +467,7 @@ static int measure(const struct opts *o)
 	if (!f) {
 		fprintf(stderr, "hccl_simulate: cannot open %s: %s\n",
 			o->measure, strerror(errno));
+		free(host_of);
 		return 2;
 	}
 	printf("%s over %s, %u ranks: measured (%s) against the model of "
@@ -414,7 +484,7 @@ static int measure(const struct opts *o)
 
 		if (sscanf(line, " %llu | %lf |%n", &b, &us, &pos) != 2 || !pos)
 			continue;
-		fill_row(o, oi, nt, n, b, &row);
+		fill_row(o, oi, nt, n, host_of, nhosts, b, &row);
 		if (!row.library)
 			continue;
 		for (k = 0; k < (int)row.nalgo && row.algo[k] != row.library;
@@ -438,6 +508,7 @@ static int measure(const struct opts *o)
 			worst = ratio;
 	}
 	fclose(f);
+	free(host_of);
 	if (!rows) {
 		fprintf(stderr,
 			"hccl_simulate: %s has no hccl_test result rows "
@@ -610,6 +681,10 @@ static void usage(FILE *out)
 		"x8)\n"
 		"  -d       element size in bytes: 1, 2, 4, 8 (default 4)\n"
 		"  --no-sim cost model only, no schedule simulation\n"
+		"  --ppn N  RDMA networks: N ranks per host (messages inside "
+		"a host at\n"
+		"           shm costs; two-level algorithms apply); default "
+		"one per host\n"
 		"  --measure FILE  an hccl_test output: compare its times "
 		"with the model\n"
 		"           of the algorithm the library selects (ratio "
@@ -629,6 +704,7 @@ int main(int argc, char **argv)
 		{"mode", required_argument, NULL, 'm'},
 		{"no-sim", no_argument, NULL, 'x'},
 		{"measure", required_argument, NULL, 'M'},
+		{"ppn", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -715,6 +791,18 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			o.measure = optarg;
+			break;
+		case 'P':
+			errno = 0;
+			o.ppn = (uint32_t)strtoul(optarg, &end, 10);
+			if (errno || *end || optarg[0] == '-' || o.ppn < 1 ||
+			    o.ppn > MAX_RANKS) {
+				fprintf(stderr,
+					"hccl_simulate: --ppn '%s': ranks per "
+					"host, 1..%u\n",
+					optarg, MAX_RANKS);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
