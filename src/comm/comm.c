@@ -397,12 +397,28 @@ err_free:
 	return status;
 }
 
+void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
+{
+	pthread_mutex_lock(&comm->exec_lock);
+	*stats_p = comm->stats;
+	pthread_mutex_unlock(&comm->exec_lock);
+}
+
 void ohc_comm_destroy(struct ohc_comm *comm)
 {
+	const struct ohc_xfer_stats *st = &comm->stats;
+
 	pthread_mutex_lock(&comm->lock);
 	while (comm->inflight)
 		pthread_cond_wait(&comm->idle_cond, &comm->lock);
 	pthread_mutex_unlock(&comm->lock);
+	OHC_INFO(OHC_SS_MEM,
+		 "rank %u: communicator '%s' received %llu bytes staged, "
+		 "%llu direct (CMA/same process), %llu zero-copy",
+		 comm->rank, comm->name, (unsigned long long)st->bytes[0],
+		 (unsigned long long)st->bytes[1],
+		 (unsigned long long)st->bytes[2]);
+	ohc_zc_owner_release(comm);
 
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_del(&comm->link);
@@ -437,6 +453,77 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 	}
 }
 
+/*
+ * Zero-copy (src/zerocopy/README.md): the byte extents of an op's input
+ * and output, for the ops that may run on exported memory.
+ */
+static int op_extents(const struct ohc_coll_args *a, size_t *slen_p,
+		      size_t *rlen_p)
+{
+	size_t v = (size_t)a->count * a->esize;
+
+	switch (a->op) {
+	case OHC_COLL_ALLREDUCE:
+	case OHC_COLL_BROADCAST:
+		*slen_p = *rlen_p = v;
+		return 1;
+	case OHC_COLL_ALLGATHER:
+		*slen_p = v;
+		*rlen_p = v * a->nranks;
+		return 1;
+	case OHC_COLL_REDUCE_SCATTER:
+		*slen_p = v * a->nranks;
+		*rlen_p = v;
+		return 1;
+	case OHC_COLL_ALLTOALL:
+		*slen_p = *rlen_p = v * a->nranks;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Ops on exported memory use algorithms that send only out of the user's
+ * buffers (no scratch), so that every message can go zero-copy; the
+ * usual selection when those decline or HCCL_ALGO says otherwise.
+ */
+static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
+			       const struct ohc_algo **algo_p)
+{
+	const struct ohc_coll_args *a = &op->args;
+	const struct ohc_algo *pick = NULL;
+
+	if (op->zc.n && !(a->algo_override && a->algo_override[0])) {
+		switch (a->op) {
+		case OHC_COLL_ALLREDUCE:
+			pick = &ohc_algo_allreduce_ring;
+			break;
+		case OHC_COLL_ALLGATHER:
+			pick = &ohc_algo_allgather_ring;
+			break;
+		case OHC_COLL_REDUCE_SCATTER:
+			pick = &ohc_algo_reduce_scatter_ring;
+			break;
+		case OHC_COLL_ALLTOALL:
+			pick = &ohc_algo_alltoall_pairwise;
+			break;
+		default:
+			break;
+		}
+	}
+	if (pick && (!pick->accepts || pick->accepts(a) == OHC_OK) &&
+	    pick->build(a, s) == OHC_OK) {
+		*algo_p = pick;
+		return OHC_OK;
+	}
+	if (pick) { /* declined: start over with the usual selection */
+		ohc_sched_fini(s);
+		ohc_sched_init(s);
+	}
+	return ohc_algo_build(a, s, algo_p);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
@@ -457,7 +544,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		goto out;
 	}
 	ohc_sched_init(&s);
-	status = ohc_algo_build(&op->args, &s, &algo);
+	status = comm_build(op, &s, &algo);
 	if (status < 0) {
 		ohc_sched_fini(&s);
 		goto out;
@@ -478,6 +565,11 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.esize = (unsigned)op->args.esize;
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
+	x.stats = &comm->stats;
+	if (op->zc.n) {
+		x.mem_lookup = ohc_zc_mem_lookup;
+		x.mem_ctx = &op->zc;
+	}
 	status = ohc_exec_run(&x, &s);
 	ohc_sched_fini(&s);
 	if (status < 0)
@@ -520,6 +612,7 @@ static void op_task_release(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
 
+	ohc_zc_unpin(&op->zc);
 	op_done(op->comm);
 	free(op);
 }
@@ -590,6 +683,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 {
 	struct ohc_comm *comm = op->comm;
 	const struct ohc_coll_args *args = &op->args;
+	size_t slen = 0, rlen = 0;
 	ohc_status_t status;
 	int ret;
 
@@ -616,9 +710,13 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		op->sig.seq = comm->coll_seq++;
 	comm->inflight++;
 	pthread_mutex_unlock(&comm->lock);
+	/* Exported buffers stay pinned until the op is done. */
+	if (op_extents(args, &slen, &rlen))
+		ohc_zc_pin(args->sbuf, slen, args->rbuf, rlen, &op->zc);
 
 	if (!stream) {
 		status = comm_execute(comm, op);
+		ohc_zc_unpin(&op->zc);
 		op_done(comm);
 		free(op);
 		return status;
@@ -628,6 +726,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		OHC_ERROR(OHC_SS_API, "cannot enqueue %s on stream %p (acl "
 				      "error %d)",
 			  op->task.name, stream, ret);
+		ohc_zc_unpin(&op->zc);
 		op_done(comm);
 		free(op);
 		return OHC_ERR_INVALID;
