@@ -503,7 +503,7 @@ static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 			pick = &ohc_algo_allgather_ring;
 			break;
 		case OHC_COLL_REDUCE_SCATTER:
-			pick = &ohc_algo_reduce_scatter_ring;
+			pick = &ohc_algo_reduce_scatter_direct;
 			break;
 		case OHC_COLL_ALLTOALL:
 			pick = &ohc_algo_alltoall_pairwise;
