@@ -189,22 +189,10 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank,
 }
 
 static int rank_setup(int rank, int nranks, struct proc_arg *a,
-		      aclrtStream *stream_p, HcclComm *comm_p)
+		      HcclComm *comm_p)
 {
-	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
-	    aclrtCreateStream(stream_p))
-		return 1;
-	if (HcclCommInitRootInfo((uint32_t)nranks, &a->root, (uint32_t)rank,
-				 comm_p))
-		return 1;
-	return 0;
-}
-
-static void rank_teardown(HcclComm comm, aclrtStream stream)
-{
-	HcclCommDestroy(comm);
-	aclrtDestroyStream(stream);
-	aclFinalize();
+	return HcclCommInitRootInfo((uint32_t)nranks, &a->root, (uint32_t)rank,
+				    comm_p) != HCCL_SUCCESS;
 }
 
 static void run_procs(int nranks, ohc_test_rank_fn fn)
@@ -333,4 +321,274 @@ Test(zerocopy, activated_collectives_procs3, .timeout = 180)
 Test(zerocopy, activated_collectives_procs2, .timeout = 180)
 {
 	run_procs(2, activated_rank);
+}
+
+/* ---- symmetric windows ---- */
+
+static int window_rank(int rank, int nranks, void *p)
+{
+	const size_t wsize = 4 * MIB;
+	struct ohc_xfer_stats s0, s1;
+	HcclCommSymWindow win = NULL, w2 = NULL, wbad = (HcclCommSymWindow)1;
+	aclrtStream stream;
+	HcclComm comm;
+	struct pmem m, m2;
+	char *range;
+	size_t off = 0;
+	unsigned regions0;
+	int bad = 0, fds0, maps0;
+	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	    aclrtCreateStream(&stream))
+		return 1;
+	fds0 = ohc_test_count_fds();
+	maps0 = count_maps();
+	if (rank_setup(rank, nranks, p, &comm) ||
+	    aclrtReserveMemAddress((void **)&range, 8 * MIB, 0, NULL, 1) ||
+	    pmem_map(&m, range, wsize) ||
+	    pmem_map(&m2, range + wsize, 2 * MIB))
+		return 1;
+	memset(m.va, 0, wsize);
+
+	/* misuse first: nothing may be left behind by any of it */
+	regions0 = ohc_zc_region_count();
+	EXPECT(HcclCommSymWinRegister(comm, m.va, wsize, &win, 0) ==
+		       HCCL_E_PARA,
+	       "flag 0 accepted");
+	EXPECT(HcclCommSymWinRegister(comm, m.va, 0, &win, 1) == HCCL_E_PARA,
+	       "size 0 accepted");
+	EXPECT(HcclCommSymWinRegister(comm, NULL, wsize, &win, 1) ==
+		       HCCL_E_PTR,
+	       "NULL addr accepted");
+	/* a window of another size on rank 0: every rank refuses */
+	EXPECT(HcclCommSymWinRegister(comm, rank ? m.va : m2.va,
+				      rank ? wsize : 2 * MIB, &win,
+				      1) == HCCL_E_PARA,
+	       "asymmetric window accepted");
+	EXPECT(ohc_zc_region_count() == regions0,
+	       "a refused window left %u regions",
+	       ohc_zc_region_count() - regions0);
+
+	EXPECT(HcclCommSymWinRegister(comm, m.va, wsize, &win, 1) ==
+		       HCCL_SUCCESS,
+	       "register");
+	EXPECT(HcclCommSymWinGet(comm, (char *)m.va + 100, 10, &w2, &off) ==
+			       HCCL_SUCCESS &&
+		       w2 == win && off == 100,
+	       "get: %p %zu", w2, off);
+	EXPECT(HcclCommSymWinGet(comm, m2.va, 10, &w2, &off) ==
+		       HCCL_E_NOT_FOUND,
+	       "get outside any window");
+	EXPECT(HcclCommSymWinGet(comm, (char *)m.va + wsize - 4, 8, &w2,
+				 &off) == HCCL_E_NOT_FOUND,
+	       "get across the window's end");
+
+	/* store into the right neighbour's window, load after a barrier */
+	{
+		int32_t *peer = NULL, *mine = m.va;
+
+		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
+						(void **)&peer) ==
+				       HCCL_SUCCESS &&
+			       peer,
+		       "peer pointer");
+		EXPECT(HcclSymWinGetPeerPointer(win, 0, (uint32_t)nranks,
+						(void **)&peer) == HCCL_E_PARA,
+		       "peer rank out of range");
+		EXPECT(HcclSymWinGetPeerPointer(win, wsize, 0, (void **)&peer) ==
+			       HCCL_E_PARA,
+		       "offset out of range");
+		EXPECT(HcclSymWinGetPeerPointer(wbad, 0, 0, (void **)&peer) ==
+			       HCCL_E_PARA,
+		       "bogus handle");
+		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
+						(void **)&peer) ==
+			       HCCL_SUCCESS,
+		       "peer pointer");
+		for (int i = 0; i < 1000; i++)
+			peer[i] = rank * K + i;
+		EXPECT(!HcclBarrier(comm, stream) &&
+			       !aclrtSynchronizeStream(stream),
+		       "barrier");
+		for (int i = 0; i < 1000; i++)
+			if (mine[1024 + i] != left * K + i) {
+				FAIL("window[%d] = %d, want %d", i,
+				     mine[1024 + i], left * K + i);
+				break;
+			}
+		/* our own pointer is our buffer */
+		EXPECT(HcclSymWinGetPeerPointer(win, 8, (uint32_t)rank,
+						(void **)&peer) ==
+				       HCCL_SUCCESS &&
+			       (char *)peer == (char *)m.va + 8,
+		       "own pointer");
+	}
+
+	/* collectives on window buffers go zero-copy */
+	s0 = stats_of(comm);
+	bad += run_colls(comm, stream, rank, nranks, m.va,
+			 (int32_t *)((char *)m.va + 2 * MIB), 1000);
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_STAGED] == s0.bytes[OHC_PATH_STAGED] &&
+		       s1.bytes[OHC_PATH_DIRECT] == s0.bytes[OHC_PATH_DIRECT] &&
+		       s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC],
+	       "window ops: %llu staged, %llu direct, %llu zero-copy",
+	       (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
+	       (unsigned long long)(s1.bytes[1] - s0.bytes[1]),
+	       (unsigned long long)(s1.bytes[2] - s0.bytes[2]));
+
+	EXPECT(HcclCommSymWinDeregister(win) == HCCL_SUCCESS, "deregister");
+	EXPECT(HcclCommSymWinDeregister(win) == HCCL_E_PARA,
+	       "second deregister accepted");
+	EXPECT(ohc_zc_region_count() == regions0, "regions left");
+	HcclCommDestroy(comm);
+	pmem_unmap(&m);
+	pmem_unmap(&m2);
+	aclrtReleaseMemAddress(range);
+	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
+	       ohc_test_count_fds());
+	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
+	       count_maps());
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(zerocopy, windows_procs3, .timeout = 180)
+{
+	run_procs(3, window_rank);
+}
+
+/* ---- misuse of ranges and blocks ---- */
+
+static int misuse_rank(int rank, int nranks, void *p)
+{
+	struct ohc_xfer_stats s0, s1;
+	aclrtStream stream;
+	HcclComm comm;
+	struct pmem a, b, c;
+	char *range, *other;
+	int bad = 0;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	    aclrtCreateStream(&stream) || rank_setup(rank, nranks, p, &comm) ||
+	    aclrtReserveMemAddress((void **)&range, 16 * MIB, 0, NULL, 1) ||
+	    aclrtReserveMemAddress((void **)&other, 4 * MIB, 0, NULL, 1) ||
+	    pmem_map(&a, range, 4 * MIB) || pmem_map(&b, range + 4 * MIB, 4 * MIB) ||
+	    pmem_map(&c, other, 2 * MIB))
+		return 1;
+
+	EXPECT(HcclCommSetMemoryRange(comm, range, 16 * MIB, 0, 0) ==
+		       HCCL_SUCCESS,
+	       "set range");
+	EXPECT(HcclCommSetMemoryRange(comm, range + 8 * MIB, 16 * MIB, 0, 0) ==
+		       HCCL_E_PARA,
+	       "overlapping range accepted");
+	EXPECT(HcclCommSetMemoryRange(comm, other, 4 * MIB, 64, 0) ==
+		       HCCL_E_PARA,
+	       "alignment accepted");
+	EXPECT(HcclCommSetMemoryRange(NULL, other, 4 * MIB, 0, 0) ==
+		       HCCL_E_PTR,
+	       "NULL comm accepted");
+	/* outside any set range */
+	EXPECT(HcclCommActivateCommMemory(comm, c.va, c.size, 0, c.h, 0) ==
+		       HCCL_E_PARA,
+	       "activation outside a range accepted");
+	/* wrong handle, wrong size, offset, flags */
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 0, b.h, 0) ==
+		       HCCL_E_PARA,
+	       "foreign handle accepted");
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, 2 * MIB, 0, a.h, 0) ==
+		       HCCL_E_PARA,
+	       "part of a mapping accepted");
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 4096, a.h, 0) ==
+		       HCCL_E_PARA,
+	       "offset accepted");
+	EXPECT(ohc_zc_region_count() == 0, "refused activations left regions");
+
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 0, a.h, 0) ==
+		       HCCL_SUCCESS,
+	       "activate a");
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 0, a.h, 0) ==
+		       HCCL_E_PARA,
+	       "double activation accepted");
+	EXPECT(HcclCommActivateCommMemory(comm, b.va, b.size, 0, b.h, 0) ==
+		       HCCL_SUCCESS,
+	       "activate b");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_E_PARA,
+	       "unset with active blocks accepted");
+	EXPECT(HcclCommDeactivateCommMemory(comm, (char *)a.va + 4096) ==
+		       HCCL_E_PARA,
+	       "deactivating inside a block accepted");
+	EXPECT(ohc_zc_region_count() == 2, "blocks: %u",
+	       ohc_zc_region_count());
+
+	/* in flight: rank 0's op waits for the others, who come late */
+	if (rank != 0)
+		usleep(300 * 1000);
+	EXPECT(!HcclAllReduce(a.va, b.va, 1000, HCCL_DATA_TYPE_INT32,
+			      HCCL_REDUCE_SUM, comm, stream),
+	       "enqueue");
+	if (rank == 0) {
+		EXPECT(HcclCommDeactivateCommMemory(comm, a.va) == HCCL_E_AGAIN,
+		       "deactivating memory of an op in flight accepted");
+		EXPECT(HcclCommDeactivateCommMemory(comm, b.va) == HCCL_E_AGAIN,
+		       "deactivating memory of an op in flight accepted");
+	}
+	EXPECT(!aclrtSynchronizeStream(stream), "sync");
+	/* still active and still zero-copy after the refusals */
+	s0 = stats_of(comm);
+	EXPECT(!HcclAllReduce(a.va, b.va, 1000, HCCL_DATA_TYPE_INT32,
+			      HCCL_REDUCE_SUM, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allreduce");
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC] || nranks == 1,
+	       "not zero-copy after refused deactivations");
+
+	/* unmapped while active: invalidated, the op falls back, correct */
+	EXPECT(HcclCommDeactivateCommMemory(comm, b.va) == HCCL_SUCCESS,
+	       "deactivate b");
+	pmem_unmap(&a);
+	if (pmem_map(&a, range, 4 * MIB))
+		return bad + 1;
+	s0 = stats_of(comm);
+	for (int i = 0; i < 1000; i++)
+		((int32_t *)a.va)[i] = rank + i;
+	EXPECT(!HcclAllReduce(a.va, a.va, 1000, HCCL_DATA_TYPE_INT32,
+			      HCCL_REDUCE_SUM, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allreduce on remapped memory");
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC],
+	       "a stale registration was used");
+	for (int i = 0; i < 1000; i++)
+		if (((int32_t *)a.va)[i] != nranks * (nranks - 1) / 2 + nranks * i) {
+			FAIL("remapped allreduce[%d] = %d", i,
+			     ((int32_t *)a.va)[i]);
+			break;
+		}
+	EXPECT(HcclCommDeactivateCommMemory(comm, a.va) == HCCL_SUCCESS,
+	       "deactivate the stale block");
+	EXPECT(HcclCommDeactivateCommMemory(comm, a.va) == HCCL_E_PARA,
+	       "double deactivation accepted");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_SUCCESS, "unset");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_E_PARA,
+	       "double unset accepted");
+	EXPECT(ohc_zc_region_count() == 0, "regions left");
+	HcclCommDestroy(comm);
+	pmem_unmap(&a);
+	pmem_unmap(&b);
+	pmem_unmap(&c);
+	aclrtReleaseMemAddress(range);
+	aclrtReleaseMemAddress(other);
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(zerocopy, misuse_procs2, .timeout = 180)
+{
+	run_procs(2, misuse_rank);
 }
