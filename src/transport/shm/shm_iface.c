@@ -675,6 +675,11 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 
 	if (!sep->connected || sep->err)
 		return 0;
+	/*
+	 * Acks first: a reader that read our last message and then closed
+	 * (destroy) has completed it, whatever it does afterwards.
+	 */
+	tx = shm_reap_rndv(sep);
 	if (!ohc_list_empty(&sep->sends) || !ohc_list_empty(&sep->rndv)) {
 		if (OHC_UNLIKELY(ohc_shm_ring_cons_err(sep->tx))) {
 			if (!sep->dead_logged)
@@ -690,7 +695,7 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 			fail_list(&sep->recvs, OHC_ERR_REMOTE);
 			return 1;
 		}
-		tx = shm_reap_rndv(sep) + shm_push(sep);
+		tx += shm_push(sep);
 	}
 	if (!ohc_list_empty(&sep->recvs) || sep->discard)
 		rx = shm_pull(sep);
