@@ -100,6 +100,9 @@ OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
 	g.ep_tp = c->ep_tp;
 	g.ifaces = c->ifaces;
 	g.nifaces = c->nifaces;
+	g.max_bytes = c->cfg.symwin_max_gb <= UINT64_MAX >> 30
+			      ? c->cfg.symwin_max_gb << 30
+			      : 0;
 	status = ohc_zc_win_register(&g, addr, size, flag, &win);
 	if (status == OHC_OK)
 		*winHandle = win;

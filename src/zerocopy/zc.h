@@ -88,6 +88,7 @@ struct ohc_zc_group {
 	const char *const *ep_tp;   /* transport name per rank */
 	struct ohc_iface *const *ifaces;
 	unsigned nifaces;
+	uint64_t max_bytes;         /* largest window (0: no limit) */
 };
 
 /*

@@ -147,8 +147,17 @@ ohc_status_t ohc_zc_win_register(const struct ohc_zc_group *g, void *addr,
 	w->nranks = g->nranks;
 	w->addr = (uintptr_t)addr;
 	w->size = (size_t)size;
-	w->region = ohc_zc_region_new(g->owner, 1, g->ifaces, g->nifaces, addr,
-				      w->size, &local);
+	if (g->max_bytes && size > g->max_bytes)
+		OHC_ERROR(OHC_SS_MEM,
+			  "window register %p: size %llu is above the "
+			  "communicator's limit of %llu bytes "
+			  "(hcclSymWinMaxMemSizePerRank)",
+			  addr, (unsigned long long)size,
+			  (unsigned long long)g->max_bytes);
+	else
+		w->region = ohc_zc_region_new(g->owner, 1, g->ifaces,
+					      g->nifaces, addr, w->size,
+					      &local);
 	if (w->region)
 		ohc_zc_region_desc(w->region, &recs[g->rank].desc);
 	recs[g->rank].ok = w->region ? 1 : 0;

@@ -592,3 +592,60 @@ Test(zerocopy, misuse_procs2, .timeout = 180)
 {
 	run_procs(2, misuse_rank);
 }
+
+/* ---- windows of thread ranks: peers' addresses are ours ---- */
+
+static HcclComm tcomms[3];
+static void *tva[3];
+
+static int window_thread(int rank, int nranks, void *p)
+{
+	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+	HcclCommSymWindow win;
+	struct pmem m;
+	int32_t *peer = NULL, *mine;
+	char *range;
+	int bad = 0;
+
+	(void)p;
+	if (aclrtSetDevice(rank) ||
+	    aclrtReserveMemAddress((void **)&range, 2 * MIB, 0, NULL, 1) ||
+	    pmem_map(&m, range, 2 * MIB))
+		return 1;
+	mine = m.va;
+	tva[rank] = m.va;
+	memset(m.va, 0, 2 * MIB);
+	EXPECT(HcclCommSymWinRegister(tcomms[rank], m.va, 2 * MIB, &win, 1) ==
+		       HCCL_SUCCESS,
+	       "register");
+	EXPECT(HcclSymWinGetPeerPointer(win, 64, (uint32_t)right,
+					(void **)&peer) == HCCL_SUCCESS &&
+		       (char *)peer == (char *)tva[right] + 64,
+	       "peer pointer %p, window at %p", (void *)peer, tva[right]);
+	for (int i = 0; i < 100 && peer; i++)
+		peer[i] = rank * K + i;
+	EXPECT(!HcclBarrier(tcomms[rank], NULL), "barrier");
+	for (int i = 0; i < 100; i++)
+		if (mine[16 + i] != left * K + i) {
+			FAIL("window[%d] = %d", i, mine[16 + i]);
+			break;
+		}
+	EXPECT(!HcclBarrier(tcomms[rank], NULL), "barrier");
+	EXPECT(HcclCommSymWinDeregister(win) == HCCL_SUCCESS, "deregister");
+	pmem_unmap(&m);
+	aclrtReleaseMemAddress(range);
+	return bad;
+}
+
+Test(zerocopy, windows_threads3, .timeout = 120)
+{
+	int32_t devs[3] = {0, 1, 2};
+
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll(3, devs, tcomms), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(3, window_thread, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(HcclCommDestroy(tcomms[i]), HCCL_SUCCESS);
+	cr_assert_eq(ohc_zc_region_count(), 0);
+	aclFinalize();
+}
