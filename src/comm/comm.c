@@ -399,9 +399,12 @@ err_free:
 
 void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
 {
-	pthread_mutex_lock(&comm->exec_lock);
-	*stats_p = comm->stats;
-	pthread_mutex_unlock(&comm->exec_lock);
+	for (int i = 0; i < 3; i++) {
+		stats_p->bytes[i] = __atomic_load_n(&comm->stats.bytes[i],
+						    __ATOMIC_RELAXED);
+		stats_p->msgs[i] = __atomic_load_n(&comm->stats.msgs[i],
+						   __ATOMIC_RELAXED);
+	}
 }
 
 void ohc_comm_destroy(struct ohc_comm *comm)
@@ -527,6 +530,7 @@ static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
+	struct ohc_xfer_stats st = {{0}, {0}};
 	struct ohc_exec x;
 	struct ohc_sched s;
 	ohc_status_t status;
@@ -565,13 +569,19 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.esize = (unsigned)op->args.esize;
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
-	x.stats = &comm->stats;
+	x.stats = &st;
 	if (op->zc.n) {
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = &op->zc;
 	}
 	status = ohc_exec_run(&x, &s);
 	ohc_sched_fini(&s);
+	for (int i = 0; i < 3; i++) {
+		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
+				   __ATOMIC_RELAXED);
+	}
 	if (status < 0)
 		comm_fail(comm, status);
 out:

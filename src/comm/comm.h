@@ -80,7 +80,7 @@ struct ohc_comm {
 	int async_error;                /* atomic: sticky ohc_status_t (<0) */
 
 	struct ohc_list link;           /* process registry */
-	struct ohc_xfer_stats stats;    /* bytes received per path (exec_lock) */
+	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
 };
 
 /*

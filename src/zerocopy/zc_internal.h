@@ -26,6 +26,7 @@ struct ohc_zc_region {
 	uint64_t fd_size;
 	unsigned pins;   /* operations in flight on it */
 	int stale;       /* its mapping changed: never used again */
+	int orphan;      /* unlinked while pinned: the last unpin frees it */
 	struct zc_range *range; /* activated blocks */
 	struct ohc_iface *tp_iface[OHC_ZC_MAX_IFACES];
 	void *tp_handle[OHC_ZC_MAX_IFACES];
@@ -48,5 +49,12 @@ void ohc_zc_region_link_locked(struct ohc_zc_region *r);
 void ohc_zc_region_unlink_locked(struct ohc_zc_region *r);
 /* Free a region that is not linked (never was, or unlinked). */
 void ohc_zc_region_drop(struct ohc_zc_region *r);
+/*
+ * Its owner goes away: r was unlinked (lock held by the caller). Drop
+ * the transports' registrations (the ifaces close next) and free r, or,
+ * while operations of another communicator still pin it, leave that to
+ * the last unpin. Returns r if the caller must drop it after unlocking.
+ */
+struct ohc_zc_region *ohc_zc_region_orphan_locked(struct ohc_zc_region *r);
 
 #endif

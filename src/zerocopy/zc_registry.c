@@ -261,6 +261,17 @@ void ohc_zc_region_drop(struct ohc_zc_region *r)
 	region_destroy(r);
 }
 
+struct ohc_zc_region *ohc_zc_region_orphan_locked(struct ohc_zc_region *r)
+{
+	for (unsigned i = 0; i < r->ntp; i++)
+		r->tp_iface[i]->ops->mem_dereg(r->tp_iface[i], r->tp_handle[i]);
+	r->ntp = 0;
+	if (!r->pins)
+		return r;
+	r->orphan = 1;
+	return NULL;
+}
+
 void ohc_zc_region_unlink_locked(struct ohc_zc_region *r)
 {
 	ohc_list_del(&r->node);
@@ -415,7 +426,7 @@ void ohc_zc_owner_release(const void *owner)
 			struct ohc_zc_region *o = ohc_container_of(
 				pos, struct ohc_zc_region, node);
 
-			if (o->owner == owner && !o->is_window && !o->pins)
+			if (o->owner == owner && !o->is_window)
 				r = o;
 		}
 		if (r)
@@ -423,8 +434,12 @@ void ohc_zc_owner_release(const void *owner)
 		ohc_zc_unlock();
 		if (!r)
 			break;
-		region_destroy(r);
 		nblk++;
+		ohc_zc_lock();
+		r = ohc_zc_region_orphan_locked(r);
+		ohc_zc_unlock();
+		if (r)
+			region_destroy(r);
 	}
 	if (nwin || nblk)
 		OHC_INFO(OHC_SS_MEM,
@@ -490,12 +505,18 @@ int ohc_zc_pin(const void *a, size_t alen, const void *b, size_t blen,
 
 void ohc_zc_unpin(struct ohc_zc_pin *pin)
 {
+	struct ohc_zc_region *gone[2];
+	unsigned ngone = 0;
+
 	if (!pin->n)
 		return;
 	ohc_zc_lock();
 	for (unsigned i = 0; i < pin->n; i++)
-		pin->r[i]->pins--;
+		if (--pin->r[i]->pins == 0 && pin->r[i]->orphan)
+			gone[ngone++] = pin->r[i];
 	ohc_zc_unlock();
+	for (unsigned i = 0; i < ngone; i++)
+		region_destroy(gone[i]);
 	memset(pin, 0, sizeof(*pin));
 }
 

@@ -239,7 +239,8 @@ static struct ohc_zc_win *win_find_locked(const void *handle)
 static void win_free(struct ohc_zc_win *w)
 {
 	win_unmap_peers(w);
-	ohc_zc_region_drop(w->region);
+	if (w->region) /* NULL: orphaned, the last unpin frees it */
+		ohc_zc_region_drop(w->region);
 	free(w->peers);
 	free(w);
 }
@@ -382,6 +383,7 @@ unsigned ohc_zc_win_release_owner(const void *owner)
 		if (w) {
 			ohc_list_del(&w->node);
 			ohc_zc_region_unlink_locked(w->region);
+			w->region = ohc_zc_region_orphan_locked(w->region);
 		}
 		ohc_zc_unlock();
 		if (!w)

@@ -442,7 +442,15 @@ static int window_rank(int rank, int nranks, void *p)
 	EXPECT(HcclCommSymWinDeregister(win) == HCCL_E_PARA,
 	       "second deregister accepted");
 	EXPECT(ohc_zc_region_count() == regions0, "regions left");
+	/* a window left registered goes with its communicator */
+	EXPECT(HcclCommSymWinRegister(comm, m2.va, 2 * MIB, &w2, 1) ==
+		       HCCL_SUCCESS,
+	       "register a second window");
 	HcclCommDestroy(comm);
+	EXPECT(ohc_zc_region_count() == regions0,
+	       "the window outlived its communicator");
+	EXPECT(HcclCommSymWinDeregister(w2) == HCCL_E_PARA,
+	       "a window of a destroyed communicator deregistered");
 	pmem_unmap(&m);
 	pmem_unmap(&m2);
 	aclrtReleaseMemAddress(range);
