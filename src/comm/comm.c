@@ -524,9 +524,11 @@ static int op_extents(const struct ohc_coll_args *a, size_t *slen_p,
 }
 
 /*
- * Ops on exported memory use algorithms that send only out of the user's
- * buffers (no scratch), so that every message can go zero-copy; the
- * usual selection when those decline or HCCL_ALGO says otherwise.
+ * Ops on exported memory of a one-host communicator use algorithms that
+ * send only out of the user's buffers (no scratch), so that every message
+ * can go zero-copy; the usual selection when those decline, on several
+ * hosts (verbs does not read exported memory yet) or when HCCL_ALGO says
+ * otherwise.
  */
 static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 			       const struct ohc_algo **algo_p)
@@ -534,7 +536,9 @@ static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 	const struct ohc_coll_args *a = &op->args;
 	const struct ohc_algo *pick = NULL;
 
-	if (op->zc.n && !(a->algo_override && a->algo_override[0])) {
+	/* one host: every peer reads our exported memory (shm or self) */
+	if (op->zc.n && op->comm->nhosts < 2 &&
+	    !(a->algo_override && a->algo_override[0])) {
 		switch (a->op) {
 		case OHC_COLL_ALLREDUCE:
 			pick = &ohc_algo_allreduce_ring;

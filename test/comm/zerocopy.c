@@ -438,6 +438,18 @@ static int window_rank(int rank, int nranks, void *p)
 	       (unsigned long long)(s1.bytes[1] - s0.bytes[1]),
 	       (unsigned long long)(s1.bytes[2] - s0.bytes[2]));
 
+	/* not while an op in flight uses it */
+	if (rank != 0)
+		usleep(300 * 1000);
+	EXPECT(!HcclAllReduce(m.va, (char *)m.va + MIB, 1000,
+			      HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm,
+			      stream),
+	       "enqueue");
+	if (rank == 0)
+		EXPECT(HcclCommSymWinDeregister(win) == HCCL_E_AGAIN,
+		       "deregistering a window in use accepted");
+	EXPECT(!aclrtSynchronizeStream(stream), "sync");
+
 	EXPECT(HcclCommSymWinDeregister(win) == HCCL_SUCCESS, "deregister");
 	EXPECT(HcclCommSymWinDeregister(win) == HCCL_E_PARA,
 	       "second deregister accepted");
