@@ -56,8 +56,8 @@ static int map_block(void *va, size_t size, aclrtDrvMemHandle *h_p)
 }
 
 /* Average microseconds of one op (after 3 warm-up ops). */
-static double time_op(HcclComm comm, int ag, void *in, void *out,
-		      size_t bytes, int nranks)
+static double time_op(HcclComm comm, int ag, void *in, void *out, size_t bytes,
+		      int nranks)
 {
 	size_t n = ag ? bytes / 4 / nranks : bytes / 4;
 	double t0 = 0;
@@ -101,15 +101,15 @@ static int rank_main(int rank, int nranks)
 	memset(pout, 0, blk);
 	memset(range + blk, 0, blk);
 	if (rank == 0)
-		printf("%-10s %12s %14s %14s %8s\n", "op", "bytes",
-		       "staged_us", "zerocopy_us", "ratio");
+		printf("%-10s %12s %14s %14s %8s\n", "op", "bytes", "staged_us",
+		       "zerocopy_us", "ratio");
 	for (int ag = 1; ag >= 0; ag--) {
 		for (size_t b = min_b; b <= max_b; b *= 2) {
 			double st = 1e300, zc = 1e300;
 
 			for (int k = 0; k < rounds; k++) {
-				double t = time_op(comm, ag, pin, pout, b,
-						   nranks);
+				double t =
+					time_op(comm, ag, pin, pout, b, nranks);
 
 				st = t < st ? t : st;
 				t = time_op(comm, ag, range, range + blk, b,
@@ -150,8 +150,9 @@ int main(int argc, char **argv)
 	if (argc > 4)
 		iters = atoi(argv[4]);
 	if (nranks < 2 || min_b < 4096 || max_b < min_b || iters < 1) {
-		fprintf(stderr, "usage: %s [nranks>=2] [minbytes>=4096] "
-				"[maxbytes] [iters]\n",
+		fprintf(stderr,
+			"usage: %s [nranks>=2] [minbytes>=4096] "
+			"[maxbytes] [iters]\n",
 			argv[0]);
 		return 2;
 	}

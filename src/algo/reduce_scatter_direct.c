@@ -48,10 +48,9 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		uint32_t to = (r + k) % n, from = (r + n - k) % n;
 
 		ohc_sched_send_nz(s, to, sb + ohc_blk_off(&b, to), len);
-		ohc_sched_recv_reduce_nz(s, from, a->rbuf,
-					 k == 1 ? sb + ohc_blk_off(&b, r)
-						: NULL,
-					 len);
+		ohc_sched_recv_reduce_nz(
+			s, from, a->rbuf,
+			k == 1 ? sb + ohc_blk_off(&b, r) : NULL, len);
 		ohc_sched_step(s);
 	}
 	return OHC_OK;

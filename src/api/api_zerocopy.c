@@ -60,9 +60,8 @@ OHC_API HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr,
 
 	if (ret != HCCL_SUCCESS)
 		return ret;
-	return ohc_status_to_hccl(ohc_zc_activate(c, c->ifaces, c->nifaces,
-						  virPtr, size, offset, handle,
-						  flags));
+	return ohc_status_to_hccl(ohc_zc_activate(
+		c, c->ifaces, c->nifaces, virPtr, size, offset, handle, flags));
 }
 
 OHC_API HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)

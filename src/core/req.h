@@ -58,7 +58,7 @@ struct ohc_mem_desc {
 /* How a receive's bytes travelled (set by the transport, for counters). */
 enum ohc_path {
 	OHC_PATH_STAGED = 0, /* through an intermediate buffer (ring, bounce) */
-	OHC_PATH_DIRECT = 1, /* one copy out of the sender (CMA, same process) */
+	OHC_PATH_DIRECT = 1, /* one copy out of the sender (CMA, in-process) */
 	OHC_PATH_ZC = 2,     /* one copy through a shared mapping (exported) */
 };
 

@@ -45,10 +45,9 @@ ohc_status_t ohc_zc_range_unset(void *base);
  * flags must be 0) inside a set range, on behalf of owner (a
  * communicator) whose ifaces register it (mem_reg).
  */
-ohc_status_t ohc_zc_activate(const void *owner,
-			     struct ohc_iface *const *ifaces, unsigned nifaces,
-			     void *va, size_t size, size_t offset,
-			     void *handle, uint64_t flags);
+ohc_status_t ohc_zc_activate(const void *owner, struct ohc_iface *const *ifaces,
+			     unsigned nifaces, void *va, size_t size,
+			     size_t offset, void *handle, uint64_t flags);
 /* Deactivate the block starting at va; OHC_ERR_BUSY while ops use it. */
 ohc_status_t ohc_zc_deactivate(void *va);
 
@@ -84,11 +83,11 @@ struct ohc_zc_group {
 	const void *owner;
 	uint32_t rank, nranks;
 	struct ohc_bootstrap *bs;
-	struct ohc_ep **eps;        /* per rank, NULL for ourselves */
-	const char *const *ep_tp;   /* transport name per rank */
+	struct ohc_ep **eps;	  /* per rank, NULL for ourselves */
+	const char *const *ep_tp; /* transport name per rank */
 	struct ohc_iface *const *ifaces;
 	unsigned nifaces;
-	uint64_t max_bytes;         /* largest window (0: no limit) */
+	uint64_t max_bytes; /* largest window (0: no limit) */
 };
 
 /*

@@ -18,15 +18,15 @@ struct ohc_zc_region {
 	int is_window;
 	uintptr_t va;
 	size_t size;
-	uint64_t id;     /* export id, unique in the process (at link) */
+	uint64_t id;	 /* export id, unique in the process (at link) */
 	uint64_t map_id; /* the runtime mapping it was registered on */
-	void *handle;    /* the aclrtDrvMemHandle */
-	int fd;          /* our dup of the memfd: what peers take over */
+	void *handle;	 /* the aclrtDrvMemHandle */
+	int fd;		 /* our dup of the memfd: what peers take over */
 	uint64_t fd_off; /* of va in the memfd */
 	uint64_t fd_size;
-	unsigned pins;   /* operations in flight on it */
-	int stale;       /* its mapping changed: never used again */
-	int orphan;      /* unlinked while pinned: the last unpin frees it */
+	unsigned pins; /* operations in flight on it */
+	int stale;     /* its mapping changed: never used again */
+	int orphan;    /* unlinked while pinned: the last unpin frees it */
 	struct zc_range *range; /* activated blocks */
 	struct ohc_iface *tp_iface[OHC_ZC_MAX_IFACES];
 	void *tp_handle[OHC_ZC_MAX_IFACES];
@@ -35,8 +35,8 @@ struct ohc_zc_region {
 
 struct ohc_zc_region *ohc_zc_region_new(const void *owner, int is_window,
 					struct ohc_iface *const *ifaces,
-					unsigned nifaces, void *va,
-					size_t size, ohc_status_t *status_p);
+					unsigned nifaces, void *va, size_t size,
+					ohc_status_t *status_p);
 /* The export descriptor of the region's start. */
 void ohc_zc_region_desc(const struct ohc_zc_region *r,
 			struct ohc_mem_desc *desc_p);

@@ -83,8 +83,8 @@ ohc_status_t ohc_zc_range_set(void *base, size_t size, size_t alignment,
 		OHC_ERROR(OHC_SS_MEM,
 			  "memory range %p: %s (size %zu, alignment %zu, "
 			  "flags %llu; alignment and flags must be 0)",
-			  base, !size ? "size is 0" : "unsupported value",
-			  size, alignment, (unsigned long long)flags);
+			  base, !size ? "size is 0" : "unsupported value", size,
+			  alignment, (unsigned long long)flags);
 		return OHC_ERR_INVALID;
 	}
 	if (b + size < b) {
@@ -165,8 +165,8 @@ ohc_status_t ohc_zc_range_unset(void *base)
 
 struct ohc_zc_region *ohc_zc_region_new(const void *owner, int is_window,
 					struct ohc_iface *const *ifaces,
-					unsigned nifaces, void *va,
-					size_t size, ohc_status_t *status_p)
+					unsigned nifaces, void *va, size_t size,
+					ohc_status_t *status_p)
 {
 	struct ohc_rt_vmm_info info;
 	struct ohc_zc_region *r;
@@ -202,13 +202,13 @@ struct ohc_zc_region *ohc_zc_region_new(const void *owner, int is_window,
 	r->fd_size = info.map_size;
 	r->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < nifaces && i < OHC_ZC_MAX_IFACES; i++) {
-		status = ifaces[i]->ops->mem_reg(ifaces[i], va, size,
-						 &(struct ohc_mem_desc){
-							 .id = r->id,
-							 .fd = r->fd,
-							 .fd_off = r->fd_off,
-							 .fd_size = r->fd_size},
-						 &r->tp_handle[i]);
+		status = ifaces[i]->ops->mem_reg(
+			ifaces[i], va, size,
+			&(struct ohc_mem_desc){.id = r->id,
+					       .fd = r->fd,
+					       .fd_off = r->fd_off,
+					       .fd_size = r->fd_size},
+			&r->tp_handle[i]);
 		if (status < 0) {
 			OHC_ERROR(OHC_SS_MEM,
 				  "transport %s cannot register [%p, +%zu): %s",
@@ -287,10 +287,9 @@ unsigned ohc_zc_region_count(void)
 
 /* ---- activated blocks ---- */
 
-ohc_status_t ohc_zc_activate(const void *owner,
-			     struct ohc_iface *const *ifaces, unsigned nifaces,
-			     void *va, size_t size, size_t offset,
-			     void *handle, uint64_t flags)
+ohc_status_t ohc_zc_activate(const void *owner, struct ohc_iface *const *ifaces,
+			     unsigned nifaces, void *va, size_t size,
+			     size_t offset, void *handle, uint64_t flags)
 {
 	uintptr_t p = (uintptr_t)va;
 	struct ohc_rt_vmm_info info;

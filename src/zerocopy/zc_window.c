@@ -18,8 +18,8 @@
 #define ZC_WIN_FLAG_SYMMETRIC 1u
 
 struct zc_peer {
-	void *ptr;        /* where the peer's window starts, here */
-	void *map;        /* our mapping of its memfd, if we made one */
+	void *ptr; /* where the peer's window starts, here */
+	void *map; /* our mapping of its memfd, if we made one */
 	size_t map_len;
 	struct ohc_ep *ep;
 };
@@ -155,9 +155,9 @@ ohc_status_t ohc_zc_win_register(const struct ohc_zc_group *g, void *addr,
 			  addr, (unsigned long long)size,
 			  (unsigned long long)g->max_bytes);
 	else
-		w->region = ohc_zc_region_new(g->owner, 1, g->ifaces,
-					      g->nifaces, addr, w->size,
-					      &local);
+		w->region =
+			ohc_zc_region_new(g->owner, 1, g->ifaces, g->nifaces,
+					  addr, w->size, &local);
 	if (w->region)
 		ohc_zc_region_desc(w->region, &recs[g->rank].desc);
 	recs[g->rank].ok = w->region ? 1 : 0;
@@ -202,8 +202,8 @@ ohc_status_t ohc_zc_win_register(const struct ohc_zc_group *g, void *addr,
 	ohc_list_add_tail(&windows, &w->node);
 	ohc_zc_unlock();
 	free(recs);
-	OHC_DEBUG(OHC_SS_MEM, "rank %u: window [%p, +%llu) registered",
-		  g->rank, addr, (unsigned long long)size);
+	OHC_DEBUG(OHC_SS_MEM, "rank %u: window [%p, +%llu) registered", g->rank,
+		  addr, (unsigned long long)size);
 	*win_p = w;
 	return OHC_OK;
 
@@ -291,7 +291,9 @@ ohc_status_t ohc_zc_win_get(const void *owner, const void *ptr, size_t size,
 
 	if (!ptr || !win_p || !offset_p) {
 		OHC_ERROR(OHC_SS_MEM, "window get: %s is NULL",
-			  !ptr ? "ptr" : !win_p ? "winHandle" : "offset");
+			  !ptr	   ? "ptr"
+			  : !win_p ? "winHandle"
+				   : "offset");
 		return OHC_ERR_NULL;
 	}
 	if (!size) {

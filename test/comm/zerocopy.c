@@ -108,8 +108,8 @@ static struct ohc_xfer_stats stats_of(HcclComm comm)
  * The five collectives with inputs at in and outputs at out (int32 sum),
  * checked against closed forms. n elements per rank and block.
  */
-static int run_colls(HcclComm comm, aclrtStream stream, int rank,
-		     int nranks, int32_t *in, int32_t *out, size_t n)
+static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
+		     int32_t *in, int32_t *out, size_t n)
 {
 	int bad = 0;
 
@@ -121,8 +121,9 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank,
 		       !aclrtSynchronizeStream(stream),
 	       "allreduce failed");
 	for (size_t i = 0; i < n; i++) {
-		int32_t want = (int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
-					 (int64_t)nranks * (int64_t)i);
+		int32_t want =
+			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
+				  (int64_t)nranks * (int64_t)i);
 		if (out[i] != want) {
 			FAIL("allreduce[%zu] = %d, want %d", i, out[i], want);
 			break;
@@ -148,9 +149,9 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank,
 		       !aclrtSynchronizeStream(stream),
 	       "reducescatter failed");
 	for (size_t i = 0; i < n; i++) {
-		int32_t want = (int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
-					 (int64_t)nranks *
-						 (int64_t)(rank * n + i));
+		int32_t want =
+			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
+				  (int64_t)nranks * (int64_t)(rank * n + i));
 		if (out[i] != want) {
 			FAIL("reducescatter[%zu] = %d, want %d", i, out[i],
 			     want);
@@ -226,8 +227,8 @@ static int activated_rank(int rank, int nranks, void *p)
 	fds0 = ohc_test_count_fds();
 	maps0 = count_maps();
 	if (HcclCommInitRootInfo((uint32_t)nranks,
-				 &((struct proc_arg *)p)->root,
-				 (uint32_t)rank, &comm))
+				 &((struct proc_arg *)p)->root, (uint32_t)rank,
+				 &comm))
 		return 1;
 	/* 32 MiB of address space: in = 8 MiB at 0, out = 16 MiB at 8 MiB */
 	if (aclrtReserveMemAddress((void **)&range, 32 * MIB, 0, NULL, 1) ||
@@ -255,8 +256,7 @@ static int activated_rank(int rank, int nranks, void *p)
 				       s0.bytes[OHC_PATH_DIRECT],
 		       "n %zu: %llu bytes staged, %llu direct on activated "
 		       "memory",
-		       n,
-		       (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
+		       n, (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
 		       (unsigned long long)(s1.bytes[1] - s0.bytes[1]));
 		EXPECT(s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC],
 		       "n %zu: nothing went zero-copy", n);
@@ -346,8 +346,7 @@ static int window_rank(int rank, int nranks, void *p)
 	maps0 = count_maps();
 	if (rank_setup(rank, nranks, p, &comm) ||
 	    aclrtReserveMemAddress((void **)&range, 8 * MIB, 0, NULL, 1) ||
-	    pmem_map(&m, range, wsize) ||
-	    pmem_map(&m2, range + wsize, 2 * MIB))
+	    pmem_map(&m, range, wsize) || pmem_map(&m2, range + wsize, 2 * MIB))
 		return 1;
 	memset(m.va, 0, wsize);
 
@@ -358,8 +357,7 @@ static int window_rank(int rank, int nranks, void *p)
 	       "flag 0 accepted");
 	EXPECT(HcclCommSymWinRegister(comm, m.va, 0, &win, 1) == HCCL_E_PARA,
 	       "size 0 accepted");
-	EXPECT(HcclCommSymWinRegister(comm, NULL, wsize, &win, 1) ==
-		       HCCL_E_PTR,
+	EXPECT(HcclCommSymWinRegister(comm, NULL, wsize, &win, 1) == HCCL_E_PTR,
 	       "NULL addr accepted");
 	/* a window of another size on rank 0: every rank refuses */
 	EXPECT(HcclCommSymWinRegister(comm, rank ? m.va : m2.va,
@@ -396,15 +394,14 @@ static int window_rank(int rank, int nranks, void *p)
 		EXPECT(HcclSymWinGetPeerPointer(win, 0, (uint32_t)nranks,
 						(void **)&peer) == HCCL_E_PARA,
 		       "peer rank out of range");
-		EXPECT(HcclSymWinGetPeerPointer(win, wsize, 0, (void **)&peer) ==
-			       HCCL_E_PARA,
+		EXPECT(HcclSymWinGetPeerPointer(win, wsize, 0,
+						(void **)&peer) == HCCL_E_PARA,
 		       "offset out of range");
 		EXPECT(HcclSymWinGetPeerPointer(wbad, 0, 0, (void **)&peer) ==
 			       HCCL_E_PARA,
 		       "bogus handle");
 		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
-						(void **)&peer) ==
-			       HCCL_SUCCESS,
+						(void **)&peer) == HCCL_SUCCESS,
 		       "peer pointer");
 		for (int i = 0; i < 1000; i++)
 			peer[i] = rank * K + i;
@@ -495,7 +492,8 @@ static int misuse_rank(int rank, int nranks, void *p)
 	    aclrtCreateStream(&stream) || rank_setup(rank, nranks, p, &comm) ||
 	    aclrtReserveMemAddress((void **)&range, 16 * MIB, 0, NULL, 1) ||
 	    aclrtReserveMemAddress((void **)&other, 4 * MIB, 0, NULL, 1) ||
-	    pmem_map(&a, range, 4 * MIB) || pmem_map(&b, range + 4 * MIB, 4 * MIB) ||
+	    pmem_map(&a, range, 4 * MIB) ||
+	    pmem_map(&b, range + 4 * MIB, 4 * MIB) ||
 	    pmem_map(&c, other, 2 * MIB))
 		return 1;
 
@@ -508,8 +506,7 @@ static int misuse_rank(int rank, int nranks, void *p)
 	EXPECT(HcclCommSetMemoryRange(comm, other, 4 * MIB, 64, 0) ==
 		       HCCL_E_PARA,
 	       "alignment accepted");
-	EXPECT(HcclCommSetMemoryRange(NULL, other, 4 * MIB, 0, 0) ==
-		       HCCL_E_PTR,
+	EXPECT(HcclCommSetMemoryRange(NULL, other, 4 * MIB, 0, 0) == HCCL_E_PTR,
 	       "NULL comm accepted");
 	/* outside any set range */
 	EXPECT(HcclCommActivateCommMemory(comm, c.va, c.size, 0, c.h, 0) ==
@@ -541,8 +538,7 @@ static int misuse_rank(int rank, int nranks, void *p)
 	EXPECT(HcclCommDeactivateCommMemory(comm, (char *)a.va + 4096) ==
 		       HCCL_E_PARA,
 	       "deactivating inside a block accepted");
-	EXPECT(ohc_zc_region_count() == 2, "blocks: %u",
-	       ohc_zc_region_count());
+	EXPECT(ohc_zc_region_count() == 2, "blocks: %u", ohc_zc_region_count());
 
 	/* in flight: rank 0's op waits for the others, who come late */
 	if (rank != 0)
@@ -584,7 +580,8 @@ static int misuse_rank(int rank, int nranks, void *p)
 	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC],
 	       "a stale registration was used");
 	for (int i = 0; i < 1000; i++)
-		if (((int32_t *)a.va)[i] != nranks * (nranks - 1) / 2 + nranks * i) {
+		if (((int32_t *)a.va)[i] !=
+		    nranks * (nranks - 1) / 2 + nranks * i) {
 			FAIL("remapped allreduce[%d] = %d", i,
 			     ((int32_t *)a.va)[i]);
 			break;

@@ -659,7 +659,8 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			if (is_zc) {
 				struct ohc_shm_zc zc;
 
-				memcpy(&zc, sep->rx_data + pos + OHC_SHM_REC_HDR,
+				memcpy(&zc,
+				       sep->rx_data + pos + OHC_SHM_REC_HDR,
 				       sizeof(zc));
 				sep->rndv_src = ohc_shm_zc_import(
 					sep, &zc.desc, (size_t)rec.msg_len);

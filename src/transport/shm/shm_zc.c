@@ -66,8 +66,8 @@ static void *map_peer(const struct ohc_shm_ep *sep,
 		close(fd);
 		return NULL;
 	}
-	p = mmap(NULL, desc->fd_size,
-		 PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	p = mmap(NULL, desc->fd_size, PROT_READ | (writable ? PROT_WRITE : 0),
+		 MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
 		*why_p = strerror(errno);
