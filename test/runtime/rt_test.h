@@ -87,6 +87,7 @@ struct rt_probe {
 	int sleep_ms;	       /* run sleeps this long first */
 	atomic_int *gate;      /* if set, run waits (<= 5 s) until *gate != 0 */
 	atomic_int *order_ctr; /* run stores ++*order_ctr in order */
+	atomic_int started; /* run has begun */
 	atomic_int runs;
 	atomic_int releases;
 	int order;
@@ -98,6 +99,7 @@ static inline int rt_probe_run(struct ohc_rt_task *t)
 {
 	struct rt_probe *p = (struct rt_probe *)t;
 
+	atomic_fetch_add(&p->started, 1);
 	if (p->sleep_ms)
 		rt_sleep_ms(p->sleep_ms);
 	if (p->gate) {

@@ -180,7 +180,10 @@ Test(stream, force_destroy_skips_queued_tasks)
 
 	cr_assert_eq(ohc_rt_stream_submit(s, &slow->super), 0);
 	cr_assert_eq(ohc_rt_stream_submit(s, &queued->super), 0);
-	rt_sleep_ms(20); /* the slow task is running */
+	/* wait (bounded) until the slow task is running, however loaded */
+	for (int i = 0; i < 5000 && !atomic_load(&slow->started); i++)
+		rt_sleep_ms(1);
+	cr_assert(atomic_load(&slow->started), "the worker never ran");
 	cr_assert_eq(aclrtDestroyStreamForce(s), ACL_SUCCESS);
 	cr_assert_eq(atomic_load(&slow->runs), 1);
 	cr_assert_eq(atomic_load(&queued->runs), 0);
