@@ -40,26 +40,29 @@ struct Bench {
 	std::unique_ptr<gloo::ReduceScatterHalvingDoubling<float>> rs;
 	uint32_t tag = 0;
 
+	// the send and receive buffers and a fresh tag, on any options
+	template <typename Opts> void io(Opts &o)
+	{
+		o.setInput(s.data(), c.send);
+		o.setOutput(r.data(), c.recv);
+		o.setTag(tag++);
+	}
+
 	void run()
 	{
 		ReduceFn sum = &gloo::sum<float>;
-		int blk = static_cast<int>(c.block);
 
 		switch (op) {
 		case PEER_ALLREDUCE: {
 			gloo::AllreduceOptions o(ctx);
-			o.setInput(s.data(), blk);
-			o.setOutput(r.data(), blk);
+			io(o);
 			o.setReduceFunction(sum);
-			o.setTag(tag++);
 			gloo::allreduce(o);
 			break;
 		}
 		case PEER_ALLGATHER: {
 			gloo::AllgatherOptions o(ctx);
-			o.setInput(s.data(), c.send);
-			o.setOutput(r.data(), c.recv);
-			o.setTag(tag++);
+			io(o);
 			gloo::allgather(o);
 			break;
 		}
@@ -77,19 +80,15 @@ struct Bench {
 		}
 		case PEER_REDUCE: {
 			gloo::ReduceOptions o(ctx);
-			o.setInput(s.data(), c.send);
-			o.setOutput(r.data(), c.recv);
+			io(o);
 			o.setRoot(0);
 			o.setReduceFunction(sum);
-			o.setTag(tag++);
 			gloo::reduce(o);
 			break;
 		}
 		default: {
 			gloo::AlltoallOptions o(ctx);
-			o.setInput(s.data(), c.send);
-			o.setOutput(r.data(), c.recv);
-			o.setTag(tag++);
+			io(o);
 			gloo::alltoall(o);
 			break;
 		}
