@@ -200,7 +200,8 @@ static const char *const small_sweep[] = {"-b", "8", "-e", "64K", "-f", "8",
 
 Test(tools, every_tool_two_ranks, .timeout = 300)
 {
-	struct run *r = malloc(sizeof(*r));
+	static struct run run;
+	struct run *r = &run;
 
 	ohc_test_fork_settle();
 	for (size_t k = 0; k < NTOOLS; k++) {
@@ -209,7 +210,6 @@ Test(tools, every_tool_two_ranks, .timeout = 300)
 			     r->status, r->out);
 		expect_sweep(&tools[k], r, 2, 4, tools[k].busbw2, "success");
 	}
-	free(r);
 }
 
 /*
@@ -221,7 +221,8 @@ Test(tools, every_tool_four_ranks_int8_root3, .timeout = 300)
 	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
 					   "-n", "2", "-w", "1", "-d", "int8",
 					   "-o", "prod", "-r", "3", NULL};
-	struct run *r = malloc(sizeof(*r));
+	static struct run run;
+	struct run *r = &run;
 
 	ohc_test_fork_settle();
 	for (size_t k = 0; k < NTOOLS; k++) {
@@ -237,7 +238,6 @@ Test(tools, every_tool_four_ranks_int8_root3, .timeout = 300)
 			     r->status, r->out);
 		expect_sweep(t, r, 4, 1, f, "success");
 	}
-	free(r);
 }
 
 /* ReduceScatter(V) at four ranks with max over fp16. */
@@ -246,7 +246,8 @@ Test(tools, reduce_scatter_four_ranks_fp16_max, .timeout = 120)
 	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
 					   "-n", "2", "-w", "1", "-d", "fp16",
 					   "-o", "max", NULL};
-	struct run *r = malloc(sizeof(*r));
+	static struct run run;
+	struct run *r = &run;
 
 	ohc_test_fork_settle();
 	for (size_t k = 0; k < NTOOLS; k++) {
@@ -256,7 +257,6 @@ Test(tools, reduce_scatter_four_ranks_fp16_max, .timeout = 120)
 		cr_expect_eq(r->status, 0, "%s:\n%s", tools[k].name, r->out);
 		expect_sweep(&tools[k], r, 4, 2, 0.75, "success");
 	}
-	free(r);
 }
 
 /* A flipped result byte (through the tool, not the library) must fail. */
@@ -265,7 +265,8 @@ Test(tools, corrupted_result_fails, .timeout = 300)
 	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
 					   "-n", "1", "-w", "0",
 					   "--corrupt_rank", "0", NULL};
-	struct run *r = malloc(sizeof(*r));
+	static struct run run;
+	struct run *r = &run;
 
 	ohc_test_fork_settle();
 	for (size_t k = 0; k < NTOOLS; k++) {
@@ -280,7 +281,6 @@ Test(tools, corrupted_result_fails, .timeout = 300)
 		cr_expect(strstr(r->out, "local rank_id 0, check result failed"),
 			  "%s:\n%s", tools[k].name, r->out);
 	}
-	free(r);
 }
 
 /* Corrupting rank 1 fails every rank's verdict too (agreed by all). */
@@ -289,7 +289,7 @@ Test(tools, corrupted_other_rank_fails, .timeout = 60)
 	static const char *const args[] = {"-b", "4K", "-e", "4K", "-n", "1",
 					   "-c", "2", "--corrupt_rank", "1",
 					   NULL};
-	struct run r;
+	static struct run r;
 
 	ohc_test_fork_settle();
 	run_tool("all_gather_test", "2", args, &r);
@@ -303,7 +303,7 @@ Test(tools, corrupted_other_rank_fails, .timeout = 60)
 /* One size that must pass with check_result NULL. */
 static void expect_unchecked(const char *np, const char *const *args)
 {
-	struct run r;
+	static struct run r;
 
 	run_tool("all_reduce_test", np, args, &r);
 	cr_expect_eq(r.status, 0, "%s", r.out);
@@ -330,7 +330,7 @@ Test(tools, bad_arguments_fail, .timeout = 60)
 	static const char *const root[] = {"-r", "2", "-b", "8", "-e", "8",
 					   NULL};
 	static const char *const dtype[] = {"-d", "fp128", NULL};
-	struct run r;
+	static struct run r;
 
 	ohc_test_fork_settle();
 	run_tool("broadcast_test", "2", root, &r);
@@ -349,7 +349,8 @@ Test(tools, under_mpirun, .timeout = 300)
 			      "--mca", "btl", "self,vader", "-np", "2", path,
 			      "-b", "8", "-e", "64K", "-f", "8", "-n", "2",
 			      "-w", "1", NULL, NULL, NULL};
-	struct run *r = malloc(sizeof(*r));
+	static struct run run;
+	struct run *r = &run;
 
 	if (system("command -v mpirun >/dev/null 2>&1") != 0)
 		cr_skip_test("mpirun is not installed");
@@ -372,5 +373,4 @@ Test(tools, under_mpirun, .timeout = 300)
 	cr_expect_neq(r->status, 0, "%s", r->out);
 	cr_expect(strstr(r->out, "local rank_id 1, check result failed"),
 		  "%s", r->out);
-	free(r);
 }

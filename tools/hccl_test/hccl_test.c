@@ -635,7 +635,41 @@ free_scratch:
 	return ret;
 }
 
-/* Ranks as forked processes of this one; root info in shared memory. */
+/*
+ * Rank r of the local launcher: rank 0 makes the root info in shared
+ * memory and opens the gate (one byte per other rank), as hccl_test's rank
+ * 0 does before MPI_Bcast; the others wait at the gate.
+ */
+static int local_rank(const struct ht_opts *o, const struct ht_test *t,
+		      int r, HcclRootInfo *root, const int gate[2])
+{
+	char ch = 0;
+
+	if (r == 0) {
+		close(gate[0]);
+		if (HcclGetRootInfo(root) != HCCL_SUCCESS) {
+			fprintf(stderr, "%s: cannot create root info\n",
+				t->name);
+			return 1;
+		}
+		for (int k = 1; k < o->nranks; k++)
+			if (write(gate[1], &ch, 1) != 1)
+				return 1;
+		close(gate[1]);
+	} else {
+		close(gate[1]);
+		if (read(gate[0], &ch, 1) != 1)
+			return 1; /* rank 0 failed */
+		close(gate[0]);
+	}
+	return run_rank(o, t, r, root);
+}
+
+/*
+ * Ranks as forked processes of this one, which calls nothing of the
+ * library itself: forking a process with library threads running could
+ * leave a child stuck on a lock one of them held (seen under ASan).
+ */
 static int local_main(struct ht_opts *o, const struct ht_test *t)
 {
 	HcclRootInfo *root;
@@ -648,10 +682,6 @@ static int local_main(struct ht_opts *o, const struct ht_test *t)
 		perror("mmap");
 		return 1;
 	}
-	if (HcclGetRootInfo(root) != HCCL_SUCCESS) {
-		fprintf(stderr, "%s: cannot create root info\n", t->name);
-		goto unmap;
-	}
 	pids = calloc((size_t)o->nranks, sizeof(*pids));
 	if (!pids)
 		goto unmap;
@@ -662,14 +692,8 @@ static int local_main(struct ht_opts *o, const struct ht_test *t)
 	fflush(NULL);
 	for (int r = 0; r < o->nranks; r++) {
 		pids[r] = fork();
-		if (pids[r] == 0) {
-			char ch;
-
-			/* start once every rank is forked (see ohc_test.c) */
-			close(gate[1]);
-			(void)!read(gate[0], &ch, 1);
-			_exit(run_rank(o, t, r, root));
-		}
+		if (pids[r] == 0)
+			_exit(local_rank(o, t, r, root, gate));
 	}
 	close(gate[0]);
 	close(gate[1]);
