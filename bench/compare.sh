@@ -9,10 +9,12 @@
 # per rank count to build/bench/compare-np<N>.png.
 #
 # usage: bench/compare.sh [-n "2 4 8"] [-b MIN] [-e MAX] [-o "OPS"]
-#                         [-p "ompi mpich gloo"] [-O OUT.md] [-P]
+#                         [-p "ompi mpich gloo"] [-r REPS] [-O OUT.md] [-P]
 #   -n  rank counts (2)        -b/-e  sizes, K/M/G suffixes (8, 64M)
 #   -o  collectives (allreduce allgather reduce_scatter broadcast reduce
 #       alltoall)              -p  peers (ompi mpich gloo)
+#   -r  runs of each implementation, interleaved; the table keeps each
+#       size's best time (1; take 3 or more on a busy machine)
 #   -O  markdown output (build/bench/compare.md)   -P  no plot
 # ITERS (20) and WARMUP (5) set the iterations; BUILD_DIR (build/bench).
 set -euo pipefail
@@ -24,17 +26,19 @@ maxb=64M
 ops="allreduce allgather reduce_scatter broadcast reduce alltoall"
 peers="ompi mpich gloo"
 plot=1
+reps=1
 iters=${ITERS:-20}
 warmup=${WARMUP:-5}
 build=${BUILD_DIR:-build/bench}
 md=""
-while getopts "n:b:e:o:p:O:Ph" c; do
+while getopts "n:b:e:o:p:r:O:Ph" c; do
 	case $c in
 	n) nps=$OPTARG ;;
 	b) minb=$OPTARG ;;
 	e) maxb=$OPTARG ;;
 	o) ops=$OPTARG ;;
 	p) peers=$OPTARG ;;
+	r) reps=$OPTARG ;;
 	O) md=$OPTARG ;;
 	P) plot=0 ;;
 	*) sed -n '2,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
@@ -132,15 +136,22 @@ run() {
 impls="ohc $peers"
 for np in $nps; do
 	for op in $ops; do
+		for ((rep = 1; rep <= reps; rep++)); do
+			for impl in $impls; do
+				raw=$out/raw.$impl.$op.$np.$rep
+				echo "== $(label "$impl") $op -np $np (run $rep) =="
+				run "$impl" "$op" "$np" | tee "$raw" ||
+					echo "compare.sh: $(label "$impl") $op -np $np failed" >&2
+			done
+		done
+		# bytes us busbw check per size: the best run, failed if any
 		for impl in $impls; do
-			echo "== $(label "$impl") $op -np $np =="
-			# bytes us busbw check, one line per size
-			if ! run "$impl" "$op" "$np" | tee "$out/raw.$impl.$op.$np"; then
-				echo "compare.sh: $(label "$impl") $op -np $np failed" >&2
-			fi
-			awk -F'|' '$1 ~ /^[0-9]+ *$/ { gsub(/ /, "");
-				print $1, $2, $5, $4 }' "$out/raw.$impl.$op.$np" \
-				>"$out/$impl.$op.$np"
+			awk -F'|' '$1 ~ /^[0-9]+ *$/ { gsub(/ /, "")
+				b = $1; if (!(b in us) || $2 + 0 < us[b] + 0) {
+					us[b] = $2; bw[b] = $5 }
+				if (!(b in ck) || $4 == "failed") ck[b] = $4 }
+				END { for (b in us) print b, us[b], bw[b], ck[b] }' \
+				"$out"/raw."$impl.$op.$np".* | sort -n >"$out/$impl.$op.$np"
 		done
 	done
 done
@@ -207,7 +218,8 @@ summary() {
 {
 	echo "# OpenHCCL vs peers on $(hostname) ($(nproc) cores), $(date -u +%F)"
 	echo
-	echo "fp32, sum, root 0, $iters iterations after $warmup warm-ups;" \
+	echo "fp32, sum, root 0, $iters iterations after $warmup warm-ups," \
+		"best of $reps interleaved runs per size;" \
 		"busbw in GB/s (nccl-tests factors), time in us per call."
 	echo "Open MPI: btl vader,self. MPICH: default. Gloo: TCP loopback."
 	echo "Ratios > 1: OpenHCCL faster. A shared machine makes this noisy."
