@@ -325,6 +325,27 @@ Test(tools, unchecked_is_null, .timeout = 120)
 	expect_unchecked("7", big);
 }
 
+/*
+ * Without checks nothing else synchronises the ranks: the first to finish
+ * must not tear down while another still runs its last calls.
+ */
+Test(tools, unchecked_sweep_ends_cleanly, .timeout = 300)
+{
+	static const char *const args[] = {"-b", "256K", "-e", "1M", "-f", "2",
+					   "-n", "3", "-w", "1", "-c", "0",
+					   NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		run_tool(tools[k].name, "2", args, &r);
+		cr_expect_eq(r.status, 0, "%s:\n%s", tools[k].name, r.out);
+		cr_expect_eq(r.nrows, 3, "%s:\n%s", tools[k].name, r.out);
+		for (int i = 0; i < r.nrows; i++)
+			cr_expect_str_eq(r.rows[i].check, "NULL");
+	}
+}
+
 Test(tools, bad_arguments_fail, .timeout = 60)
 {
 	static const char *const root[] = {"-r", "2", "-b", "8", "-e", "8",

@@ -620,7 +620,13 @@ static int run_rank(const struct ht_opts *o, const struct ht_test *t,
 		if (b == o->maxbytes)
 			break;
 	}
-	ret = 0;
+	/* no rank leaves while another still runs (-c 0 has no sync) */
+	r = HcclBarrier(c.comm, c.stream);
+	if (r == HCCL_SUCCESS && aclrtSynchronizeStream(c.stream) == ACL_SUCCESS)
+		ret = 0;
+	else
+		fprintf(stderr, "%s: rank %d: final barrier failed\n", t->name,
+			rank);
 destroy_comm:
 	HcclCommDestroy(c.comm);
 destroy_stream:
