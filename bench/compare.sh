@@ -9,13 +9,14 @@
 # per rank count to build/bench/compare-np<N>.png.
 #
 # usage: bench/compare.sh [-n "2 4 8"] [-b MIN] [-e MAX] [-o "OPS"]
-#                         [-p "ompi mpich gloo"] [-r REPS] [-O OUT.md] [-P]
+#                         [-p "ompi mpich gloo"] [-r REPS] [-O OUT.md] [-P] [-T]
 #   -n  rank counts (2)        -b/-e  sizes, K/M/G suffixes (8, 64M)
 #   -o  collectives (allreduce allgather reduce_scatter broadcast reduce
 #       alltoall)              -p  peers (ompi mpich gloo)
 #   -r  runs of each implementation, interleaved; the table keeps each
 #       size's best time (1; take 3 or more on a busy machine)
 #   -O  markdown output (build/bench/compare.md)   -P  no plot
+#   -T  no runs: tables and plot again from the last run's data
 # ITERS (20) and WARMUP (5) set the iterations; BUILD_DIR (build/bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,11 +28,12 @@ ops="allreduce allgather reduce_scatter broadcast reduce alltoall"
 peers="ompi mpich gloo"
 plot=1
 reps=1
+runs=1
 iters=${ITERS:-20}
 warmup=${WARMUP:-5}
 build=${BUILD_DIR:-build/bench}
 md=""
-while getopts "n:b:e:o:p:r:O:Ph" c; do
+while getopts "n:b:e:o:p:r:O:PTh" c; do
 	case $c in
 	n) nps=$OPTARG ;;
 	b) minb=$OPTARG ;;
@@ -41,6 +43,7 @@ while getopts "n:b:e:o:p:r:O:Ph" c; do
 	r) reps=$OPTARG ;;
 	O) md=$OPTARG ;;
 	P) plot=0 ;;
+	T) runs=0 ;;
 	*) sed -n '2,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
@@ -62,13 +65,14 @@ install_missing() {
 	$sudo apt-get update -qq
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
-bash ci/deps.sh bench
+[ "$runs" = 1 ] && bash ci/deps.sh bench
 want=()
 has "$peers" mpich && want+=(mpich libmpich-dev)
 has "$peers" gloo && want+=(libgloo-dev g++)
 [ "$plot" = 1 ] && want+=(gnuplot-nox)
 [ ${#want[@]} -eq 0 ] || install_missing "${want[@]}"
 
+if [ "$runs" = 1 ]; then
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Release -DOHC_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 peerbin=$build/peers
@@ -80,12 +84,15 @@ has "$peers" mpich &&
 has "$peers" gloo &&
 	g++ -O2 -std=c++17 -o "$peerbin/gloo_coll" bench/peers/gloo_coll.cc \
 		-lgloo -pthread
+fi
 
 minB=$(numfmt --from=iec "$minb")
 maxB=$(numfmt --from=iec "$maxb")
 out=$build/compare
-rm -rf "$out"
-mkdir -p "$out"
+if [ "$runs" = 1 ]; then
+	rm -rf "$out"
+	mkdir -p "$out"
+fi
 tool_of() {
 	case $1 in
 	allreduce) echo all_reduce_test ;;
@@ -134,7 +141,7 @@ run() {
 }
 
 impls="ohc $peers"
-for np in $nps; do
+[ "$runs" = 1 ] && for np in $nps; do
 	for op in $ops; do
 		for ((rep = 1; rep <= reps; rep++)); do
 			for impl in $impls; do
@@ -159,7 +166,9 @@ done
 # table OP NP: one markdown table over every implementation that ran
 table() {
 	local op=$1 np=$2 files=() names=() impl
+	[ -e "$out/ohc.$op.$np" ] || return 0
 	for impl in $impls; do
+		[ -e "$out/$impl.$op.$np" ] || continue
 		files+=("$out/$impl.$op.$np")
 		names+=("$(label "$impl")")
 	done
@@ -205,6 +214,7 @@ summary() {
 	echo "|---|---:|---|---:|---:|"
 	local np op impl
 	for np in $nps; do for op in $ops; do for impl in $peers; do
+		[ -e "$out/ohc.$op.$np" ] && [ -e "$out/$impl.$op.$np" ] || continue
 		join <(sort -k1,1 "$out/ohc.$op.$np") \
 			<(sort -k1,1 "$out/$impl.$op.$np") |
 			awk -v op="$op" -v np="$np" -v peer="$(label "$impl")" '
