@@ -244,7 +244,7 @@ cat "$md"
 for np in $nps; do
 	cmds="set terminal png size 1500,900 noenhanced; set output '$build/compare-np$np.png';"
 	cmds+="set multiplot layout 2,3 title 'busbw (GB/s) vs bytes, $np ranks';"
-	cmds+="set logscale x 2; set logscale y 10; set format x '%.0s%cB'; set key top left;"
+	cmds+="set logscale x 2; set logscale y 10; set format x '%.0s%cB'; set format y '%g'; set key top left;"
 	cmds+="set datafile missing '-';"
 	for op in $ops; do
 		cmds+="set title '$op'; plot"
