@@ -44,7 +44,7 @@ while getopts "n:b:e:o:p:r:O:PTh" c; do
 	O) md=$OPTARG ;;
 	P) plot=0 ;;
 	T) runs=0 ;;
-	*) sed -n '2,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 md=${md:-$build/compare.md}
