@@ -754,7 +754,7 @@ static int launcher_size(void)
 
 #ifdef OHC_HT_MPI
 /* hccl_test's flow: rank 0 makes the root info, MPI_Bcast, MPI_Barrier. */
-static int mpi_main(struct ht_opts *o, const struct ht_test *t)
+static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 {
 	HcclRootInfo root;
 	int rank, size, ok = 1, ret;
@@ -763,6 +763,14 @@ static int mpi_main(struct ht_opts *o, const struct ht_test *t)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	o->nranks = size;
+	if (size != world) {
+		/* e.g. MPICH's mpirun starting an Open MPI build: singletons */
+		fprintf(stderr, "%s: the launcher started %d ranks but MPI "
+				"sees %d: is this tool built with the MPI of "
+				"this mpirun?\n", t->name, world, size);
+		MPI_Finalize();
+		return 1;
+	}
 	if (finish_opts(o, t)) {
 		MPI_Finalize();
 		return 1;
@@ -795,7 +803,7 @@ int ht_main(int argc, char **argv, const struct ht_test *tool)
 		return ret < 0 ? 1 : 0;
 	if (world > 0 && o.nranks == 0) {
 #ifdef OHC_HT_MPI
-		return mpi_main(&o, t);
+		return mpi_main(&o, t, world);
 #else
 		if (world > 1) {
 			fprintf(stderr, "%s: started by an MPI launcher but "
