@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The hccl_test-compatible tools, run as a user runs them (-np N, and
+ * under mpirun where it is installed): exit status, the exact line and
+ * column layout, the data sizes of the sweep, the bandwidth formulas per
+ * collective, and that a corrupted result is reported as failed.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers/ohc_test.h"
+
+extern char **environ;
+
+enum kind { SAME, GATHER, SCATTER, ALLTOALL };
+
+static const struct tool {
+	const char *name;
+	enum kind kind;
+	double busbw2; /* busbw / algbw at 2 ranks */
+	int reduce;
+} tools[] = {
+	{"all_reduce_test", SAME, 1.0, 1},
+	{"reduce_test", SAME, 1.0, 1},
+	{"broadcast_test", SAME, 1.0, 0},
+	{"all_gather_test", GATHER, 0.5, 0},
+	{"all_gatherv_test", GATHER, 0.5, 0},
+	{"reduce_scatter_test", SCATTER, 0.5, 1},
+	{"reduce_scatterv_test", SCATTER, 0.5, 1},
+	{"scatter_test", SCATTER, 0.5, 0},
+	{"alltoall_test", ALLTOALL, 0.5, 0},
+	{"alltoallv_test", ALLTOALL, 0.5, 0},
+	{"alltoallvc_test", ALLTOALL, 0.5, 0},
+};
+#define NTOOLS (sizeof(tools) / sizeof(tools[0]))
+
+#define MAX_ROWS 64
+
+struct row {
+	unsigned long long bytes;
+	double us, algbw, busbw;
+	char check[16];
+};
+
+struct run {
+	int status; /* exit status, -1 if it did not exit */
+	char out[1 << 16];
+	unsigned long long minb, maxb;
+	int iters, warmup, headers;
+	struct row rows[MAX_ROWS];
+	int nrows;
+};
+
+static const char *tools_dir(void)
+{
+	const char *d = getenv("OHC_TOOLS_DIR");
+
+	cr_assert(d, "OHC_TOOLS_DIR is not set (run through ctest)");
+	return d;
+}
+
+/* Check one line against hccl_test's exact layout; add it to r. */
+static void parse_line(struct run *r, const char *line)
+{
+	char want[256];
+	struct row w;
+
+	if (sscanf(line, "the minbytes is %llu, maxbytes is %llu, iters is "
+			 "%d, warmup_iters is %d",
+		   &r->minb, &r->maxb, &r->iters, &r->warmup) == 4) {
+		r->headers++;
+		return;
+	}
+	snprintf(want, sizeof(want), "%-15s | %-12s | %-18s | %-13s | %s",
+		 "data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):",
+		 "check_result:", "bus_bandwidth(GB/s):");
+	if (!strcmp(line, want) || !strncmp(line, "data_size", 9)) {
+		cr_expect_str_eq(line, want, "header line");
+		return;
+	}
+	if (sscanf(line, "%llu | %lf | %lf | %15s | %lf", &w.bytes, &w.us,
+		   &w.algbw, w.check, &w.busbw) != 5)
+		return;
+	/* the same values printed with hccl_test's format: same line */
+	snprintf(want, sizeof(want), "%-17llu | %-14.2f | %-20.5f | %-13s | %.5f",
+		 w.bytes, w.us, w.algbw, w.check, w.busbw);
+	cr_expect_str_eq(line, want, "row layout");
+	cr_assert_lt(r->nrows, MAX_ROWS);
+	r->rows[r->nrows++] = w;
+}
+
+/* Run argv (NULL-terminated) with a time limit; output into r. */
+static void run_argv(const char *const *argv, struct run *r)
+{
+	const char *full[32] = {"timeout", "120"};
+	posix_spawn_file_actions_t fa;
+	size_t len = 0, n = 2;
+	int pfd[2], st;
+	ssize_t got;
+	pid_t pid;
+	char *line, *save, *copy;
+
+	memset(r, 0, sizeof(*r));
+	for (; *argv && n < 31; argv++)
+		full[n++] = *argv;
+	full[n] = NULL;
+	cr_assert_eq(pipe(pfd), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	posix_spawn_file_actions_addclose(&fa, pfd[0]);
+	cr_assert_eq(posix_spawnp(&pid, "timeout", &fa, NULL,
+				  (char *const *)full, environ),
+		     0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	while ((got = read(pfd[0], r->out + len,
+			   sizeof(r->out) - 1 - len)) > 0)
+		len += (size_t)got;
+	close(pfd[0]);
+	r->out[len] = '\0';
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	copy = strdup(r->out);
+	cr_assert(copy);
+	for (line = strtok_r(copy, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		parse_line(r, line);
+	free(copy);
+}
+
+/* tools/<name> -np <np> <extra...> */
+static void run_tool(const char *name, const char *np,
+		     const char *const *extra, struct run *r)
+{
+	char path[4096];
+	const char *argv[24] = {path, "-np", np};
+	int n = 3;
+
+	snprintf(path, sizeof(path), "%s/%s", tools_dir(), name);
+	while (*extra && n < 23)
+		argv[n++] = *extra++;
+	argv[n] = NULL;
+	run_argv(argv, r);
+}
+
+/* S of alg_bandwidth = S / time (spec 8.3) for a requested size. */
+static double alg_bytes(const struct tool *t, unsigned long long bytes,
+			int n, size_t es)
+{
+	unsigned long long count = (bytes + es - 1) / es;
+
+	if (t->kind == SAME)
+		return (double)(count * es);
+	return (double)((count + n - 1) / n * n * es);
+}
+
+/* Rows of a -b 8 -e 64K -f 8 sweep: sizes, verdicts and bandwidths. */
+static void expect_sweep(const struct tool *t, const struct run *r, int n,
+			 size_t es, double factor, const char *verdict)
+{
+	unsigned long long want = 8;
+
+	cr_expect_eq(r->headers, 1, "%s: one first line (rank 0 only):\n%s",
+		     t->name, r->out);
+	cr_expect_eq(r->minb, 8);
+	cr_expect_eq(r->maxb, 65536);
+	cr_assert_eq(r->nrows, 5, "%s: rows\n%s", t->name, r->out);
+	for (int i = 0; i < r->nrows; i++, want *= 8) {
+		const struct row *w = &r->rows[i];
+		double s = alg_bytes(t, w->bytes, n, es);
+
+		cr_expect_eq(w->bytes, want, "%s row %d", t->name, i);
+		cr_expect_str_eq(w->check, verdict, "%s at %llu:\n%s", t->name,
+				 w->bytes, r->out);
+		cr_expect_gt(w->us, 0.0, "%s at %llu", t->name, w->bytes);
+		if (w->us < 0.05)
+			continue;
+		/* time is printed to 0.01 us, bandwidths to 1e-5 GB/s */
+		cr_expect_leq(fabs(w->algbw - s / w->us * 1e-3),
+			      s / (w->us - 0.005) * 1e-3 - s / w->us * 1e-3 +
+				      2e-5,
+			      "%s at %llu: algbw %g for S %g us %g", t->name,
+			      w->bytes, w->algbw, s, w->us);
+		cr_expect_leq(fabs(w->busbw - w->algbw * factor),
+			      1e-5 * (1 + factor),
+			      "%s at %llu: busbw %g algbw %g", t->name,
+			      w->bytes, w->busbw, w->algbw);
+	}
+}
+
+static const char *const small_sweep[] = {"-b", "8", "-e", "64K", "-f", "8",
+					  "-n", "2", "-w", "1", NULL};
+
+Test(tools, every_tool_two_ranks, .timeout = 300)
+{
+	static struct run run;
+	struct run *r = &run;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		run_tool(tools[k].name, "2", small_sweep, r);
+		cr_expect_eq(r->status, 0, "%s exit %d:\n%s", tools[k].name,
+			     r->status, r->out);
+		expect_sweep(&tools[k], r, 2, 4, tools[k].busbw2, "success");
+	}
+}
+
+/*
+ * Four ranks, int8, product, the last rank as root: 2^4 fits int8, the
+ * patterns differ per rank, and block placement is checked by the tools.
+ */
+Test(tools, every_tool_four_ranks_int8_root3, .timeout = 300)
+{
+	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
+					   "-n", "2", "-w", "1", "-d", "int8",
+					   "-o", "prod", "-r", "3", NULL};
+	static struct run run;
+	struct run *r = &run;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		const struct tool *t = &tools[k];
+		double f = t->busbw2 == 1.0 ? 1.0 : 0.75;
+
+		if (!strcmp(t->name, "all_reduce_test"))
+			f = 1.5;
+		if (t->reduce && t->kind == SCATTER)
+			continue; /* prod: ReduceScatter(V) sum/max/min only */
+		run_tool(t->name, "4", args, r);
+		cr_expect_eq(r->status, 0, "%s exit %d:\n%s", t->name,
+			     r->status, r->out);
+		expect_sweep(t, r, 4, 1, f, "success");
+	}
+}
+
+/* ReduceScatter(V) at four ranks with max over fp16. */
+Test(tools, reduce_scatter_four_ranks_fp16_max, .timeout = 120)
+{
+	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
+					   "-n", "2", "-w", "1", "-d", "fp16",
+					   "-o", "max", NULL};
+	static struct run run;
+	struct run *r = &run;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		if (!tools[k].reduce || tools[k].kind != SCATTER)
+			continue;
+		run_tool(tools[k].name, "4", args, r);
+		cr_expect_eq(r->status, 0, "%s:\n%s", tools[k].name, r->out);
+		expect_sweep(&tools[k], r, 4, 2, 0.75, "success");
+	}
+}
+
+/* A flipped result byte (through the tool, not the library) must fail. */
+Test(tools, corrupted_result_fails, .timeout = 300)
+{
+	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
+					   "-n", "1", "-w", "0",
+					   "--corrupt_rank", "0", NULL};
+	static struct run run;
+	struct run *r = &run;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		run_tool(tools[k].name, "2", args, r);
+		cr_expect_neq(r->status, 0, "%s exit status:\n%s",
+			      tools[k].name, r->out);
+		cr_expect_eq(r->nrows, 1, "%s stops at the first failure:\n%s",
+			     tools[k].name, r->out);
+		if (r->nrows)
+			cr_expect_str_eq(r->rows[0].check, "failed",
+					 "%s:\n%s", tools[k].name, r->out);
+		cr_expect(strstr(r->out, "local rank_id 0, check result failed"),
+			  "%s:\n%s", tools[k].name, r->out);
+	}
+}
+
+/* Corrupting rank 1 fails every rank's verdict too (agreed by all). */
+Test(tools, corrupted_other_rank_fails, .timeout = 60)
+{
+	static const char *const args[] = {"-b", "4K", "-e", "4K", "-n", "1",
+					   "-c", "2", "--corrupt_rank", "1",
+					   NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	run_tool("all_gather_test", "2", args, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_assert_eq(r.nrows, 1, "%s", r.out);
+	cr_expect_str_eq(r.rows[0].check, "failed");
+	/* -c 2 names the wrong element */
+	cr_expect(strstr(r.out, "local rank_id 1, element "), "%s", r.out);
+}
+
+/* One size that must pass with check_result NULL. */
+static void expect_unchecked(const char *np, const char *const *args)
+{
+	static struct run r;
+
+	run_tool("all_reduce_test", np, args, &r);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_assert_eq(r.nrows, 1, "%s", r.out);
+	cr_expect_str_eq(r.rows[0].check, "NULL");
+}
+
+/* -c 0, and a result that does not fit the type, print NULL and pass. */
+Test(tools, unchecked_is_null, .timeout = 120)
+{
+	static const char *const off[] = {"-b", "1K", "-e", "1K", "-n", "1",
+					  "-c", "0", NULL};
+	/* 2^7 = 128 does not fit int8: hccl_test does not check either */
+	static const char *const big[] = {"-b", "1K", "-e", "1K", "-n", "1",
+					  "-d", "int8", "-o", "prod", NULL};
+
+	ohc_test_fork_settle();
+	expect_unchecked("2", off);
+	expect_unchecked("7", big);
+}
+
+/*
+ * Without checks nothing else synchronises the ranks: the first to finish
+ * must not tear down while another still runs its last calls.
+ */
+Test(tools, unchecked_sweep_ends_cleanly, .timeout = 300)
+{
+	static const char *const args[] = {"-b", "256K", "-e", "1M", "-f", "2",
+					   "-n", "3", "-w", "1", "-c", "0",
+					   NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		run_tool(tools[k].name, "2", args, &r);
+		cr_expect_eq(r.status, 0, "%s:\n%s", tools[k].name, r.out);
+		cr_expect_eq(r.nrows, 3, "%s:\n%s", tools[k].name, r.out);
+		for (int i = 0; i < r.nrows; i++)
+			cr_expect_str_eq(r.rows[i].check, "NULL");
+	}
+}
+
+Test(tools, bad_arguments_fail, .timeout = 60)
+{
+	static const char *const root[] = {"-r", "2", "-b", "8", "-e", "8",
+					   NULL};
+	static const char *const dtype[] = {"-d", "fp128", NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	run_tool("broadcast_test", "2", root, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "root 2 out of range"), "%s", r.out);
+	run_tool("all_reduce_test", "2", dtype, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect_eq(r.nrows, 0);
+}
+
+/* Under mpirun: root info by MPI_Bcast, one output, same verdicts. */
+Test(tools, under_mpirun, .timeout = 300)
+{
+	char path[4096];
+	const char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe",
+			      "--mca", "btl", "self,vader", "-np", "2", path,
+			      "-b", "8", "-e", "64K", "-f", "8", "-n", "2",
+			      "-w", "1", NULL, NULL, NULL};
+	static struct run run;
+	struct run *r = &run;
+
+	if (system("command -v mpirun >/dev/null 2>&1") != 0)
+		cr_skip_test("mpirun is not installed");
+	/* Open MPI's own allocations are not ours to account for */
+	setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k += 3) {
+		snprintf(path, sizeof(path), "%s/%s", tools_dir(),
+			 tools[k].name);
+		run_argv(argv, r);
+		if (strstr(r->out, "built without MPI"))
+			cr_skip_test("the tools were built without MPI");
+		cr_expect_eq(r->status, 0, "%s:\n%s", tools[k].name, r->out);
+		expect_sweep(&tools[k], r, 2, 4, tools[k].busbw2, "success");
+	}
+	argv[19] = "--corrupt_rank";
+	argv[20] = "1";
+	snprintf(path, sizeof(path), "%s/all_reduce_test", tools_dir());
+	run_argv(argv, r);
+	cr_expect_neq(r->status, 0, "%s", r->out);
+	cr_expect(strstr(r->out, "local rank_id 1, check result failed"),
+		  "%s", r->out);
+}
