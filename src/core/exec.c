@@ -142,7 +142,7 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			      unsigned n, unsigned step, struct ohc_req *reqs)
 {
-	unsigned pending = 0, yields = 0;
+	unsigned pending = 0, polls = 0;
 	uint64_t idle_since = 0;
 	uint64_t next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
 	ohc_status_t status;
@@ -214,9 +214,12 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			idle_since = ohc_time_ns();
 			continue;
 		}
+		/* read the clock every 16th idle poll: it is not free */
+		if ((++polls & 15) && x->spin_ns)
+			continue;
 		if (ohc_time_ns() - idle_since < x->spin_ns) {
 			/* let a preempted peer on our CPU run */
-			if ((++yields & 63) == 0)
+			if ((polls & 63) == 0)
 				sched_yield();
 			continue;
 		}
