@@ -94,13 +94,12 @@ static HcclComm create_sub(HcclComm parent, uint32_t n, uint32_t *ids,
 	return *ret_p == HCCL_SUCCESS ? sub : NULL;
 }
 
-/* The index of rank wr in ids[0..n), or NOT_MEMBER. */
-static uint32_t index_of(const uint32_t *ids, uint32_t n, int wr)
+static double now_s(void)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (ids[i] == (uint32_t)wr)
-			return i;
-	return NOT_MEMBER;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static int check_ident(HcclComm c, int wr, uint32_t size, uint32_t rank,
@@ -344,6 +343,213 @@ static int scenario(HcclComm world, int wr, const struct streams *st,
 	return 0;
 }
 
+/* ---- errors ------------------------------------------------------------ */
+
+/* Arguments every rank gets wrong alike: refused locally, at once. */
+static int local_errors(HcclComm world, int wr)
+{
+	uint32_t ok[4] = {0, 1, 2, 3}, unsorted[4] = {1, 0, 2, 3};
+	uint32_t dup[3] = {0, 0, 1}, range[2] = {0, NR}, other[1];
+	HcclCommConfig cfg;
+	HcclComm sub = NULL, nullc = NULL, bogus = (HcclComm)&cfg;
+	uint32_t me = (uint32_t)(wr % 4);
+
+	HcclCommConfigInit(&cfg);
+	other[0] = (uint32_t)((wr + 1) % NR);
+	CHECK_RET(HcclCreateSubCommConfig(NULL, 4, ok, 1, me, &cfg, &sub),
+		  HCCL_E_PTR);
+	CHECK_RET(HcclCreateSubCommConfig(&nullc, 4, ok, 1, me, &cfg, &sub),
+		  HCCL_E_PTR);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 4, ok, 1, me, &cfg, NULL),
+		  HCCL_E_PTR);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 4, ok, 1, me, NULL, &sub),
+		  HCCL_E_PTR);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 4, NULL, 1, me, &cfg, &sub),
+		  HCCL_E_PTR);
+	CHECK_RET(HcclCreateSubCommConfig(&bogus, 4, ok, 1, me, &cfg, &sub),
+		  HCCL_E_PARA);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 0, ok, 1, me, &cfg, &sub),
+		  HCCL_E_PARA);
+	CHECK_RET(HcclCreateSubCommConfig(&world, NR + 1, ok, 1, me, &cfg,
+					  &sub),
+		  HCCL_E_PARA);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 4, unsorted, 1, me, &cfg,
+					  &sub),
+		  HCCL_E_PARA);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 3, dup, 1, me, &cfg, &sub),
+		  HCCL_E_PARA);
+	CHECK_RET(HcclCreateSubCommConfig(&world, 2, range, 1, me, &cfg, &sub),
+		  HCCL_E_PARA);
+	/* A list without the caller: non-members pass NULL instead. */
+	CHECK_RET(HcclCreateSubCommConfig(&world, 1, other, 1, 0, &cfg, &sub),
+		  HCCL_E_PARA);
+	CHECK(sub == NULL);
+	return 0;
+}
+
+enum disagree {
+	DIS_ID,		/* one member passes another subCommId */
+	DIS_RANKNUM,	/* one member passes a shorter list */
+	DIS_LIST,	/* one member passes another list, same length */
+	DIS_NAME,	/* one member asks for another hcclCommName */
+	DIS_ALGO,	/* one member's config has another hcclAlgo */
+	DIS_MAGIC,	/* one member's config was never initialised */
+	DIS_INDEX,	/* one member passes a wrong subCommRankId */
+	DIS_COUNT
+};
+
+/*
+ * Half 0 splits with one member (rank 1 or the leader, rank 0) getting
+ * something wrong: every member of half 0 gets HCCL_E_PARA at once (no
+ * timeout). Half 1 splits correctly at the same time. (A leader whose own
+ * list leaves out members is not among the cases: those members are never
+ * heard and time out, see absent_body.)
+ */
+static int disagreement(HcclComm world, int wr, enum disagree d, int culprit)
+{
+	uint32_t ids[4], short3[3], other[4] = {0, 1, 2, 5};
+	HcclCommConfig cfg;
+	HcclComm sub = NULL;
+	uint32_t n = 4, *list = ids, me = (uint32_t)(wr % 4);
+	uint64_t id = 40 + (uint64_t)d;
+	HcclResult want = wr < 4 ? HCCL_E_PARA : HCCL_SUCCESS, ret;
+	double t0;
+
+	for (int i = 0; i < 4; i++)
+		ids[i] = (uint32_t)((wr / 4) * 4 + i);
+	memcpy(short3, ids, sizeof(short3));
+	HcclCommConfigInit(&cfg);
+	if (wr == culprit) {
+		switch (d) {
+		case DIS_ID:
+			id += 100;
+			break;
+		case DIS_RANKNUM:
+			if (me == 3)
+				return 1; /* not a valid scenario */
+			n = 3;
+			list = short3;
+			break;
+		case DIS_LIST:
+			list = other;
+			break;
+		case DIS_NAME:
+			snprintf(cfg.hcclCommName, sizeof(cfg.hcclCommName),
+				 "odd_one");
+			break;
+		case DIS_ALGO:
+			snprintf(cfg.hcclAlgo, sizeof(cfg.hcclAlgo),
+				 "level0:NA;level1:ring");
+			break;
+		case DIS_MAGIC:
+			memset(&cfg, 0, sizeof(cfg));
+			break;
+		case DIS_INDEX:
+			me = (me + 1) % 4;
+			break;
+		default:
+			return 1;
+		}
+	}
+	t0 = now_s();
+	ret = HcclCreateSubCommConfig(&world, n, list, id, me, &cfg, &sub);
+	if (ret != want)
+		FAIL("rank %d: disagreement %d (culprit %d): %d, want %d", wr,
+		     (int)d, culprit, (int)ret, (int)want);
+	if (now_s() - t0 > 5.0)
+		FAIL("rank %d: disagreement %d took %.1f s: a timeout, not a "
+		     "verdict",
+		     wr, (int)d, now_s() - t0);
+	if (ret == HCCL_SUCCESS) {
+		if (check_allreduce(sub, ids, 4, wr))
+			return 1;
+		CHECK_RET(HcclCommDestroy(sub), HCCL_SUCCESS);
+	}
+	return 0;
+}
+
+static int errors_body(HcclComm world, int wr, const struct streams *st,
+		       const struct scenario *sc)
+{
+	uint32_t all[NR], ids[4];
+	HcclComm a, b;
+	HcclResult ret;
+	char name[32];
+
+	(void)st;
+	(void)sc;
+	for (int i = 0; i < NR; i++)
+		all[i] = (uint32_t)i;
+	for (int i = 0; i < 4; i++)
+		ids[i] = (uint32_t)((wr / 4) * 4 + i);
+	if (local_errors(world, wr))
+		return 1;
+	for (int d = 0; d < DIS_COUNT; d++)
+		for (int culprit = 0; culprit < 2; culprit++)
+			if ((culprit || (d != DIS_RANKNUM && d != DIS_LIST)) &&
+			    disagreement(world, wr, (enum disagree)d, culprit))
+				return 1;
+
+	/* A name in use is refused on every member. */
+	snprintf(name, sizeof(name), "dup_%d", wr / 4);
+	a = create_sub(world, 4, ids, 60, (uint32_t)(wr % 4), name, &ret);
+	CHECK_RET(ret, HCCL_SUCCESS);
+	b = create_sub(world, 4, ids, 61, (uint32_t)(wr % 4), name, &ret);
+	CHECK_RET(ret, HCCL_E_PARA);
+	CHECK(b == NULL);
+	/*
+	 * Nothing is left behind: a good split and the parent still work.
+	 * (Ids differ per half: thread ranks share one process, where names
+	 * must be unique.)
+	 */
+	b = create_sub(world, 4, ids, 62 + (uint64_t)(wr / 4), (uint32_t)(wr % 4),
+		       NULL, &ret);
+	CHECK_RET(ret, HCCL_SUCCESS);
+	if (check_allreduce(b, ids, 4, wr) || check_allreduce(a, ids, 4, wr) ||
+	    check_allreduce(world, all, NR, wr))
+		return 1;
+	CHECK_RET(HcclCommDestroy(a), HCCL_SUCCESS);
+	CHECK_RET(HcclCommDestroy(b), HCCL_SUCCESS);
+	CHECK_RET(HcclCommDestroy(world), HCCL_SUCCESS);
+	return 0;
+}
+
+/*
+ * HCCL_CONNECT_TIMEOUT=2: in half 0 rank 3 never calls, in half 1 the
+ * lowest rank (the one the others report to) never calls. The others get
+ * HCCL_E_TIMEOUT within the bound; the parent's data path is unharmed.
+ */
+static int absent_body(HcclComm world, int wr, const struct streams *st,
+		       const struct scenario *sc)
+{
+	uint32_t all[NR], ids[4];
+	HcclComm sub = NULL;
+	HcclResult ret;
+	double t0, dt;
+
+	(void)st;
+	(void)sc;
+	for (int i = 0; i < NR; i++)
+		all[i] = (uint32_t)i;
+	for (int i = 0; i < 4; i++)
+		ids[i] = (uint32_t)((wr / 4) * 4 + i);
+	if (wr != 3 && wr != 4) {
+		t0 = now_s();
+		sub = create_sub(world, 4, ids, 7, (uint32_t)(wr % 4), NULL,
+				 &ret);
+		dt = now_s() - t0;
+		CHECK_RET(ret, HCCL_E_TIMEOUT);
+		CHECK(sub == NULL);
+		if (dt < 1.5 || dt > 10.0)
+			FAIL("rank %d: gave up after %.1f s, bound 2 s", wr,
+			     dt);
+	}
+	if (check_allreduce(world, all, NR, wr))
+		return 1;
+	CHECK_RET(HcclCommDestroy(world), HCCL_SUCCESS);
+	return 0;
+}
+
 /* ---- process ranks ---------------------------------------------------- */
 
 struct proc_arg {
@@ -464,4 +670,36 @@ Test(subcomm, threads_parent_first, .timeout = 300)
 	struct thread_arg a = {.sc = {true, true, true}, .body = scenario};
 
 	run_threads(&a);
+}
+
+Test(subcomm, threads_errors, .timeout = 300)
+{
+	struct thread_arg a = {.sc = {false, true, true}, .body = errors_body};
+
+	setenv("HCCL_CONNECT_TIMEOUT", "20", 1); /* a bug fails sooner */
+	run_threads(&a);
+}
+
+Test(subcomm, threads_absent_member, .timeout = 300)
+{
+	struct thread_arg a = {.sc = {false, true, true}, .body = absent_body};
+
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	run_threads(&a);
+}
+
+Test(subcomm, procs_errors, .timeout = 300)
+{
+	struct proc_arg a = {.sc = {false, true, false}, .body = errors_body};
+
+	setenv("HCCL_CONNECT_TIMEOUT", "20", 1); /* a bug fails sooner */
+	run_procs(&a);
+}
+
+Test(subcomm, procs_absent_member, .timeout = 300)
+{
+	struct proc_arg a = {.sc = {false, true, false}, .body = absent_body};
+
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	run_procs(&a);
 }
