@@ -158,12 +158,14 @@ static int split_compare(const struct split_desc *mine,
 	if (d->magic != SPLIT_MAGIC)
 		snprintf(why, len, "rank %u sent a malformed request", member);
 	else if (d->local_status != OHC_OK)
-		snprintf(why, len, "rank %u refused its own arguments (%s; see "
-				   "its log)",
+		snprintf(why, len,
+			 "rank %u refused its own arguments (%s; see "
+			 "its log)",
 			 member, ohc_status_str((ohc_status_t)d->local_status));
 	else if (mine->local_status != OHC_OK)
-		snprintf(why, len, "rank %u refused its own arguments (%s; see "
-				   "its log)",
+		snprintf(why, len,
+			 "rank %u refused its own arguments (%s; see "
+			 "its log)",
 			 leader,
 			 ohc_status_str((ohc_status_t)mine->local_status));
 	else if (d->id != mine->id)
@@ -285,8 +287,8 @@ ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
 			  id, parent->name, OHC_COMM_NAME_MAX - 1);
 		mine.local_status = OHC_ERR_INVALID;
 	} else {
-		mine.local_status = split_check_local(parent, ranks, index,
-						      cfg, name, (int)nranks);
+		mine.local_status = split_check_local(parent, ranks, index, cfg,
+						      name, (int)nranks);
 	}
 	if (cfg) {
 		mine.algo_hash = hash_str(cfg->algo);
@@ -298,9 +300,9 @@ ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
 	if (ranks[0] == parent->rank) {
 		status = split_lead(parent, nranks, ranks, &mine, &v);
 	} else {
-		status = ohc_bootstrap_send(parent->bs, ranks[0],
-					    SPLIT_TAG_DESC, &mine,
-					    sizeof(mine));
+		status =
+			ohc_bootstrap_send(parent->bs, ranks[0], SPLIT_TAG_DESC,
+					   &mine, sizeof(mine));
 		if (status >= 0)
 			status = ohc_bootstrap_recv(parent->bs, ranks[0],
 						    SPLIT_TAG_VERDICT, &v,

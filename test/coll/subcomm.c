@@ -143,7 +143,8 @@ static int run_concurrent(HcclComm world, HcclComm half, HcclComm parity,
 			  const struct streams *st, int wr, int round)
 {
 	uint32_t hm[4], pm[4];
-	int32_t *wsend = malloc(WORLD_COUNT * 4), *wrecv = malloc(WORLD_COUNT * 4);
+	int32_t *wsend = malloc(WORLD_COUNT * 4),
+		*wrecv = malloc(WORLD_COUNT * 4);
 	int32_t *hsend = malloc(SUB_COUNT * 4), *hrecv = malloc(SUB_COUNT * 4);
 	int32_t *bc = malloc(SUB_COUNT * 4);
 	int32_t *gsend = malloc(GATHER_COUNT * 4),
@@ -194,8 +195,9 @@ static int run_concurrent(HcclComm world, HcclComm half, HcclComm parity,
 		for (int k = 0; k < 4; k++)
 			want += in_val((int)hm[k] + round, i);
 		if (hrecv[i] != want) {
-			fprintf(stderr, "rank %d: half allreduce [%zu] = %d, "
-					"want %d\n",
+			fprintf(stderr,
+				"rank %d: half allreduce [%zu] = %d, "
+				"want %d\n",
 				wr, i, hrecv[i], want);
 			bad++;
 		}
@@ -370,12 +372,12 @@ static int local_errors(HcclComm world, int wr)
 		  HCCL_E_PARA);
 	CHECK_RET(HcclCreateSubCommConfig(&world, 0, ok, 1, me, &cfg, &sub),
 		  HCCL_E_PARA);
-	CHECK_RET(HcclCreateSubCommConfig(&world, NR + 1, ok, 1, me, &cfg,
-					  &sub),
-		  HCCL_E_PARA);
-	CHECK_RET(HcclCreateSubCommConfig(&world, 4, unsorted, 1, me, &cfg,
-					  &sub),
-		  HCCL_E_PARA);
+	CHECK_RET(
+		HcclCreateSubCommConfig(&world, NR + 1, ok, 1, me, &cfg, &sub),
+		HCCL_E_PARA);
+	CHECK_RET(
+		HcclCreateSubCommConfig(&world, 4, unsorted, 1, me, &cfg, &sub),
+		HCCL_E_PARA);
 	CHECK_RET(HcclCreateSubCommConfig(&world, 3, dup, 1, me, &cfg, &sub),
 		  HCCL_E_PARA);
 	CHECK_RET(HcclCreateSubCommConfig(&world, 2, range, 1, me, &cfg, &sub),
@@ -388,13 +390,13 @@ static int local_errors(HcclComm world, int wr)
 }
 
 enum disagree {
-	DIS_ID,		/* one member passes another subCommId */
-	DIS_RANKNUM,	/* one member passes a shorter list */
-	DIS_LIST,	/* one member passes another list, same length */
-	DIS_NAME,	/* one member asks for another hcclCommName */
-	DIS_ALGO,	/* one member's config has another hcclAlgo */
-	DIS_MAGIC,	/* one member's config was never initialised */
-	DIS_INDEX,	/* one member passes a wrong subCommRankId */
+	DIS_ID,	     /* one member passes another subCommId */
+	DIS_RANKNUM, /* one member passes a shorter list */
+	DIS_LIST,    /* one member passes another list, same length */
+	DIS_NAME,    /* one member asks for another hcclCommName */
+	DIS_ALGO,    /* one member's config has another hcclAlgo */
+	DIS_MAGIC,   /* one member's config was never initialised */
+	DIS_INDEX,   /* one member passes a wrong subCommRankId */
 	DIS_COUNT
 };
 
@@ -502,8 +504,8 @@ static int errors_body(HcclComm world, int wr, const struct streams *st,
 	 * (Ids differ per half: thread ranks share one process, where names
 	 * must be unique.)
 	 */
-	b = create_sub(world, 4, ids, 62 + (uint64_t)(wr / 4), (uint32_t)(wr % 4),
-		       NULL, &ret);
+	b = create_sub(world, 4, ids, 62 + (uint64_t)(wr / 4),
+		       (uint32_t)(wr % 4), NULL, &ret);
 	CHECK_RET(ret, HCCL_SUCCESS);
 	if (check_allreduce(b, ids, 4, wr) || check_allreduce(a, ids, 4, wr) ||
 	    check_allreduce(world, all, NR, wr))
@@ -576,8 +578,8 @@ static int proc_rank(int wr, int nranks, void *p)
 		return 1;
 	bad = a->body(world, wr, &st, &a->sc);
 	if (!bad && a->sc.check_fds && ohc_test_count_fds() != fds0) {
-		fprintf(stderr, "rank %d: %d descriptors open, %d before\n",
-			wr, ohc_test_count_fds(), fds0);
+		fprintf(stderr, "rank %d: %d descriptors open, %d before\n", wr,
+			ohc_test_count_fds(), fds0);
 		bad = 1;
 	}
 	aclrtDestroyStream(st.world);
