@@ -148,6 +148,7 @@ static void comm_free(struct ohc_comm *comm)
 	comm_close_transports(comm);
 	free(comm->eps);
 	free(comm->ep_tp);
+	free(comm->host_of);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
@@ -349,6 +350,34 @@ static void comm_choose_spin(struct ohc_comm *comm)
 	comm->spin_ns = (cpus > 0 && local <= (uint32_t)cpus) ? 50000 : 0;
 }
 
+/*
+ * Host layout for two-level algorithms: host indices in order of first
+ * appearance by rank, the same on every rank. One host: no layout.
+ */
+static ohc_status_t comm_map_hosts(struct ohc_comm *comm)
+{
+	uint32_t n = comm->nranks, nhosts = 0;
+	uint32_t *host_of = malloc(n * sizeof(*host_of));
+
+	if (!host_of)
+		return OHC_ERR_NO_MEMORY;
+	for (uint32_t r = 0; r < n; r++) {
+		const char *id = ohc_bootstrap_hostid(comm->bs, r);
+		uint32_t q = 0;
+
+		while (q < r && strcmp(ohc_bootstrap_hostid(comm->bs, q), id))
+			q++;
+		host_of[r] = q < r ? host_of[q] : nhosts++;
+	}
+	if (nhosts < 2) {
+		free(host_of);
+		host_of = NULL;
+	}
+	comm->host_of = host_of;
+	comm->nhosts = nhosts;
+	return OHC_OK;
+}
+
 ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 			     const struct ohc_comm_cfg *cfg,
 			     const char *default_name, int device,
@@ -395,6 +424,9 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	if (status < 0)
 		goto err_free;
 	comm_choose_spin(comm);
+	status = comm_map_hosts(comm);
+	if (status < 0)
+		goto err_free;
 	/* Everyone connected before anyone sends data. */
 	status = ohc_bootstrap_barrier(bs);
 	if (status < 0)
@@ -419,7 +451,7 @@ err_free:
 void ohc_comm_destroy(struct ohc_comm *comm)
 {
 	pthread_mutex_lock(&comm->lock);
-	while (comm->inflight)
+	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&comm->idle_cond, &comm->lock);
 	pthread_mutex_unlock(&comm->lock);
 
@@ -445,8 +477,13 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 {
 	int expected = 0;
 
-	__atomic_compare_exchange_n(&comm->failed, &expected, (int)status, 0,
-				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	if (__atomic_compare_exchange_n(&comm->failed, &expected, (int)status,
+					0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Peers blocked on us fail now rather than at their timeout. */
+		for (unsigned i = 0; i < comm->nifaces; i++)
+			comm->ifaces[i]->ops->iface_abort(comm->ifaces[i],
+							  status);
+	}
 	if (status == OHC_ERR_REMOTE || status == OHC_ERR_TIMEOUT ||
 	    status == OHC_ERR_DESYNC) {
 		expected = 0;
@@ -475,6 +512,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		status = failed;
 		goto out;
 	}
+	op->args.host_of = comm->host_of;
+	op->args.nhosts = comm->nhosts;
 	ohc_sched_init(&s);
 	status = ohc_algo_build(&op->args, &s, &algo);
 	if (status < 0) {
@@ -506,10 +545,15 @@ out:
 	return status;
 }
 
+/*
+ * The decrement stays under the lock: a destroy waiting for idleness may
+ * free the communicator as soon as it sees zero, so the last op out must
+ * be done with the lock by then. (Launching only increments, lock-free.)
+ */
 static void op_done(struct ohc_comm *comm)
 {
 	pthread_mutex_lock(&comm->lock);
-	if (--comm->inflight == 0)
+	if (__atomic_sub_fetch(&comm->inflight, 1, __ATOMIC_ACQ_REL) == 0)
 		pthread_cond_broadcast(&comm->idle_cond);
 	pthread_mutex_unlock(&comm->lock);
 }
@@ -630,11 +674,11 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 					: args->count;
 	}
 
-	pthread_mutex_lock(&comm->lock);
+	/* lock-free: the stream worker finishing ops does not contend */
 	if (!op_is_p2p(args->op))
-		op->sig.seq = comm->coll_seq++;
-	comm->inflight++;
-	pthread_mutex_unlock(&comm->lock);
+		op->sig.seq = __atomic_fetch_add(&comm->coll_seq, 1,
+						 __ATOMIC_RELAXED);
+	__atomic_fetch_add(&comm->inflight, 1, __ATOMIC_ACQ_REL);
 
 	if (!stream) {
 		status = comm_execute(comm, op);

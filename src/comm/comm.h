@@ -65,13 +65,15 @@ struct ohc_comm {
 	struct ohc_ep **eps;            /* per rank; NULL for ourselves */
 	const char **ep_tp;             /* transport name per rank */
 	enum ohc_link_class link_class; /* slowest link in use */
+	uint32_t *host_of;              /* host index per rank; NULL: one */
+	uint32_t nhosts;
 	uint64_t spin_ns;               /* idle polling before sleeping */
 
-	pthread_mutex_t lock;           /* guards seq counters, inflight */
-	pthread_cond_t idle_cond;       /* signalled when inflight drops */
+	pthread_mutex_t lock;           /* with idle_cond: waits for idle */
+	pthread_cond_t idle_cond;       /* signalled when inflight hits 0 */
 	pthread_mutex_t exec_lock;      /* one operation executes at a time */
-	uint64_t coll_seq;              /* next collective sequence number */
-	unsigned inflight;              /* enqueued, not finished ops */
+	uint64_t coll_seq;              /* atomic: next collective seq */
+	unsigned inflight;              /* atomic: enqueued, not finished */
 
 	int abort_flag;                 /* atomic: destroy/failure cancels */
 	int failed;                     /* atomic: sticky ohc_status_t (<0) */

@@ -100,6 +100,12 @@ static void stub_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 	(void)status;
 }
 
+static void stub_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	(void)iface;
+	(void)reason;
+}
+
 static void stub_iface_close(struct ohc_iface *iface)
 {
 	(void)iface;
@@ -139,6 +145,7 @@ static void registry_init(void)
 		FILL(ops, iface_wake, stub_iface_wake);
 		FILL(ops, ep_check, stub_ep_check);
 		FILL(ops, ep_cancel, stub_ep_cancel);
+		FILL(ops, iface_abort, stub_iface_abort);
 	}
 }
 
@@ -178,5 +185,7 @@ int ohc_transport_slot_is_stub(const struct ohc_transport_ops *ops,
 		return ops->ep_send == stub_ep_post;
 	if (!strcmp(slot, "ep_recv"))
 		return ops->ep_recv == stub_ep_post;
+	if (!strcmp(slot, "iface_abort"))
+		return ops->iface_abort == stub_iface_abort;
 	return 0;
 }

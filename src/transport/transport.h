@@ -109,6 +109,14 @@ struct ohc_transport_ops {
 	 * ep is unusable for data afterwards (its stream state is lost).
 	 */
 	void (*ep_cancel)(struct ohc_ep *ep, ohc_status_t status);
+	/*
+	 * Tell every peer that this rank's communicator failed with reason
+	 * (< 0), so a peer blocked on us fails at its next ep_check instead
+	 * of waiting for its timeout. ep_check then returns OHC_ERR_DESYNC
+	 * for a peer that failed on a mismatched operation, OHC_ERR_REMOTE
+	 * for any other reason. The first reason sticks.
+	 */
+	void (*iface_abort)(struct ohc_iface *iface, ohc_status_t reason);
 };
 
 /* Registry: the transports built in, in preference order. */

@@ -443,6 +443,20 @@ static unsigned shm_reap_rndv(struct ohc_shm_ep *sep)
 	return n;
 }
 
+/*
+ * Why the peer stopped: OHC_ERR_DESYNC if it announced (iface_abort) that
+ * it failed on a mismatched operation, OHC_ERR_REMOTE for anything else.
+ */
+static ohc_status_t peer_stop_reason(const struct ohc_shm_ep *sep)
+{
+	const struct ohc_shm_seg_hdr *hdr = sep->peer_seg;
+
+	if (hdr && atomic_load_explicit(&hdr->abort_status,
+					memory_order_acquire) == OHC_ERR_DESYNC)
+		return OHC_ERR_DESYNC;
+	return OHC_ERR_REMOTE;
+}
+
 /* The stream from the peer is broken: fail everything posted on the ep. */
 static void shm_rx_fail(struct ohc_shm_ep *sep, ohc_status_t status,
 			const char *why)
@@ -549,8 +563,13 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		if (tail == sep->rx_head) {
 			if (ohc_shm_ring_prod_err(sep->rx) &&
 			    !ohc_list_empty(&sep->recvs))
-				shm_rx_fail(sep, OHC_ERR_REMOTE,
-					    "the peer canceled its sends");
+				shm_rx_fail(sep, peer_stop_reason(sep),
+					    peer_stop_reason(sep) ==
+							    OHC_ERR_DESYNC
+						    ? "the peer stopped on a "
+						      "mismatched operation"
+						    : "the peer canceled its "
+						      "sends");
 			break;
 		}
 		pos = sep->rx_head % sep->rx_bytes;
@@ -634,17 +653,19 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 		return 0;
 	if (!ohc_list_empty(&sep->sends) || !ohc_list_empty(&sep->rndv)) {
 		if (OHC_UNLIKELY(ohc_shm_ring_cons_err(sep->tx))) {
+			ohc_status_t why = peer_stop_reason(sep);
+
 			if (!sep->dead_logged)
 				OHC_ERROR(OHC_SS_SHM,
 					  "rank %u: shm peer rank %u stopped "
-					  "receiving",
+					  "receiving (%s)",
 					  sep->super.iface->rank,
-					  sep->super.peer);
+					  sep->super.peer, ohc_status_str(why));
 			sep->dead_logged = 1;
-			sep->err = OHC_ERR_REMOTE;
-			fail_list(&sep->sends, OHC_ERR_REMOTE);
-			fail_list(&sep->rndv, OHC_ERR_REMOTE);
-			fail_list(&sep->recvs, OHC_ERR_REMOTE);
+			sep->err = why;
+			fail_list(&sep->sends, why);
+			fail_list(&sep->rndv, why);
+			fail_list(&sep->recvs, why);
 			return 1;
 		}
 		tx = shm_reap_rndv(sep) + shm_push(sep);
@@ -775,12 +796,59 @@ static int pid_gone(struct ohc_shm_ep *sep)
 	return kill(sep->pid, 0) < 0 && errno == ESRCH;
 }
 
+static void shm_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	struct ohc_shm_iface *sif = shm_iface(iface);
+	int32_t none = 0;
+	struct ohc_list *pos;
+
+	if (!sif->hdr || reason >= 0)
+		return;
+	if (!atomic_compare_exchange_strong(&sif->hdr->abort_status, &none,
+					    (int32_t)reason))
+		return;
+	ohc_list_for_each(pos, &sif->eps)
+	{
+		struct ohc_shm_ep *sep =
+			ohc_container_of(pos, struct ohc_shm_ep, link);
+
+		if (sep->peer_bell)
+			ohc_shm_bell_ring(sep->peer_bell);
+	}
+}
+
+/* The peer's announced failure (see iface_abort), or OHC_OK. */
+static ohc_status_t peer_aborted(struct ohc_shm_ep *sep)
+{
+	const struct ohc_shm_seg_hdr *hdr = sep->peer_seg;
+	int32_t why;
+
+	if (!hdr)
+		return OHC_OK;
+	why = atomic_load_explicit(&hdr->abort_status, memory_order_acquire);
+	if (!why)
+		return OHC_OK;
+	why = peer_stop_reason(sep);
+	if (!sep->dead_logged)
+		OHC_ERROR(OHC_SS_SHM,
+			  "rank %u: shm peer rank %u failed its communicator "
+			  "(%s)",
+			  sep->super.iface->rank, sep->super.peer,
+			  ohc_status_str(why));
+	sep->dead_logged = 1;
+	return why;
+}
+
 static ohc_status_t shm_ep_check(struct ohc_ep *ep)
 {
 	struct ohc_shm_ep *sep = shm_ep(ep);
+	ohc_status_t status;
 
-	if (sep->err == OHC_ERR_REMOTE)
-		return OHC_ERR_REMOTE;
+	if (sep->err == OHC_ERR_REMOTE || sep->err == OHC_ERR_DESYNC)
+		return sep->err;
+	status = peer_aborted(sep);
+	if (status < 0)
+		return status;
 	if (!pid_gone(sep))
 		return OHC_OK;
 	if (!sep->dead_logged)
@@ -811,4 +879,5 @@ const struct ohc_transport_ops ohc_shm_ops = {
 	.iface_wake = shm_iface_wake,
 	.ep_check = shm_ep_check,
 	.ep_cancel = shm_ep_cancel,
+	.iface_abort = shm_iface_abort,
 };

@@ -31,7 +31,7 @@
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
-#define OHC_SHM_VERSION 1u
+#define OHC_SHM_VERSION 2u
 #define OHC_SHM_REC_HDR 64u /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
@@ -60,10 +60,13 @@ struct ohc_shm_seg_hdr {
 	uint64_t probe_addr; /* owner's address of probe_val (CMA probe) */
 	uint64_t probe_val;  /* random value a peer reads through CMA */
 	uint8_t pad[OHC_CACHELINE - 64];
+	/* the owner's communicator failed with this status (0: it did not) */
+	_Atomic int32_t abort_status;
+	uint8_t pad2[OHC_CACHELINE - 4];
 	struct ohc_shm_bell bell; /* the owner's doorbell */
 };
 
-_Static_assert(sizeof(struct ohc_shm_seg_hdr) == 2 * OHC_CACHELINE,
+_Static_assert(sizeof(struct ohc_shm_seg_hdr) == 3 * OHC_CACHELINE,
 	       "segment header layout");
 
 struct ohc_shm_dir_ent {
