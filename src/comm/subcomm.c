@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "util/config.h"
 #include "util/log.h"
 
 /* Point-to-point tags on the parent bootstrap (nobody else uses them). */
@@ -39,10 +40,19 @@ struct split_desc {
 	char name[OHC_COMM_NAME_MAX]; /* requested name, "" for the default */
 };
 
+/*
+ * The leader's answer; it echoes the request of the member it goes to, so
+ * a member drops an answer left over from an earlier, failed split.
+ */
 struct split_verdict {
+	uint64_t id;
+	uint64_t list_hash;
 	int64_t status;
 	char why[256];
 };
+
+/* Stale answers a member drops before giving up. */
+#define SPLIT_STALE_MAX 64
 
 /* Stable 64-bit mix (splitmix64). */
 static uint64_t mix64(uint64_t x)
@@ -212,8 +222,15 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 			       const struct split_desc *mine,
 			       struct split_verdict *v)
 {
+	uint64_t(*echo)[2] = calloc(nranks, sizeof(*echo));
 	ohc_status_t status;
 
+	if (!echo)
+		return OHC_ERR_NO_MEMORY; /* the members time out */
+	for (uint32_t i = 0; i < nranks; i++) {
+		echo[i][0] = mine->id;
+		echo[i][1] = mine->list_hash;
+	}
 	v->status = mine->local_status;
 	v->why[0] = '\0';
 	if (mine->local_status != OHC_OK)
@@ -236,6 +253,8 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 			break;
 		}
 		d.name[sizeof(d.name) - 1] = '\0';
+		echo[i][0] = d.id;
+		echo[i][1] = d.list_hash;
 		if (v->status == OHC_OK &&
 		    split_compare(mine, &d, parent->rank, ranks[i], v->why,
 				  sizeof(v->why)))
@@ -245,9 +264,12 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 	}
 	for (uint32_t i = 1; i < nranks; i++) {
 		/* Members we did not hear get it too: they may be late. */
+		v->id = echo[i][0];
+		v->list_hash = echo[i][1];
 		ohc_bootstrap_send(parent->bs, ranks[i], SPLIT_TAG_VERDICT, v,
 				   sizeof(*v));
 	}
+	free(echo);
 	return (ohc_status_t)v->status;
 }
 
@@ -300,13 +322,35 @@ ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
 	if (ranks[0] == parent->rank) {
 		status = split_lead(parent, nranks, ranks, &mine, &v);
 	} else {
+		/*
+		 * Wait a little longer than the leader waits for the others,
+		 * to hear its verdict (which names who is missing) rather
+		 * than time out first. Every bootstrap of a communicator runs
+		 * with HCCL_CONNECT_TIMEOUT.
+		 */
+		uint64_t t_ms = (uint64_t)ohc_env()->connect_timeout_s * 1000;
+		uint64_t grace = 250 + t_ms / 10;
+
+		ohc_bootstrap_set_timeout(
+			parent->bs, t_ms + (grace > 20000 ? 20000 : grace));
 		status =
 			ohc_bootstrap_send(parent->bs, ranks[0], SPLIT_TAG_DESC,
 					   &mine, sizeof(mine));
-		if (status >= 0)
+		for (int stale = 0; status >= 0; stale++) {
 			status = ohc_bootstrap_recv(parent->bs, ranks[0],
 						    SPLIT_TAG_VERDICT, &v,
 						    sizeof(v));
+			if (status < 0 ||
+			    (v.id == mine.id && v.list_hash == mine.list_hash))
+				break;
+			OHC_INFO(OHC_SS_INIT,
+				 "rank %u: dropping an answer of rank %u to an "
+				 "earlier split (subCommId %" PRIu64 ")",
+				 parent->rank, ranks[0], v.id);
+			if (stale == SPLIT_STALE_MAX)
+				status = OHC_ERR_TIMEOUT;
+		}
+		ohc_bootstrap_set_timeout(parent->bs, t_ms);
 		if (status < 0)
 			snprintf(v.why, sizeof(v.why),
 				 "no answer from rank %u (%s)", ranks[0],

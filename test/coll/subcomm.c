@@ -519,7 +519,10 @@ static int errors_body(HcclComm world, int wr, const struct streams *st,
 /*
  * HCCL_CONNECT_TIMEOUT=2: in half 0 rank 3 never calls, in half 1 the
  * lowest rank (the one the others report to) never calls. The others get
- * HCCL_E_TIMEOUT within the bound; the parent's data path is unharmed.
+ * HCCL_E_TIMEOUT within the bound; the parent's data path is unharmed,
+ * and half 0 can split again. (Half 1 cannot: its lowest rank still holds
+ * the requests of the failed split, and would refuse the next one as
+ * another subCommId; a documented limit.)
  */
 static int absent_body(HcclComm world, int wr, const struct streams *st,
 		       const struct scenario *sc)
@@ -548,6 +551,17 @@ static int absent_body(HcclComm world, int wr, const struct streams *st,
 	}
 	if (check_allreduce(world, all, NR, wr))
 		return 1;
+	/*
+	 * Half 0 again, rank 3 included: the answer rank 0 sent it for the
+	 * failed split is dropped, the new one taken.
+	 */
+	if (wr < 4) {
+		sub = create_sub(world, 4, ids, 8, (uint32_t)wr, NULL, &ret);
+		CHECK_RET(ret, HCCL_SUCCESS);
+		if (check_allreduce(sub, ids, 4, wr))
+			return 1;
+		CHECK_RET(HcclCommDestroy(sub), HCCL_SUCCESS);
+	}
 	CHECK_RET(HcclCommDestroy(world), HCCL_SUCCESS);
 	return 0;
 }
