@@ -27,6 +27,7 @@
 #define WORLD_COUNT (1u << 18)
 #define SUB_COUNT (1u << 16)
 #define GATHER_COUNT 1000u
+#define RING "level0:NA;level1:ring"
 
 #define FAIL(...)                                                              \
 	do {                                                                   \
@@ -258,6 +259,8 @@ static int scenario(HcclComm world, int wr, const struct streams *st,
 	uint32_t half_ids[4], par_ids[4], pair_ids[2], three[3] = {0, 1, 2};
 	uint32_t pair_world[2];
 	HcclComm half, parity, pair, first3;
+	char algo[HCCL_COMM_ALGO_MAX_LENGTH];
+	HcclCommConfig cfg;
 	HcclResult ret;
 	int g = wr / 4, p = wr % 2;
 
@@ -289,14 +292,31 @@ static int scenario(HcclComm world, int wr, const struct streams *st,
 		if (run_concurrent(world, half, parity, st, wr, round))
 			return 1;
 
-	/* Ranks 3..7 are not in {0, 1, 2}: NULL list, NULL result. */
-	first3 = create_sub(world, wr < 3 ? 3 : 0, wr < 3 ? three : NULL,
-			    wr < 3 ? 5 : NOT_MEMBER,
-			    wr < 3 ? (uint32_t)wr : NOT_MEMBER, NULL, &ret);
-	CHECK_RET(ret, HCCL_SUCCESS);
+	/*
+	 * Ranks 3..7 are not in {0, 1, 2}: NULL list, NULL result. The
+	 * members' config (an algorithm) is the sub-communicator's own.
+	 */
+	HcclCommConfigInit(&cfg);
+	snprintf(cfg.hcclAlgo, sizeof(cfg.hcclAlgo), "%s", RING);
+	first3 = (HcclComm)0x1;
+	CHECK_RET(HcclCreateSubCommConfig(
+			  &world, wr < 3 ? 3 : 0, wr < 3 ? three : NULL,
+			  wr < 3 ? 5 : NOT_MEMBER,
+			  wr < 3 ? (uint32_t)wr : NOT_MEMBER, &cfg, &first3),
+		  HCCL_SUCCESS);
 	CHECK((first3 != NULL) == (wr < 3));
-	if (first3 && check_allreduce(first3, three, 3, wr))
-		return 1;
+	if (first3) {
+		CHECK_RET(HcclConfigGetInfo(first3, HCCL_CONFIG_TYPE_HCCL_ALGO,
+					    sizeof(algo), algo),
+			  HCCL_SUCCESS);
+		CHECK(!strcmp(algo, RING));
+		CHECK_RET(HcclConfigGetInfo(world, HCCL_CONFIG_TYPE_HCCL_ALGO,
+					    sizeof(algo), algo),
+			  HCCL_SUCCESS);
+		CHECK(strcmp(algo, RING));
+		if (check_allreduce(first3, three, 3, wr))
+			return 1;
+	}
 
 	/* A split of a split: pairs of each half. */
 	pair_ids[0] = (uint32_t)((wr % 4) / 2 * 2);
