@@ -359,6 +359,8 @@ ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
 			status = (ohc_status_t)v.status;
 	}
 	if (status < 0) {
+		if (mine.local_status < 0)
+			return status; /* this rank's own check logged it */
 		v.why[sizeof(v.why) - 1] = '\0';
 		OHC_ERROR(OHC_SS_INIT,
 			  "sub-communicator '%s' of '%s' (parent rank %u, %u "

@@ -739,3 +739,51 @@ Test(subcomm, procs_absent_member, .timeout = 300)
 	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
 	run_procs(&a);
 }
+
+/* One rank: names (default, given, too long, taken) and a 1-rank split. */
+Test(subcomm, one_rank_names)
+{
+	HcclRootInfo ri;
+	HcclCommConfig cfg;
+	HcclComm world = NULL, a = NULL, b = NULL, found = NULL;
+	char name[COMM_NAME_MAX_LENGTH], want[COMM_NAME_MAX_LENGTH];
+	uint32_t zero = 0, u = 7;
+
+	cr_assert_eq(HcclGetRootInfo(&ri), HCCL_SUCCESS);
+	HcclCommConfigInit(&cfg);
+	/* 120 characters: "<name>_sub_<id>" no longer fits in 128 bytes */
+	memset(cfg.hcclCommName, 'w', 120);
+	cfg.hcclCommName[120] = '\0';
+	cr_assert_eq(HcclCommInitRootInfoConfig(1, &ri, 0, &cfg, &world),
+		     HCCL_SUCCESS);
+	HcclCommConfigInit(&cfg);
+	cr_expect_eq(HcclCreateSubCommConfig(&world, 1, &zero, 12345678, 0,
+					     &cfg, &a),
+		     HCCL_E_PARA);
+	cr_expect_null(a);
+	cr_expect_eq(HcclCreateSubCommConfig(&world, 1, &zero, 1, 0, &cfg, &a),
+		     HCCL_SUCCESS);
+	cr_assert_not_null(a);
+	cr_expect_eq(HcclGetRankSize(a, &u), HCCL_SUCCESS);
+	cr_expect_eq(u, 1);
+	cr_expect_eq(HcclGetCommName(a, name), HCCL_SUCCESS);
+	memset(want, 'w', 120);
+	snprintf(want + 120, sizeof(want) - 120, "_sub_1");
+	cr_expect_str_eq(name, want);
+	snprintf(cfg.hcclCommName, sizeof(cfg.hcclCommName), "mine");
+	cr_expect_eq(HcclCreateSubCommConfig(&a, 1, &zero, 2, 0, &cfg, &b),
+		     HCCL_SUCCESS);
+	cr_expect_eq(HcclCommGetHandleWithName("mine", &found), HCCL_SUCCESS);
+	cr_expect_eq(found, b);
+	/* taken, whatever the id */
+	found = NULL;
+	cr_expect_eq(
+		HcclCreateSubCommConfig(&world, 1, &zero, 3, 0, &cfg, &found),
+		HCCL_E_PARA);
+	cr_expect_null(found);
+	cr_expect_eq(HcclCommDestroy(world), HCCL_SUCCESS);
+	cr_expect_eq(HcclCommDestroy(b), HCCL_SUCCESS);
+	cr_expect_eq(HcclCommDestroy(a), HCCL_SUCCESS);
+	cr_expect_eq(HcclCommGetHandleWithName("mine", &found),
+		     HCCL_E_NOT_FOUND);
+}
