@@ -26,6 +26,7 @@
 /* Point-to-point tags on the parent bootstrap (nobody else uses them). */
 #define SPLIT_TAG_DESC 0x53504c31u    /* "SPL1": member -> leader */
 #define SPLIT_TAG_VERDICT 0x53504c32u /* "SPL2": leader -> member */
+#define SPLIT_TAG_LIST 0x53504c33u    /* "SPL3": member -> leader, rankIds */
 #define SPLIT_MAGIC 0x6f68637370313031ull
 
 /* What one member was asked to build (fixed size, no padding). */
@@ -212,24 +213,36 @@ static int split_compare(const struct split_desc *mine,
 }
 
 /*
- * The leader (ranks[0]) hears every member, then answers each with the
- * verdict. It reads every request even after a mismatch, so nothing is
- * left queued for a later split; it stops at the first member that never
- * comes (bounded by the bootstrap timeout).
+ * The leader (ranks[0]) hears every member (request, then its rank list),
+ * then answers each with the verdict. It reads every request even after
+ * a mismatch, so nothing is left queued for a later split; it stops at
+ * the first member that never comes (bounded by the bootstrap timeout).
+ * Ranks that only a member's (different) list names believe they are in
+ * too: they get the failed verdict as well, at once, rather than waiting
+ * for an answer until the timeout. Their requests stay unread (a list may
+ * name ranks that never call): a later split led by this rank would take
+ * them for the current one and fail.
  */
 static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 			       const uint32_t *ranks,
 			       const struct split_desc *mine,
 			       struct split_verdict *v)
 {
-	uint64_t(*echo)[2] = calloc(nranks, sizeof(*echo));
-	ohc_status_t status;
+	uint32_t np = parent->nranks, nextra = 0;
+	uint64_t(*echo)[2] = calloc(np, sizeof(*echo));
+	uint8_t *known = calloc(np, 1);
+	uint32_t *extra = malloc(np * sizeof(*extra));
+	uint32_t *list = malloc(np * sizeof(*list));
+	ohc_status_t status = OHC_OK;
 
-	if (!echo)
-		return OHC_ERR_NO_MEMORY; /* the members time out */
+	if (!echo || !known || !extra || !list) {
+		status = OHC_ERR_NO_MEMORY; /* the members time out */
+		goto out;
+	}
 	for (uint32_t i = 0; i < nranks; i++) {
-		echo[i][0] = mine->id;
-		echo[i][1] = mine->list_hash;
+		known[ranks[i]] = 1;
+		echo[ranks[i]][0] = mine->id;
+		echo[ranks[i]][1] = mine->list_hash;
 	}
 	v->status = mine->local_status;
 	v->why[0] = '\0';
@@ -243,6 +256,11 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 
 		status = ohc_bootstrap_recv(parent->bs, ranks[i],
 					    SPLIT_TAG_DESC, &d, sizeof(d));
+		if (status >= 0 && d.magic == SPLIT_MAGIC && d.nranks >= 1 &&
+		    d.nranks <= np)
+			status = ohc_bootstrap_recv(parent->bs, ranks[i],
+						    SPLIT_TAG_LIST, list,
+						    d.nranks * sizeof(*list));
 		if (status < 0) {
 			if (v->status == OHC_OK) {
 				v->status = status;
@@ -253,8 +271,20 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 			break;
 		}
 		d.name[sizeof(d.name) - 1] = '\0';
-		echo[i][0] = d.id;
-		echo[i][1] = d.list_hash;
+		echo[ranks[i]][0] = d.id;
+		echo[ranks[i]][1] = d.list_hash;
+		if (d.magic == SPLIT_MAGIC && d.list_hash != mine->list_hash) {
+			for (uint64_t k = 0; k < d.nranks; k++) {
+				uint32_t x = list[k];
+
+				if (x >= np || known[x])
+					continue;
+				known[x] = 1;
+				echo[x][0] = d.id;
+				echo[x][1] = d.list_hash;
+				extra[nextra++] = x;
+			}
+		}
 		if (v->status == OHC_OK &&
 		    split_compare(mine, &d, parent->rank, ranks[i], v->why,
 				  sizeof(v->why)))
@@ -262,15 +292,22 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 					    ? d.local_status
 					    : OHC_ERR_INVALID;
 	}
-	for (uint32_t i = 1; i < nranks; i++) {
-		/* Members we did not hear get it too: they may be late. */
-		v->id = echo[i][0];
-		v->list_hash = echo[i][1];
-		ohc_bootstrap_send(parent->bs, ranks[i], SPLIT_TAG_VERDICT, v,
+	status = (ohc_status_t)v->status;
+	/* Members we did not hear get it too: they may be late. */
+	for (uint32_t i = 1; i < nranks + nextra; i++) {
+		uint32_t r = i < nranks ? ranks[i] : extra[i - nranks];
+
+		v->id = echo[r][0];
+		v->list_hash = echo[r][1];
+		ohc_bootstrap_send(parent->bs, r, SPLIT_TAG_VERDICT, v,
 				   sizeof(*v));
 	}
+out:
 	free(echo);
-	return (ohc_status_t)v->status;
+	free(known);
+	free(extra);
+	free(list);
+	return status;
 }
 
 ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
@@ -336,6 +373,10 @@ ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
 		status =
 			ohc_bootstrap_send(parent->bs, ranks[0], SPLIT_TAG_DESC,
 					   &mine, sizeof(mine));
+		if (status >= 0)
+			status = ohc_bootstrap_send(parent->bs, ranks[0],
+						    SPLIT_TAG_LIST, ranks,
+						    nranks * sizeof(*ranks));
 		for (int stale = 0; status >= 0; stale++) {
 			status = ohc_bootstrap_recv(parent->bs, ranks[0],
 						    SPLIT_TAG_VERDICT, &v,

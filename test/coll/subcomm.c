@@ -423,9 +423,11 @@ enum disagree {
 /*
  * Half 0 splits with one member (rank 1 or the leader, rank 0) getting
  * something wrong: every member of half 0 gets HCCL_E_PARA at once (no
- * timeout). Half 1 splits correctly at the same time. (A leader whose own
- * list leaves out members is not among the cases: those members are never
- * heard and time out, see absent_body.)
+ * timeout). Half 1 splits correctly at the same time. A leader whose list
+ * is short is tried last: the request of the rank it leaves out stays
+ * queued at the leader. (Not among the cases: a leader whose list names a
+ * rank that does not take part; it waits for that rank until the
+ * timeout, see absent_body.)
  */
 static int disagreement(HcclComm world, int wr, enum disagree d, int culprit)
 {
@@ -532,6 +534,11 @@ static int errors_body(HcclComm world, int wr, const struct streams *st,
 		return 1;
 	CHECK_RET(HcclCommDestroy(a), HCCL_SUCCESS);
 	CHECK_RET(HcclCommDestroy(b), HCCL_SUCCESS);
+	/* rank 3, outside the leader's list, hears the verdict too */
+	if (disagreement(world, wr, DIS_RANKNUM, 0))
+		return 1;
+	/* rank 3 may still be asking rank 0: keep the world until it is done */
+	CHECK_RET(HcclBarrier(world, NULL), HCCL_SUCCESS);
 	CHECK_RET(HcclCommDestroy(world), HCCL_SUCCESS);
 	return 0;
 }
