@@ -544,7 +544,7 @@ static int errors_body(HcclComm world, int wr, const struct streams *st,
 }
 
 /*
- * HCCL_CONNECT_TIMEOUT=2: in half 0 rank 3 never calls, in half 1 the
+ * HCCL_CONNECT_TIMEOUT=5: in half 0 rank 3 never calls, in half 1 the
  * lowest rank (the one the others report to) never calls. The others get
  * HCCL_E_TIMEOUT within the bound; the parent's data path is unharmed,
  * and half 0 can split again. (Half 1 cannot: its lowest rank still holds
@@ -572,8 +572,8 @@ static int absent_body(HcclComm world, int wr, const struct streams *st,
 		dt = now_s() - t0;
 		CHECK_RET(ret, HCCL_E_TIMEOUT);
 		CHECK(sub == NULL);
-		if (dt < 1.5 || dt > 10.0)
-			FAIL("rank %d: gave up after %.1f s, bound 2 s", wr,
+		if (dt < 4.5 || dt > 20.0)
+			FAIL("rank %d: gave up after %.1f s, bound 5 s", wr,
 			     dt);
 	}
 	if (check_allreduce(world, all, NR, wr))
@@ -727,7 +727,7 @@ Test(subcomm, threads_absent_member, .timeout = 300)
 {
 	struct thread_arg a = {.sc = {false, true, true}, .body = absent_body};
 
-	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("HCCL_CONNECT_TIMEOUT", "5", 1); /* world init too */
 	run_threads(&a);
 }
 
@@ -743,7 +743,7 @@ Test(subcomm, procs_absent_member, .timeout = 300)
 {
 	struct proc_arg a = {.sc = {false, true, false}, .body = absent_body};
 
-	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("HCCL_CONNECT_TIMEOUT", "5", 1); /* world init too */
 	run_procs(&a);
 }
 
