@@ -1299,6 +1299,13 @@ static int run_split(const struct run_cfg *cfg, HcclComm world, int wrank,
 			 p.group_of[wrank]);
 		e->mode = mode;
 		bad += run_cases(cfg, e, (int)n);
+		/*
+		 * Nobody destroys before everyone is done: a peer may still
+		 * be reaping its last large (rendezvous) send, and the shm
+		 * transport takes a consumer that left for a dead peer.
+		 */
+		if (!bad && HcclBarrier(e->comms[0], NULL) != HCCL_SUCCESS)
+			bad++;
 	}
 	for (int k = 0; k < cfg->ncomms; k++)
 		if (e->comms[k] && HcclCommDestroy(e->comms[k]) != HCCL_SUCCESS)

@@ -334,7 +334,14 @@ static int scenario(HcclComm world, int wr, const struct streams *st,
 		return 1;
 
 	if (sc->parent_first) {
-		/* Parent gone: the sub-comms still work, and split. */
+		/*
+		 * Parent gone: the sub-comms still work, and split. (The
+		 * barrier: ranks outside first3 and pair would otherwise
+		 * destroy the world while a peer may still be reaping its
+		 * last large send on it, which the shm transport takes for
+		 * a dead peer; reported to the lead.)
+		 */
+		CHECK_RET(HcclBarrier(world, NULL), HCCL_SUCCESS);
 		CHECK_RET(HcclCommDestroy(world), HCCL_SUCCESS);
 		if (check_allreduce(half, half_ids, 4, wr) ||
 		    check_allreduce(parity, par_ids, 4, wr))
