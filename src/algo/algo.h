@@ -197,6 +197,8 @@ extern const struct ohc_algo ohc_algo_allgather_bruck;
 extern const struct ohc_algo ohc_algo_reduce_scatter_ring;
 extern const struct ohc_algo ohc_algo_reduce_scatterv_ring;
 extern const struct ohc_algo ohc_algo_reduce_scatter_rh;
+/* Not in the automatic selection: for ops on exported memory only. */
+extern const struct ohc_algo ohc_algo_reduce_scatter_direct;
 extern const struct ohc_algo ohc_algo_bcast_binomial;
 extern const struct ohc_algo ohc_algo_bcast_scatter_ag;
 extern const struct ohc_algo ohc_algo_reduce_binomial;

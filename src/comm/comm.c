@@ -448,12 +448,31 @@ err_free:
 	return status;
 }
 
+void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
+{
+	for (int i = 0; i < 3; i++) {
+		stats_p->bytes[i] = __atomic_load_n(&comm->stats.bytes[i],
+						    __ATOMIC_RELAXED);
+		stats_p->msgs[i] = __atomic_load_n(&comm->stats.msgs[i],
+						   __ATOMIC_RELAXED);
+	}
+}
+
 void ohc_comm_destroy(struct ohc_comm *comm)
 {
+	const struct ohc_xfer_stats *st = &comm->stats;
+
 	pthread_mutex_lock(&comm->lock);
 	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&comm->idle_cond, &comm->lock);
 	pthread_mutex_unlock(&comm->lock);
+	OHC_INFO(OHC_SS_MEM,
+		 "rank %u: communicator '%s' received %llu bytes staged, "
+		 "%llu direct (CMA/same process), %llu zero-copy",
+		 comm->rank, comm->name, (unsigned long long)st->bytes[0],
+		 (unsigned long long)st->bytes[1],
+		 (unsigned long long)st->bytes[2]);
+	ohc_zc_owner_release(comm);
 
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_del(&comm->link);
@@ -493,9 +512,85 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 	}
 }
 
+/*
+ * Zero-copy (src/zerocopy/README.md): the byte extents of an op's input
+ * and output, for the ops that may run on exported memory.
+ */
+static int op_extents(const struct ohc_coll_args *a, size_t *slen_p,
+		      size_t *rlen_p)
+{
+	size_t v = (size_t)a->count * a->esize;
+
+	switch (a->op) {
+	case OHC_COLL_ALLREDUCE:
+	case OHC_COLL_BROADCAST:
+		*slen_p = *rlen_p = v;
+		return 1;
+	case OHC_COLL_ALLGATHER:
+		*slen_p = v;
+		*rlen_p = v * a->nranks;
+		return 1;
+	case OHC_COLL_REDUCE_SCATTER:
+		*slen_p = v * a->nranks;
+		*rlen_p = v;
+		return 1;
+	case OHC_COLL_ALLTOALL:
+		*slen_p = *rlen_p = v * a->nranks;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Ops on exported memory of a one-host communicator use algorithms that
+ * send only out of the user's buffers (no scratch), so that every message
+ * can go zero-copy; the usual selection when those decline, on several
+ * hosts (verbs does not read exported memory yet) or when HCCL_ALGO says
+ * otherwise.
+ */
+static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
+			       const struct ohc_algo **algo_p)
+{
+	const struct ohc_coll_args *a = &op->args;
+	const struct ohc_algo *pick = NULL;
+
+	/* one host: every peer reads our exported memory (shm or self) */
+	if (op->zc.n && op->comm->nhosts < 2 &&
+	    !(a->algo_override && a->algo_override[0])) {
+		switch (a->op) {
+		case OHC_COLL_ALLREDUCE:
+			pick = &ohc_algo_allreduce_ring;
+			break;
+		case OHC_COLL_ALLGATHER:
+			pick = &ohc_algo_allgather_ring;
+			break;
+		case OHC_COLL_REDUCE_SCATTER:
+			pick = &ohc_algo_reduce_scatter_direct;
+			break;
+		case OHC_COLL_ALLTOALL:
+			pick = &ohc_algo_alltoall_pairwise;
+			break;
+		default:
+			break;
+		}
+	}
+	if (pick && (!pick->accepts || pick->accepts(a) == OHC_OK) &&
+	    pick->build(a, s) == OHC_OK) {
+		*algo_p = pick;
+		return OHC_OK;
+	}
+	if (pick) { /* declined: start over with the usual selection */
+		ohc_sched_fini(s);
+		ohc_sched_init(s);
+	}
+	return ohc_algo_build(a, s, algo_p);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
+	struct ohc_xfer_stats st = {{0}, {0}};
 	struct ohc_exec x;
 	struct ohc_sched s;
 	ohc_status_t status;
@@ -515,7 +610,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	op->args.host_of = comm->host_of;
 	op->args.nhosts = comm->nhosts;
 	ohc_sched_init(&s);
-	status = ohc_algo_build(&op->args, &s, &algo);
+	status = comm_build(op, &s, &algo);
 	if (status < 0) {
 		ohc_sched_fini(&s);
 		goto out;
@@ -536,8 +631,19 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.esize = (unsigned)op->args.esize;
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
+	x.stats = &st;
+	if (op->zc.n) {
+		x.mem_lookup = ohc_zc_mem_lookup;
+		x.mem_ctx = &op->zc;
+	}
 	status = ohc_exec_run(&x, &s);
 	ohc_sched_fini(&s);
+	for (int i = 0; i < 3; i++) {
+		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
+				   __ATOMIC_RELAXED);
+	}
 	if (status < 0)
 		comm_fail(comm, status);
 out:
@@ -583,6 +689,7 @@ static void op_task_release(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
 
+	ohc_zc_unpin(&op->zc);
 	op_done(op->comm);
 	free(op);
 }
@@ -653,6 +760,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 {
 	struct ohc_comm *comm = op->comm;
 	const struct ohc_coll_args *args = &op->args;
+	size_t slen = 0, rlen = 0;
 	ohc_status_t status;
 	int ret;
 
@@ -679,9 +787,13 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		op->sig.seq = __atomic_fetch_add(&comm->coll_seq, 1,
 						 __ATOMIC_RELAXED);
 	__atomic_fetch_add(&comm->inflight, 1, __ATOMIC_ACQ_REL);
+	/* Exported buffers stay pinned until the op is done. */
+	if (op_extents(args, &slen, &rlen))
+		ohc_zc_pin(args->sbuf, slen, args->rbuf, rlen, &op->zc);
 
 	if (!stream) {
 		status = comm_execute(comm, op);
+		ohc_zc_unpin(&op->zc);
 		op_done(comm);
 		free(op);
 		return status;
@@ -691,6 +803,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		OHC_ERROR(OHC_SS_API, "cannot enqueue %s on stream %p (acl "
 				      "error %d)",
 			  op->task.name, stream, ret);
+		ohc_zc_unpin(&op->zc);
 		op_done(comm);
 		free(op);
 		return OHC_ERR_INVALID;

@@ -12,11 +12,13 @@
 
 #include "algo/algo.h"
 #include "comm/bootstrap/bootstrap.h"
+#include "core/exec.h"
 #include "core/req.h"
 #include "runtime/ohc_rt.h"
 #include "transport/transport.h"
 #include "util/list.h"
 #include "util/status.h"
+#include "zerocopy/zc.h"
 
 #define OHC_COMM_NAME_MAX 128
 #define OHC_MAX_TRANSPORTS 4
@@ -80,6 +82,7 @@ struct ohc_comm {
 	int async_error;                /* atomic: sticky ohc_status_t (<0) */
 
 	struct ohc_list link;           /* process registry */
+	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
 };
 
 /*
@@ -129,6 +132,7 @@ struct ohc_op {
 	struct ohc_sig sig;
 	struct ohc_op *group_next; /* pending in an open group */
 	void *group_stream;
+	struct ohc_zc_pin zc;      /* exported memory pinned while in flight */
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 
@@ -156,6 +160,14 @@ ohc_status_t ohc_group_end(void);
  */
 ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 			     const struct ohc_coll_args *args, void *stream);
+
+/*
+ * Debug counters: bytes (and messages) this rank received through staging
+ * buffers, directly out of the sender (CMA, same process) and zero-copy
+ * through a shared mapping, since creation. Private accessor for tests;
+ * printed at OPENHCCL_DEBUG=INFO on destroy.
+ */
+void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p);
 
 /* Sticky asynchronous error of the communicator (OHC_OK if none). */
 ohc_status_t ohc_comm_async_error(struct ohc_comm *comm);

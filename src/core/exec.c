@@ -55,6 +55,9 @@ static ohc_status_t exec_post(struct ohc_exec *x, const struct ohc_xfer *xf,
 	ohc_list_init(&req->link);
 	if (xf->kind == OHC_XFER_SEND) {
 		req->sbuf = xf->src;
+		if (x->mem_lookup &&
+		    x->mem_lookup(x->mem_ctx, xf->src, xf->len, &req->smem_buf))
+			req->smem = &req->smem_buf;
 		return ep->iface->ops->ep_send(ep, req);
 	}
 	req->dst = xf->dst;
@@ -262,6 +265,14 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
 		}
 		exec_sleep(x);
+	}
+	if (x->stats) {
+		for (unsigned i = 0; i < n; i++) {
+			if (xf[i].kind != OHC_XFER_RECV || reqs[i].path > 2)
+				continue;
+			x->stats->bytes[reqs[i].path] += xf[i].len;
+			x->stats->msgs[reqs[i].path]++;
+		}
 	}
 	return OHC_OK;
 }

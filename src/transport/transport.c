@@ -119,6 +119,41 @@ static ohc_status_t stub_iface_open(struct ohc_iface *iface,
 	return OHC_ERR_UNSUPPORTED;
 }
 
+static ohc_status_t stub_mem_reg(struct ohc_iface *iface, void *addr,
+				 size_t len, const struct ohc_mem_desc *desc,
+				 void **handle_p)
+{
+	(void)iface;
+	(void)addr;
+	(void)len;
+	(void)desc;
+	*handle_p = NULL;
+	return OHC_OK;
+}
+
+static void stub_mem_dereg(struct ohc_iface *iface, void *handle)
+{
+	(void)iface;
+	(void)handle;
+}
+
+static ohc_status_t stub_ep_mem_map(struct ohc_ep *ep,
+				    const struct ohc_mem_desc *desc,
+				    void **addr_p)
+{
+	(void)ep;
+	(void)desc;
+	(void)addr_p;
+	return OHC_ERR_UNSUPPORTED;
+}
+
+static void stub_ep_mem_unmap(struct ohc_ep *ep, void *addr, size_t len)
+{
+	(void)ep;
+	(void)addr;
+	(void)len;
+}
+
 #define FILL(ops, slot, stub)                                                  \
 	do {                                                                   \
 		if (!(ops)->slot)                                              \
@@ -146,6 +181,10 @@ static void registry_init(void)
 		FILL(ops, ep_check, stub_ep_check);
 		FILL(ops, ep_cancel, stub_ep_cancel);
 		FILL(ops, iface_abort, stub_iface_abort);
+		FILL(ops, mem_reg, stub_mem_reg);
+		FILL(ops, mem_dereg, stub_mem_dereg);
+		FILL(ops, ep_mem_map, stub_ep_mem_map);
+		FILL(ops, ep_mem_unmap, stub_ep_mem_unmap);
 	}
 }
 

@@ -505,6 +505,7 @@ static int self_pull_one(struct self_ep *sep, struct self_box *box)
 		rst = OHC_ERR_DESYNC;
 	} else {
 		slice = OHC_MIN(r->len - r->done, (size_t)SELF_SLICE);
+		r->path = OHC_PATH_DIRECT; /* straight out of the sender */
 		if (slice)
 			ohc_req_deliver(r, r->done,
 					(const char *)s->sbuf + s->done, slice);
