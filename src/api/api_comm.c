@@ -317,6 +317,67 @@ out:
 	return ohc_status_to_hccl(status);
 }
 
+/*
+ * Spec section 3: members pass the same rankNum, sorted rankIds, subCommId
+ * and config, and their own index as subCommRankId; a rank outside the
+ * sub-communicator calls with rankIds = NULL and subCommId (or
+ * subCommRankId) 0xFFFFFFFF and gets HCCL_SUCCESS with *subComm = NULL.
+ * Extension: the parent may itself be a sub-communicator (HCCL refuses
+ * nesting; NCCL users expect it).
+ */
+OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
+					   uint32_t *rankIds,
+					   uint64_t subCommId,
+					   uint32_t subCommRankId,
+					   HcclCommConfig *config,
+					   HcclComm *subComm)
+{
+	struct ohc_comm_cfg cfg;
+	struct ohc_comm *parent, *sub = NULL;
+	ohc_status_t status;
+
+	OHC_API_ENTRY(__func__);
+	if (!comm || !*comm || !subComm) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", __func__,
+			  !comm    ? "comm"
+			  : !*comm ? "*comm"
+				   : "subComm");
+		return HCCL_E_PTR;
+	}
+	parent = ohc_api_comm(*comm);
+	if (!parent) {
+		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator",
+			  __func__, *comm);
+		return HCCL_E_PARA;
+	}
+	if (!rankIds && (subCommId == 0xFFFFFFFFu ||
+			 subCommRankId == 0xFFFFFFFFu)) {
+		OHC_INFO(OHC_SS_API,
+			 "%s: rank %u of '%s' is not in the sub-communicator",
+			 __func__, parent->rank, parent->name);
+		*subComm = NULL;
+		return HCCL_SUCCESS;
+	}
+	if (!rankIds || !config) {
+		OHC_ERROR(OHC_SS_API,
+			  "%s: %s is NULL (a rank outside the "
+			  "sub-communicator passes rankIds = NULL and "
+			  "subCommId = 0xFFFFFFFF)",
+			  __func__, !rankIds ? "rankIds" : "config");
+		return HCCL_E_PTR;
+	}
+	if (env_check() != HCCL_SUCCESS)
+		return HCCL_E_PARA;
+	/* A refused config still takes part, so the others hear of it. */
+	status = ohc_api_config_decode(config, &cfg);
+	status = ohc_comm_split(parent, rankNum, rankIds, subCommRankId,
+				subCommId, status < 0 ? NULL : &cfg, &sub);
+	if (status < 0)
+		return ohc_status_to_hccl(status);
+	*subComm = sub;
+	return HCCL_SUCCESS;
+}
+
 OHC_API HcclResult HcclCommDestroy(HcclComm comm)
 {
 	struct ohc_comm *c;

@@ -13,20 +13,6 @@ static HcclResult not_supported(const char *fn)
 	return HCCL_E_NOT_SUPPORT;
 }
 
-OHC_API HcclResult HcclCreateSubCommConfig(
-	HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
-	uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm)
-{
-	(void)comm;
-	(void)rankNum;
-	(void)rankIds;
-	(void)subCommId;
-	(void)subCommRankId;
-	(void)config;
-	(void)subComm;
-	return not_supported(__func__);
-}
-
 OHC_API HcclResult HcclCommSuspend(HcclComm comm)
 {
 	(void)comm;

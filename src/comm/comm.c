@@ -104,6 +104,25 @@ int ohc_comm_name_taken(const char *name, uint32_t rank)
 	return taken;
 }
 
+int ohc_comm_name_clash(const char *name, uint32_t rank, int device)
+{
+	struct ohc_list *pos;
+	int clash = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_for_each(pos, &registry)
+	{
+		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
+						      link);
+
+		if (!strcmp(c->name, name) &&
+		    (c->rank == rank || c->device == device))
+			clash = 1;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return clash;
+}
+
 static void comm_close_transports(struct ohc_comm *comm)
 {
 	if (comm->eps) {

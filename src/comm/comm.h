@@ -94,12 +94,35 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 			     const struct ohc_comm_cfg *cfg,
 			     const char *default_name, int device,
 			     struct ohc_comm **comm_p);
+/*
+ * Sub-communicator (subcomm.c, HcclCreateSubCommConfig): collective over
+ * the parent ranks ranks[0..nranks) only (sorted ascending, no duplicates,
+ * the caller's parent rank at ranks[index]); ranks outside the list do not
+ * call. Members must pass the same list, id and configuration: the lowest
+ * listed rank compares them and every member gets the same verdict
+ * (OHC_ERR_INVALID naming the rank and the field that differ, or the
+ * bootstrap's OHC_ERR_TIMEOUT naming a rank that never came). cfg NULL
+ * means the caller's configuration was refused (already logged): the call
+ * still takes part, so the other members fail at once too. The name is
+ * cfg->name, else "<parent name>_sub_<id>". The result owns its
+ * transports and a sub-group of the parent's bootstrap: parent and
+ * sub-communicator may run operations concurrently and be destroyed in
+ * any order. A parent may itself be a sub-communicator. Not thread-safe
+ * per parent: one split (or none) at a time on a given parent handle.
+ */
+ohc_status_t ohc_comm_split(struct ohc_comm *parent, uint32_t nranks,
+			    const uint32_t *ranks, uint32_t index, uint64_t id,
+			    const struct ohc_comm_cfg *cfg,
+			    struct ohc_comm **sub_p);
 /* Local: waits for enqueued operations (bounded), then frees all. */
 void ohc_comm_destroy(struct ohc_comm *comm);
 
 /* Registry by name (and, for thread ranks, device). */
 struct ohc_comm *ohc_comm_find(const char *name, int device);
 int ohc_comm_name_taken(const char *name, uint32_t rank);
+/* Whether a live communicator is named name and has this rank or was made
+ * on this device (sub-communicator names are unique per process/device). */
+int ohc_comm_name_clash(const char *name, uint32_t rank, int device);
 
 /* An operation of a communicator, queued on a stream or run inline. */
 struct ohc_op {

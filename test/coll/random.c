@@ -17,8 +17,14 @@
  * OHC_TEST_CASE=<i> runs only case i, OHC_TEST_CASES=<n> changes the
  * number of cases, OHC_TEST_VERBOSE=1 lists them. A mismatch prints seed, case, rank and the case.
  *
- * Sub-communicators are not covered: HcclCreateSubCommConfig is not
- * implemented yet (it returns HCCL_E_NOT_SUPPORT).
+ * Sub-communicator runs (*_sub tests): the world ranks are dealt, from
+ * the seed, into one or two groups (a few may stay outside and call
+ * HcclCreateSubCommConfig as non-members); every group makes one
+ * sub-communicator per algorithm setting with HcclCreateSubCommConfig
+ * (the odd settings split from the group's first sub-communicator: a
+ * split of a split) and runs the random cases on them, bare or in
+ * groups, while the other group runs its own. The world is destroyed
+ * before its sub-communicators, the nested ones after their parents.
  */
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -127,6 +133,7 @@ enum {
 	KEY_STREAM,	/* | rank: NULL stream or not */
 	KEY_NULLS,	/* | sub | rank: NULL buffers where allowed */
 	KEY_COMM,	/* which communicator */
+	KEY_SPLIT,	/* how the world splits (sub-communicator runs) */
 };
 
 /*
@@ -1068,6 +1075,7 @@ struct run_cfg {
 	int only;		/* >= 0: run only this case */
 	int verbose;		/* print every case (rank 0) */
 	const char *mode;
+	bool split;		/* run on sub-communicators */
 	HcclComm tcomms[MAX_RANKS];
 };
 
@@ -1165,6 +1173,146 @@ static int init_comms(struct run_cfg *cfg, int rank, int nranks, int first,
 	return 0;
 }
 
+/* ---- sub-communicator runs ------------------------------------------ */
+
+struct split_plan {
+	int ngroups;
+	int group_of[MAX_RANKS]; /* -1: outside every group */
+	uint32_t members[2][MAX_RANKS];
+	uint32_t nmembers[2];
+};
+
+static void plan_split(uint64_t seed, int nranks, struct split_plan *p)
+{
+	struct rng r = rng_at(seed, 0, nranks, KEY_SPLIT, 0, 0, 0);
+	int order[MAX_RANKS];
+
+	memset(p, 0, sizeof(*p));
+	p->ngroups = nranks >= 2 ? 1 + (int)below(&r, 2) : 1;
+	for (int i = 0; i < nranks; i++)
+		order[i] = i;
+	shuffle(&r, order, nranks);
+	for (int i = 0; i < nranks; i++) {
+		int g;
+
+		if (i < p->ngroups)
+			g = i; /* no group is empty */
+		else if (below(&r, 6) == 0)
+			g = -1;
+		else
+			g = (int)below(&r, (uint64_t)p->ngroups);
+		p->group_of[order[i]] = g;
+	}
+	for (int w = 0; w < nranks; w++) {
+		int g = p->group_of[w];
+
+		if (g >= 0)
+			p->members[g][p->nmembers[g]++] = (uint32_t)w;
+	}
+}
+
+/*
+ * Rank wrank's sub-communicators, one per comm_kinds entry: even kinds
+ * split from world, odd ones from the kind-0 sub-communicator (all its
+ * ranks). Fills e (comms, rank) and *n_p; *n_p = 0 outside every group.
+ */
+static int split_comms(const struct run_cfg *cfg, const struct split_plan *p,
+		       HcclComm world, int wrank, struct rank_env *e,
+		       uint32_t *n_p)
+{
+	int g = p->group_of[wrank];
+	uint32_t n = g >= 0 ? p->nmembers[g] : 0, me = 0;
+	uint32_t all[MAX_RANKS], mine[MAX_RANKS];
+
+	for (uint32_t i = 0; i < n; i++) {
+		all[i] = i;
+		mine[i] = p->members[g][i];
+		if (mine[i] == (uint32_t)wrank)
+			me = i;
+	}
+	for (int k = 0; k < cfg->ncomms; k++) {
+		HcclCommConfig conf;
+		HcclComm parent = k % 2 ? e->comms[0] : world, sub = NULL;
+		HcclResult ret;
+		uint32_t got = 0;
+
+		HcclCommConfigInit(&conf);
+		if (comm_kinds[k].algo)
+			snprintf(conf.hcclAlgo, sizeof(conf.hcclAlgo), "%s",
+				 comm_kinds[k].algo);
+		conf.hcclDeterministic = comm_kinds[k].deterministic;
+		if (g < 0) {
+			if (k % 2)
+				continue; /* not in the parent either */
+			ret = HcclCreateSubCommConfig(&world, 0, NULL,
+						      0xFFFFFFFFu, 0xFFFFFFFFu,
+						      &conf, &sub);
+			if (ret != HCCL_SUCCESS || sub) {
+				fprintf(stderr, "rank %d: non-member split "
+						"%d: %d, %p\n",
+					wrank, k, ret, sub);
+				return 1;
+			}
+			continue;
+		}
+		ret = HcclCreateSubCommConfig(&parent, n,
+					      k % 2 ? all : mine,
+					      100 * (uint64_t)k + (uint64_t)g,
+					      me, &conf, &sub);
+		if (ret != HCCL_SUCCESS ||
+		    HcclGetRankId(sub, &got) != HCCL_SUCCESS || got != me) {
+			fprintf(stderr, "rank %d: split %d (group %d): %d\n",
+				wrank, k, g, ret);
+			return 1;
+		}
+		e->comms[k] = sub;
+	}
+	e->rank = (int)me;
+	*n_p = n;
+	return 0;
+}
+
+/* Split, run the group's cases, destroy world first, nested ones last. */
+static int run_split(const struct run_cfg *cfg, HcclComm world, int wrank,
+		     int nranks, struct rank_env *e)
+{
+	struct split_plan p;
+	char mode[64];
+	uint32_t n = 0;
+	int bad = 0;
+
+	plan_split(cfg->seed, nranks, &p);
+	if (wrank == 0)
+		for (int g = 0; g < p.ngroups; g++) {
+			fprintf(stderr, "random[%s]: group %d:", cfg->mode, g);
+			for (uint32_t i = 0; i < p.nmembers[g]; i++)
+				fprintf(stderr, " %u", p.members[g][i]);
+			fprintf(stderr, "\n");
+		}
+	memset(e->comms, 0, sizeof(e->comms));
+	if (split_comms(cfg, &p, world, wrank, e, &n))
+		bad++;
+	if (HcclCommDestroy(world) != HCCL_SUCCESS)
+		bad++;
+	if (!bad && n) {
+		snprintf(mode, sizeof(mode), "%s group %d", cfg->mode,
+			 p.group_of[wrank]);
+		e->mode = mode;
+		bad += run_cases(cfg, e, (int)n);
+		/*
+		 * Nobody destroys before everyone is done: a peer may still
+		 * be reaping its last large (rendezvous) send, and the shm
+		 * transport takes a consumer that left for a dead peer.
+		 */
+		if (!bad && HcclBarrier(e->comms[0], NULL) != HCCL_SUCCESS)
+			bad++;
+	}
+	for (int k = 0; k < cfg->ncomms; k++)
+		if (e->comms[k] && HcclCommDestroy(e->comms[k]) != HCCL_SUCCESS)
+			bad++;
+	return bad;
+}
+
 static int proc_rank(int rank, int nranks, void *p)
 {
 	struct run_cfg *cfg = p;
@@ -1174,19 +1322,29 @@ static int proc_rank(int rank, int nranks, void *p)
 	if (aclInit(NULL) || aclrtSetDevice(rank) ||
 	    aclrtCreateStream(&e.stream))
 		return 1;
+	if (cfg->split) {
+		HcclComm world;
+
+		if (HcclCommInitRootInfo(nranks, &cfg->roots[0], rank,
+					 &world) != HCCL_SUCCESS)
+			return 1;
+		bad = run_split(cfg, world, rank, nranks, &e);
+		goto out;
+	}
 	if (init_comms(cfg, rank, nranks, 0, &e))
 		return 1;
 	bad = run_cases(cfg, &e, nranks);
 	for (int k = 0; k < cfg->ncomms; k++)
 		if (HcclCommDestroy(e.comms[k]) != HCCL_SUCCESS)
 			bad++;
+out:
 	aclrtDestroyStream(e.stream);
 	aclrtResetDevice(rank);
 	aclFinalize();
 	return bad;
 }
 
-static struct run_cfg *new_cfg(const char *mode, int ncases)
+static struct run_cfg *new_cfg(const char *mode, int ncases, bool split)
 {
 	struct run_cfg *cfg = mmap(NULL, sizeof(*cfg), PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1198,17 +1356,19 @@ static struct run_cfg *new_cfg(const char *mode, int ncases)
 	cfg->verbose = env_int("OHC_TEST_VERBOSE", 0);
 	cfg->mode = mode;
 	cfg->ncomms = NKINDS;
-	for (size_t k = 0; k < NKINDS; k++)
+	cfg->split = split;
+	/* a split run builds one world; thread runs use HcclCommInitAll */
+	for (size_t k = 0; k < (split ? 1 : NKINDS); k++)
 		cr_assert_eq(HcclGetRootInfo(&cfg->roots[k]), HCCL_SUCCESS);
 	return cfg;
 }
 
-static void run_procs(const char *mode, int nranks, int ncases)
+static void run_procs(const char *mode, int nranks, int ncases, bool split)
 {
 	struct run_cfg *cfg;
 
 	test_env();
-	cfg = new_cfg(mode, ncases);
+	cfg = new_cfg(mode, ncases, split);
 	cr_assert_eq(ohc_test_fork_ranks(nranks, proc_rank, cfg, 400), 0,
 		     "%s: some ranks failed (seed %llu)", mode,
 		     (unsigned long long)cfg->seed);
@@ -1218,12 +1378,19 @@ static void run_procs(const char *mode, int nranks, int ncases)
 
 Test(random, procs4, .timeout = 600)
 {
-	run_procs("procs4", 4, 500);
+	run_procs("procs4", 4, 500, false);
 }
 
 Test(random, procs8, .timeout = 600)
 {
-	run_procs("procs8", 8, 250);
+	run_procs("procs8", 8, 250, false);
+}
+
+/* Three splits of 8 process ranks (a fresh seed, hence plan, each). */
+Test(random, procs8_sub, .timeout = 600)
+{
+	for (int i = 0; i < 3; i++)
+		run_procs("procs8_sub", 8, 150, true);
 }
 
 /* The other sizes, 1 (degenerate local copies) included. */
@@ -1234,7 +1401,7 @@ Test(random, procs_1_to_7, .timeout = 600)
 	static const int sizes[] = {1, 2, 3, 5, 6, 7};
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		run_procs(modes[i], sizes[i], 60);
+		run_procs(modes[i], sizes[i], 60, false);
 }
 
 static struct run_cfg *thread_cfg;
@@ -1248,6 +1415,11 @@ static int thread_rank(int rank, int nranks, void *p)
 	(void)p;
 	if (aclrtSetDevice(rank) || aclrtCreateStream(&e.stream))
 		return 1;
+	if (thread_cfg->split) {
+		bad = run_split(thread_cfg, thread_cfg->tcomms[rank], rank,
+				nranks, &e);
+		goto out;
+	}
 	/* the algorithm variants: root-info communicators of threads */
 	if (init_comms(thread_cfg, rank, nranks, 1, &e))
 		return 1;
@@ -1255,17 +1427,18 @@ static int thread_rank(int rank, int nranks, void *p)
 	for (int k = 1; k < thread_cfg->ncomms; k++)
 		if (HcclCommDestroy(e.comms[k]) != HCCL_SUCCESS)
 			bad++;
+out:
 	aclrtDestroyStream(e.stream);
 	aclrtResetDevice(rank);
 	return bad;
 }
 
-static void run_threads(const char *mode, int nranks, int ncases)
+static void run_threads(const char *mode, int nranks, int ncases, bool split)
 {
 	int32_t devs[MAX_RANKS];
 
 	test_env();
-	thread_cfg = new_cfg(mode, ncases);
+	thread_cfg = new_cfg(mode, ncases, split);
 	for (int i = 0; i < nranks; i++)
 		devs[i] = i;
 	cr_assert_eq(aclInit(NULL), 0);
@@ -1274,19 +1447,26 @@ static void run_threads(const char *mode, int nranks, int ncases)
 	cr_assert_eq(ohc_test_thread_ranks(nranks, thread_rank, NULL), 0,
 		     "%s: some ranks failed (seed %llu)", mode,
 		     (unsigned long long)thread_cfg->seed);
-	for (int i = 0; i < nranks; i++)
-		cr_assert_eq(HcclCommDestroy(thread_cfg->tcomms[i]),
-			     HCCL_SUCCESS);
+	if (!split) /* a split run destroyed them already */
+		for (int i = 0; i < nranks; i++)
+			cr_assert_eq(HcclCommDestroy(thread_cfg->tcomms[i]),
+				     HCCL_SUCCESS);
 	aclFinalize();
 	munmap(thread_cfg, sizeof(*thread_cfg));
 }
 
 Test(random, threads4, .timeout = 600)
 {
-	run_threads("threads4", 4, 500);
+	run_threads("threads4", 4, 500, false);
 }
 
 Test(random, threads3, .timeout = 600)
 {
-	run_threads("threads3", 3, 150);
+	run_threads("threads3", 3, 150, false);
+}
+
+Test(random, threads6_sub, .timeout = 600)
+{
+	for (int i = 0; i < 3; i++)
+		run_threads("threads6_sub", 6, 150, true);
 }
