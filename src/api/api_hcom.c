@@ -14,7 +14,10 @@
  *
  * A group must be destroyed with HcomDestroyGroup, not HcclCommDestroy
  * on its handle. Gradient-fusion strategies are validated and stored
- * per group (the world group too); nothing consumes them yet.
+ * per group (the world group too; its entry, one per device, outlives
+ * the world communicator); nothing consumes them yet. Group names
+ * are 1..127 characters; the split id all members use is a hash of
+ * the name.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,9 +36,9 @@ struct hcom_group {
 	struct ohc_list link;
 	char name[GROUP_NAME_MAX + 1];
 	int device;
-	struct ohc_comm *comm;  /* NULL for the world group's entry */
+	struct ohc_comm *comm; /* NULL for the world group's entry */
 	uint32_t nranks;
-	uint32_t *world_ranks;  /* group rank -> world rank */
+	uint32_t *world_ranks; /* group rank -> world rank */
 	struct ohc_hcom_fusion fusion;
 };
 
@@ -49,8 +52,8 @@ static struct hcom_group *group_find(const char *name, int device)
 
 	ohc_list_for_each(pos, &groups)
 	{
-		struct hcom_group *g = ohc_container_of(pos, struct hcom_group,
-							link);
+		struct hcom_group *g =
+			ohc_container_of(pos, struct hcom_group, link);
 
 		if (g->device == device && !strcmp(g->name, name))
 			return g;
@@ -281,8 +284,8 @@ OHC_API HcclResult HcomCreateGroup(const char *group, uint32_t rankNum,
 	pthread_mutex_lock(&groups_lock);
 	if (group_find(group, device)) {
 		pthread_mutex_unlock(&groups_lock);
-		OHC_ERROR(OHC_SS_API,
-			  "%s: group '%s' was created concurrently", fn, group);
+		OHC_ERROR(OHC_SS_API, "%s: group '%s' was created concurrently",
+			  fn, group);
 		ret = HCCL_E_PARA;
 		goto destroy_comm;
 	}
@@ -404,8 +407,8 @@ OHC_API HcclResult HcomGetWorldRankFromGroupRank(const char *group,
 		ret = HCCL_E_PARA;
 	}
 	if (ret == HCCL_SUCCESS)
-		*worldRank = v.world_ranks ? v.world_ranks[groupRank]
-					   : groupRank;
+		*worldRank =
+			v.world_ranks ? v.world_ranks[groupRank] : groupRank;
 	pthread_mutex_unlock(&groups_lock);
 	return ret;
 }
@@ -481,8 +484,7 @@ static HcclResult check_segments(const char *fn, uint32_t segmentNum,
 		return HCCL_E_PTR;
 	}
 	if (segmentNum == 0 || segmentNum > OHC_HCOM_FUSION_MAX) {
-		OHC_ERROR(OHC_SS_API,
-			  "%s: segmentNum %u is not in [1, %d]", fn,
+		OHC_ERROR(OHC_SS_API, "%s: segmentNum %u is not in [1, %d]", fn,
 			  segmentNum, OHC_HCOM_FUSION_MAX);
 		return HCCL_E_PARA;
 	}

@@ -10,9 +10,9 @@
 
 /* The gradient-fusion strategy last set for a group (api_hcom.c). */
 struct ohc_hcom_fusion {
-	uint32_t nidx;                       /* 0: none set by index */
+	uint32_t nidx; /* 0: none set by index */
 	uint32_t idx[OHC_HCOM_FUSION_MAX];
-	uint32_t nsize;                      /* 0: none set by size */
+	uint32_t nsize; /* 0: none set by size */
 	float size[OHC_HCOM_FUSION_MAX];
 };
 

@@ -73,15 +73,15 @@ static int group_allreduce(const char *group, const uint32_t *members,
 		for (uint32_t k = 0; k < n; k++)
 			want += in_val((int)members[k], i);
 		if (recv[i] != want)
-			FAIL("rank %d: '%s' allreduce: [%zu] = %d, want %d",
-			     wr, group, i, recv[i], want);
+			FAIL("rank %d: '%s' allreduce: [%zu] = %d, want %d", wr,
+			     group, i, recv[i], want);
 	}
 	return 0;
 }
 
 /* Every query of a group the caller is a member of. */
-static int check_group(const char *group, const uint32_t *members,
-		       uint32_t n, int wr)
+static int check_group(const char *group, const uint32_t *members, uint32_t n,
+		       int wr)
 {
 	uint32_t u, me = n;
 
@@ -255,8 +255,7 @@ static int scenario(int wr)
 	} else {
 		CHECK_RET(HcomGetRankSize("g01", &u), HCCL_E_PARA);
 		CHECK_RET(HcomDestroyGroup("g01"), HCCL_E_PARA);
-		CHECK_RET(HcomSetGradFusionByIndex("g01", 2, idx),
-			  HCCL_E_PARA);
+		CHECK_RET(HcomSetGradFusionByIndex("g01", 2, idx), HCCL_E_PARA);
 	}
 	if (in123) {
 		if (check_group("g123", g123, 3, wr) ||
@@ -304,13 +303,11 @@ static int proc_rank(int wr, int nranks, void *p)
 		return 1;
 	/* No world group yet. */
 	CHECK_RET(HcomGetRankSize(WORLD, &u), HCCL_E_PARA);
-	CHECK_RET(HcomCreateGroup("g01", 2, (uint32_t[]){0, 1}),
-		  HCCL_E_PARA);
+	CHECK_RET(HcomCreateGroup("g01", 2, (uint32_t[]){0, 1}), HCCL_E_PARA);
 	HcclCommConfigInit(&cfg);
 	snprintf(cfg.hcclCommName, sizeof(cfg.hcclCommName), "%s", WORLD);
-	if (HcclCommInitRootInfoConfig((uint32_t)nranks, a->root,
-				       (uint32_t)wr, &cfg,
-				       &world) != HCCL_SUCCESS)
+	if (HcclCommInitRootInfoConfig((uint32_t)nranks, a->root, (uint32_t)wr,
+				       &cfg, &world) != HCCL_SUCCESS)
 		goto out;
 	bad = scenario(wr);
 	if (HcclCommDestroy(world) != HCCL_SUCCESS)
