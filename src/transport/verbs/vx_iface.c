@@ -538,8 +538,13 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 	struct pollfd p[3];
 	uint64_t v;
 
-	if (!vi->cq)
+	if (!vi->cq) { /* not connected yet: only wakes */
+		p[0].fd = vi->wake_fd;
+		p[0].events = POLLIN;
+		if (poll(p, 1, timeout_ms) > 0)
+			(void)!read(vi->wake_fd, &v, sizeof(v));
 		return OHC_OK;
+	}
 	if (!vi->armed) {
 		if (ohc_vx_req_notify_cq(vi->cq))
 			return OHC_OK; /* keep polling */
