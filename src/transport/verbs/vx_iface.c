@@ -545,6 +545,11 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 			(void)!read(vi->wake_fd, &v, sizeof(v));
 		return OHC_OK;
 	}
+	/* about to sleep: hand back every freed slot, so no sender waits on
+	 * credits we sit on (the half-ring batching is for busy times) */
+	for (uint32_t r = 0; r < iface->nranks; r++)
+		if (vi->by_peer[r] && vi->by_peer[r]->connected)
+			ep_credit(vi, vi->by_peer[r], 1);
 	if (!vi->armed) {
 		if (ohc_vx_req_notify_cq(vi->cq))
 			return OHC_OK; /* keep polling */
