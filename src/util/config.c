@@ -97,7 +97,7 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_RDMA_GID_INDEX", "-1",
 	      "GID index to use (-1 = the RoCE v2 GID of the rank's IP)",
 	      rdma_gid_index, -1, 1023),
-	INT_F("OPENHCCL_RDMA_SLOTS", "16",
+	INT_F("OPENHCCL_RDMA_SLOTS", "32",
 	      "receive slots per RDMA connection and direction (credits)",
 	      rdma_slots, 4, 1024),
 	INT_F("OPENHCCL_RDMA_SLOT_KB", "64",

@@ -14,8 +14,9 @@
  * small, else from the staging slot). The sender may use a slot only when
  * the receiver has freed it: the receiver returns its count of freed slots
  * in every header it sends and, when it is not sending, in a zero-length
- * SEND_WITH_IMM once half the ring is free again. So nothing overruns, and
- * every receive WR the peer consumes was pre-posted.
+ * SEND_WITH_IMM once a quarter of the ring is free again or before it
+ * sleeps. So nothing overruns, and every receive WR the peer consumes was
+ * pre-posted.
  *
  * Connection setup exchanges QP numbers, ring addresses and rkeys over a
  * TCP socket per pair (the listener's address is in the iface blob); the

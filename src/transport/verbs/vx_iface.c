@@ -334,7 +334,7 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	uint64_t owed = e->rx_next - e->rx_reported;
 	int rc;
 
-	if (e->broken || !owed || (!force && owed < vi->slots / 2))
+	if (e->broken || !owed || (!force && owed < vi->slots / 4))
 		return;
 	if (q->sq_inflight + 2 > vi->sq_depth)
 		return; /* retried by the next progress */
@@ -546,7 +546,7 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		return OHC_OK;
 	}
 	/* about to sleep: hand back every freed slot, so no sender waits on
-	 * credits we sit on (the half-ring batching is for busy times) */
+	 * credits we sit on (the quarter-ring batching is for busy times) */
 	for (uint32_t r = 0; r < iface->nranks; r++)
 		if (vi->by_peer[r] && vi->by_peer[r]->connected)
 			ep_credit(vi, vi->by_peer[r], 1);
