@@ -193,6 +193,9 @@ static int chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	if (!q->head)
 		return 0;
+	/* unsignaled WRs complete too when flushed by an error: name them */
+	for (struct ibv_send_wr *w = q->head; w; w = w->next)
+		w->wr_id = wr_id(e->super.peer, qpi, WR_SEND, 0);
 	if (signal || q->unsig + q->nchain >= vi->sq_depth / 4) {
 		q->tail->send_flags |= IBV_SEND_SIGNALED;
 		q->tail->wr_id = wr_id(e->super.peer, qpi, WR_SEND,
@@ -413,7 +416,7 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 		peer < vi->super.nranks ? vi->by_peer[peer] : NULL;
 	struct ohc_vx_qp *q;
 
-	if (!e || qpi >= e->nqps)
+	if (!e || qpi >= e->nqps || (kind != WR_SEND && kind != WR_RECV))
 		return; /* a finalized ep's leftovers */
 	q = &e->qps[qpi];
 	if (kind == WR_SEND)
