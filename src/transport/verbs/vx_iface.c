@@ -391,7 +391,9 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			n++;
 			break;
 		}
-		ohc_req_deliver(req, h->off, slot + OHC_VX_HDR, h->frag_len);
+		if (h->frag_len) /* a 0-byte message may have no buffer */
+			ohc_req_deliver(req, h->off, slot + OHC_VX_HDR,
+					h->frag_len);
 		e->arrived[idx] = 0;
 		e->rx_next++;
 		n++;
