@@ -57,13 +57,14 @@ static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
 					return 1;
 				t0 = now_s();
 			}
-			r = rank == 0 ? HcclSend(buf, b, HCCL_DATA_TYPE_INT8,
-						 1, comm, NULL)
-				      : HcclRecv(buf, b, HCCL_DATA_TYPE_INT8,
-						 0, comm, NULL);
+			r = rank == 0 ? HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1,
+						 comm, NULL)
+				      : HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0,
+						 comm, NULL);
 			if (r != HCCL_SUCCESS) {
-				fprintf(stderr, "rank %d: %s of %zu bytes: %d\n",
-					rank, rank ? "HcclRecv" : "HcclSend", b,
+				fprintf(stderr,
+					"rank %d: %s of %zu bytes: %d\n", rank,
+					rank ? "HcclRecv" : "HcclSend", b,
 					(int)r);
 				return 1;
 			}
@@ -94,8 +95,9 @@ int main(int argc, char **argv)
 
 	if (sh == MAP_FAILED || !minb || maxb < minb || iters < 1 ||
 	    HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
-		fprintf(stderr, "usage: %s [MINBYTES] [MAXBYTES] [ITERS] "
-				"[WARMUP]\n",
+		fprintf(stderr,
+			"usage: %s [MINBYTES] [MAXBYTES] [ITERS] "
+			"[WARMUP]\n",
 			argv[0]);
 		return 2;
 	}

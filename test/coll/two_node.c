@@ -88,10 +88,12 @@ static int check_allreduce(HcclComm comm, int rank, size_t count)
 		bad = 1;
 	}
 	for (size_t i = 0; i < count && !bad; i++) {
-		int32_t want = (int32_t)(NR * i * 3 + 1000 * (NR * (NR - 1) / 2));
+		int32_t want =
+			(int32_t)(NR * i * 3 + 1000 * (NR * (NR - 1) / 2));
 
 		if (r[i] != want) {
-			fprintf(stderr, "rank %d: count %zu: [%zu] = %d, not %d\n",
+			fprintf(stderr,
+				"rank %d: count %zu: [%zu] = %d, not %d\n",
 				rank, count, i, r[i], want);
 			bad = 1;
 		}

@@ -68,7 +68,7 @@ static int have_rdma(void)
 #define NEED_RDMA()                                                            \
 	do {                                                                   \
 		if (!have_rdma())                                              \
-			cr_skip_test("no RDMA device here (runs in the "      \
+			cr_skip_test("no RDMA device here (runs in the "       \
 				     "Soft-RoCE VM: ci/soft-roce/run-vm.sh)"); \
 	} while (0)
 
@@ -279,9 +279,21 @@ static void small_rings(void)
 static int sizes_rank(int rank, int nranks, void *arg)
 {
 	static const size_t sizes[] = {
-		0,	    1,		  63,	       64,	    65,
-		191,	    192,	  193,	       8 * KIB - 64, 8 * KIB - 63,
-		8 * KIB,    24 * KIB + 5, 32 * KIB,    96 * KIB + 3, 1 * MIB + 17,
+		0,
+		1,
+		63,
+		64,
+		65,
+		191,
+		192,
+		193,
+		8 * KIB - 64,
+		8 * KIB - 63,
+		8 * KIB,
+		24 * KIB + 5,
+		32 * KIB,
+		96 * KIB + 3,
+		1 * MIB + 17,
 		3 * MIB,
 	};
 	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
@@ -374,8 +386,7 @@ static int pressure_rank(int rank, int nranks, void *arg)
 
 			fill(sb[p][i], len, rank * 8 + p, i);
 			req_send(&sreq[p][i], sb[p][i], len, (uint64_t)i);
-			CHECK(c->ops->ep_send(c->eps[p], &sreq[p][i]) ==
-				      OHC_OK,
+			CHECK(c->ops->ep_send(c->eps[p], &sreq[p][i]) == OHC_OK,
 			      "ep_send");
 			all[n++] = &sreq[p][i];
 		}
@@ -394,8 +405,8 @@ static int pressure_rank(int rank, int nranks, void *arg)
 
 				req_recv(&rreq[p][i], rb[p][i], len,
 					 (uint64_t)i);
-				CHECK(c->ops->ep_recv(c->eps[p],
-						      &rreq[p][i]) == OHC_OK,
+				CHECK(c->ops->ep_recv(c->eps[p], &rreq[p][i]) ==
+					      OHC_OK,
 				      "ep_recv");
 				all[n++] = &rreq[p][i];
 			}
@@ -450,7 +461,8 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 	barrier(nranks);
 	if (rank == 0) {
 		uint32_t qpn = ((struct ohc_verbs_ep *)c->eps[peer])
-				       ->qps[0].qp->qp_num;
+				       ->qps[0]
+				       .qp->qp_num;
 		char want_qp[32];
 
 		logfd = mkstemp(logpath);
@@ -466,8 +478,8 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 		drive(c, all, 2, 10000);
 		dup2(saved, 2);
 		close(saved);
-		CHECK(r1.status == OHC_ERR_REMOTE && r2.status ==
-							     OHC_ERR_REMOTE,
+		CHECK(r1.status == OHC_ERR_REMOTE &&
+			      r2.status == OHC_ERR_REMOTE,
 		      "requests: %s, %s", ohc_status_str(r1.status),
 		      ohc_status_str(r2.status));
 		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
@@ -482,8 +494,7 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 			snprintf(want_qp, sizeof(want_qp), "QP %u", qpn);
 			CHECK(strstr(log, "rank 1") && strstr(log, want_qp) &&
 				      strstr(log, "Flush"),
-			      "log does not name peer, QP and status: %s",
-			      log);
+			      "log does not name peer, QP and status: %s", log);
 		}
 		close(logfd);
 		unlink(logpath);

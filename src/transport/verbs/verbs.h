@@ -53,7 +53,7 @@ _Static_assert(sizeof(struct vx_blob) <= OHC_ADDR_MAX, "blob fits");
 struct ohc_vx_qp {
 	struct ibv_qp *qp;
 	uint32_t sq_inflight; /* send WRs posted, completion not yet seen */
-	uint32_t unsig;       /* unsignaled WRs since the last signaled one */
+	uint32_t unsig;	      /* unsignaled WRs since the last signaled one */
 	uint32_t rq_posted;   /* receive WRs posted */
 	/* chain being built by one push (linked through next) */
 	struct ibv_send_wr *head, *tail;
@@ -103,8 +103,8 @@ struct ohc_verbs_ep {
 	char *ring, *stage; /* receive slots, send staging (mmap) */
 	size_t ring_len;
 	struct ibv_mr *ring_mr, *stage_mr;
-	struct ibv_send_wr *wrs; /* slots + 1 */
-	struct ibv_sge *sges;    /* 2 * slots */
+	struct ibv_send_wr *wrs;  /* slots + 1 */
+	struct ibv_sge *sges;	  /* 2 * slots */
 	struct ibv_recv_wr *rwrs; /* rq_depth */
 	uint32_t psn;
 	/* send side */

@@ -34,7 +34,8 @@ static int gid_of_ip(const char *ip, union ibv_gid *gid)
 
 static int gid_is_ipv4(const union ibv_gid *g)
 {
-	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0,	  0,
+					0, 0, 0, 0, 0xff, 0xff};
 
 	return !memcmp(g->raw, pfx, sizeof(pfx));
 }
@@ -72,7 +73,8 @@ static int scan_gids(struct ibv_context *ctx, uint8_t port, int tbl_len,
 			continue;
 		if (gid_is_zero(&e.gid))
 			continue;
-		if (want ? memcmp(e.gid.raw, want->raw, 16) : !gid_is_ipv4(&e.gid))
+		if (want ? memcmp(e.gid.raw, want->raw, 16)
+			 : !gid_is_ipv4(&e.gid))
 			continue;
 		v2 = e.gid_type == IBV_GID_TYPE_ROCE_V2;
 		if (best < 0 || (v2 && !best_v2)) {
@@ -135,9 +137,8 @@ ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 				struct ibv_gid_entry e;
 
 				if (gid_index >= pa.gid_tbl_len ||
-				    ohc_vx_query_gid_ex(ctx, p,
-							(uint32_t)gid_index,
-							&e) ||
+				    ohc_vx_query_gid_ex(
+					    ctx, p, (uint32_t)gid_index, &e) ||
 				    gid_is_zero(&e.gid)) {
 					OHC_ERROR(OHC_SS_VERBS,
 						  "rank %u: GID index %d does "
@@ -172,7 +173,8 @@ ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: no RDMA device%s%s has %s %s in "
 				  "its GID table%s",
-				  rank, dev_name && dev_name[0] ? " named " : "",
+				  rank,
+				  dev_name && dev_name[0] ? " named " : "",
 				  dev_name && dev_name[0] ? dev_name : "",
 				  ip_origin, ip,
 				  gid_index >= 0 ? " at that GID index" : "");
@@ -181,7 +183,8 @@ ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 				  "rank %u: no RDMA device%s%s has an IPv4 "
 				  "RoCE GID (set HCCL_IF_IP or "
 				  "OPENHCCL_RDMA_GID_INDEX)",
-				  rank, dev_name && dev_name[0] ? " named " : "",
+				  rank,
+				  dev_name && dev_name[0] ? " named " : "",
 				  dev_name && dev_name[0] ? dev_name : "");
 		status = OHC_ERR_INVALID;
 		goto err_free;

@@ -41,7 +41,6 @@ static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
 	       (uint64_t)kind << 20 | (covered & 0xfffff);
 }
 
-
 /* What each side of a pair sends the other once at connect time. */
 struct vx_conn {
 	uint32_t magic, version;
@@ -58,9 +57,9 @@ struct vx_conn {
 struct vx_hdr {
 	struct ohc_sig sig;
 	uint64_t msg_len;
-	uint64_t off;	   /* of this fragment in the message */
+	uint64_t off; /* of this fragment in the message */
 	uint32_t frag_len;
-	uint32_t freed;	   /* sender's count of slots it freed (mod 2^32) */
+	uint32_t freed; /* sender's count of slots it freed (mod 2^32) */
 	uint64_t pad;
 };
 
@@ -81,8 +80,8 @@ static struct ohc_verbs_ep *vx_ep(struct ohc_ep *ep)
 static void fail_queue(struct ohc_list *q, ohc_status_t status)
 {
 	while (!ohc_list_empty(q)) {
-		struct ohc_req *req = ohc_container_of(q->next, struct ohc_req,
-						       link);
+		struct ohc_req *req =
+			ohc_container_of(q->next, struct ohc_req, link);
 
 		ohc_list_del(&req->link);
 		ohc_req_complete(req, status);
@@ -256,8 +255,8 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	uint32_t bad_q = 0;
 
 	while (!e->broken && !ohc_list_empty(&e->sendq) && credits(vi, e)) {
-		struct ohc_req *req = ohc_container_of(e->sendq.next,
-						       struct ohc_req, link);
+		struct ohc_req *req =
+			ohc_container_of(e->sendq.next, struct ohc_req, link);
 		uint32_t idx = (uint32_t)(e->tx_slots % vi->slots);
 		uint32_t qpi = (uint32_t)(e->tx_slots % e->nqps);
 		struct ohc_vx_qp *q = &e->qps[qpi];
@@ -428,8 +427,9 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	if (wc->status != IBV_WC_SUCCESS) {
 		char why[160];
 
-		snprintf(why, sizeof(why), "%s (%s completion, vendor error "
-					   "0x%x)",
+		snprintf(why, sizeof(why),
+			 "%s (%s completion, vendor error "
+			 "0x%x)",
 			 ohc_vx_wc_status_str(wc->status),
 			 kind == WR_SEND ? "send" : "receive", wc->vendor_err);
 		ep_fail(e, wc->qp_num, why);
@@ -901,7 +901,8 @@ static void vx_ep_fini(struct ohc_ep *ep)
 			if (chain_post(vi, e, i, 1))
 				e->broken = OHC_ERR_REMOTE;
 		}
-		while (pending && !e->broken && !ohc_deadline_passed(deadline)) {
+		while (pending && !e->broken &&
+		       !ohc_deadline_passed(deadline)) {
 			pending = 0;
 			iface_poll(vi);
 			for (uint32_t i = 0; i < e->nqps; i++)
@@ -938,8 +939,7 @@ static void vx_ep_fini(struct ohc_ep *ep)
 }
 
 /* QPs (INIT, receives posted), ring, staging, MRs of one ep. */
-static ohc_status_t ep_setup(struct ohc_verbs_iface *vi,
-			     struct ohc_verbs_ep *e)
+static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	uint32_t rank = vi->super.rank, peer = e->super.peer;
 	size_t len = (size_t)vi->slots * vi->slot_bytes;
@@ -995,8 +995,8 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi,
 			e->qps[i].qp = ohc_vx_create_qp(vi->pd, &qa);
 		}
 		if (e->qps[i].qp)
-			vi->max_inline = OHC_MIN(vi->max_inline,
-						 qa.cap.max_inline_data);
+			vi->max_inline =
+				OHC_MIN(vi->max_inline, qa.cap.max_inline_data);
 		if (!e->qps[i].qp) {
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: cannot create QP %u to rank %u on "
@@ -1165,8 +1165,8 @@ static int sock_connect(const struct vx_blob *b, uint64_t deadline)
 		int err = 0;
 		socklen_t el = sizeof(err);
 
-		fd = socket(b->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			    0);
+		fd = socket(b->family,
+			    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			return -1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -1241,7 +1241,8 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 			continue;
 		e->sock = sock_connect(&e->peer_blob, deadline);
 		conn_fill(vi, e, &c);
-		if (e->sock < 0 || sock_io(e->sock, &c, sizeof(c), 1, deadline)) {
+		if (e->sock < 0 ||
+		    sock_io(e->sock, &c, sizeof(c), 1, deadline)) {
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: cannot reach rank %u for RDMA "
 				  "connection setup: %s",
@@ -1311,8 +1312,8 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 	}
 	close(vi->listen_fd);
 	vi->listen_fd = -1;
-	OHC_INFO(OHC_SS_VERBS, "rank %u: %u RDMA connections up on %s", rank,
-		 n, vi->dev_name);
+	OHC_INFO(OHC_SS_VERBS, "rank %u: %u RDMA connections up on %s", rank, n,
+		 vi->dev_name);
 	return OHC_OK;
 }
 

@@ -141,8 +141,8 @@ int ohc_vx_query_port(struct ibv_context *ctx, uint8_t port,
 	return rc;
 }
 
-int ohc_vx_query_gid_ex(struct ibv_context *ctx, uint32_t port,
-			uint32_t index, struct ibv_gid_entry *entry)
+int ohc_vx_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+			struct ibv_gid_entry *entry)
 {
 	return ibv_query_gid_ex(ctx, port, index, entry, 0);
 }

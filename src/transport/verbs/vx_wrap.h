@@ -42,8 +42,8 @@ int ohc_vx_close_device(struct ibv_context *ctx);
 int ohc_vx_query_device(struct ibv_context *ctx, struct ibv_device_attr *a);
 int ohc_vx_query_port(struct ibv_context *ctx, uint8_t port,
 		      struct ibv_port_attr *a);
-int ohc_vx_query_gid_ex(struct ibv_context *ctx, uint32_t port,
-			uint32_t index, struct ibv_gid_entry *entry);
+int ohc_vx_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+			struct ibv_gid_entry *entry);
 
 struct ibv_pd *ohc_vx_alloc_pd(struct ibv_context *ctx);
 int ohc_vx_dealloc_pd(struct ibv_pd *pd);
