@@ -82,6 +82,14 @@ struct ohc_coll_args {
 	uint32_t nitems;
 	int deterministic;          /* fixed reduction order required */
 	enum ohc_link_class link;   /* slowest link class in the comm */
+	/*
+	 * Hosts: host_of[r] is rank r's host index (0..nhosts-1), the same
+	 * array on every rank; NULL when the comm is on one host. Two-level
+	 * algorithms use it; links inside a host are SHM (or SELF), between
+	 * hosts RDMA.
+	 */
+	const uint32_t *host_of;
+	uint32_t nhosts;
 	const char *algo_override;  /* HCCL_ALGO / config algo string */
 };
 
@@ -114,6 +122,11 @@ struct ohc_algo {
 	 */
 	double (*cost)(const struct ohc_cost_params *c, uint64_t bytes,
 		       uint32_t nranks);
+	/*
+	 * Optional, for algorithms that need the topology (two-level): the
+	 * predicted time for a's layout; used instead of cost when set.
+	 */
+	double (*cost_topo)(const struct ohc_coll_args *a, uint64_t bytes);
 };
 
 /*
@@ -176,6 +189,7 @@ ohc_status_t ohc_batch_validate(const struct ohc_batch_item *items,
 extern const struct ohc_algo ohc_algo_allreduce_ring;
 extern const struct ohc_algo ohc_algo_allreduce_rd;
 extern const struct ohc_algo ohc_algo_allreduce_hd;
+extern const struct ohc_algo ohc_algo_allreduce_2level;
 extern const struct ohc_algo ohc_algo_allgather_ring;
 extern const struct ohc_algo ohc_algo_allgatherv_ring;
 extern const struct ohc_algo ohc_algo_allgather_rd;
@@ -183,6 +197,8 @@ extern const struct ohc_algo ohc_algo_allgather_bruck;
 extern const struct ohc_algo ohc_algo_reduce_scatter_ring;
 extern const struct ohc_algo ohc_algo_reduce_scatterv_ring;
 extern const struct ohc_algo ohc_algo_reduce_scatter_rh;
+/* Not in the automatic selection: for ops on exported memory only. */
+extern const struct ohc_algo ohc_algo_reduce_scatter_direct;
 extern const struct ohc_algo ohc_algo_bcast_binomial;
 extern const struct ohc_algo ohc_algo_bcast_scatter_ag;
 extern const struct ohc_algo ohc_algo_reduce_binomial;

@@ -20,6 +20,7 @@ static const struct ohc_algo *const candidates[] = {
 	&ohc_algo_allreduce_rd,
 	&ohc_algo_allreduce_hd,
 	&ohc_algo_allreduce_ring,
+	&ohc_algo_allreduce_2level,
 	&ohc_algo_allgather_rd,
 	&ohc_algo_allgather_bruck,
 	&ohc_algo_allgather_ring,
@@ -173,6 +174,8 @@ uint64_t ohc_coll_bytes(const struct ohc_coll_args *a)
 static double predict(const struct ohc_algo *al, uint64_t bytes,
 		      uint32_t nranks, enum ohc_link_class link)
 {
+	if (al->cost_topo && !al->cost)
+		return HUGE_VAL; /* needs a layout: not predictable flat */
 	if (!al->cost || nranks < 2)
 		return 0;
 	return al->cost(ohc_cost_params_get(link), bytes, nranks);
@@ -275,8 +278,13 @@ static void trim_copy(const char *b, const char *e, char *out, size_t len)
  * else level0, into name; empty name (or NA): automatic. OHC_ERR_INVALID
  * when malformed.
  */
+/*
+ * The algorithm named by "level0:<a>;level1:<b>": level1 (inter-server)
+ * if set, else level0. *hier_p: both levels name an algorithm (not NA),
+ * i.e. a hierarchical algorithm is asked for.
+ */
 static ohc_status_t levels_pick(const char *b, const char *e, char *name,
-				size_t len)
+				size_t len, int *hier_p)
 {
 	char lv0[64] = "", lv1[64] = "";
 
@@ -308,6 +316,8 @@ static ohc_status_t levels_pick(const char *b, const char *e, char *name,
 	snprintf(name, len, "%s", lv1[0] ? lv1 : lv0);
 	if (!strcasecmp(name, "NA"))
 		name[0] = '\0';
+	*hier_p = lv0[0] && lv1[0] && strcasecmp(lv0, "NA") &&
+		  strcasecmp(lv1, "NA");
 	return OHC_OK;
 }
 
@@ -337,7 +347,7 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 	enum family fam = op_family(op);
 	const char *b = NULL, *e = NULL, *others_b = NULL, *others_e = NULL;
 	char name[64];
-	int unknown = 0;
+	int unknown = 0, hier = 0;
 	const struct ohc_algo *found = NULL;
 
 	if (!spec)
@@ -387,7 +397,7 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 	}
 	if (!b)
 		goto out;
-	if (levels_pick(b, e, name, sizeof(name)) < 0) {
+	if (levels_pick(b, e, name, sizeof(name), &hier) < 0) {
 		unknown = 1;
 		goto out;
 	}
@@ -395,6 +405,11 @@ ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p)
 		goto out;
 	if (!known_name(name)) {
 		unknown = 1;
+		goto out;
+	}
+	if (hier && op == OHC_COLL_ALLREDUCE) {
+		/* an intra-server and an inter-server level: two-level */
+		found = &ohc_algo_allreduce_2level;
 		goto out;
 	}
 	for (size_t i = 0; i < OHC_ARRAY_SIZE(hccl_algos); i++) {
@@ -457,7 +472,8 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		if (al->op != a->op || n == MAX_PER_OP || !accepts(al, a))
 			continue;
 		c[n].algo = al;
-		c[n].us = predict(al, bytes, a->nranks, a->link);
+		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
+					: predict(al, bytes, a->nranks, a->link);
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
@@ -469,6 +485,29 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 	return n;
 }
 
+/*
+ * Operations whose data does not flow from every rank to every rank: a
+ * rank could finish them although another rank called something else (a
+ * different root, per-pair counts that disagree). Their schedules get an
+ * agreement woven in (ohc_sched_weave_agreement); for the others, every
+ * rank's result depends on messages from every rank, each of which is
+ * checked against the receiver's signature.
+ */
+static int needs_agreement(enum ohc_coll_op op)
+{
+	switch (op) {
+	case OHC_COLL_BROADCAST:
+	case OHC_COLL_REDUCE:
+	case OHC_COLL_SCATTER:
+	case OHC_COLL_GATHER:
+	case OHC_COLL_ALLTOALLV:
+	case OHC_COLL_ALLTOALLVC:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static ohc_status_t try_build(const struct ohc_coll_args *a,
 			      struct ohc_sched *s, const struct ohc_algo *al)
 {
@@ -477,6 +516,13 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 	ohc_sched_fini(s);
 	ohc_sched_init(s);
 	status = al->build(a, s);
+	/*
+	 * count 0 is a no-op on every rank (the API returns before us); V
+	 * counts are per rank, so those always agree.
+	 */
+	if (status == OHC_OK && needs_agreement(a->op) &&
+	    (a->count || a->send_counts || a->recv_counts))
+		ohc_sched_weave_agreement(s, a->rank, a->nranks);
 	if (status == OHC_OK && s->status < 0)
 		status = s->status;
 	if (status == OHC_ERR_NO_MEMORY)

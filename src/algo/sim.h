@@ -62,6 +62,24 @@ struct ohc_sim {
 	int check_hazards;    /* fail on intra-step overlaps */
 	unsigned seed;	      /* 0: ranks in order; else shuffled */
 	const struct ohc_cost_params *cost; /* NULL: args->link defaults */
+	/*
+	 * Timing only (reduce, dry_run, check_hazards and seed ignored): no
+	 * data, and the whole communicator advanced one global step at a
+	 * time, which the executor's step rule (a message is received in
+	 * the sender's step) makes exact: same time_us and stats as a dry
+	 * run. Schedules are kept as 8 bytes per transfer, rebuilt in
+	 * windows of steps when they would not fit in timing_budget, so
+	 * thousands of ranks are cheap. Limits: 2^20 ranks, 2^40-byte
+	 * messages.
+	 */
+	int timing;
+	uint64_t timing_budget; /* transfers kept at once; 0: 72 Mi (576 MiB) */
+	/*
+	 * Timing mode only: rank -> host (nranks entries, NULL: no hosts);
+	 * messages between ranks of one host cost cost_intra instead.
+	 */
+	const uint32_t *host_of;
+	const struct ohc_cost_params *cost_intra;
 	/* outputs */
 	struct ohc_sim_stats *stats; /* nranks entries, or NULL */
 	double time_us;		     /* max over ranks */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "api/api.h"
 #include <hccl/hcom.h>
-#include <hccl/hccl_sym_win.h>
 
 /*
  * Entry points whose capability arrives with a later issue. Each returns
@@ -57,46 +56,6 @@ OHC_API HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
 	return not_supported(__func__);
 }
 
-OHC_API HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr,
-					  size_t size, size_t alignment,
-					  uint64_t flags)
-{
-	(void)comm;
-	(void)baseVirPtr;
-	(void)size;
-	(void)alignment;
-	(void)flags;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr)
-{
-	(void)comm;
-	(void)baseVirPtr;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr,
-					      size_t size, size_t offset,
-					      aclrtDrvMemHandle handle,
-					      uint64_t flags)
-{
-	(void)comm;
-	(void)virPtr;
-	(void)size;
-	(void)offset;
-	(void)handle;
-	(void)flags;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
-{
-	(void)comm;
-	(void)virPtr;
-	return not_supported(__func__);
-}
-
 OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
 					    bool *useBackup, uint32_t nRanks)
 {
@@ -104,48 +63,6 @@ OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
 	(void)ranks;
 	(void)useBackup;
 	(void)nRanks;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
-					  uint64_t size,
-					  HcclCommSymWindow *winHandle,
-					  uint32_t flag)
-{
-	(void)comm;
-	(void)addr;
-	(void)size;
-	(void)winHandle;
-	(void)flag;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle)
-{
-	(void)winHandle;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size,
-				     HcclCommSymWindow *winHandle,
-				     size_t *offset)
-{
-	(void)comm;
-	(void)ptr;
-	(void)size;
-	(void)winHandle;
-	(void)offset;
-	return not_supported(__func__);
-}
-
-OHC_API HcclResult HcclSymWinGetPeerPointer(HcclCommSymWindow winHandle,
-					    size_t offset, uint32_t peerRank,
-					    void **ptr)
-{
-	(void)winHandle;
-	(void)offset;
-	(void)peerRank;
-	(void)ptr;
 	return not_supported(__func__);
 }
 

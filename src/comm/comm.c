@@ -129,6 +129,7 @@ static void comm_free(struct ohc_comm *comm)
 	comm_close_transports(comm);
 	free(comm->eps);
 	free(comm->ep_tp);
+	free(comm->host_of);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
@@ -342,6 +343,34 @@ static void comm_choose_spin(struct ohc_comm *comm)
 	comm->spin_ns = (cpus > 0 && local <= (uint32_t)cpus) ? 50000 : 0;
 }
 
+/*
+ * Host layout for two-level algorithms: host indices in order of first
+ * appearance by rank, the same on every rank. One host: no layout.
+ */
+static ohc_status_t comm_map_hosts(struct ohc_comm *comm)
+{
+	uint32_t n = comm->nranks, nhosts = 0;
+	uint32_t *host_of = malloc(n * sizeof(*host_of));
+
+	if (!host_of)
+		return OHC_ERR_NO_MEMORY;
+	for (uint32_t r = 0; r < n; r++) {
+		const char *id = ohc_bootstrap_hostid(comm->bs, r);
+		uint32_t q = 0;
+
+		while (q < r && strcmp(ohc_bootstrap_hostid(comm->bs, q), id))
+			q++;
+		host_of[r] = q < r ? host_of[q] : nhosts++;
+	}
+	if (nhosts < 2) {
+		free(host_of);
+		host_of = NULL;
+	}
+	comm->host_of = host_of;
+	comm->nhosts = nhosts;
+	return OHC_OK;
+}
+
 ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 			     const struct ohc_comm_cfg *cfg,
 			     const char *default_name, int device,
@@ -388,6 +417,9 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	if (status < 0)
 		goto err_free;
 	comm_choose_spin(comm);
+	status = comm_map_hosts(comm);
+	if (status < 0)
+		goto err_free;
 	/* Everyone connected before anyone sends data. */
 	status = ohc_bootstrap_barrier(bs);
 	if (status < 0)
@@ -409,12 +441,31 @@ err_free:
 	return status;
 }
 
+void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
+{
+	for (int i = 0; i < 3; i++) {
+		stats_p->bytes[i] = __atomic_load_n(&comm->stats.bytes[i],
+						    __ATOMIC_RELAXED);
+		stats_p->msgs[i] = __atomic_load_n(&comm->stats.msgs[i],
+						   __ATOMIC_RELAXED);
+	}
+}
+
 void ohc_comm_destroy(struct ohc_comm *comm)
 {
+	const struct ohc_xfer_stats *st = &comm->stats;
+
 	pthread_mutex_lock(&comm->lock);
-	while (comm->inflight)
+	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&comm->idle_cond, &comm->lock);
 	pthread_mutex_unlock(&comm->lock);
+	OHC_INFO(OHC_SS_MEM,
+		 "rank %u: communicator '%s' received %llu bytes staged, "
+		 "%llu direct (CMA/same process), %llu zero-copy",
+		 comm->rank, comm->name, (unsigned long long)st->bytes[0],
+		 (unsigned long long)st->bytes[1],
+		 (unsigned long long)st->bytes[2]);
+	ohc_zc_owner_release(comm);
 
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_del(&comm->link);
@@ -438,8 +489,13 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 {
 	int expected = 0;
 
-	__atomic_compare_exchange_n(&comm->failed, &expected, (int)status, 0,
-				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	if (__atomic_compare_exchange_n(&comm->failed, &expected, (int)status,
+					0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Peers blocked on us fail now rather than at their timeout. */
+		for (unsigned i = 0; i < comm->nifaces; i++)
+			comm->ifaces[i]->ops->iface_abort(comm->ifaces[i],
+							  status);
+	}
 	if (status == OHC_ERR_REMOTE || status == OHC_ERR_TIMEOUT ||
 	    status == OHC_ERR_DESYNC) {
 		expected = 0;
@@ -449,9 +505,85 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 	}
 }
 
+/*
+ * Zero-copy (src/zerocopy/README.md): the byte extents of an op's input
+ * and output, for the ops that may run on exported memory.
+ */
+static int op_extents(const struct ohc_coll_args *a, size_t *slen_p,
+		      size_t *rlen_p)
+{
+	size_t v = (size_t)a->count * a->esize;
+
+	switch (a->op) {
+	case OHC_COLL_ALLREDUCE:
+	case OHC_COLL_BROADCAST:
+		*slen_p = *rlen_p = v;
+		return 1;
+	case OHC_COLL_ALLGATHER:
+		*slen_p = v;
+		*rlen_p = v * a->nranks;
+		return 1;
+	case OHC_COLL_REDUCE_SCATTER:
+		*slen_p = v * a->nranks;
+		*rlen_p = v;
+		return 1;
+	case OHC_COLL_ALLTOALL:
+		*slen_p = *rlen_p = v * a->nranks;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Ops on exported memory of a one-host communicator use algorithms that
+ * send only out of the user's buffers (no scratch), so that every message
+ * can go zero-copy; the usual selection when those decline, on several
+ * hosts (verbs does not read exported memory yet) or when HCCL_ALGO says
+ * otherwise.
+ */
+static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
+			       const struct ohc_algo **algo_p)
+{
+	const struct ohc_coll_args *a = &op->args;
+	const struct ohc_algo *pick = NULL;
+
+	/* one host: every peer reads our exported memory (shm or self) */
+	if (op->zc.n && op->comm->nhosts < 2 &&
+	    !(a->algo_override && a->algo_override[0])) {
+		switch (a->op) {
+		case OHC_COLL_ALLREDUCE:
+			pick = &ohc_algo_allreduce_ring;
+			break;
+		case OHC_COLL_ALLGATHER:
+			pick = &ohc_algo_allgather_ring;
+			break;
+		case OHC_COLL_REDUCE_SCATTER:
+			pick = &ohc_algo_reduce_scatter_direct;
+			break;
+		case OHC_COLL_ALLTOALL:
+			pick = &ohc_algo_alltoall_pairwise;
+			break;
+		default:
+			break;
+		}
+	}
+	if (pick && (!pick->accepts || pick->accepts(a) == OHC_OK) &&
+	    pick->build(a, s) == OHC_OK) {
+		*algo_p = pick;
+		return OHC_OK;
+	}
+	if (pick) { /* declined: start over with the usual selection */
+		ohc_sched_fini(s);
+		ohc_sched_init(s);
+	}
+	return ohc_algo_build(a, s, algo_p);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
+	struct ohc_xfer_stats st = {{0}, {0}};
 	struct ohc_exec x;
 	struct ohc_sched s;
 	ohc_status_t status;
@@ -468,8 +600,10 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		status = failed;
 		goto out;
 	}
+	op->args.host_of = comm->host_of;
+	op->args.nhosts = comm->nhosts;
 	ohc_sched_init(&s);
-	status = ohc_algo_build(&op->args, &s, &algo);
+	status = comm_build(op, &s, &algo);
 	if (status < 0) {
 		ohc_sched_fini(&s);
 		goto out;
@@ -490,8 +624,19 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.esize = (unsigned)op->args.esize;
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
+	x.stats = &st;
+	if (op->zc.n) {
+		x.mem_lookup = ohc_zc_mem_lookup;
+		x.mem_ctx = &op->zc;
+	}
 	status = ohc_exec_run(&x, &s);
 	ohc_sched_fini(&s);
+	for (int i = 0; i < 3; i++) {
+		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
+				   __ATOMIC_RELAXED);
+	}
 	if (status < 0)
 		comm_fail(comm, status);
 out:
@@ -499,10 +644,15 @@ out:
 	return status;
 }
 
+/*
+ * The decrement stays under the lock: a destroy waiting for idleness may
+ * free the communicator as soon as it sees zero, so the last op out must
+ * be done with the lock by then. (Launching only increments, lock-free.)
+ */
 static void op_done(struct ohc_comm *comm)
 {
 	pthread_mutex_lock(&comm->lock);
-	if (--comm->inflight == 0)
+	if (__atomic_sub_fetch(&comm->inflight, 1, __ATOMIC_ACQ_REL) == 0)
 		pthread_cond_broadcast(&comm->idle_cond);
 	pthread_mutex_unlock(&comm->lock);
 }
@@ -532,6 +682,7 @@ static void op_task_release(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
 
+	ohc_zc_unpin(&op->zc);
 	op_done(op->comm);
 	free(op);
 }
@@ -602,6 +753,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 {
 	struct ohc_comm *comm = op->comm;
 	const struct ohc_coll_args *args = &op->args;
+	size_t slen = 0, rlen = 0;
 	ohc_status_t status;
 	int ret;
 
@@ -623,14 +775,18 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 					: args->count;
 	}
 
-	pthread_mutex_lock(&comm->lock);
+	/* lock-free: the stream worker finishing ops does not contend */
 	if (!op_is_p2p(args->op))
-		op->sig.seq = comm->coll_seq++;
-	comm->inflight++;
-	pthread_mutex_unlock(&comm->lock);
+		op->sig.seq = __atomic_fetch_add(&comm->coll_seq, 1,
+						 __ATOMIC_RELAXED);
+	__atomic_fetch_add(&comm->inflight, 1, __ATOMIC_ACQ_REL);
+	/* Exported buffers stay pinned until the op is done. */
+	if (op_extents(args, &slen, &rlen))
+		ohc_zc_pin(args->sbuf, slen, args->rbuf, rlen, &op->zc);
 
 	if (!stream) {
 		status = comm_execute(comm, op);
+		ohc_zc_unpin(&op->zc);
 		op_done(comm);
 		free(op);
 		return status;
@@ -640,6 +796,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		OHC_ERROR(OHC_SS_API, "cannot enqueue %s on stream %p (acl "
 				      "error %d)",
 			  op->task.name, stream, ret);
+		ohc_zc_unpin(&op->zc);
 		op_done(comm);
 		free(op);
 		return OHC_ERR_INVALID;

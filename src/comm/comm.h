@@ -12,11 +12,13 @@
 
 #include "algo/algo.h"
 #include "comm/bootstrap/bootstrap.h"
+#include "core/exec.h"
 #include "core/req.h"
 #include "runtime/ohc_rt.h"
 #include "transport/transport.h"
 #include "util/list.h"
 #include "util/status.h"
+#include "zerocopy/zc.h"
 
 #define OHC_COMM_NAME_MAX 128
 #define OHC_MAX_TRANSPORTS 4
@@ -66,19 +68,22 @@ struct ohc_comm {
 	struct ohc_ep **eps;            /* per rank; NULL for ourselves */
 	const char **ep_tp;             /* transport name per rank */
 	enum ohc_link_class link_class; /* slowest link in use */
+	uint32_t *host_of;              /* host index per rank; NULL: one */
+	uint32_t nhosts;
 	uint64_t spin_ns;               /* idle polling before sleeping */
 
-	pthread_mutex_t lock;           /* guards seq counters, inflight */
-	pthread_cond_t idle_cond;       /* signalled when inflight drops */
+	pthread_mutex_t lock;           /* with idle_cond: waits for idle */
+	pthread_cond_t idle_cond;       /* signalled when inflight hits 0 */
 	pthread_mutex_t exec_lock;      /* one operation executes at a time */
-	uint64_t coll_seq;              /* next collective sequence number */
-	unsigned inflight;              /* enqueued, not finished ops */
+	uint64_t coll_seq;              /* atomic: next collective seq */
+	unsigned inflight;              /* atomic: enqueued, not finished */
 
 	int abort_flag;                 /* atomic: destroy/failure cancels */
 	int failed;                     /* atomic: sticky ohc_status_t (<0) */
 	int async_error;                /* atomic: sticky ohc_status_t (<0) */
 
 	struct ohc_list link;           /* process registry */
+	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
 };
 
 /*
@@ -105,6 +110,7 @@ struct ohc_op {
 	struct ohc_sig sig;
 	struct ohc_op *group_next; /* pending in an open group */
 	void *group_stream;
+	struct ohc_zc_pin zc;      /* exported memory pinned while in flight */
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 
@@ -132,6 +138,14 @@ ohc_status_t ohc_group_end(void);
  */
 ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 			     const struct ohc_coll_args *args, void *stream);
+
+/*
+ * Debug counters: bytes (and messages) this rank received through staging
+ * buffers, directly out of the sender (CMA, same process) and zero-copy
+ * through a shared mapping, since creation. Private accessor for tests;
+ * printed at OPENHCCL_DEBUG=INFO on destroy.
+ */
+void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p);
 
 /* Sticky asynchronous error of the communicator (OHC_OK if none). */
 ohc_status_t ohc_comm_async_error(struct ohc_comm *comm);

@@ -55,6 +55,9 @@ static ohc_status_t exec_post(struct ohc_exec *x, const struct ohc_xfer *xf,
 	ohc_list_init(&req->link);
 	if (xf->kind == OHC_XFER_SEND) {
 		req->sbuf = xf->src;
+		if (x->mem_lookup &&
+		    x->mem_lookup(x->mem_ctx, xf->src, xf->len, &req->smem_buf))
+			req->smem = &req->smem_buf;
 		return ep->iface->ops->ep_send(ep, req);
 	}
 	req->dst = xf->dst;
@@ -89,9 +92,16 @@ static void exec_sleep(struct ohc_exec *x)
 		x->ifaces[i]->ops->iface_wait(x->ifaces[i], 1);
 }
 
+/*
+ * The step failed: tell every peer why (so the ones blocked on us stop
+ * with the same reason, see iface_abort), then cancel what is in flight.
+ */
 static void exec_cancel(struct ohc_exec *x, const struct ohc_xfer *xf,
-			struct ohc_req *reqs, unsigned n, ohc_status_t status)
+			struct ohc_req *reqs, unsigned n, ohc_status_t status,
+			ohc_status_t reason)
 {
+	for (unsigned i = 0; i < x->nifaces; i++)
+		x->ifaces[i]->ops->iface_abort(x->ifaces[i], reason);
 	for (unsigned i = 0; i < n; i++) {
 		if (xf[i].kind != OHC_XFER_SEND && xf[i].kind != OHC_XFER_RECV)
 			continue;
@@ -151,7 +161,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				  x->rank, x->what, xf[i].peer,
 				  ohc_status_str(status));
 			reqs[i].status = status;
-			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED);
+			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED, status);
 			x->err_peer = xf[i].peer;
 			return status;
 		}
@@ -191,7 +201,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 								      : "recv",
 					  xf[i].peer, ohc_status_str(st));
 			}
-			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED);
+			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED, st);
 			return st;
 		}
 		if (!pending)
@@ -218,12 +228,14 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				  "rank %u: %s aborted: communicator is "
 				  "being destroyed or failed",
 				  x->rank, x->what);
-			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED);
+			exec_cancel(x, xf, reqs, n, OHC_ERR_CANCELED,
+				    OHC_ERR_CANCELED);
 			return OHC_ERR_CANCELED;
 		}
 		if (ohc_deadline_passed(x->deadline)) {
 			exec_log_waiting(x, xf, reqs, n, step);
-			exec_cancel(x, xf, reqs, n, OHC_ERR_TIMEOUT);
+			exec_cancel(x, xf, reqs, n, OHC_ERR_TIMEOUT,
+				    OHC_ERR_TIMEOUT);
 			return OHC_ERR_TIMEOUT;
 		}
 		if (ohc_time_ns() >= next_check) {
@@ -237,17 +249,30 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				if (status < 0) {
 					x->err_peer = xf[i].peer;
 					OHC_ERROR(OHC_SS_COLL,
-						  "rank %u: %s: peer rank %u "
-						  "is gone: %s",
+						  "rank %u: %s: peer rank %u %s",
 						  x->rank, x->what, xf[i].peer,
-						  ohc_status_str(status));
-					exec_cancel(x, xf, reqs, n, status);
+						  status == OHC_ERR_DESYNC
+							  ? "stopped on a "
+							    "mismatched "
+							    "operation"
+							  : "is gone or "
+							    "failed");
+					exec_cancel(x, xf, reqs, n, status,
+						    status);
 					return status;
 				}
 			}
 			next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
 		}
 		exec_sleep(x);
+	}
+	if (x->stats) {
+		for (unsigned i = 0; i < n; i++) {
+			if (xf[i].kind != OHC_XFER_RECV || reqs[i].path > 2)
+				continue;
+			x->stats->bytes[reqs[i].path] += xf[i].len;
+			x->stats->msgs[reqs[i].path]++;
+		}
 	}
 	return OHC_OK;
 }

@@ -15,6 +15,20 @@
 #include "core/sched.h"
 #include "transport/transport.h"
 
+/* Bytes received per path (enum ohc_path), summed by the executor. */
+struct ohc_xfer_stats {
+	uint64_t bytes[3];
+	uint64_t msgs[3];
+};
+
+/*
+ * Zero-copy hook: if [src, src+len) lies in memory exported to peers,
+ * fill *desc_p and return 1, else 0. Called for each send of a schedule
+ * when set (the comm layer sets it only for ops on exported memory).
+ */
+typedef int (*ohc_exec_mem_fn)(void *ctx, const void *src, size_t len,
+			       struct ohc_mem_desc *desc_p);
+
 struct ohc_exec {
 	uint32_t rank, nranks;
 	struct ohc_ep **eps;          /* per rank; NULL for ourselves */
@@ -27,6 +41,9 @@ struct ohc_exec {
 	unsigned esize;               /* element size for reduce */
 	struct ohc_sig sig;           /* step and len are filled per message */
 	const char *what;             /* operation name for logs */
+	ohc_exec_mem_fn mem_lookup;   /* NULL: no exported memory involved */
+	void *mem_ctx;
+	struct ohc_xfer_stats *stats; /* NULL: not counted */
 	/* results */
 	uint32_t err_peer;            /* peer blamed for the error, if any */
 };

@@ -41,6 +41,28 @@ typedef void (*ohc_reduce_fn)(void *dst, const void *a, const void *b,
 			      size_t count);
 
 /*
+ * Exported memory a send reads from (zero-copy, see src/zerocopy): the
+ * memfd behind the source bytes, as a number valid in the sender's
+ * process, and where the bytes start inside it. id names the export
+ * uniquely within the sender's process (a new activation, a new id), so
+ * a reader may cache its mapping of the memfd by (peer, id).
+ */
+struct ohc_mem_desc {
+	uint64_t id;
+	int32_t fd;
+	uint32_t pad;
+	uint64_t fd_off;  /* byte offset of the message in the memfd */
+	uint64_t fd_size; /* bytes of the memfd */
+};
+
+/* How a receive's bytes travelled (set by the transport, for counters). */
+enum ohc_path {
+	OHC_PATH_STAGED = 0, /* through an intermediate buffer (ring, bounce) */
+	OHC_PATH_DIRECT = 1, /* one copy out of the sender (CMA, in-process) */
+	OHC_PATH_ZC = 2,     /* one copy through a shared mapping (exported) */
+};
+
+/*
  * One send or receive of one whole message on one endpoint. Owned by the
  * caller (the executor) and must stay alive until status leaves
  * OHC_INPROGRESS or the transport canceled it. A transport keeps posted
@@ -57,7 +79,11 @@ struct ohc_req {
 	enum ohc_recv_kind kind;
 	ohc_reduce_fn reduce;   /* REDUCE/REDUCE_TO */
 	unsigned esize;         /* element size for reductions */
+	/* send: the source lies in exported memory (NULL: ordinary memory) */
+	const struct ohc_mem_desc *smem;
+	struct ohc_mem_desc smem_buf; /* storage smem may point to */
 	/* set by the transport */
+	enum ohc_path path;           /* recv: how the bytes came */
 	volatile ohc_status_t status; /* OHC_INPROGRESS until complete */
 	size_t done;                  /* bytes sent / delivered so far */
 	struct ohc_sig got_sig;       /* on OHC_ERR_DESYNC: what arrived */

@@ -140,3 +140,52 @@ void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes)
 	s->scratch_bytes = bytes;
 	return s->scratch;
 }
+
+/* Where the empty agreement messages are "received": nothing is written. */
+static char agree_sink[1];
+
+void ohc_sched_weave_agreement(struct ohc_sched *s, uint32_t rank,
+			       uint32_t nranks)
+{
+	struct ohc_sched w;
+	unsigned rounds = 1, nsteps;
+
+	if (s->status || nranks < 2)
+		return;
+	for (uint32_t d = 1; d < nranks; d <<= 1)
+		rounds++;
+	nsteps = s->nsteps > rounds ? s->nsteps : rounds;
+	ohc_sched_init(&w);
+	for (unsigned i = 0, begin = 0; i < nsteps; i++) {
+		unsigned end = i < s->nsteps ? s->step_end[i] : begin;
+
+		for (unsigned j = begin; j < end; j++) {
+			struct ohc_xfer *x = sched_add(&w);
+
+			if (x)
+				*x = s->xfers[j];
+		}
+		begin = end;
+		if (i < rounds) {
+			uint32_t d = i ? (1u << (i - 1)) % nranks : 1;
+
+			ohc_sched_send(&w, (rank + d) % nranks, agree_sink, 0);
+			ohc_sched_recv(&w, (rank + nranks - d) % nranks,
+				       agree_sink, 0);
+		}
+		ohc_sched_step(&w);
+	}
+	if (w.status) {
+		s->status = w.status;
+		ohc_sched_fini(&w);
+		return;
+	}
+	free(s->xfers);
+	free(s->step_end);
+	s->xfers = w.xfers;
+	s->nxfers = w.nxfers;
+	s->cap = w.cap;
+	s->step_end = w.step_end;
+	s->nsteps = w.nsteps;
+	s->step_cap = w.step_cap;
+}

@@ -78,4 +78,20 @@ void ohc_sched_step(struct ohc_sched *s);
  */
 void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes);
 
+/*
+ * Make every rank agree on the operation before any rank can finish it.
+ * Weaves empty messages into the first steps of s: in step 0 each rank
+ * sends to rank+1 and receives from rank-1, and in step k (1 <= k <=
+ * ceil(log2 nranks)) it sends to rank+2^(k-1) and receives from
+ * rank-2^(k-1). Every message carries the operation's signature, so
+ * neighbours with different calls fail in step 0, and the dissemination
+ * after it makes each rank's last step depend on every rank having passed
+ * step 0. For operations whose data does not flow from every rank to
+ * every rank (broadcast, reduce, scatter), where a mismatch (a different
+ * root, say) could otherwise let some ranks finish with wrong data. Costs
+ * no extra step when the schedule has that many already.
+ */
+void ohc_sched_weave_agreement(struct ohc_sched *s, uint32_t rank,
+			       uint32_t nranks);
+
 #endif

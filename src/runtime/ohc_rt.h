@@ -65,4 +65,23 @@ OHC_API int ohc_rt_vmm_lookup(const void *ptr, size_t len, int *fd_p,
 			      size_t *offset_p, void **map_base_p,
 			      size_t *map_size_p);
 
+/* Everything the VMM knows about the mapping that holds an address. */
+struct ohc_rt_vmm_info {
+	int fd;            /* backing memfd, owned by the runtime (dup it) */
+	size_t offset;     /* byte offset of the address in the allocation */
+	void *map_base;    /* the aclrtMapMem address of the mapping */
+	size_t map_size;   /* bytes of the mapping (= the allocation) */
+	void *handle;      /* the aclrtDrvMemHandle mapped there */
+	size_t gran;       /* allocation granularity of the handle */
+	uint64_t map_id;   /* unique per aclrtMapMem call, never reused */
+};
+
+/*
+ * Like ohc_rt_vmm_lookup, with the handle, granularity and the identity
+ * of the mapping (a later unmap + map at the same place has another
+ * map_id, so a cache keyed by it notices). 0, or -1 if not mapped.
+ */
+OHC_API int ohc_rt_vmm_info(const void *ptr, size_t len,
+			    struct ohc_rt_vmm_info *info_p);
+
 #endif

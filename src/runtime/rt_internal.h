@@ -174,6 +174,7 @@ struct ohc_rt_stream {
 	struct ohc_rt_task *head, *tail; /* FIFO; lock */
 	uint64_t enq_seq;		 /* tasks enqueued so far; lock */
 	uint64_t done_seq;    /* tasks finished (run or skipped); lock */
+	uint64_t wake_at;     /* lowest done_seq a waiter needs; lock */
 	int error;	      /* first error since the last synchronize; lock */
 	bool stopped;	      /* STOP_ON_FAILURE tripped; lock */
 	bool stop_on_failure; /* lock */

@@ -77,7 +77,11 @@ static void *stream_worker(void *arg)
 				s->stopped = true;
 		}
 		s->done_seq++;
-		pthread_cond_broadcast(&s->done_cond);
+		/* wake waiters only when one of them is satisfied */
+		if (s->done_seq >= s->wake_at) {
+			s->wake_at = UINT64_MAX;
+			pthread_cond_broadcast(&s->done_cond);
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
@@ -95,6 +99,7 @@ aclError ohc_rt_stream_create(int dev, uint32_t flags, bool is_default,
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "stream of device %d: out of memory", dev);
 	s->dev = dev;
+	s->wake_at = UINT64_MAX;
 	s->flags = flags;
 	s->sync_noop = (flags & SYNC_NOOP_FLAGS) != 0;
 	s->is_default = is_default;
@@ -239,18 +244,30 @@ aclError ohc_rt_stream_push(struct ohc_rt_stream *s, struct ohc_rt_task *task,
 	return ACL_SUCCESS;
 }
 
+/*
+ * Wait (s->lock held) until done_seq reaches target; -1 at the deadline.
+ * The worker wakes waiters only once done_seq passes the lowest target
+ * (wake_at), not after every task.
+ */
+static int wait_done_locked(struct ohc_rt_stream *s, uint64_t target,
+			    uint64_t deadline)
+{
+	while (s->done_seq < target) {
+		if (target < s->wake_at)
+			s->wake_at = target;
+		if (ohc_rt_cond_wait(&s->done_cond, &s->lock, deadline))
+			return -1;
+	}
+	return 0;
+}
+
 int ohc_rt_stream_wait_seq(struct ohc_rt_stream *s, uint64_t seq,
 			   uint64_t deadline)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	while (s->done_seq < seq) {
-		if (ohc_rt_cond_wait(&s->done_cond, &s->lock, deadline)) {
-			ret = -1;
-			break;
-		}
-	}
+	ret = wait_done_locked(s, seq, deadline);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -270,22 +287,18 @@ aclError ohc_rt_stream_sync(struct ohc_rt_stream *s, int32_t timeout_ms)
 	pthread_mutex_lock(&s->lock);
 	uint64_t target = s->enq_seq;
 
-	while (s->done_seq < target) {
-		if (ohc_rt_cond_wait(&s->done_cond, &s->lock, deadline)) {
-			uint64_t done = s->done_seq;
+	if (wait_done_locked(s, target, deadline)) {
+		uint64_t done = s->done_seq;
 
-			pthread_mutex_unlock(&s->lock);
-			OHC_DEBUG(OHC_SS_RT,
-				  "stream %p: synchronize timed out after %d "
-				  "ms (%llu of %llu tasks done)",
-				  (void *)s, (int)timeout_ms,
-				  (unsigned long long)done,
-				  (unsigned long long)target);
-			ohc_rt_set_errmsg("stream synchronize timed out after "
-					  "%d ms",
-					  (int)timeout_ms);
-			return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
-		}
+		pthread_mutex_unlock(&s->lock);
+		OHC_DEBUG(OHC_SS_RT,
+			  "stream %p: synchronize timed out after %d ms (%llu "
+			  "of %llu tasks done)",
+			  (void *)s, (int)timeout_ms, (unsigned long long)done,
+			  (unsigned long long)target);
+		ohc_rt_set_errmsg("stream synchronize timed out after %d ms",
+				  (int)timeout_ms);
+		return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
 	}
 	/* The error is reported once; a stopped stream runs tasks again. */
 	err = s->error;

@@ -45,12 +45,14 @@ struct vmm_map {
 	size_t size;
 	struct vmm_phys *phys;
 	struct vmm_res *res;
+	uint64_t id; /* unique per aclrtMapMem */
 };
 
 static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ohc_list reservations = OHC_LIST_INIT(reservations);
 static struct ohc_list phys_live = OHC_LIST_INIT(phys_live);
 static struct ohc_list mappings = OHC_LIST_INIT(mappings);
+static uint64_t next_map_id = 1; /* guarded by vmm_lock */
 
 /* ---- lookups (vmm_lock held) ---- */
 
@@ -556,6 +558,7 @@ OHC_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset,
 	m->size = size;
 	m->phys = ph;
 	m->res = r;
+	m->id = next_map_id++;
 	ph->nmaps++;
 	r->nmaps++;
 	ohc_list_add_tail(&mappings, &m->node);
@@ -639,6 +642,30 @@ OHC_API int ohc_rt_vmm_lookup(const void *ptr, size_t len, int *fd_p,
 		*map_base_p = (void *)m->addr;
 	if (map_size_p)
 		*map_size_p = m->size;
+	pthread_mutex_unlock(&vmm_lock);
+	return 0;
+}
+
+OHC_API int ohc_rt_vmm_info(const void *ptr, size_t len,
+			    struct ohc_rt_vmm_info *info_p)
+{
+	struct vmm_map *m;
+
+	if (!ptr || !info_p)
+		return -1;
+	pthread_mutex_lock(&vmm_lock);
+	m = map_containing_locked((uintptr_t)ptr, len);
+	if (!m) {
+		pthread_mutex_unlock(&vmm_lock);
+		return -1;
+	}
+	info_p->fd = m->phys->fd;
+	info_p->offset = (uintptr_t)ptr - m->addr;
+	info_p->map_base = (void *)m->addr;
+	info_p->map_size = m->size;
+	info_p->handle = m->phys;
+	info_p->gran = m->phys->gran;
+	info_p->map_id = m->id;
 	pthread_mutex_unlock(&vmm_lock);
 	return 0;
 }

@@ -102,6 +102,12 @@ static void stub_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 	(void)status;
 }
 
+static void stub_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	(void)iface;
+	(void)reason;
+}
+
 static void stub_iface_close(struct ohc_iface *iface)
 {
 	(void)iface;
@@ -113,6 +119,41 @@ static ohc_status_t stub_iface_open(struct ohc_iface *iface,
 	(void)iface;
 	(void)p;
 	return OHC_ERR_UNSUPPORTED;
+}
+
+static ohc_status_t stub_mem_reg(struct ohc_iface *iface, void *addr,
+				 size_t len, const struct ohc_mem_desc *desc,
+				 void **handle_p)
+{
+	(void)iface;
+	(void)addr;
+	(void)len;
+	(void)desc;
+	*handle_p = NULL;
+	return OHC_OK;
+}
+
+static void stub_mem_dereg(struct ohc_iface *iface, void *handle)
+{
+	(void)iface;
+	(void)handle;
+}
+
+static ohc_status_t stub_ep_mem_map(struct ohc_ep *ep,
+				    const struct ohc_mem_desc *desc,
+				    void **addr_p)
+{
+	(void)ep;
+	(void)desc;
+	(void)addr_p;
+	return OHC_ERR_UNSUPPORTED;
+}
+
+static void stub_ep_mem_unmap(struct ohc_ep *ep, void *addr, size_t len)
+{
+	(void)ep;
+	(void)addr;
+	(void)len;
 }
 
 #define FILL(ops, slot, stub)                                                  \
@@ -141,6 +182,11 @@ static void registry_init(void)
 		FILL(ops, iface_wake, stub_iface_wake);
 		FILL(ops, ep_check, stub_ep_check);
 		FILL(ops, ep_cancel, stub_ep_cancel);
+		FILL(ops, iface_abort, stub_iface_abort);
+		FILL(ops, mem_reg, stub_mem_reg);
+		FILL(ops, mem_dereg, stub_mem_dereg);
+		FILL(ops, ep_mem_map, stub_ep_mem_map);
+		FILL(ops, ep_mem_unmap, stub_ep_mem_unmap);
 	}
 }
 
@@ -180,5 +226,7 @@ int ohc_transport_slot_is_stub(const struct ohc_transport_ops *ops,
 		return ops->ep_send == stub_ep_post;
 	if (!strcmp(slot, "ep_recv"))
 		return ops->ep_recv == stub_ep_post;
+	if (!strcmp(slot, "iface_abort"))
+		return ops->iface_abort == stub_iface_abort;
 	return 0;
 }

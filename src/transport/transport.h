@@ -112,6 +112,41 @@ struct ohc_transport_ops {
 	 * ep is unusable for data afterwards (its stream state is lost).
 	 */
 	void (*ep_cancel)(struct ohc_ep *ep, ohc_status_t status);
+	/*
+	 * Tell every peer that this rank's communicator failed with reason
+	 * (< 0), so a peer blocked on us fails at its next ep_check instead
+	 * of waiting for its timeout. ep_check then returns OHC_ERR_DESYNC
+	 * for a peer that failed on a mismatched operation, OHC_ERR_REMOTE
+	 * for any other reason. The first reason sticks.
+	 */
+	void (*iface_abort)(struct ohc_iface *iface, ohc_status_t reason);
+
+	/*
+	 * Zero-copy (optional; src/zerocopy/README.md). A send whose
+	 * req->smem is set reads exported memory; a transport may then move
+	 * it without staging (shm: the reader maps the memfd) or ignore smem.
+	 *
+	 * mem_reg: memory [addr, addr+len), backed by desc, becomes exported
+	 * (HcclCommActivateCommMemory, a symmetric window). A transport that
+	 * must register memory before peers can reach it (verbs: ibv_reg_mr)
+	 * does it here; *handle_p comes back to mem_dereg when the memory is
+	 * deactivated. The stub registers nothing (OHC_OK, NULL handle): shm
+	 * needs nothing, its readers import the memfd lazily (pidfd_getfd).
+	 */
+	ohc_status_t (*mem_reg)(struct ohc_iface *iface, void *addr,
+				size_t len, const struct ohc_mem_desc *desc,
+				void **handle_p);
+	void (*mem_dereg)(struct ohc_iface *iface, void *handle);
+	/*
+	 * Map the peer's exported memory desc (the whole memfd,
+	 * desc->fd_size bytes, read-write) into this process for loads and
+	 * stores: symmetric windows. *addr_p is the base of the memfd; undo
+	 * with ep_mem_unmap. Stub: OHC_ERR_UNSUPPORTED (no load/store path).
+	 */
+	ohc_status_t (*ep_mem_map)(struct ohc_ep *ep,
+				   const struct ohc_mem_desc *desc,
+				   void **addr_p);
+	void (*ep_mem_unmap)(struct ohc_ep *ep, void *addr, size_t len);
 };
 
 /* Registry: the transports built in, in preference order. */

@@ -155,24 +155,31 @@ ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
 	return OHC_OK;
 }
 
-static ohc_status_t parse_field(const struct field *f, const char *val)
+/*
+ * Parse val for f into e; quiet: no log line (validation for tools).
+ */
+static ohc_status_t parse_field_into(const struct field *f, const char *val,
+				     struct ohc_env *e, int quiet)
 {
-	char *dst = (char *)&env + f->offset;
+#define FIELD_ERROR(...)                                                       \
+	do {                                                                   \
+		if (!quiet)                                                    \
+			OHC_ERROR(OHC_SS_ENV, __VA_ARGS__);                    \
+	} while (0)
+	char *dst = (char *)e + f->offset;
 	int64_t *ip = (int64_t *)dst;
 
 	switch (f->kind) {
 	case F_INT:
 		if (ohc_parse_int(val, f->min, f->max, ip) != OHC_OK) {
-			OHC_ERROR(OHC_SS_ENV,
-				  "%s='%s' is not an integer in [%lld, %lld]",
-				  f->name, val, (long long)f->min,
-				  (long long)f->max);
+			FIELD_ERROR("%s='%s' is not an integer in [%lld, %lld]",
+				    f->name, val, (long long)f->min,
+				    (long long)f->max);
 			return OHC_ERR_INVALID;
 		}
 		if (!strcmp(f->name, "HCCL_RDMA_TC") && *ip % 4) {
-			OHC_ERROR(OHC_SS_ENV,
-				  "HCCL_RDMA_TC='%s' must be a multiple of 4",
-				  val);
+			FIELD_ERROR("HCCL_RDMA_TC='%s' must be a multiple of 4",
+				    val);
 			return OHC_ERR_INVALID;
 		}
 		return OHC_OK;
@@ -182,15 +189,14 @@ static ohc_status_t parse_field(const struct field *f, const char *val)
 		else if (!strcmp(val, "0") || !strcasecmp(val, "false"))
 			*ip = 0;
 		else {
-			OHC_ERROR(OHC_SS_ENV, "%s='%s' must be 0 or 1", f->name,
-				  val);
+			FIELD_ERROR("%s='%s' must be 0 or 1", f->name, val);
 			return OHC_ERR_INVALID;
 		}
 		return OHC_OK;
 	case F_STR:
 		if (strlen(val) >= f->size) {
-			OHC_ERROR(OHC_SS_ENV, "%s is longer than %zu characters",
-				  f->name, f->size - 1);
+			FIELD_ERROR("%s is longer than %zu characters", f->name,
+				    f->size - 1);
 			return OHC_ERR_INVALID;
 		}
 		strcpy(dst, val);
@@ -203,10 +209,10 @@ static ohc_status_t parse_field(const struct field *f, const char *val)
 		else if (!strcasecmp(val, "strict") || !strcmp(val, "2"))
 			*ip = OHC_DETERMINISTIC_STRICT;
 		else {
-			OHC_ERROR(OHC_SS_ENV,
-				  "HCCL_DETERMINISTIC='%s' must be false, true "
-				  "or strict",
-				  val);
+			FIELD_ERROR(
+				"HCCL_DETERMINISTIC='%s' must be false, true "
+				"or strict",
+				val);
 			return OHC_ERR_INVALID;
 		}
 		return OHC_OK;
@@ -216,10 +222,10 @@ static ohc_status_t parse_field(const struct field *f, const char *val)
 		else if (!strcmp(val, "AF_INET6"))
 			*ip = AF_INET6;
 		else {
-			OHC_ERROR(OHC_SS_ENV,
-				  "HCCL_SOCKET_FAMILY='%s' must be AF_INET or "
-				  "AF_INET6",
-				  val);
+			FIELD_ERROR(
+				"HCCL_SOCKET_FAMILY='%s' must be AF_INET or "
+				"AF_INET6",
+				val);
 			return OHC_ERR_INVALID;
 		}
 		return OHC_OK;
@@ -227,6 +233,12 @@ static ohc_status_t parse_field(const struct field *f, const char *val)
 		return OHC_OK;
 	}
 	return OHC_ERR_INTERNAL;
+#undef FIELD_ERROR
+}
+
+static ohc_status_t parse_field(const struct field *f, const char *val)
+{
+	return parse_field_into(f, val, &env, 0);
 }
 
 static void env_parse_locked(void)
@@ -293,4 +305,37 @@ void ohc_env_dump(FILE *out)
 			set ? val : f->def, set ? "environment" : "default",
 			f->doc);
 	}
+}
+
+size_t ohc_config_count(void)
+{
+	return OHC_ARRAY_SIZE(fields);
+}
+
+ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p)
+{
+	const struct field *f;
+	struct ohc_env *scratch;
+	const char *val;
+	int valid = 1;
+
+	if (i >= OHC_ARRAY_SIZE(fields))
+		return OHC_ERR_INVALID;
+	f = &fields[i];
+	val = ohc_config_raw(f->name);
+	if (val && !*val)
+		val = NULL;
+	if (val && f->kind != F_LOG) {
+		scratch = malloc(sizeof(*scratch));
+		if (!scratch)
+			return OHC_ERR_NO_MEMORY;
+		valid = parse_field_into(f, val, scratch, 1) == OHC_OK;
+		free(scratch);
+	}
+	var_p->name = f->name;
+	var_p->def = f->def;
+	var_p->doc = f->doc;
+	var_p->value = val;
+	var_p->valid = valid;
+	return OHC_OK;
 }

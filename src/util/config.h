@@ -65,6 +65,24 @@ void ohc_env_reload(void);
 /* Print every variable with its value and where it came from. */
 void ohc_env_dump(FILE *out);
 
+/* One row of the table with its current value, for tools and dumps. */
+struct ohc_config_var {
+	const char *name;
+	const char *def;   /* the default, as text */
+	const char *doc;   /* one line */
+	const char *value; /* from the environment; NULL when unset or empty */
+	int valid;	   /* 0: value is malformed (OPENHCCL_DEBUG*: always 1) */
+};
+
+/* Number of rows of the table. */
+size_t ohc_config_count(void);
+/*
+ * Row i (0 <= i < ohc_config_count()) as the environment has it now,
+ * validated with the library's own parser but without logging.
+ * OHC_ERR_INVALID past the end, OHC_ERR_NO_MEMORY; *var_p is set on OK.
+ */
+ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p);
+
 /* The raw value of a table variable (NULL if unset); the only getenv(). */
 const char *ohc_config_raw(const char *name);
 

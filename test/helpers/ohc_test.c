@@ -403,3 +403,25 @@ int ohc_test_count_fds(void)
 	closedir(d);
 	return n - 3; /* ., .. and the DIR's own fd */
 }
+
+int ohc_test_share_roots(HcclRootInfo *roots, int nroots, int *ready, int rank,
+			 int timeout_s)
+{
+	struct timespec start, now;
+
+	if (rank == 0) {
+		for (int k = 0; k < nroots; k++)
+			if (HcclGetRootInfo(&roots[k]) != HCCL_SUCCESS)
+				return 1;
+		__atomic_store_n(ready, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (!__atomic_load_n(ready, __ATOMIC_ACQUIRE)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec > timeout_s)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}

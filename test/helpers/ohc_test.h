@@ -30,6 +30,17 @@ void ohc_test_fork_settle(void);
 /* Same with threads; returns the number of failed ranks. */
 int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg);
 
+/*
+ * For ranks forked by ohc_test_fork_ranks: rank 0 makes nroots root infos
+ * (HcclGetRootInfo) in memory shared with the others (MAP_SHARED), then
+ * sets *ready; the others wait for it at most timeout_s seconds. Making
+ * them in the test process before the fork is unsafe: each starts a root
+ * server thread, and a lock such a thread holds at fork time (malloc's,
+ * under ASan) stays held forever in the children. Returns 0 on success.
+ */
+int ohc_test_share_roots(HcclRootInfo *roots, int nroots, int *ready, int rank,
+			 int timeout_s);
+
 /* Every (dtype, op) pair HCCL allows for reductions (spec 2.3). */
 struct ohc_test_pair {
 	HcclDataType dtype;

@@ -97,6 +97,8 @@ struct tc {
 	int inplace, det;
 	const char *override;
 	enum ohc_link_class link;
+	const uint32_t *host_of; /* two-level layouts */
+	uint32_t nhosts;
 	/* V arrays per rank (elements) */
 	uint64_t sc[MAXN][MAXN], sd[MAXN][MAXN];
 	uint64_t rc[MAXN][MAXN], rd[MAXN][MAXN];
@@ -128,6 +130,8 @@ static ohc_status_t tc_args(void *ctx, uint32_t r, struct ohc_coll_args *a)
 	a->esize = 4;
 	a->deterministic = t->det;
 	a->link = t->link;
+	a->host_of = t->host_of;
+	a->nhosts = t->nhosts;
 	a->algo_override = t->override;
 	if (t->v) {
 		a->send_counts = t->sc[r];
@@ -479,8 +483,8 @@ static void every_algorithm(enum ohc_coll_op op)
 	const struct ohc_algo *const *all = ohc_algo_all(&n);
 
 	for (unsigned i = 0; i < n; i++) {
-		if (all[i]->op != op)
-			continue;
+		if (all[i]->op != op || all[i]->cost_topo)
+			continue; /* two-level: its own test with host maps */
 		found++;
 		cr_assert_gt(run_matrix(op, all[i]), 0, "%s/%s never ran",
 			     ohc_coll_op_name(op), all[i]->name);
@@ -493,6 +497,107 @@ Test(coll, allreduce)
 {
 	every_algorithm(OHC_COLL_ALLREDUCE);
 }
+/*
+ * Two-level allreduce: hosts of equal size, ranks assigned to hosts in
+ * blocks and interleaved; every count, in and out of place, both modes.
+ * Selection picks it for large vectors across hosts (RDMA between them)
+ * and declines it when host sizes differ.
+ */
+Test(coll, allreduce_two_level)
+{
+	static const struct {
+		uint32_t hosts, per;
+	} layouts[] = {{2, 2}, {2, 3}, {3, 2}, {4, 2}, {2, 4}};
+	static struct tc t;
+	uint32_t host_of[MAXN];
+
+	for (size_t li = 0; li < OHC_ARRAY_SIZE(layouts); li++) {
+		uint32_t H = layouts[li].hosts, p = layouts[li].per, n = H * p;
+
+		for (int inter = 0; inter < 2; inter++) {
+			for (uint32_t r = 0; r < n; r++)
+				host_of[r] = inter ? r % H : r / p;
+			for (size_t ci = 0; ci < OHC_ARRAY_SIZE(test_counts);
+			     ci++) {
+				for (int ip = 0; ip < 4; ip++) {
+					if (!level_applies(OHC_COLL_ALLREDUCE,
+							   ip))
+						continue;
+					for (int m = 0; m < 2; m++) {
+						memset(&t, 0, sizeof(t));
+						t.op = OHC_COLL_ALLREDUCE;
+						t.algo = &ohc_algo_allreduce_2level;
+						t.n = n;
+						t.count = test_counts[ci];
+						t.inplace = ip;
+						t.host_of = host_of;
+						t.nhosts = H;
+						run_case(&t,
+							 m ? OHC_SIM_RENDEZVOUS
+							   : OHC_SIM_EAGER,
+							 (unsigned)(li + ci));
+					}
+				}
+			}
+		}
+	}
+}
+
+Test(coll, two_level_selection)
+{
+	uint32_t blocked[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+	uint32_t uneven[8] = {0, 0, 0, 0, 0, 1, 1, 1};
+	uint32_t pairs[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+	struct ohc_coll_args a = {.op = OHC_COLL_ALLREDUCE,
+				  .esize = 4,
+				  .nranks = 8,
+				  .link = OHC_LINK_RDMA,
+				  .host_of = blocked,
+				  .nhosts = 2};
+	struct ohc_sched s;
+	const struct ohc_algo *chosen = NULL;
+	static char buf[4 << 20];
+
+	a.sbuf = a.rbuf = buf;
+	a.count = sizeof(buf) / 4;
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_build(&a, &s, &chosen), OHC_OK);
+	cr_expect_eq(chosen, &ohc_algo_allreduce_2level,
+		     "4 MiB over 2 hosts x 4: got %s", chosen->name);
+	ohc_sched_fini(&s);
+
+	/* latency bound over 4 hosts x 2: fewer network rounds flat */
+	a.count = 2;
+	a.host_of = pairs;
+	a.nhosts = 4;
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_build(&a, &s, &chosen), OHC_OK);
+	cr_expect_neq(chosen, &ohc_algo_allreduce_2level);
+	ohc_sched_fini(&s);
+
+	a.count = sizeof(buf) / 4;
+	a.host_of = uneven;
+	a.nhosts = 2;
+	cr_expect_eq(ohc_algo_allreduce_2level.accepts(&a),
+		     OHC_ERR_UNSUPPORTED);
+	a.host_of = NULL;
+	cr_expect_eq(ohc_algo_allreduce_2level.accepts(&a),
+		     OHC_ERR_UNSUPPORTED);
+	/* HCCL_ALGO with an intra- and an inter-server level: two-level */
+	cr_expect_eq(ohc_algo_override_find("level0:ring;level1:ring",
+					    OHC_COLL_ALLREDUCE, NULL),
+		     &ohc_algo_allreduce_2level);
+	cr_expect_eq(ohc_algo_override_find("level0:NA;level1:ring",
+					    OHC_COLL_ALLREDUCE, NULL),
+		     &ohc_algo_allreduce_ring);
+	cr_expect_eq(ohc_algo_override_find("level0:ring;level1:ring",
+					    OHC_COLL_ALLGATHER, NULL),
+		     &ohc_algo_allgather_ring);
+	cr_expect(isinf(ohc_algo_predict_us(&ohc_algo_allreduce_2level,
+					    OHC_COLL_ALLREDUCE, 1 << 20, 8,
+					    OHC_LINK_RDMA)));
+}
+
 Test(coll, reduce)
 {
 	every_algorithm(OHC_COLL_REDUCE);
@@ -925,16 +1030,16 @@ static ohc_status_t build_lost(const struct ohc_coll_args *a,
 	return OHC_OK;
 }
 
-static const struct ohc_algo fake_cross = {"cross", OHC_COLL_ALLREDUCE,
-					   build_cross, NULL, NULL};
-static const struct ohc_algo fake_len = {"len", OHC_COLL_ALLREDUCE, build_len,
-					 NULL, NULL};
-static const struct ohc_algo fake_skew = {"skew", OHC_COLL_ALLREDUCE,
-					  build_stepskew, NULL, NULL};
-static const struct ohc_algo fake_hazard = {"hazard", OHC_COLL_ALLREDUCE,
-					    build_hazard, NULL, NULL};
-static const struct ohc_algo fake_lost = {"lost", OHC_COLL_ALLREDUCE,
-					  build_lost, NULL, NULL};
+static const struct ohc_algo fake_cross = {
+	.name = "cross", .op = OHC_COLL_ALLREDUCE, .build = build_cross};
+static const struct ohc_algo fake_len = {
+	.name = "len", .op = OHC_COLL_ALLREDUCE, .build = build_len};
+static const struct ohc_algo fake_skew = {
+	.name = "skew", .op = OHC_COLL_ALLREDUCE, .build = build_stepskew};
+static const struct ohc_algo fake_hazard = {
+	.name = "hazard", .op = OHC_COLL_ALLREDUCE, .build = build_hazard};
+static const struct ohc_algo fake_lost = {
+	.name = "lost", .op = OHC_COLL_ALLREDUCE, .build = build_lost};
 
 static ohc_status_t sim_fake(const struct ohc_algo *al, uint32_t n,
 			     enum ohc_sim_mode mode, int hazards, char *err,

@@ -52,6 +52,7 @@ struct self_box {
 	atomic_int refs;
 	pthread_mutex_t lock; /* protects src[] and closed */
 	int closed;	      /* the owner closed its iface */
+	int aborted;	      /* the owner's communicator failed (< 0) */
 	/* the owner's doorbell (private futex: one process) */
 	_Atomic uint32_t seq;
 	_Atomic uint32_t sleeping;
@@ -343,6 +344,22 @@ static ohc_status_t self_iface_connect(struct ohc_iface *iface,
 	return status;
 }
 
+/*
+ * Why the peer stopped: OHC_ERR_DESYNC if it announced (iface_abort) that
+ * it failed on a mismatched operation, OHC_ERR_REMOTE for anything else.
+ */
+static ohc_status_t peer_stop_reason(struct self_ep *sep)
+{
+	int why = 0;
+
+	if (sep->peer_box) {
+		pthread_mutex_lock(&sep->peer_box->lock);
+		why = sep->peer_box->aborted;
+		pthread_mutex_unlock(&sep->peer_box->lock);
+	}
+	return why == OHC_ERR_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
+}
+
 static void self_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 {
 	struct self_ep *sep = self_ep(ep);
@@ -359,7 +376,9 @@ static void self_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 	/* The peer's sends to us will never be received. */
 	pthread_mutex_lock(&box->lock);
 	box->src[ep->peer].rx_dead = 1;
-	src_fail_locked(&box->src[ep->peer], OHC_ERR_REMOTE);
+	src_fail_locked(&box->src[ep->peer], box->aborted == OHC_ERR_DESYNC
+						     ? OHC_ERR_DESYNC
+						     : OHC_ERR_REMOTE);
 	pthread_mutex_unlock(&box->lock);
 	/* Ours to the peer are withdrawn (the peer is done with them). */
 	pthread_mutex_lock(&peer->lock);
@@ -423,7 +442,7 @@ static ohc_status_t self_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 				  "receives from us",
 				  si->super.rank, ep->peer);
 		sep->dead_logged = 1;
-		return OHC_ERR_REMOTE;
+		return peer_stop_reason(sep);
 	}
 	box_ring(peer);
 	return OHC_OK;
@@ -466,8 +485,8 @@ static int self_pull_one(struct self_ep *sep, struct self_box *box)
 				  "sends",
 				  sep->super.iface->rank, sep->super.peer);
 		sep->dead_logged = 1;
-		sep->err = OHC_ERR_REMOTE;
-		fail_list(&sep->recvs, OHC_ERR_REMOTE);
+		sep->err = peer_stop_reason(sep);
+		fail_list(&sep->recvs, sep->err);
 		return 1;
 	}
 	s = ohc_list_first(&src->sends, struct ohc_req, link);
@@ -486,6 +505,7 @@ static int self_pull_one(struct self_ep *sep, struct self_box *box)
 		rst = OHC_ERR_DESYNC;
 	} else {
 		slice = OHC_MIN(r->len - r->done, (size_t)SELF_SLICE);
+		r->path = OHC_PATH_DIRECT; /* straight out of the sender */
 		if (slice)
 			ohc_req_deliver(r, r->done,
 					(const char *)s->sbuf + s->done, slice);
@@ -584,17 +604,56 @@ static void self_iface_wake(struct ohc_iface *iface)
 	box_ring(box);
 }
 
-/* Peers share our process: alive unless the peer closed its iface. */
+static void self_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	struct self_iface *si = self_iface(iface);
+	struct ohc_list *pos;
+	int first;
+
+	if (reason >= 0)
+		return;
+	pthread_mutex_lock(&si->box->lock);
+	first = !si->box->aborted;
+	if (first)
+		si->box->aborted = reason;
+	pthread_mutex_unlock(&si->box->lock);
+	if (!first)
+		return;
+	ohc_list_for_each(pos, &si->eps)
+	{
+		struct self_ep *sep = ohc_container_of(pos, struct self_ep, link);
+
+		if (sep->peer_box)
+			box_ring(sep->peer_box);
+	}
+}
+
+/*
+ * Peers share our process: alive unless the peer closed its iface or
+ * announced that its communicator failed.
+ */
 static ohc_status_t self_ep_check(struct ohc_ep *ep)
 {
 	struct self_ep *sep = self_ep(ep);
-	int closed;
+	int closed, aborted;
 
 	if (!sep->peer_box)
 		return OHC_OK;
 	pthread_mutex_lock(&sep->peer_box->lock);
 	closed = sep->peer_box->closed;
+	aborted = sep->peer_box->aborted;
 	pthread_mutex_unlock(&sep->peer_box->lock);
+	if (aborted) {
+		if (!sep->dead_logged)
+			OHC_ERROR(OHC_SS_COLL,
+				  "rank %u: peer rank %u failed its "
+				  "communicator (%s)",
+				  ep->iface->rank, ep->peer,
+				  ohc_status_str(aborted));
+		sep->dead_logged = 1;
+		return aborted == OHC_ERR_DESYNC ? OHC_ERR_DESYNC
+						 : OHC_ERR_REMOTE;
+	}
 	if (!closed)
 		return OHC_OK;
 	if (!sep->dead_logged)
@@ -625,4 +684,5 @@ const struct ohc_transport_ops ohc_self_ops = {
 	.iface_wake = self_iface_wake,
 	.ep_check = self_ep_check,
 	.ep_cancel = self_ep_cancel,
+	.iface_abort = self_iface_abort,
 };

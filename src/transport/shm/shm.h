@@ -16,6 +16,15 @@
 #include "util/list.h"
 
 #define OHC_SHM_HOSTID_MAX 200 /* hostid bytes kept verbatim in the blob */
+#define OHC_SHM_ZC_CACHE 8     /* peer exports kept mapped per ep */
+
+/* A peer's exported memfd, mapped read-only (zero-copy receives). */
+struct ohc_shm_zc_import {
+	uint64_t id; /* the peer's export id; 0: empty slot */
+	void *base;
+	size_t size;
+	uint64_t last_use;
+};
 
 struct ohc_shm_iface {
 	struct ohc_iface super;
@@ -78,6 +87,10 @@ struct ohc_shm_ep {
 	int rndv_on;
 	size_t rndv_done;
 	void *bounce; /* CMA reads for reductions */
+	const char *rndv_src; /* ZC: the message in our mapping, else NULL */
+	struct ohc_shm_zc_import zc_imp[OHC_SHM_ZC_CACHE];
+	uint64_t zc_clock;
+	int zc_warned;
 };
 
 /* shm_seg.c: our segment, the fd exchange and peer mappings. */
@@ -98,6 +111,14 @@ extern size_t ohc_shm_cma_threshold;
 int ohc_shm_cma_probe(pid_t pid, uint64_t addr, uint64_t expect);
 ohc_status_t ohc_shm_cma_read(const struct ohc_shm_ep *sep, void *dst,
 			      uint64_t addr, size_t len);
+
+/* shm_zc.c: zero-copy imports of a peer's exported memory. */
+const char *ohc_shm_zc_import(struct ohc_shm_ep *sep,
+			      const struct ohc_mem_desc *desc, size_t len);
+void ohc_shm_zc_drop_all(struct ohc_shm_ep *sep);
+ohc_status_t ohc_shm_ep_mem_map(struct ohc_ep *ep,
+				const struct ohc_mem_desc *desc, void **addr_p);
+void ohc_shm_ep_mem_unmap(struct ohc_ep *ep, void *addr, size_t len);
 
 /*
  * Ring someone's doorbell after publishing something for them: a full

@@ -53,7 +53,7 @@ struct shm_blob {
 
 _Static_assert(sizeof(struct shm_blob) <= OHC_ADDR_MAX, "blob fits");
 
-enum tx_plan { PLAN_WAIT, PLAN_PAD, PLAN_DATA, PLAN_RNDV };
+enum tx_plan { PLAN_WAIT, PLAN_PAD, PLAN_DATA, PLAN_RNDV, PLAN_ZC };
 
 static struct ohc_shm_iface *shm_iface(struct ohc_iface *iface)
 {
@@ -322,6 +322,7 @@ static void shm_ep_fini(struct ohc_ep *ep)
 	struct ohc_shm_ep *sep = shm_ep(ep);
 
 	shm_ep_cancel(ep, OHC_ERR_CANCELED);
+	ohc_shm_zc_drop_all(sep);
 	ohc_shm_ep_unmap(sep);
 	if (sep->link.next)
 		ohc_list_del(&sep->link);
@@ -351,6 +352,14 @@ static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
 	uint64_t want = OHC_MIN(rem, sep->tx_max_frag);
 	uint64_t need = ohc_shm_rec_bytes(want), fit;
 
+	/* Exported source: the reader copies out of its mapping of it. */
+	if (req->done == 0 && req->smem && ohc_shm_ring_cma_ok(sep->tx)) {
+		need = ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc));
+		if (avail >= need)
+			return PLAN_ZC;
+		return contig < need && free_b >= contig ? PLAN_PAD
+							 : PLAN_WAIT;
+	}
 	if (req->done == 0 && req->len >= ohc_shm_cma_threshold &&
 	    ohc_shm_ring_cma_ok(sep->tx))
 		return avail >= OHC_SHM_REC_HDR ? PLAN_RNDV : PLAN_WAIT;
@@ -392,25 +401,37 @@ static unsigned shm_push(struct ohc_shm_ep *sep)
 			sep->tx_tail += sep->tx_bytes - pos;
 		} else {
 			rec->kind = plan == PLAN_RNDV ? OHC_SHM_REC_RNDV
+				    : plan == PLAN_ZC ? OHC_SHM_REC_ZC
 						      : OHC_SHM_REC_DATA;
 			rec->flags = req->done == 0 ? OHC_SHM_FRAG_FIRST : 0;
-			if (plan == PLAN_RNDV ||
+			if (plan == PLAN_RNDV || plan == PLAN_ZC ||
 			    req->done + payload == req->len)
 				rec->flags |= OHC_SHM_FRAG_LAST;
 			rec->frag_len = payload;
 			rec->msg_len = req->len;
 			rec->addr = (uint64_t)(uintptr_t)req->sbuf;
 			rec->sig = req->sig;
-			if (payload)
-				memcpy(rec + 1,
-				       (const char *)req->sbuf + req->done,
-				       payload);
-			req->done += payload;
-			sep->tx_tail += ohc_shm_rec_bytes(payload);
+			if (plan == PLAN_ZC) {
+				struct ohc_shm_zc zc;
+
+				memset(&zc, 0, sizeof(zc));
+				zc.desc = *req->smem;
+				rec->frag_len = sizeof(zc);
+				memcpy(rec + 1, &zc, sizeof(zc));
+				sep->tx_tail += ohc_shm_rec_bytes(sizeof(zc));
+			} else {
+				if (payload)
+					memcpy(rec + 1,
+					       (const char *)req->sbuf +
+						       req->done,
+					       payload);
+				req->done += payload;
+				sep->tx_tail += ohc_shm_rec_bytes(payload);
+			}
 		}
 		ohc_shm_ring_tail_release(sep->tx, sep->tx_tail);
 		moved++;
-		if (plan == PLAN_RNDV) {
+		if (plan == PLAN_RNDV || plan == PLAN_ZC) {
 			ohc_list_del(&req->link);
 			ohc_list_add_tail(&sep->rndv, &req->link);
 		} else if (plan == PLAN_DATA && req->done == req->len) {
@@ -441,6 +462,20 @@ static unsigned shm_reap_rndv(struct ohc_shm_ep *sep)
 		n++;
 	}
 	return n;
+}
+
+/*
+ * Why the peer stopped: OHC_ERR_DESYNC if it announced (iface_abort) that
+ * it failed on a mismatched operation, OHC_ERR_REMOTE for anything else.
+ */
+static ohc_status_t peer_stop_reason(const struct ohc_shm_ep *sep)
+{
+	const struct ohc_shm_seg_hdr *hdr = sep->peer_seg;
+
+	if (hdr && atomic_load_explicit(&hdr->abort_status,
+					memory_order_acquire) == OHC_ERR_DESYNC)
+		return OHC_ERR_DESYNC;
+	return OHC_ERR_REMOTE;
 }
 
 /* The stream from the peer is broken: fail everything posted on the ep. */
@@ -494,13 +529,20 @@ static ohc_status_t rndv_step(struct ohc_shm_ep *sep, size_t *budget_p)
 	size_t chunk = OHC_MIN(req->len - req->done, (size_t)SHM_CMA_CHUNK);
 	ohc_status_t status;
 
-	if (req->kind == OHC_RECV_COPY) {
+	if (sep->rndv_src) {
+		/* zero-copy: straight out of our mapping of the sender */
+		req->path = OHC_PATH_ZC;
+		ohc_req_deliver(req, req->done, sep->rndv_src + req->done,
+				chunk);
+	} else if (req->kind == OHC_RECV_COPY) {
+		req->path = OHC_PATH_DIRECT;
 		status = ohc_shm_cma_read(sep, (char *)req->dst + req->done,
 					  src, chunk);
 		if (status < 0)
 			return status;
 		req->done += chunk;
 	} else {
+		req->path = OHC_PATH_STAGED; /* through the bounce buffer */
 		if (!sep->bounce && !(sep->bounce = malloc(SHM_BOUNCE)))
 			return OHC_ERR_NO_MEMORY;
 		chunk = OHC_MIN(chunk, (size_t)SHM_BOUNCE);
@@ -531,6 +573,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		uint64_t tail, pos, contig, bytes;
 		struct ohc_shm_rec rec;
 		struct ohc_req *req;
+		int is_zc;
 
 		if (sep->rndv_on) {
 			ohc_status_t st;
@@ -549,8 +592,13 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		if (tail == sep->rx_head) {
 			if (ohc_shm_ring_prod_err(sep->rx) &&
 			    !ohc_list_empty(&sep->recvs))
-				shm_rx_fail(sep, OHC_ERR_REMOTE,
-					    "the peer canceled its sends");
+				shm_rx_fail(sep, peer_stop_reason(sep),
+					    peer_stop_reason(sep) ==
+							    OHC_ERR_DESYNC
+						    ? "the peer stopped on a "
+						      "mismatched operation"
+						    : "the peer canceled its "
+						      "sends");
 			break;
 		}
 		pos = sep->rx_head % sep->rx_bytes;
@@ -560,10 +608,15 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			: rec.kind == OHC_SHM_REC_RNDV
 				? OHC_SHM_REC_HDR
 				: ohc_shm_rec_bytes(rec.frag_len);
+		is_zc = rec.kind == OHC_SHM_REC_ZC;
 		if (tail - sep->rx_head > sep->rx_bytes ||
 		    (rec.kind != OHC_SHM_REC_DATA &&
 		     rec.kind != OHC_SHM_REC_PAD &&
-		     rec.kind != OHC_SHM_REC_RNDV) ||
+		     rec.kind != OHC_SHM_REC_RNDV && !is_zc) ||
+		    (is_zc &&
+		     (rec.frag_len != sizeof(struct ohc_shm_zc) ||
+		      rec.flags != (OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST) ||
+		      !sep->rx_cma)) ||
 		    (rec.kind == OHC_SHM_REC_PAD && bytes != contig) ||
 		    (rec.kind == OHC_SHM_REC_DATA &&
 		     rec.frag_len > sep->rx_max_frag) ||
@@ -579,7 +632,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		if (rec.kind == OHC_SHM_REC_PAD)
 			goto consume;
 		if (sep->discard) {
-			if (rec.kind == OHC_SHM_REC_RNDV)
+			if (rec.kind == OHC_SHM_REC_RNDV || is_zc)
 				rndv_ack(sep);
 			if (rec.flags & OHC_SHM_FRAG_LAST)
 				sep->discard = 0;
@@ -593,15 +646,25 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		}
 		if ((rec.flags & OHC_SHM_FRAG_FIRST) &&
 		    !rx_match(sep, req, &rec)) {
-			if (rec.kind == OHC_SHM_REC_RNDV)
+			if (rec.kind == OHC_SHM_REC_RNDV || is_zc)
 				rndv_ack(sep);
 			else if (!(rec.flags & OHC_SHM_FRAG_LAST))
 				sep->discard = 1;
 			goto consume;
 		}
-		if (rec.kind == OHC_SHM_REC_RNDV) {
+		if (rec.kind == OHC_SHM_REC_RNDV || is_zc) {
 			sep->rndv_rec = rec;
 			sep->rndv_on = 1;
+			sep->rndv_src = NULL;
+			if (is_zc) {
+				struct ohc_shm_zc zc;
+
+				memcpy(&zc,
+				       sep->rx_data + pos + OHC_SHM_REC_HDR,
+				       sizeof(zc));
+				sep->rndv_src = ohc_shm_zc_import(
+					sep, &zc.desc, (size_t)rec.msg_len);
+			}
 			goto consume;
 		}
 		if (req->done + rec.frag_len > req->len ||
@@ -632,22 +695,29 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 
 	if (!sep->connected || sep->err)
 		return 0;
+	/*
+	 * Acks first: a reader that read our last message and then closed
+	 * (destroy) has completed it, whatever it does afterwards.
+	 */
+	tx = shm_reap_rndv(sep);
 	if (!ohc_list_empty(&sep->sends) || !ohc_list_empty(&sep->rndv)) {
 		if (OHC_UNLIKELY(ohc_shm_ring_cons_err(sep->tx))) {
+			ohc_status_t why = peer_stop_reason(sep);
+
 			if (!sep->dead_logged)
 				OHC_ERROR(OHC_SS_SHM,
 					  "rank %u: shm peer rank %u stopped "
-					  "receiving",
+					  "receiving (%s)",
 					  sep->super.iface->rank,
-					  sep->super.peer);
+					  sep->super.peer, ohc_status_str(why));
 			sep->dead_logged = 1;
-			sep->err = OHC_ERR_REMOTE;
-			fail_list(&sep->sends, OHC_ERR_REMOTE);
-			fail_list(&sep->rndv, OHC_ERR_REMOTE);
-			fail_list(&sep->recvs, OHC_ERR_REMOTE);
+			sep->err = why;
+			fail_list(&sep->sends, why);
+			fail_list(&sep->rndv, why);
+			fail_list(&sep->recvs, why);
 			return 1;
 		}
-		tx = shm_reap_rndv(sep) + shm_push(sep);
+		tx += shm_push(sep);
 	}
 	if (!ohc_list_empty(&sep->recvs) || sep->discard)
 		rx = shm_pull(sep);
@@ -775,12 +845,59 @@ static int pid_gone(struct ohc_shm_ep *sep)
 	return kill(sep->pid, 0) < 0 && errno == ESRCH;
 }
 
+static void shm_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	struct ohc_shm_iface *sif = shm_iface(iface);
+	int32_t none = 0;
+	struct ohc_list *pos;
+
+	if (!sif->hdr || reason >= 0)
+		return;
+	if (!atomic_compare_exchange_strong(&sif->hdr->abort_status, &none,
+					    (int32_t)reason))
+		return;
+	ohc_list_for_each(pos, &sif->eps)
+	{
+		struct ohc_shm_ep *sep =
+			ohc_container_of(pos, struct ohc_shm_ep, link);
+
+		if (sep->peer_bell)
+			ohc_shm_bell_ring(sep->peer_bell);
+	}
+}
+
+/* The peer's announced failure (see iface_abort), or OHC_OK. */
+static ohc_status_t peer_aborted(struct ohc_shm_ep *sep)
+{
+	const struct ohc_shm_seg_hdr *hdr = sep->peer_seg;
+	int32_t why;
+
+	if (!hdr)
+		return OHC_OK;
+	why = atomic_load_explicit(&hdr->abort_status, memory_order_acquire);
+	if (!why)
+		return OHC_OK;
+	why = peer_stop_reason(sep);
+	if (!sep->dead_logged)
+		OHC_ERROR(OHC_SS_SHM,
+			  "rank %u: shm peer rank %u failed its communicator "
+			  "(%s)",
+			  sep->super.iface->rank, sep->super.peer,
+			  ohc_status_str(why));
+	sep->dead_logged = 1;
+	return why;
+}
+
 static ohc_status_t shm_ep_check(struct ohc_ep *ep)
 {
 	struct ohc_shm_ep *sep = shm_ep(ep);
+	ohc_status_t status;
 
-	if (sep->err == OHC_ERR_REMOTE)
-		return OHC_ERR_REMOTE;
+	if (sep->err == OHC_ERR_REMOTE || sep->err == OHC_ERR_DESYNC)
+		return sep->err;
+	status = peer_aborted(sep);
+	if (status < 0)
+		return status;
 	if (!pid_gone(sep))
 		return OHC_OK;
 	if (!sep->dead_logged)
@@ -811,4 +928,7 @@ const struct ohc_transport_ops ohc_shm_ops = {
 	.iface_wake = shm_iface_wake,
 	.ep_check = shm_ep_check,
 	.ep_cancel = shm_ep_cancel,
+	.iface_abort = shm_iface_abort,
+	.ep_mem_map = ohc_shm_ep_mem_map,
+	.ep_mem_unmap = ohc_shm_ep_mem_unmap,
 };

@@ -31,7 +31,7 @@
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
-#define OHC_SHM_VERSION 1u
+#define OHC_SHM_VERSION 3u /* 3: ZC records */
 #define OHC_SHM_REC_HDR 64u /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
@@ -60,10 +60,13 @@ struct ohc_shm_seg_hdr {
 	uint64_t probe_addr; /* owner's address of probe_val (CMA probe) */
 	uint64_t probe_val;  /* random value a peer reads through CMA */
 	uint8_t pad[OHC_CACHELINE - 64];
+	/* the owner's communicator failed with this status (0: it did not) */
+	_Atomic int32_t abort_status;
+	uint8_t pad2[OHC_CACHELINE - 4];
 	struct ohc_shm_bell bell; /* the owner's doorbell */
 };
 
-_Static_assert(sizeof(struct ohc_shm_seg_hdr) == 2 * OHC_CACHELINE,
+_Static_assert(sizeof(struct ohc_shm_seg_hdr) == 3 * OHC_CACHELINE,
 	       "segment header layout");
 
 struct ohc_shm_dir_ent {
@@ -95,6 +98,7 @@ enum {
 	OHC_SHM_REC_DATA = 0x44415441, /* payload follows the header */
 	OHC_SHM_REC_PAD = 0x50414444,  /* skip to the end of the ring */
 	OHC_SHM_REC_RNDV = 0x524e4456, /* payload is in the sender (CMA) */
+	OHC_SHM_REC_ZC = 0x5a434f50,   /* payload is exported memory (memfd) */
 };
 
 enum {
@@ -114,6 +118,19 @@ struct ohc_shm_rec {
 
 _Static_assert(sizeof(struct ohc_shm_rec) <= OHC_SHM_REC_HDR,
 	       "record header fits its slot");
+
+/*
+ * Payload of a ZC record: where the message lies in the sender's exported
+ * memory. Like RNDV, the message is acknowledged through cma_acked; the
+ * reader maps the memfd (or falls back to CMA at addr).
+ */
+struct ohc_shm_zc {
+	struct ohc_mem_desc desc;
+	uint8_t pad[OHC_SHM_REC_ALIGN - sizeof(struct ohc_mem_desc)];
+};
+
+_Static_assert(sizeof(struct ohc_shm_zc) == OHC_SHM_REC_ALIGN,
+	       "zc payload is one slot");
 
 /* Bytes a record of frag_len payload bytes occupies in the ring. */
 static inline uint64_t ohc_shm_rec_bytes(uint64_t frag_len)

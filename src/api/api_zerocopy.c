@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Zero-copy memory ranges and symmetric windows (spec sections 3 and 4):
+ * argument checks and the mapping to src/zerocopy. See
+ * src/zerocopy/README.md for what happens underneath.
+ */
+#include "api/api.h"
+#include <hccl/hccl_comm.h>
+#include <hccl/hccl_sym_win.h>
+
+#include "zerocopy/zc.h"
+
+static HcclResult zc_get_comm(HcclComm comm, const char *fn,
+			      struct ohc_comm **c_p)
+{
+	OHC_API_ENTRY(fn);
+	if (!comm) {
+		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
+		return HCCL_E_PTR;
+	}
+	*c_p = ohc_api_comm(comm);
+	if (!*c_p) {
+		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
+			  (void *)comm);
+		return HCCL_E_PARA;
+	}
+	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr,
+					  size_t size, size_t alignment,
+					  uint64_t flags)
+{
+	struct ohc_comm *c;
+	HcclResult ret = zc_get_comm(comm, __func__, &c);
+
+	if (ret != HCCL_SUCCESS)
+		return ret;
+	return ohc_status_to_hccl(
+		ohc_zc_range_set(baseVirPtr, size, alignment, flags));
+}
+
+OHC_API HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr)
+{
+	struct ohc_comm *c;
+	HcclResult ret = zc_get_comm(comm, __func__, &c);
+
+	if (ret != HCCL_SUCCESS)
+		return ret;
+	return ohc_status_to_hccl(ohc_zc_range_unset(baseVirPtr));
+}
+
+OHC_API HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr,
+					      size_t size, size_t offset,
+					      aclrtDrvMemHandle handle,
+					      uint64_t flags)
+{
+	struct ohc_comm *c;
+	HcclResult ret = zc_get_comm(comm, __func__, &c);
+
+	if (ret != HCCL_SUCCESS)
+		return ret;
+	return ohc_status_to_hccl(ohc_zc_activate(
+		c, c->ifaces, c->nifaces, virPtr, size, offset, handle, flags));
+}
+
+OHC_API HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
+{
+	struct ohc_comm *c;
+	HcclResult ret = zc_get_comm(comm, __func__, &c);
+
+	if (ret != HCCL_SUCCESS)
+		return ret;
+	return ohc_status_to_hccl(ohc_zc_deactivate(virPtr));
+}
+
+OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
+					  uint64_t size,
+					  HcclCommSymWindow *winHandle,
+					  uint32_t flag)
+{
+	struct ohc_zc_win *win = NULL;
+	struct ohc_zc_group g;
+	struct ohc_comm *c;
+	ohc_status_t status;
+	HcclResult ret = zc_get_comm(comm, __func__, &c);
+
+	if (ret != HCCL_SUCCESS)
+		return ret;
+	if (!winHandle) {
+		OHC_ERROR(OHC_SS_API, "%s: winHandle is NULL", __func__);
+		return HCCL_E_PTR;
+	}
+	g.owner = c;
+	g.rank = c->rank;
+	g.nranks = c->nranks;
+	g.bs = c->bs;
+	g.eps = c->eps;
+	g.ep_tp = c->ep_tp;
+	g.ifaces = c->ifaces;
+	g.nifaces = c->nifaces;
+	g.max_bytes = c->cfg.symwin_max_gb <= UINT64_MAX >> 30
+			      ? c->cfg.symwin_max_gb << 30
+			      : 0;
+	status = ohc_zc_win_register(&g, addr, size, flag, &win);
+	if (status == OHC_OK)
+		*winHandle = win;
+	return ohc_status_to_hccl(status);
+}
+
+OHC_API HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle)
+{
+	OHC_API_ENTRY(__func__);
+	return ohc_status_to_hccl(ohc_zc_win_deregister(winHandle));
+}
+
+OHC_API HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size,
+				     HcclCommSymWindow *winHandle,
+				     size_t *offset)
+{
+	struct ohc_zc_win *win = NULL;
+	struct ohc_comm *c;
+	ohc_status_t status;
+	HcclResult ret = zc_get_comm(comm, __func__, &c);
+
+	if (ret != HCCL_SUCCESS)
+		return ret;
+	status = ohc_zc_win_get(c, ptr, size, winHandle ? &win : NULL, offset);
+	if (status == OHC_OK)
+		*winHandle = win;
+	return ohc_status_to_hccl(status);
+}
+
+OHC_API HcclResult HcclSymWinGetPeerPointer(HcclCommSymWindow winHandle,
+					    size_t offset, uint32_t peerRank,
+					    void **ptr)
+{
+	OHC_API_ENTRY(__func__);
+	return ohc_status_to_hccl(
+		ohc_zc_win_peer_ptr(winHandle, offset, peerRank, ptr));
+}

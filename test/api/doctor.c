@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hccl_doctor run as a user runs it: the exit status and the report. On a
+ * host without RDMA it must say so with a fix line; where devices exist
+ * (the Soft-RoCE VM) it must list them with their ports and a RoCEv2 IPv4
+ * GID. --config shows where each value comes from and flags malformed
+ * ones; the rank-table ping names an unreachable peer, and two doctors of
+ * one rank table reach each other.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct run {
+	int status; /* exit status, or -1 */
+	char out[65536];
+};
+
+static const char *doctor_path(void)
+{
+	static char buf[PATH_MAX];
+	const char *dir = getenv("OHC_TEST_BIN_DIR");
+
+	cr_assert(dir, "OHC_TEST_BIN_DIR is not set (run through ctest)");
+	snprintf(buf, sizeof(buf), "%s/../tools/doctor/hccl_doctor", dir);
+	cr_assert(access(buf, X_OK) == 0, "%s: %s", buf, strerror(errno));
+	return buf;
+}
+
+static const char *data_path(const char *name)
+{
+	static char buf[PATH_MAX];
+	const char *slash = strrchr(__FILE__, '/');
+
+	cr_assert(__FILE__[0] == '/' && slash);
+	snprintf(buf, sizeof(buf), "%.*s/../data/ranktables/%s",
+		 (int)(slash - __FILE__), __FILE__, name);
+	return buf;
+}
+
+/* Start the doctor with args and NULL-terminated "NAME=VALUE" env. */
+static pid_t start(char *const args[], char *const env[], int *fd_p)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert(pipe(p) == 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char *argv[16] = {(char *)doctor_path()};
+		int n = 1;
+
+		for (; args && args[n - 1] && n < 15; n++)
+			argv[n] = args[n - 1];
+		argv[n] = NULL;
+		for (; env && *env; env++)
+			putenv(*env);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	*fd_p = p[0];
+	return pid;
+}
+
+static void finish(pid_t pid, int fd, struct run *r)
+{
+	size_t len = 0;
+	ssize_t n;
+	int st;
+
+	while ((n = read(fd, r->out + len, sizeof(r->out) - 1 - len)) > 0)
+		len += (size_t)n;
+	r->out[len] = '\0';
+	close(fd);
+	cr_assert(waitpid(pid, &st, 0) == pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void run_doctor(char *const args[], char *const env[], struct run *r)
+{
+	int fd;
+	pid_t pid = start(args, env, &fd);
+
+	finish(pid, fd, r);
+}
+
+/* RDMA device names under /sys/class/infiniband; 0 when none. */
+static int rdma_devices(char names[][64], int max)
+{
+	DIR *d = opendir("/sys/class/infiniband");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max)
+		if (e->d_name[0] != '.')
+			snprintf(names[n++], 64, "%.63s", e->d_name);
+	closedir(d);
+	return n;
+}
+
+/* A TCP port that was free a moment ago. */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	cr_assert(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+Test(doctor, reports_rdma_devices_or_their_absence)
+{
+	static struct run r;
+	char names[8][64];
+	int ndev = rdma_devices(names, 8);
+
+	run_doctor(NULL, NULL, &r);
+	cr_assert(strstr(r.out, "== RDMA devices =="), "%s", r.out);
+	cr_assert(strstr(r.out, "== locked memory"), "%s", r.out);
+	cr_assert(strstr(r.out, "== cross-memory attach"), "%s", r.out);
+	cr_assert(strstr(r.out, "== hugepages"), "%s", r.out);
+	cr_assert(strstr(r.out, "== NUMA"), "%s", r.out);
+	cr_assert(strstr(r.out, "== bootstrap"), "%s", r.out);
+	if (ndev == 0) {
+		const char *p = strstr(r.out, "[FAIL]  no RDMA devices");
+
+		cr_assert(p, "no RDMA device here, the report must say so:\n%s",
+			  r.out);
+		cr_assert(!strncmp(strchr(p, '\n') + 1, "        fix: ", 13),
+			  "the problem line needs a fix line:\n%s", r.out);
+		cr_assert_eq(r.status, 1, "problems found must exit 1:\n%s",
+			     r.out);
+		/* shm-only: no RDMA is not a problem then */
+		run_doctor((char *[]){"--shm-only", NULL}, NULL, &r);
+		cr_assert(strstr(r.out, "no RDMA devices (--shm-only"), "%s",
+			  r.out);
+		cr_assert(!strstr(r.out, "[FAIL]  no RDMA"), "%s", r.out);
+		return;
+	}
+	/* the Soft-RoCE VM: every device listed, with a port and RoCEv2 */
+	for (int i = 0; i < ndev; i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "device  %.63s:", names[i]);
+		cr_assert(strstr(r.out, want), "%s not listed:\n%s", names[i],
+			  r.out);
+	}
+	cr_assert(strstr(r.out, "        port 1: "), "%s", r.out);
+	cr_assert(strstr(r.out, "GID["), "%s", r.out);
+	cr_assert(strstr(r.out, "<- RoCEv2 IPv4"), "%s", r.out);
+	cr_assert(!strstr(r.out, "no RDMA devices"), "%s", r.out);
+}
+
+Test(doctor, config_shows_sources_and_flags_malformed_values)
+{
+	static struct run r;
+	char *env[] = {"HCCL_BUFFSIZE=64", "HCCL_RDMA_TC=13", NULL};
+	char line[512];
+	const char *p;
+
+	run_doctor((char *[]){"--config", NULL}, env, &r);
+	p = strstr(r.out, "HCCL_BUFFSIZE ");
+	cr_assert(p, "%s", r.out);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+	cr_assert(strstr(line, "= 64 ") && strstr(line, "(env)"), "%s", line);
+	cr_assert(!strstr(line, "MALFORMED"), "%s", line);
+	p = strstr(r.out, "HCCL_CONNECT_TIMEOUT ");
+	cr_assert(p, "%s", r.out);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+	cr_assert(strstr(line, "= 120 ") && strstr(line, "(default)"), "%s",
+		  line);
+	p = strstr(r.out, "HCCL_RDMA_TC ");
+	cr_assert(p, "%s", r.out);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+	cr_assert(strstr(line, "(env)") && strstr(line, "MALFORMED"), "%s",
+		  line);
+	cr_assert(strstr(r.out, "[FAIL]  HCCL_RDMA_TC='13' is malformed"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, "fix: unset HCCL_RDMA_TC"), "%s", r.out);
+	cr_assert_eq(r.status, 1, "%s", r.out);
+
+	/* every variable valid: exit 0, nothing flagged */
+	run_doctor((char *[]){"--config", NULL},
+		   (char *[]){"HCCL_RDMA_TC=12", NULL}, &r);
+	cr_assert(!strstr(r.out, "MALFORMED"), "%s", r.out);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+}
+
+Test(doctor, unreachable_peer_is_named)
+{
+	static struct run r;
+	char *args[] = {"--shm-only",
+			"--ranktable",
+			(char *)data_path("doctor_closed_port.json"),
+			"--rank",
+			"1",
+			"--timeout",
+			"1",
+			NULL};
+
+	run_doctor(args, NULL, &r);
+	cr_assert(strstr(r.out, "[FAIL]  rank 0 at 127.0.0.1:1 is "
+				"unreachable: Connection refused"),
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "fix: run `hccl_doctor --ranktable <file> "
+				"--rank 0` on 127.0.0.1"),
+		  "%s", r.out);
+	cr_assert_eq(r.status, 1, "%s", r.out);
+}
+
+Test(doctor, two_ranks_of_a_table_reach_each_other)
+{
+	static struct run r0, r1;
+	char path[] = "/tmp/ohc_doctor_rt_XXXXXX";
+	char *args[3][9];
+	int fd = mkstemp(path), p0 = free_port(), p1 = free_port(), f0, f1;
+	pid_t a, b;
+	FILE *f;
+
+	cr_assert(fd >= 0);
+	f = fdopen(fd, "w");
+	cr_assert(f);
+	fprintf(f,
+		"{\"status\":\"completed\",\"version\":\"1.0\","
+		"\"server_count\":\"1\",\"server_list\":[{\"server_id\":"
+		"\"127.0.0.1\",\"host_ip\":\"127.0.0.1\",\"device\":["
+		"{\"device_id\":\"0\",\"rank_id\":\"0\",\"host_port\":"
+		"\"%d\"},{\"device_id\":\"1\",\"rank_id\":\"1\","
+		"\"host_port\":\"%d\"}]}]}\n",
+		p0, p1);
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		char **v = args[i];
+
+		v[0] = "--shm-only";
+		v[1] = "--ranktable";
+		v[2] = path;
+		v[3] = "--rank";
+		v[4] = i ? "1" : "0";
+		v[5] = "--timeout";
+		v[6] = "20";
+		v[7] = NULL;
+	}
+	a = start(args[0], NULL, &f0);
+	b = start(args[1], NULL, &f1);
+	finish(a, f0, &r0);
+	finish(b, f1, &r1);
+	unlink(path);
+	cr_assert(strstr(r0.out, "[ok]    rank 1 at 127.0.0.1:"), "%s", r0.out);
+	cr_assert(strstr(r1.out, "[ok]    rank 0 at 127.0.0.1:"), "%s", r1.out);
+	cr_assert(!strstr(r0.out, "[FAIL]") && r0.status == 0, "%s", r0.out);
+	cr_assert(!strstr(r1.out, "[FAIL]") && r1.status == 0, "%s", r1.out);
+}
+
+Test(doctor, bad_arguments_are_usage_errors)
+{
+	static struct run r;
+
+	run_doctor((char *[]){"--rank", "1", NULL}, NULL, &r);
+	cr_assert_eq(r.status, 2, "%s", r.out);
+	cr_assert(strstr(r.out, "--ranktable and --rank go together"), "%s",
+		  r.out);
+	run_doctor((char *[]){"--timeout", "soon", NULL}, NULL, &r);
+	cr_assert_eq(r.status, 2, "%s", r.out);
+	cr_assert(strstr(r.out, "--timeout 'soon'"), "%s", r.out);
+	run_doctor((char *[]){"--ranktable", "/nonexistent.json", "--rank", "0",
+			      "--shm-only", "--timeout", "1", NULL},
+		   NULL, &r);
+	cr_assert_eq(r.status, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "/nonexistent.json"), "%s", r.out);
+	run_doctor((char *[]){"--bogus", NULL}, NULL, &r);
+	cr_assert_eq(r.status, 2, "%s", r.out);
+	cr_assert(strstr(r.out, "usage:"), "%s", r.out);
+}

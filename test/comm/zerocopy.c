@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Zero-copy memory (HcclCommSetMemoryRange & co.) and symmetric windows
+ * between real processes over shm: collectives on exported memory are
+ * correct and move no byte through staging (ohc_comm_stats), peers load
+ * and store through HcclSymWinGetPeerPointer, every misuse gets its
+ * error and changes nothing, and nothing leaks (fds, mappings).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+#include <hccl/hccl_comm.h>
+#include <hccl/hccl_sym_win.h>
+
+#include "comm/comm.h"
+#include "helpers/ohc_test.h"
+#include "zerocopy/zc.h"
+
+#define MIB ((size_t)1 << 20)
+#define K 1000003
+
+struct proc_arg {
+	HcclRootInfo root;
+};
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "rank %d: ", rank);                            \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fputc('\n', stderr);                                           \
+		bad++;                                                         \
+	} while (0)
+
+#define EXPECT(cond, ...)                                                      \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			FAIL(__VA_ARGS__);                                     \
+	} while (0)
+
+/* One physical allocation mapped at va. */
+struct pmem {
+	void *va;
+	aclrtDrvMemHandle h;
+	size_t size;
+};
+
+static int pmem_map(struct pmem *m, void *va, size_t size)
+{
+	aclrtPhysicalMemProp prop;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+	prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+	prop.memAttr = ACL_HBM_MEM_HUGE;
+	prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	m->va = va;
+	m->size = size;
+	if (aclrtMallocPhysical(&m->h, size, &prop, 0))
+		return -1;
+	if (aclrtMapMem(va, size, 0, m->h, 0)) {
+		aclrtFreePhysical(m->h);
+		return -1;
+	}
+	return 0;
+}
+
+static void pmem_unmap(struct pmem *m)
+{
+	aclrtUnmapMem(m->va);
+	aclrtFreePhysical(m->h);
+}
+
+/*
+ * Shared-memory mappings of this process (memfds: the runtime's physical
+ * memory, shm segments, imports of peers' memory). Anonymous mappings
+ * come and go with malloc and are not counted.
+ */
+static int count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:") != NULL;
+	fclose(f);
+	return n;
+}
+
+static struct ohc_xfer_stats stats_of(HcclComm comm)
+{
+	struct ohc_xfer_stats st;
+
+	ohc_comm_stats((struct ohc_comm *)comm, &st);
+	return st;
+}
+
+/*
+ * The five collectives with inputs at in and outputs at out (int32 sum),
+ * checked against closed forms. n elements per rank and block.
+ */
+static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
+		     int32_t *in, int32_t *out, size_t n)
+{
+	int bad = 0;
+
+	/* AllReduce */
+	for (size_t i = 0; i < n; i++)
+		in[i] = rank * K + (int32_t)i;
+	EXPECT(!HcclAllReduce(in, out, n, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+			      comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allreduce failed");
+	for (size_t i = 0; i < n; i++) {
+		int32_t want =
+			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
+				  (int64_t)nranks * (int64_t)i);
+		if (out[i] != want) {
+			FAIL("allreduce[%zu] = %d, want %d", i, out[i], want);
+			break;
+		}
+	}
+	/* AllGather */
+	EXPECT(!HcclAllGather(in, out, n, HCCL_DATA_TYPE_INT32, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allgather failed");
+	for (int r = 0; r < nranks; r++)
+		for (size_t i = 0; i < n; i++)
+			if (out[r * n + i] != r * K + (int32_t)i) {
+				FAIL("allgather[%d][%zu] = %d", r, i,
+				     out[r * n + i]);
+				r = nranks;
+				break;
+			}
+	/* ReduceScatter: in holds nranks blocks */
+	for (size_t j = 0; j < n * nranks; j++)
+		in[j] = rank * K + (int32_t)j;
+	EXPECT(!HcclReduceScatter(in, out, n, HCCL_DATA_TYPE_INT32,
+				  HCCL_REDUCE_SUM, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "reducescatter failed");
+	for (size_t i = 0; i < n; i++) {
+		int32_t want =
+			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
+				  (int64_t)nranks * (int64_t)(rank * n + i));
+		if (out[i] != want) {
+			FAIL("reducescatter[%zu] = %d, want %d", i, out[i],
+			     want);
+			break;
+		}
+	}
+	/* Broadcast from rank nranks - 1, in out */
+	for (size_t i = 0; i < n; i++)
+		out[i] = rank == nranks - 1 ? 7 * (int32_t)i + 5 : -1;
+	EXPECT(!HcclBroadcast(out, n, HCCL_DATA_TYPE_INT32, nranks - 1, comm,
+			      stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "broadcast failed");
+	for (size_t i = 0; i < n; i++)
+		if (out[i] != 7 * (int32_t)i + 5) {
+			FAIL("broadcast[%zu] = %d", i, out[i]);
+			break;
+		}
+	/* AlltoAll: block p of in goes to rank p */
+	for (int p = 0; p < nranks; p++)
+		for (size_t i = 0; i < n; i++)
+			in[p * n + i] = rank * K + p * 7 + (int32_t)i;
+	EXPECT(!HcclAlltoAll(in, n, HCCL_DATA_TYPE_INT32, out, n,
+			     HCCL_DATA_TYPE_INT32, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "alltoall failed");
+	for (int q = 0; q < nranks; q++)
+		for (size_t i = 0; i < n; i++)
+			if (out[q * n + i] != q * K + rank * 7 + (int32_t)i) {
+				FAIL("alltoall[%d][%zu] = %d", q, i,
+				     out[q * n + i]);
+				q = nranks;
+				break;
+			}
+	return bad;
+}
+
+static int rank_setup(int rank, int nranks, struct proc_arg *a,
+		      HcclComm *comm_p)
+{
+	return HcclCommInitRootInfo((uint32_t)nranks, &a->root, (uint32_t)rank,
+				    comm_p) != HCCL_SUCCESS;
+}
+
+static void run_procs(int nranks, ohc_test_rank_fn fn)
+{
+	struct proc_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(a, MAP_FAILED);
+	cr_assert_eq(HcclGetRootInfo(&a->root), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_fork_ranks(nranks, fn, a, 120), 0);
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(a, sizeof(*a));
+}
+
+/* ---- activated memory ---- */
+
+static int activated_rank(int rank, int nranks, void *p)
+{
+	const size_t n_big = (256u << 10) + 3, n_small = 5;
+	struct ohc_xfer_stats s0, s1;
+	aclrtStream stream;
+	HcclComm comm;
+	struct pmem in, out;
+	int32_t *plain_in, *plain_out;
+	char *range;
+	int bad = 0, fds0, maps0;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	    aclrtCreateStream(&stream))
+		return 1;
+	fds0 = ohc_test_count_fds();
+	maps0 = count_maps();
+	if (HcclCommInitRootInfo((uint32_t)nranks,
+				 &((struct proc_arg *)p)->root, (uint32_t)rank,
+				 &comm))
+		return 1;
+	/* 32 MiB of address space: in = 8 MiB at 0, out = 16 MiB at 8 MiB */
+	if (aclrtReserveMemAddress((void **)&range, 32 * MIB, 0, NULL, 1) ||
+	    pmem_map(&in, range, 8 * MIB) ||
+	    pmem_map(&out, range + 8 * MIB, 16 * MIB))
+		return 1;
+	EXPECT(HcclCommSetMemoryRange(comm, range, 32 * MIB, 0, 0) ==
+		       HCCL_SUCCESS,
+	       "set range");
+	EXPECT(HcclCommActivateCommMemory(comm, in.va, in.size, 0, in.h, 0) ==
+		       HCCL_SUCCESS,
+	       "activate in");
+	EXPECT(HcclCommActivateCommMemory(comm, out.va, out.size, 0, out.h,
+					  0) == HCCL_SUCCESS,
+	       "activate out");
+
+	for (int k = 0; k < 2; k++) {
+		size_t n = k ? n_small : n_big;
+
+		s0 = stats_of(comm);
+		bad += run_colls(comm, stream, rank, nranks, in.va, out.va, n);
+		s1 = stats_of(comm);
+		EXPECT(s1.bytes[OHC_PATH_STAGED] == s0.bytes[OHC_PATH_STAGED] &&
+			       s1.bytes[OHC_PATH_DIRECT] ==
+				       s0.bytes[OHC_PATH_DIRECT],
+		       "n %zu: %llu bytes staged, %llu direct on activated "
+		       "memory",
+		       n, (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
+		       (unsigned long long)(s1.bytes[1] - s0.bytes[1]));
+		EXPECT(s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC],
+		       "n %zu: nothing went zero-copy", n);
+	}
+
+	/* The same on ordinary memory: staged or CMA, never zero-copy. */
+	plain_in = malloc(8 * MIB);
+	plain_out = malloc(16 * MIB);
+	s0 = stats_of(comm);
+	bad += run_colls(comm, stream, rank, nranks, plain_in, plain_out,
+			 n_big);
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC] &&
+		       s1.bytes[OHC_PATH_STAGED] + s1.bytes[OHC_PATH_DIRECT] >
+			       s0.bytes[OHC_PATH_STAGED] +
+				       s0.bytes[OHC_PATH_DIRECT],
+	       "ordinary memory counted as zero-copy");
+	/* Output in ordinary memory: the op is not zero-copy. */
+	s0 = stats_of(comm);
+	EXPECT(!HcclAllGather(in.va, plain_out, n_big, HCCL_DATA_TYPE_INT32,
+			      comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "mixed allgather");
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC],
+	       "an op with its output outside activated memory went "
+	       "zero-copy");
+	free(plain_in);
+	free(plain_out);
+
+	EXPECT(HcclCommDeactivateCommMemory(comm, in.va) == HCCL_SUCCESS,
+	       "deactivate in");
+	EXPECT(HcclCommDeactivateCommMemory(comm, out.va) == HCCL_SUCCESS,
+	       "deactivate out");
+	/* Deactivated: later ops fall back to staging, still correct. */
+	s0 = stats_of(comm);
+	bad += run_colls(comm, stream, rank, nranks, in.va, out.va, n_small);
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC],
+	       "deactivated memory still zero-copy");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_SUCCESS, "unset");
+	EXPECT(ohc_zc_region_count() == 0, "regions left: %u",
+	       ohc_zc_region_count());
+	HcclCommDestroy(comm);
+	pmem_unmap(&in);
+	pmem_unmap(&out);
+	aclrtReleaseMemAddress(range);
+	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
+	       ohc_test_count_fds());
+	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
+	       count_maps());
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(zerocopy, activated_collectives_procs3, .timeout = 180)
+{
+	run_procs(3, activated_rank);
+}
+
+Test(zerocopy, activated_collectives_procs2, .timeout = 180)
+{
+	run_procs(2, activated_rank);
+}
+
+/* ---- symmetric windows ---- */
+
+static int window_rank(int rank, int nranks, void *p)
+{
+	const size_t wsize = 4 * MIB;
+	struct ohc_xfer_stats s0, s1;
+	HcclCommSymWindow win = NULL, w2 = NULL, wbad = (HcclCommSymWindow)1;
+	aclrtStream stream;
+	HcclComm comm;
+	struct pmem m, m2;
+	char *range;
+	size_t off = 0;
+	unsigned regions0;
+	int bad = 0, fds0, maps0;
+	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	    aclrtCreateStream(&stream))
+		return 1;
+	fds0 = ohc_test_count_fds();
+	maps0 = count_maps();
+	if (rank_setup(rank, nranks, p, &comm) ||
+	    aclrtReserveMemAddress((void **)&range, 8 * MIB, 0, NULL, 1) ||
+	    pmem_map(&m, range, wsize) || pmem_map(&m2, range + wsize, 2 * MIB))
+		return 1;
+	memset(m.va, 0, wsize);
+
+	/* misuse first: nothing may be left behind by any of it */
+	regions0 = ohc_zc_region_count();
+	EXPECT(HcclCommSymWinRegister(comm, m.va, wsize, &win, 0) ==
+		       HCCL_E_PARA,
+	       "flag 0 accepted");
+	EXPECT(HcclCommSymWinRegister(comm, m.va, 0, &win, 1) == HCCL_E_PARA,
+	       "size 0 accepted");
+	EXPECT(HcclCommSymWinRegister(comm, NULL, wsize, &win, 1) == HCCL_E_PTR,
+	       "NULL addr accepted");
+	/* a window of another size on rank 0: every rank refuses */
+	EXPECT(HcclCommSymWinRegister(comm, rank ? m.va : m2.va,
+				      rank ? wsize : 2 * MIB, &win,
+				      1) == HCCL_E_PARA,
+	       "asymmetric window accepted");
+	EXPECT(ohc_zc_region_count() == regions0,
+	       "a refused window left %u regions",
+	       ohc_zc_region_count() - regions0);
+
+	EXPECT(HcclCommSymWinRegister(comm, m.va, wsize, &win, 1) ==
+		       HCCL_SUCCESS,
+	       "register");
+	EXPECT(HcclCommSymWinGet(comm, (char *)m.va + 100, 10, &w2, &off) ==
+			       HCCL_SUCCESS &&
+		       w2 == win && off == 100,
+	       "get: %p %zu", w2, off);
+	EXPECT(HcclCommSymWinGet(comm, m2.va, 10, &w2, &off) ==
+		       HCCL_E_NOT_FOUND,
+	       "get outside any window");
+	EXPECT(HcclCommSymWinGet(comm, (char *)m.va + wsize - 4, 8, &w2,
+				 &off) == HCCL_E_NOT_FOUND,
+	       "get across the window's end");
+
+	/* store into the right neighbour's window, load after a barrier */
+	{
+		int32_t *peer = NULL, *mine = m.va;
+
+		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
+						(void **)&peer) ==
+				       HCCL_SUCCESS &&
+			       peer,
+		       "peer pointer");
+		EXPECT(HcclSymWinGetPeerPointer(win, 0, (uint32_t)nranks,
+						(void **)&peer) == HCCL_E_PARA,
+		       "peer rank out of range");
+		EXPECT(HcclSymWinGetPeerPointer(win, wsize, 0,
+						(void **)&peer) == HCCL_E_PARA,
+		       "offset out of range");
+		EXPECT(HcclSymWinGetPeerPointer(wbad, 0, 0, (void **)&peer) ==
+			       HCCL_E_PARA,
+		       "bogus handle");
+		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
+						(void **)&peer) == HCCL_SUCCESS,
+		       "peer pointer");
+		for (int i = 0; i < 1000; i++)
+			peer[i] = rank * K + i;
+		EXPECT(!HcclBarrier(comm, stream) &&
+			       !aclrtSynchronizeStream(stream),
+		       "barrier");
+		for (int i = 0; i < 1000; i++)
+			if (mine[1024 + i] != left * K + i) {
+				FAIL("window[%d] = %d, want %d", i,
+				     mine[1024 + i], left * K + i);
+				break;
+			}
+		/* our own pointer is our buffer */
+		EXPECT(HcclSymWinGetPeerPointer(win, 8, (uint32_t)rank,
+						(void **)&peer) ==
+				       HCCL_SUCCESS &&
+			       (char *)peer == (char *)m.va + 8,
+		       "own pointer");
+	}
+
+	/* collectives on window buffers go zero-copy */
+	s0 = stats_of(comm);
+	bad += run_colls(comm, stream, rank, nranks, m.va,
+			 (int32_t *)((char *)m.va + 2 * MIB), 1000);
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_STAGED] == s0.bytes[OHC_PATH_STAGED] &&
+		       s1.bytes[OHC_PATH_DIRECT] == s0.bytes[OHC_PATH_DIRECT] &&
+		       s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC],
+	       "window ops: %llu staged, %llu direct, %llu zero-copy",
+	       (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
+	       (unsigned long long)(s1.bytes[1] - s0.bytes[1]),
+	       (unsigned long long)(s1.bytes[2] - s0.bytes[2]));
+
+	/* not while an op in flight uses it */
+	if (rank != 0)
+		usleep(300 * 1000);
+	EXPECT(!HcclAllReduce(m.va, (char *)m.va + MIB, 1000,
+			      HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm,
+			      stream),
+	       "enqueue");
+	if (rank == 0)
+		EXPECT(HcclCommSymWinDeregister(win) == HCCL_E_AGAIN,
+		       "deregistering a window in use accepted");
+	EXPECT(!aclrtSynchronizeStream(stream), "sync");
+
+	EXPECT(HcclCommSymWinDeregister(win) == HCCL_SUCCESS, "deregister");
+	EXPECT(HcclCommSymWinDeregister(win) == HCCL_E_PARA,
+	       "second deregister accepted");
+	EXPECT(ohc_zc_region_count() == regions0, "regions left");
+	/* a window left registered goes with its communicator */
+	EXPECT(HcclCommSymWinRegister(comm, m2.va, 2 * MIB, &w2, 1) ==
+		       HCCL_SUCCESS,
+	       "register a second window");
+	HcclCommDestroy(comm);
+	EXPECT(ohc_zc_region_count() == regions0,
+	       "the window outlived its communicator");
+	EXPECT(HcclCommSymWinDeregister(w2) == HCCL_E_PARA,
+	       "a window of a destroyed communicator deregistered");
+	pmem_unmap(&m);
+	pmem_unmap(&m2);
+	aclrtReleaseMemAddress(range);
+	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
+	       ohc_test_count_fds());
+	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
+	       count_maps());
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(zerocopy, windows_procs3, .timeout = 180)
+{
+	run_procs(3, window_rank);
+}
+
+/* ---- misuse of ranges and blocks ---- */
+
+static int misuse_rank(int rank, int nranks, void *p)
+{
+	struct ohc_xfer_stats s0, s1;
+	aclrtStream stream;
+	HcclComm comm;
+	struct pmem a, b, c;
+	char *range, *other;
+	int bad = 0;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	    aclrtCreateStream(&stream) || rank_setup(rank, nranks, p, &comm) ||
+	    aclrtReserveMemAddress((void **)&range, 16 * MIB, 0, NULL, 1) ||
+	    aclrtReserveMemAddress((void **)&other, 4 * MIB, 0, NULL, 1) ||
+	    pmem_map(&a, range, 4 * MIB) ||
+	    pmem_map(&b, range + 4 * MIB, 4 * MIB) ||
+	    pmem_map(&c, other, 2 * MIB))
+		return 1;
+
+	EXPECT(HcclCommSetMemoryRange(comm, range, 16 * MIB, 0, 0) ==
+		       HCCL_SUCCESS,
+	       "set range");
+	EXPECT(HcclCommSetMemoryRange(comm, range + 8 * MIB, 16 * MIB, 0, 0) ==
+		       HCCL_E_PARA,
+	       "overlapping range accepted");
+	EXPECT(HcclCommSetMemoryRange(comm, other, 4 * MIB, 64, 0) ==
+		       HCCL_E_PARA,
+	       "alignment accepted");
+	EXPECT(HcclCommSetMemoryRange(NULL, other, 4 * MIB, 0, 0) == HCCL_E_PTR,
+	       "NULL comm accepted");
+	/* outside any set range */
+	EXPECT(HcclCommActivateCommMemory(comm, c.va, c.size, 0, c.h, 0) ==
+		       HCCL_E_PARA,
+	       "activation outside a range accepted");
+	/* wrong handle, wrong size, offset, flags */
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 0, b.h, 0) ==
+		       HCCL_E_PARA,
+	       "foreign handle accepted");
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, 2 * MIB, 0, a.h, 0) ==
+		       HCCL_E_PARA,
+	       "part of a mapping accepted");
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 4096, a.h, 0) ==
+		       HCCL_E_PARA,
+	       "offset accepted");
+	EXPECT(ohc_zc_region_count() == 0, "refused activations left regions");
+
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 0, a.h, 0) ==
+		       HCCL_SUCCESS,
+	       "activate a");
+	EXPECT(HcclCommActivateCommMemory(comm, a.va, a.size, 0, a.h, 0) ==
+		       HCCL_E_PARA,
+	       "double activation accepted");
+	EXPECT(HcclCommActivateCommMemory(comm, b.va, b.size, 0, b.h, 0) ==
+		       HCCL_SUCCESS,
+	       "activate b");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_E_PARA,
+	       "unset with active blocks accepted");
+	EXPECT(HcclCommDeactivateCommMemory(comm, (char *)a.va + 4096) ==
+		       HCCL_E_PARA,
+	       "deactivating inside a block accepted");
+	EXPECT(ohc_zc_region_count() == 2, "blocks: %u", ohc_zc_region_count());
+
+	/* in flight: rank 0's op waits for the others, who come late */
+	if (rank != 0)
+		usleep(300 * 1000);
+	EXPECT(!HcclAllReduce(a.va, b.va, 1000, HCCL_DATA_TYPE_INT32,
+			      HCCL_REDUCE_SUM, comm, stream),
+	       "enqueue");
+	if (rank == 0) {
+		EXPECT(HcclCommDeactivateCommMemory(comm, a.va) == HCCL_E_AGAIN,
+		       "deactivating memory of an op in flight accepted");
+		EXPECT(HcclCommDeactivateCommMemory(comm, b.va) == HCCL_E_AGAIN,
+		       "deactivating memory of an op in flight accepted");
+	}
+	EXPECT(!aclrtSynchronizeStream(stream), "sync");
+	/* still active and still zero-copy after the refusals */
+	s0 = stats_of(comm);
+	EXPECT(!HcclAllReduce(a.va, b.va, 1000, HCCL_DATA_TYPE_INT32,
+			      HCCL_REDUCE_SUM, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allreduce");
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC] || nranks == 1,
+	       "not zero-copy after refused deactivations");
+
+	/* unmapped while active: invalidated, the op falls back, correct */
+	EXPECT(HcclCommDeactivateCommMemory(comm, b.va) == HCCL_SUCCESS,
+	       "deactivate b");
+	pmem_unmap(&a);
+	if (pmem_map(&a, range, 4 * MIB))
+		return bad + 1;
+	s0 = stats_of(comm);
+	for (int i = 0; i < 1000; i++)
+		((int32_t *)a.va)[i] = rank + i;
+	EXPECT(!HcclAllReduce(a.va, a.va, 1000, HCCL_DATA_TYPE_INT32,
+			      HCCL_REDUCE_SUM, comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allreduce on remapped memory");
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC],
+	       "a stale registration was used");
+	for (int i = 0; i < 1000; i++)
+		if (((int32_t *)a.va)[i] !=
+		    nranks * (nranks - 1) / 2 + nranks * i) {
+			FAIL("remapped allreduce[%d] = %d", i,
+			     ((int32_t *)a.va)[i]);
+			break;
+		}
+	EXPECT(HcclCommDeactivateCommMemory(comm, a.va) == HCCL_SUCCESS,
+	       "deactivate the stale block");
+	EXPECT(HcclCommDeactivateCommMemory(comm, a.va) == HCCL_E_PARA,
+	       "double deactivation accepted");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_SUCCESS, "unset");
+	EXPECT(HcclCommUnsetMemoryRange(comm, range) == HCCL_E_PARA,
+	       "double unset accepted");
+	EXPECT(ohc_zc_region_count() == 0, "regions left");
+	HcclCommDestroy(comm);
+	pmem_unmap(&a);
+	pmem_unmap(&b);
+	pmem_unmap(&c);
+	aclrtReleaseMemAddress(range);
+	aclrtReleaseMemAddress(other);
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(zerocopy, misuse_procs2, .timeout = 180)
+{
+	run_procs(2, misuse_rank);
+}
+
+/* ---- windows of thread ranks: peers' addresses are ours ---- */
+
+static HcclComm tcomms[3];
+static void *tva[3];
+
+static int window_thread(int rank, int nranks, void *p)
+{
+	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+	HcclCommSymWindow win;
+	struct pmem m;
+	int32_t *peer = NULL, *mine;
+	char *range;
+	int bad = 0;
+
+	(void)p;
+	if (aclrtSetDevice(rank) ||
+	    aclrtReserveMemAddress((void **)&range, 2 * MIB, 0, NULL, 1) ||
+	    pmem_map(&m, range, 2 * MIB))
+		return 1;
+	mine = m.va;
+	tva[rank] = m.va;
+	memset(m.va, 0, 2 * MIB);
+	EXPECT(HcclCommSymWinRegister(tcomms[rank], m.va, 2 * MIB, &win, 1) ==
+		       HCCL_SUCCESS,
+	       "register");
+	EXPECT(HcclSymWinGetPeerPointer(win, 64, (uint32_t)right,
+					(void **)&peer) == HCCL_SUCCESS &&
+		       (char *)peer == (char *)tva[right] + 64,
+	       "peer pointer %p, window at %p", (void *)peer, tva[right]);
+	for (int i = 0; i < 100 && peer; i++)
+		peer[i] = rank * K + i;
+	EXPECT(!HcclBarrier(tcomms[rank], NULL), "barrier");
+	for (int i = 0; i < 100; i++)
+		if (mine[16 + i] != left * K + i) {
+			FAIL("window[%d] = %d", i, mine[16 + i]);
+			break;
+		}
+	EXPECT(!HcclBarrier(tcomms[rank], NULL), "barrier");
+	EXPECT(HcclCommSymWinDeregister(win) == HCCL_SUCCESS, "deregister");
+	pmem_unmap(&m);
+	aclrtReleaseMemAddress(range);
+	return bad;
+}
+
+Test(zerocopy, windows_threads3, .timeout = 120)
+{
+	int32_t devs[3] = {0, 1, 2};
+
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll(3, devs, tcomms), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(3, window_thread, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(HcclCommDestroy(tcomms[i]), HCCL_SUCCESS);
+	cr_assert_eq(ohc_zc_region_count(), 0);
+	aclFinalize();
+}

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The schedule simulator's timing mode (algo/sim.h, sim.timing): for every
+ * algorithm, rank count, size and send mode it must give the same time and
+ * the same counters as the full simulator's dry run, also when it works
+ * in windows of steps, and report broken schedules as errors.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/sim.h"
+#include "core/sched.h"
+
+struct tc {
+	enum ohc_coll_op op;
+	uint64_t count;
+	uint32_t root;
+	enum ohc_link_class link;
+};
+
+/* Buffers are never touched by either mode: far apart fake addresses. */
+static ohc_status_t tc_args(void *ctx, uint32_t rank, struct ohc_coll_args *a)
+{
+	const struct tc *t = ctx;
+
+	(void)rank;
+	a->op = t->op;
+	a->count = t->count;
+	a->esize = 4;
+	a->root = t->root;
+	a->sbuf = (const void *)((uintptr_t)1 << 40);
+	a->rbuf = (void *)((uintptr_t)3 << 40);
+	a->link = t->link;
+	return OHC_OK;
+}
+
+/* Ops whose arguments tc_args fills completely. */
+static int plain_op(enum ohc_coll_op op)
+{
+	switch (op) {
+	case OHC_COLL_ALLREDUCE:
+	case OHC_COLL_ALLGATHER:
+	case OHC_COLL_REDUCE_SCATTER:
+	case OHC_COLL_BROADCAST:
+	case OHC_COLL_REDUCE:
+	case OHC_COLL_SCATTER:
+	case OHC_COLL_ALLTOALL:
+	case OHC_COLL_BARRIER:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void same_run(const struct ohc_algo *al, uint32_t n, struct tc *t,
+		     enum ohc_sim_mode mode, uint64_t budget)
+{
+	static struct ohc_sim_stats s1[64], s2[64];
+	struct ohc_sim a = {0}, b = {0};
+	ohc_status_t st1, st2;
+
+	cr_assert(n <= 64);
+	a.nranks = b.nranks = n;
+	a.mode = b.mode = mode;
+	a.algo = b.algo = al;
+	a.args_fn = b.args_fn = tc_args;
+	a.ctx = b.ctx = t;
+	a.dry_run = 1;
+	a.stats = s1;
+	b.timing = 1;
+	b.timing_budget = budget;
+	b.stats = s2;
+	st1 = ohc_sim_run(&a);
+	st2 = ohc_sim_run(&b);
+	cr_assert_eq(st1, st2,
+		     "%s/%s n=%u count=%llu: dry run %d (%s), "
+		     "timing %d (%s)",
+		     ohc_coll_op_name(t->op), al->name, n,
+		     (unsigned long long)t->count, st1, a.err, st2, b.err);
+	if (st1 != OHC_OK)
+		return;
+	cr_assert(fabs(a.time_us - b.time_us) <= 1e-9 * (1 + a.time_us),
+		  "%s/%s n=%u count=%llu mode %d: dry run %.9g us, timing "
+		  "%.9g us",
+		  ohc_coll_op_name(t->op), al->name, n,
+		  (unsigned long long)t->count, mode, a.time_us, b.time_us);
+	for (uint32_t r = 0; r < n; r++) {
+		cr_assert_eq(s1[r].steps, s2[r].steps);
+		cr_assert_eq(s1[r].msgs_sent, s2[r].msgs_sent);
+		cr_assert_eq(s1[r].msgs_recv, s2[r].msgs_recv);
+		cr_assert_eq(s1[r].bytes_sent, s2[r].bytes_sent);
+		cr_assert_eq(s1[r].bytes_recv, s2[r].bytes_recv);
+		cr_assert_eq(s1[r].bytes_reduced, s2[r].bytes_reduced,
+			     "%s/%s rank %u", ohc_coll_op_name(t->op), al->name,
+			     r);
+		cr_assert_eq(s1[r].bytes_copied, s2[r].bytes_copied);
+		cr_assert_eq(s1[r].algo, s2[r].algo);
+		cr_assert(fabs(s1[r].time_us - s2[r].time_us) <=
+			  1e-9 * (1 + s1[r].time_us));
+	}
+}
+
+Test(sim_timing, equals_dry_run_for_every_algorithm)
+{
+	static const uint32_t ranks[] = {2, 3, 4, 5, 7, 8, 12, 16};
+	static const uint64_t counts[] = {0, 1, 7, 1000, 65536};
+	unsigned na, runs = 0;
+	const struct ohc_algo *const *all = ohc_algo_all(&na);
+
+	for (unsigned i = 0; i < na; i++) {
+		if (!plain_op(all[i]->op))
+			continue;
+		for (size_t ri = 0; ri < sizeof(ranks) / sizeof(*ranks); ri++)
+			for (size_t ci = 0;
+			     ci < sizeof(counts) / sizeof(*counts); ci++)
+				for (int m = 0; m < 2; m++) {
+					struct tc t = {all[i]->op, counts[ci],
+						       ranks[ri] - 1,
+						       OHC_LINK_SHM};
+
+					same_run(all[i], ranks[ri], &t,
+						 m ? OHC_SIM_RENDEZVOUS
+						   : OHC_SIM_EAGER,
+						 0);
+					runs++;
+				}
+	}
+	cr_assert(runs > 500, "only %u runs", runs);
+}
+
+Test(sim_timing, selection_and_windows)
+{
+	/* no algo given: ohc_algo_build picks, per link class */
+	for (uint32_t n = 2; n <= 33; n += 5) {
+		struct tc t = {OHC_COLL_ALLREDUCE, 100000, 0, OHC_LINK_RDMA};
+
+		same_run(NULL, n, &t, OHC_SIM_EAGER, 0);
+		t.link = OHC_LINK_SHM;
+		t.count = 3;
+		same_run(NULL, n, &t, OHC_SIM_RENDEZVOUS, 0);
+	}
+	/* tiny budgets: schedules simulated in many windows of steps */
+	for (uint64_t budget = 1; budget <= 4096; budget *= 8) {
+		struct tc t = {OHC_COLL_ALLREDUCE, 5000, 0, OHC_LINK_SHM};
+
+		same_run(&ohc_algo_allreduce_ring, 13, &t, OHC_SIM_EAGER,
+			 budget);
+		t.op = OHC_COLL_ALLTOALL;
+		same_run(&ohc_algo_alltoall_pairwise, 9, &t, OHC_SIM_RENDEZVOUS,
+			 budget);
+		t.op = OHC_COLL_BROADCAST;
+		t.root = 5;
+		same_run(&ohc_algo_bcast_binomial, 11, &t, OHC_SIM_EAGER,
+			 budget);
+	}
+}
+
+/* ---- broken schedules ---- */
+
+static ohc_status_t build_len(const struct ohc_coll_args *a,
+			      struct ohc_sched *s)
+{
+	if (a->rank == 0)
+		ohc_sched_send(s, 1, a->sbuf, 8);
+	else if (a->rank == 1)
+		ohc_sched_recv(s, 0, a->rbuf, 16);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_wait(const struct ohc_coll_args *a,
+			       struct ohc_sched *s)
+{
+	if (a->rank == 1)
+		ohc_sched_recv(s, 0, a->rbuf, 8);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_lost(const struct ohc_coll_args *a,
+			       struct ohc_sched *s)
+{
+	if (a->rank == 0)
+		ohc_sched_send(s, 1, a->sbuf, 8);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_self(const struct ohc_coll_args *a,
+			       struct ohc_sched *s)
+{
+	ohc_sched_send(s, a->rank, a->sbuf, 8);
+	ohc_sched_step(s);
+	return OHC_OK;
+}
+
+static ohc_status_t build_decline(const struct ohc_coll_args *a,
+				  struct ohc_sched *s)
+{
+	(void)a;
+	(void)s;
+	return OHC_ERR_UNSUPPORTED;
+}
+
+Test(sim_timing, broken_schedules_are_errors)
+{
+	static const struct {
+		ohc_status_t (*build)(const struct ohc_coll_args *,
+				      struct ohc_sched *);
+		ohc_status_t want;
+		const char *says;
+	} cases[] = {
+		{build_len, OHC_ERR_DESYNC, "expects 16 bytes"},
+		{build_wait, OHC_ERR_TIMEOUT, "deadlock"},
+		{build_lost, OHC_ERR_DESYNC, "never received"},
+		{build_self, OHC_ERR_INTERNAL, "not a remote rank"},
+		{build_decline, OHC_ERR_UNSUPPORTED, "building"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct ohc_algo al = {.name = "broken",
+				      .op = OHC_COLL_ALLREDUCE,
+				      .build = cases[i].build};
+		struct tc t = {OHC_COLL_ALLREDUCE, 2, 0, OHC_LINK_SHM};
+		struct ohc_sim sim = {0};
+		ohc_status_t st;
+
+		sim.nranks = 3;
+		sim.algo = &al;
+		sim.args_fn = tc_args;
+		sim.ctx = &t;
+		sim.timing = 1;
+		st = ohc_sim_run(&sim);
+		cr_assert_eq(st, cases[i].want, "case %zu: %d (%s)", i, st,
+			     sim.err);
+		cr_assert(strstr(sim.err, cases[i].says), "case %zu: %s", i,
+			  sim.err);
+	}
+}
+
+Test(sim_timing, thousands_of_ranks)
+{
+	struct tc t = {OHC_COLL_ALLREDUCE, 1 << 20, 0, OHC_LINK_SHM};
+	const struct ohc_cost_params *c = ohc_cost_params_get(OHC_LINK_SHM);
+	struct ohc_sim sim = {0};
+	double want;
+
+	sim.nranks = 2048;
+	sim.algo = &ohc_algo_allreduce_hd;
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.timing = 1;
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+	/* a power of two: the model is the schedule's exact time */
+	want = ohc_algo_allreduce_hd.cost(c, t.count * 4, sim.nranks);
+	cr_assert(fabs(sim.time_us - want) <= 1e-6 * want,
+		  "halving-doubling at 2048 ranks: %.6f us simulated, %.6f "
+		  "model",
+		  sim.time_us, want);
+}
+
+static double hosts_run(uint32_t n, const uint32_t *host_of,
+			enum ohc_link_class inter, enum ohc_link_class intra)
+{
+	struct tc t = {OHC_COLL_ALLREDUCE, 1 << 16, 0, OHC_LINK_RDMA};
+	struct ohc_sim sim = {0};
+
+	sim.nranks = n;
+	sim.algo = &ohc_algo_allreduce_ring;
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.timing = 1;
+	sim.cost = ohc_cost_params_get(inter);
+	sim.host_of = host_of;
+	sim.cost_intra = ohc_cost_params_get(intra);
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+	return sim.time_us;
+}
+
+Test(sim_timing, messages_inside_a_host_cost_less)
+{
+	static const uint32_t one_host[4] = {0, 0, 0, 0};
+	static const uint32_t two_hosts[4] = {0, 0, 1, 1};
+	double shm = hosts_run(4, NULL, OHC_LINK_SHM, OHC_LINK_SHM);
+	double rdma = hosts_run(4, NULL, OHC_LINK_RDMA, OHC_LINK_RDMA);
+	double mixed = hosts_run(4, two_hosts, OHC_LINK_RDMA, OHC_LINK_SHM);
+
+	cr_assert(fabs(hosts_run(4, one_host, OHC_LINK_RDMA, OHC_LINK_SHM) -
+		       shm) <= 1e-9 * shm,
+		  "all ranks on one host must cost as shm");
+	cr_assert(shm < mixed && mixed < rdma,
+		  "shm %.3f < two hosts %.3f < rdma %.3f us expected", shm,
+		  mixed, rdma);
+}

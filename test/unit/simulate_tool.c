@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hccl_simulate run as a user runs it: its model column must be the
+ * library's ohc_algo_predict_us, the selection mark must sit on the
+ * cheapest prediction and agree with the library's own choice, 4096 ranks
+ * must stay cheap, --measure must compute ratios against the model, and
+ * bad arguments must give clear errors.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+
+#define OUT_MAX (1 << 20)
+
+struct run {
+	int status;
+	double cpu_s; /* user + system time of the child */
+	char *out;
+};
+
+static const char *sim_path(void)
+{
+	static char buf[PATH_MAX];
+	const char *dir = getenv("OHC_TEST_BIN_DIR");
+
+	cr_assert(dir, "OHC_TEST_BIN_DIR is not set (run through ctest)");
+	snprintf(buf, sizeof(buf), "%s/../tools/simulate/hccl_simulate", dir);
+	cr_assert(access(buf, X_OK) == 0, "%s: %s", buf, strerror(errno));
+	return buf;
+}
+
+static void run_sim(char *const args[], struct run *r)
+{
+	char *argv[24] = {(char *)sim_path()};
+	struct rusage ru;
+	size_t len = 0;
+	ssize_t n;
+	int p[2], st, k = 1;
+	pid_t pid;
+
+	for (; args[k - 1] && k < 23; k++)
+		argv[k] = args[k - 1];
+	argv[k] = NULL;
+	if (!r->out)
+		r->out = malloc(OUT_MAX);
+	cr_assert(r->out && pipe(p) == 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], r->out + len, OUT_MAX - 1 - len)) > 0)
+		len += (size_t)n;
+	r->out[len] = '\0';
+	close(p[0]);
+	cr_assert(wait4(pid, &st, 0, &ru) == pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r->cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+		   (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+static const struct ohc_algo *algo_named(enum ohc_coll_op op, const char *name)
+{
+	unsigned n;
+	const struct ohc_algo *const *all = ohc_algo_all(&n);
+
+	for (unsigned i = 0; i < n; i++)
+		if (all[i]->op == op && !strcmp(all[i]->name, name))
+			return all[i];
+	cr_assert_fail("no %s algorithm '%s'", ohc_coll_op_name(op), name);
+	return NULL;
+}
+
+/*
+ * Check every row of the table of op (shm, 8 ranks): model values against
+ * ohc_algo_predict_us, '*' on the minimum, "selected" and "library" the
+ * same algorithm. Returns the number of rows checked.
+ */
+static unsigned check_table(const char *out, enum ohc_coll_op op,
+			    uint32_t nranks)
+{
+	char head[64], *p, *line, names[8][64];
+	const struct ohc_algo *algos[8];
+	unsigned na = 0, rows = 0;
+
+	snprintf(head, sizeof(head), "\n%s over shm ", ohc_coll_op_name(op));
+	p = strstr(out, head);
+	cr_assert(p, "no %s table:\n%s", ohc_coll_op_name(op), out);
+	p = strstr(p, "       bytes");
+	cr_assert(p);
+	line = strndup(p, strcspn(p, "\n"));
+	for (char *tok = strtok(line, " "); tok; tok = strtok(NULL, " ")) {
+		if (!strcmp(tok, "bytes") || !strcmp(tok, "selected") ||
+		    !strcmp(tok, "library"))
+			continue;
+		cr_assert(na < 8);
+		snprintf(names[na], sizeof(names[na]), "%s", tok);
+		algos[na] = algo_named(op, tok);
+		na++;
+	}
+	free(line);
+	cr_assert(na >= 1);
+	p = strchr(p, '\n') + 1;
+	while (*p == ' ') {
+		unsigned long long bytes;
+		double model[8], best = HUGE_VAL;
+		int star = -1, off = 0;
+		char sel[64], lib[64];
+
+		cr_assert(sscanf(p, "%llu%n", &bytes, &off) == 1);
+		p += off;
+		for (unsigned i = 0; i < na; i++) {
+			double sim;
+			char mark[8] = "";
+			int used = 0;
+
+			while (*p == ' ')
+				p++;
+			if (*p == '-') {
+				/* declines the layout (two-level on one host)
+				 */
+				cr_assert(algos[i]->accepts);
+				model[i] = HUGE_VAL;
+				p++;
+				continue;
+			}
+			cr_assert(sscanf(p, " %lf / %lf%n", &model[i], &sim,
+					 &used) == 2,
+				  "row %llu: %.60s", bytes, p);
+			p += used;
+			if (*p == ' ' && (p[1] == '*' || p[1] == '+'))
+				sscanf(p, " %7[*+]%n", mark, &used), p += used;
+			if (strchr(mark, '*')) {
+				cr_assert(star < 0, "two selections in a row");
+				star = (int)i;
+			}
+			double want = ohc_algo_predict_us(algos[i], op, bytes,
+							  nranks, OHC_LINK_SHM);
+			cr_assert(fabs(model[i] - want) <= 1e-4 * want + 1e-3,
+				  "%s %llu bytes: table %.6g, "
+				  "ohc_algo_predict_us %.6g",
+				  names[i], bytes, model[i], want);
+			if (model[i] < best)
+				best = model[i];
+		}
+		cr_assert(sscanf(p, " %63s %63s", sel, lib) == 2);
+		cr_assert(star >= 0, "row %llu has no selection mark", bytes);
+		cr_assert(model[star] <= best,
+			  "row %llu: * on %s (%g), "
+			  "cheapest %g",
+			  bytes, names[star], model[star], best);
+		cr_assert_str_eq(sel, names[star]);
+		cr_assert_str_eq(lib, sel,
+				 "row %llu: the library picks %s, the table "
+				 "%s",
+				 bytes, lib, sel);
+		p = strchr(p, '\n') + 1;
+		rows++;
+	}
+	return rows;
+}
+
+Test(simulate, table_agrees_with_the_cost_model_and_selection)
+{
+	static struct run r;
+	/* sizes divisible by 8 ranks x 4 bytes: no rounding of counts */
+	char *args[] = {"--net",
+			"shm",
+			"--ranks",
+			"8",
+			"--op",
+			"allreduce,allgather,reduce_scatter,broadcast,"
+			"reduce,scatter,alltoall",
+			"-b",
+			"64",
+			"-e",
+			"16M",
+			"-f",
+			"8",
+			NULL};
+	static const enum ohc_coll_op ops[] = {
+		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER, OHC_COLL_REDUCE_SCATTER,
+		OHC_COLL_BROADCAST, OHC_COLL_REDUCE,	OHC_COLL_SCATTER,
+		OHC_COLL_ALLTOALL,
+	};
+
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(*ops); i++)
+		cr_assert_eq(check_table(r.out, ops[i], 8), 7,
+			     "%s: 7 rows wanted", ohc_coll_op_name(ops[i]));
+	free(r.out);
+}
+
+Test(simulate, four_thousand_ranks_are_cheap)
+{
+	static struct run r;
+	/* the ring's 67 M transfers cost the same at every size */
+	char *args[] = {"--op", "allreduce", "--ranks", "4096", "-b",
+			"16M",	"-e",	     "16M",	NULL};
+	double limit = 20.0;
+
+#if defined(__SANITIZE_ADDRESS__)
+	limit *= 4; /* the tool is instrumented too */
+#endif
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "allreduce over shm"), "%s", r.out);
+	cr_assert(strstr(r.out, "4096 ranks"), "%s", r.out);
+	cr_assert(strstr(r.out, "16777216 "), "%s", r.out);
+	cr_assert(r.cpu_s < limit, "4096 ranks took %.1f s of CPU", r.cpu_s);
+	free(r.out);
+}
+
+Test(simulate, hosts_bring_the_two_level_algorithm)
+{
+	static struct run r;
+	char *args[] = {"--net", "rxe",	 "--ranks",   "16", "--ppn",
+			"4",	 "--op", "allreduce", "-b", "4M",
+			"-e",	 "4M",	 NULL};
+	const char *p;
+	char row[512];
+
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "4 hosts of up to 4 ranks"), "%s", r.out);
+	p = strstr(r.out, "\n     4194304 ");
+	cr_assert(p, "%s", r.out);
+	snprintf(row, sizeof(row), "%.*s", (int)strcspn(p + 1, "\n"), p + 1);
+	/* on 4 hosts the two-level model wins at 4 MiB, as in the library */
+	cr_assert(strstr(row, " *"), "%s", row);
+	cr_assert(strstr(row, "two_level_ring           two_level_ring"),
+		  "the two-level algorithm should be selected:\n%s", row);
+	free(r.out);
+}
+
+Test(simulate, measure_compares_with_the_model)
+{
+	static struct run r;
+	char path[] = "/tmp/ohc_sim_measure_XXXXXX";
+	const struct ohc_algo *al = NULL;
+	int fd = mkstemp(path);
+	FILE *f;
+	char *args[] = {"--measure", path,    "--op", "allreduce", "--ranks",
+			"4",	     "--net", "shm",  NULL};
+
+	cr_assert(fd >= 0);
+	/* what the library picks for 1 MiB at 4 ranks, and its model */
+	{
+		unsigned n;
+		const struct ohc_algo *const *all = ohc_algo_all(&n);
+		double best = HUGE_VAL;
+
+		for (unsigned i = 0; i < n; i++) {
+			double us =
+				ohc_algo_predict_us(all[i], OHC_COLL_ALLREDUCE,
+						    1 << 20, 4, OHC_LINK_SHM);
+
+			if (us < best) {
+				best = us;
+				al = all[i];
+			}
+		}
+	}
+	f = fdopen(fd, "w");
+	cr_assert(f);
+	fprintf(f,
+		"the minbytes is 1048576, maxbytes is 1048576\n"
+		"data_size(Bytes): | aveg_time(us): | ...\n"
+		"1048576           | %-14.2f | 1.0 | success | 1.0\n",
+		1.5 * ohc_algo_predict_us(al, OHC_COLL_ALLREDUCE, 1 << 20, 4,
+					  OHC_LINK_SHM));
+	fclose(f);
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, al->name), "%s", r.out);
+	cr_assert(strstr(r.out, "    1.50\n"), "ratio 1.50 wanted:\n%s", r.out);
+	cr_assert(strstr(r.out, "1 of 1 sizes within 2x"), "%s", r.out);
+
+	f = fopen(path, "w");
+	cr_assert(f);
+	fprintf(f, "1048576 | %.2f | 1.0 | success | 1.0\n",
+		3.0 * ohc_algo_predict_us(al, OHC_COLL_ALLREDUCE, 1 << 20, 4,
+					  OHC_LINK_SHM));
+	fclose(f);
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "(outside 2x)"), "%s", r.out);
+	unlink(path);
+	free(r.out);
+}
+
+Test(simulate, bad_arguments_are_clear_errors)
+{
+	static const struct {
+		char *args[8];
+		const char *says;
+	} cases[] = {
+		{{"--ranks", "1", NULL}, "--ranks '1'"},
+		{{"--ranks", "8-4", NULL}, "--ranks '8-4'"},
+		{{"--op", "allfoo", NULL}, "unknown op 'allfoo'"},
+		{{"--net", "ethernet", NULL}, "unknown net 'ethernet'"},
+		{{"-b", "0", NULL}, "need 0 < min bytes"},
+		{{"-b", "1M", "-e", "1K", NULL}, "need 0 < min bytes"},
+		{{"-b", "12Q", NULL}, "-b '12Q' is not a size"},
+		{{"-f", "1", NULL}, "-f '1'"},
+		{{"-d", "3", NULL}, "-d '3'"},
+		{{"--measure", "/tmp/x", NULL}, "--measure needs one --op"},
+		{{"--measure", "/nonexistent", "--op", "allreduce", "--ranks",
+		  "4", NULL},
+		 "cannot open /nonexistent"},
+		{{"extra", NULL}, "unexpected argument 'extra'"},
+	};
+	static struct run r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		run_sim(cases[i].args, &r);
+		cr_assert_eq(r.status, 2, "case %zu: status %d\n%s", i,
+			     r.status, r.out);
+		cr_assert(strstr(r.out, cases[i].says), "case %zu:\n%s", i,
+			  r.out);
+	}
+	free(r.out);
+}
