@@ -477,7 +477,7 @@ static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	for (uint32_t i = 0; i < e->nqps && !e->broken; i++) {
 		int rc;
 
-		if (e->qps[i].rq_posted > vi->rq_depth / 2)
+		if (e->qps[i].rq_posted >= 2 * vi->slots)
 			continue;
 		rc = post_recvs(vi, e, i);
 		if (rc) {
@@ -726,7 +726,12 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024;
 	vi->max_inline = VX_MAX_INLINE;
 	vi->sq_depth = vi->slots + 16;
-	vi->rq_depth = vi->slots + 16;
+	/*
+	 * Between two polls of ours a peer can land at most `slots` data
+	 * fragments (its credits) and `slots` credit messages (one per slot of
+	 * ours it consumed): keep that many receives posted at all times.
+	 */
+	vi->rq_depth = 2 * vi->slots + 16;
 	vi->timeout = (uint32_t)env->rdma_timeout;
 	vi->retry_cnt = (uint32_t)env->rdma_retry_cnt;
 	vi->tc = params->rdma_tc;
@@ -1064,7 +1069,7 @@ static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		a.dest_qp_num = c->qpn[i];
 		a.rq_psn = c->psn;
 		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
+		a.min_rnr_timer = 24; /* 41 ms: never expected, see rq_depth */
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, c->gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)vi->gid_index;
