@@ -34,4 +34,17 @@ if [ -n "$left" ]; then
 	echo "FAIL: shared-memory segments left in /dev/shm: $left" >&2
 	exit 1
 fi
+
+# The verbs transport on a real RDMA device: Soft-RoCE in a QEMU VM (the
+# host kernel has no RDMA), every rank pair over rxe. ci/soft-roce/README.md
+# has the timings; OHC_CI_SKIP_VM=1 skips this stage (e.g. no QEMU).
+if [ "${OHC_CI_SKIP_VM:-0}" != 1 ]; then
+	echo "== Soft-RoCE VM: verbs suites (HCCL_INTRA_ROCE_ENABLE=1) =="
+	bash ci/soft-roce/vm-suites.sh build/ci
+fi
+left=$(ls /dev/shm 2>/dev/null | grep -i -E 'ohc|hccl' || true)
+if [ -n "$left" ]; then
+	echo "FAIL: shared-memory segments left in /dev/shm: $left" >&2
+	exit 1
+fi
 echo "ci/test.sh: all suites passed"

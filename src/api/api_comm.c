@@ -165,6 +165,9 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 		status = OHC_ERR_UNAVAILABLE;
 		goto out;
 	}
+	/* the verbs transport picks its RDMA device by this address */
+	snprintf(cfg.device_ip, sizeof(cfg.device_ip), "%s",
+		 rt->ranks[rank].device_ip);
 	root_ip = ranktable_root_ip(rt);
 	port = rt->ranks[0].host_port > 0
 		       ? (uint16_t)rt->ranks[0].host_port

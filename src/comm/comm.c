@@ -183,6 +183,9 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 	params.numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
 	params.ring_bytes = (size_t)env->shm_ring_kb * 1024;
 	params.spin = 0;
+	params.device_ip = comm->cfg.device_ip[0] ? comm->cfg.device_ip : NULL;
+	params.rdma_tc = comm->cfg.rdma_tc;
+	params.rdma_sl = comm->cfg.rdma_sl;
 
 	recs = calloc((size_t)comm->nranks * ntp, sizeof(*recs));
 	eps_by_tp = calloc(comm->nranks, sizeof(*eps_by_tp));
@@ -207,6 +210,15 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 		iface->rank = comm->rank;
 		iface->nranks = comm->nranks;
 		status = ops->iface_open(iface, &params);
+		if (status == OHC_ERR_UNSUPPORTED) {
+			/* not on this machine (e.g. no RDMA device) */
+			OHC_INFO(OHC_SS_INIT,
+				 "rank %u: transport %s not available here",
+				 comm->rank, ops->name);
+			free(iface);
+			status = OHC_OK;
+			continue;
+		}
 		if (status < 0) {
 			OHC_WARN(OHC_SS_INIT,
 				 "rank %u: transport %s unavailable: %s",

@@ -40,6 +40,7 @@ struct ohc_comm_cfg {
 	uint32_t qos;
 	uint64_t symwin_max_gb;
 	uint32_t sq_depth;
+	char device_ip[64]; /* the rank's RDMA IP (rank table), "" if none */
 };
 
 /* Fill c with the environment's values (and built-in defaults). */

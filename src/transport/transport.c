@@ -8,11 +8,13 @@
 
 extern const struct ohc_transport_ops ohc_self_ops;
 extern const struct ohc_transport_ops ohc_shm_ops;
+extern const struct ohc_transport_ops ohc_verbs_ops;
 
 /* Built-in transports, most local first. */
 static const struct ohc_transport_ops *const builtin[] = {
 	&ohc_self_ops,
 	&ohc_shm_ops,
+	&ohc_verbs_ops,
 };
 
 static struct ohc_transport_ops registry[OHC_ARRAY_SIZE(builtin)];

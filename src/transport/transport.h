@@ -55,6 +55,9 @@ struct ohc_transport_params {
 	int numa_node;         /* where this rank's receive memory should live */
 	size_t ring_bytes;     /* shm: bytes per pair ring */
 	unsigned spin;         /* polls before sleeping */
+	const char *device_ip; /* verbs: the rank's RDMA IP (rank table), or NULL */
+	uint32_t rdma_tc;      /* verbs: traffic class */
+	uint32_t rdma_sl;      /* verbs: service level */
 };
 
 struct ohc_transport_ops {

@@ -45,6 +45,10 @@ struct ohc_env {
 	int64_t rdma_timeout;         /* HCCL_RDMA_TIMEOUT */
 	int64_t rdma_retry_cnt;       /* HCCL_RDMA_RETRY_CNT */
 	int64_t rdma_qps_per_conn;    /* HCCL_RDMA_QPS_PER_CONNECTION */
+	char rdma_device[64];         /* OPENHCCL_RDMA_DEVICE */
+	int64_t rdma_gid_index;       /* OPENHCCL_RDMA_GID_INDEX, -1 = auto */
+	int64_t rdma_slots;           /* OPENHCCL_RDMA_SLOTS */
+	int64_t rdma_slot_kb;         /* OPENHCCL_RDMA_SLOT_KB */
 	/* OpenHCCL's own */
 	char hostid[256];             /* OPENHCCL_HOSTID */
 	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */

@@ -33,7 +33,7 @@ static void pattern(unsigned char *b, size_t n, int from, int to, int k)
 static int p2p_matrix(HcclComm comm, int rank, int nranks,
 		      aclrtStream stream)
 {
-	static const uint64_t counts[] = {1, 7, (1u << 20) + 3};
+	const uint64_t counts[] = {1, 7, ohc_test_big_count()};
 	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
 	int bad = 0;
 

@@ -344,6 +344,14 @@ long ohc_test_compare(const void *got, const void *want, HcclDataType dtype,
 	return -1;
 }
 
+uint64_t ohc_test_big_count(void)
+{
+	const char *env = getenv("OHC_TEST_BIG_COUNT");
+	uint64_t n = env && *env ? strtoull(env, NULL, 0) : 0;
+
+	return n ? n : (1u << 20) + 3;
+}
+
 uint64_t ohc_test_seed(const char *what)
 {
 	const char *env = getenv("OHC_TEST_SEED");

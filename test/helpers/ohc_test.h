@@ -75,6 +75,13 @@ long ohc_test_compare(const void *got, const void *want, HcclDataType dtype,
  */
 uint64_t ohc_test_seed(const char *what);
 
+/*
+ * The "large" element count of the end-to-end suites: 1M+3, or
+ * $OHC_TEST_BIG_COUNT (slow emulated runs such as the Soft-RoCE VM lower
+ * it; it stays odd-sized so fragments do not line up).
+ */
+uint64_t ohc_test_big_count(void);
+
 /* Entries of /dev/shm whose name mentions ohc or hccl. */
 int ohc_test_shm_leftovers(void);
 /* Open file descriptors of this process. */

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HcclSend/HcclRecv bandwidth between two forked ranks, one direction,
+ * sizes MIN..MAX doubling; the same shape as ib_write_bw's report (bytes,
+ * iterations, MB/s average with MB = 2^20 bytes) so bench/verbs_p2p.sh
+ * can put them side by side. The transport is whatever the communicator
+ * picks: HCCL_INTRA_ROCE_ENABLE=1 makes it verbs.
+ * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP]
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+struct shared {
+	HcclRootInfo root;
+	double mbps[64];
+	int fail;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
+		    int iters, int warmup)
+{
+	HcclComm comm;
+	char *buf = malloc(maxb);
+	int k = 0;
+
+	if (!buf || aclrtSetDevice(rank) ||
+	    HcclCommInitRootInfo(2, &sh->root, (uint32_t)rank, &comm))
+		return 1;
+	memset(buf, rank + 1, maxb);
+	for (size_t b = minb; b <= maxb; b *= 2, k++) {
+		double t0 = 0;
+
+		for (int i = 0; i < warmup + iters; i++) {
+			HcclResult r;
+
+			if (i == warmup) {
+				/* both ranks start the timed part together */
+				if (HcclBarrier(comm, NULL))
+					return 1;
+				t0 = now_s();
+			}
+			r = rank == 0 ? HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1,
+						 comm, NULL)
+				      : HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0,
+						 comm, NULL);
+			if (r != HCCL_SUCCESS) {
+				fprintf(stderr,
+					"rank %d: %s of %zu bytes: %d\n", rank,
+					rank ? "HcclRecv" : "HcclSend", b,
+					(int)r);
+				return 1;
+			}
+		}
+		/* the receiver's clock: the last byte arrived */
+		if (rank == 1)
+			sh->mbps[k] = (double)b * iters / (now_s() - t0) /
+				      (1024.0 * 1024.0);
+	}
+	/* the sender's last message may still be in flight: end together */
+	if (HcclBarrier(comm, NULL))
+		return 1;
+	HcclCommDestroy(comm);
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t minb = argc > 1 ? strtoull(argv[1], NULL, 0) : 65536;
+	size_t maxb = argc > 2 ? strtoull(argv[2], NULL, 0) : 4u << 20;
+	int iters = argc > 3 ? atoi(argv[3]) : 100;
+	int warmup = argc > 4 ? atoi(argv[4]) : 5;
+	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid[2];
+	int k = 0, bad = 0;
+
+	if (sh == MAP_FAILED || !minb || maxb < minb || iters < 1 ||
+	    HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
+		fprintf(stderr,
+			"usage: %s [MINBYTES] [MAXBYTES] [ITERS] "
+			"[WARMUP]\n",
+			argv[0]);
+		return 2;
+	}
+	for (int r = 0; r < 2; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0)
+			_exit(run_rank(sh, r, minb, maxb, iters, warmup));
+	}
+	for (int r = 0; r < 2; r++) {
+		int st;
+
+		waitpid(pid[r], &st, 0);
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	if (bad) {
+		fprintf(stderr, "a rank failed\n");
+		return 1;
+	}
+	printf(" #bytes     #iterations    BW average[MB/sec]\n");
+	for (size_t b = minb; b <= maxb; b *= 2, k++)
+		printf(" %-10zu %-14d %.2f\n", b, iters, sh->mbps[k]);
+	return 0;
+}

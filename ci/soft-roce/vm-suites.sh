@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The verbs-relevant suites in ONE Soft-RoCE VM with HCCL_INTRA_ROCE_ENABLE=1
+# (every rank pair over rxe), then coll.two_node across TWO VMs (two ranks
+# each: shm inside a VM, verbs across), from an existing build folder.
+# Exit status is the first failure's (124/125: a VM timed out / failed).
+# usage: ci/soft-roce/vm-suites.sh BUILD_DIR
+#   OHC_VM_SUITES      ctest -R regex (default: the suites below)
+#   OHC_TEST_CASES     cases of coll.random (default 24: TCG is slow)
+#   OHC_TEST_BIG_COUNT the suites' large count (default 65539, not 1M+3)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:?usage: vm-suites.sh BUILD_DIR}
+[ -d "$build" ] || { echo "vm-suites: no build folder $build" >&2; exit 2; }
+suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random))$'}
+
+bash ci/soft-roce/prepare.sh
+start=$(date +%s)
+rc=0
+ci/soft-roce/run-vm.sh --rw "$build" --timeout 1200 -- \
+	env HCCL_INTRA_ROCE_ENABLE=1 OHC_TEST_CASES="${OHC_TEST_CASES:-24}" \
+	OHC_TEST_BIG_COUNT="${OHC_TEST_BIG_COUNT:-65539}" \
+	ctest --test-dir "$build" -R "$suites" --output-on-failure \
+	--timeout 900 || rc=$?
+echo "vm-suites: one VM: exit $rc after $(($(date +%s) - start)) s"
+[ "$rc" = 0 ] || exit "$rc"
+
+# Two hosts: two ranks per VM, shm inside a VM, verbs across the wire.
+start=$(date +%s)
+ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 240 -- \
+	"$build/test/test_coll_two_node" -j1 || rc=$?
+echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
+exit "$rc"

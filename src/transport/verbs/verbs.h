@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_TRANSPORT_VERBS_VERBS_H
+#define OHC_TRANSPORT_VERBS_VERBS_H
+
+/*
+ * The verbs transport: RDMA RC queue pairs between ranks (other hosts, or
+ * every peer with HCCL_INTRA_ROCE_ENABLE=1).
+ *
+ * Per endpoint and direction the receiver owns a ring of `slots` fixed-size
+ * slots registered for remote write; the sender owns a staging copy of the
+ * same geometry. A message travels as fragments, one per slot: a 64-byte
+ * header (signature, lengths, piggybacked credits) and the payload, written
+ * with one RDMA WRITE_WITH_IMM whose immediate names the slot (inline when
+ * small, else from the staging slot). The sender may use a slot only when
+ * the receiver has freed it: the receiver returns its count of freed slots
+ * in every header it sends and, when it is not sending, in a zero-length
+ * SEND_WITH_IMM once a quarter of the ring is free again or before it
+ * sleeps. So nothing overruns, and every receive WR the peer consumes was
+ * pre-posted.
+ *
+ * Connection setup exchanges QP numbers, ring addresses and rkeys over a
+ * TCP socket per pair (the listener's address is in the iface blob); the
+ * socket stays open as a liveness probe: EOF means the peer process is
+ * gone.
+ */
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "transport/transport.h"
+#include "transport/verbs/vx_wrap.h"
+#include "util/list.h"
+
+#define OHC_VX_MAX_QPS 32
+#define OHC_VX_HDR 64u /* bytes of a fragment header */
+
+/* The address blob (the TCP listener for setup, the GID, the geometry). */
+struct vx_blob {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t family; /* of the listener: AF_INET or AF_INET6 */
+	uint32_t rank;
+	uint16_t tcp_port;
+	uint16_t pad;
+	uint64_t session;
+	uint8_t addr[16]; /* listener address */
+	uint8_t gid[16];
+	uint32_t nqps, slots, slot_bytes;
+};
+
+_Static_assert(sizeof(struct vx_blob) <= OHC_ADDR_MAX, "blob fits");
+
+struct ohc_vx_qp {
+	struct ibv_qp *qp;
+	uint32_t sq_inflight; /* send WRs posted, completion not yet seen */
+	uint32_t unsig;	      /* unsignaled WRs since the last signaled one */
+	uint32_t rq_posted;   /* receive WRs posted */
+	/* chain being built by one push (linked through next) */
+	struct ibv_send_wr *head, *tail;
+	uint32_t nchain;
+};
+
+struct ohc_verbs_ep;
+
+struct ohc_verbs_iface {
+	struct ohc_iface super;
+	/* device */
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	uint8_t port;
+	int gid_index;
+	union ibv_gid gid;
+	enum ibv_mtu mtu;
+	char dev_name[64];
+	char ip[64];
+	/* setup */
+	int listen_fd;
+	struct sockaddr_storage listen_addr;
+	uint64_t session;
+	/* geometry and QP attributes (same on every rank) */
+	uint32_t nqps, slots, slot_bytes, sq_depth, rq_depth;
+	uint32_t timeout, retry_cnt, tc, sl;
+	uint32_t max_inline; /* bytes a send may inline (all QPs) */
+	/* waiting */
+	int wake_fd;
+	int armed;	  /* CQ notification requested, not yet delivered */
+	unsigned unacked; /* CQ events not yet acknowledged */
+	struct ohc_verbs_ep **by_peer; /* nranks entries */
+};
+
+struct ohc_verbs_ep {
+	struct ohc_ep super;
+	/* from the peer's blob and connect message */
+	struct vx_blob peer_blob;
+	uint64_t rem_ring;
+	uint32_t rem_rkey;
+	/* resources */
+	int sock;
+	uint32_t nqps;
+	struct ohc_vx_qp qps[OHC_VX_MAX_QPS];
+	char *ring, *stage; /* receive slots, send staging (mmap) */
+	size_t ring_len;
+	struct ibv_mr *ring_mr, *stage_mr;
+	struct ibv_send_wr *wrs;  /* slots + 1 */
+	struct ibv_sge *sges;	  /* 2 * slots */
+	struct ibv_recv_wr *rwrs; /* rq_depth */
+	uint32_t psn;
+	/* send side */
+	struct ohc_list sendq;
+	uint64_t tx_slots; /* fragments written */
+	uint64_t tx_freed; /* slots the peer has freed */
+	/* receive side */
+	struct ohc_list recvq;
+	uint8_t *arrived; /* per slot: data landed */
+	uint64_t rx_next; /* fragments consumed */
+	uint64_t rx_reported;
+	/* state */
+	int connected;
+	ohc_status_t broken; /* OHC_OK, or why the ep is unusable */
+};
+
+/* Device, port and GID for a rank (vx_dev.c); fills the iface fields
+ * ctx, port, gid_index, gid, mtu, dev_name, ip. */
+ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
+			     const char *ip_origin, const char *dev_name,
+			     int gid_index);
+
+/* Test seam: force the ep's QPs into the error state (as a fatal QP error
+ * would); the next progress sees the flushed completions. */
+int ohc_verbs_ep_inject_qp_error(struct ohc_ep *ep);
+
+#endif

@@ -1,0 +1,1345 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The verbs transport's ops: iface lifetime, connection setup over TCP,
+ * the slot-ring data path and error handling. See verbs.h for the
+ * protocol.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "transport/verbs/verbs.h"
+#include "util/compiler.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define VX_BLOB_MAGIC 0x4f484356u /* "OHCV" */
+#define VX_CONN_MAGIC 0x4f484343u /* "OHCC" */
+#define VX_VERSION 1u
+#define VX_MAX_INLINE 256u
+#define VX_POLL_BATCH 32
+#define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
+
+/* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered */
+enum { WR_SEND = 1, WR_RECV = 2 };
+
+static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
+		      uint32_t covered)
+{
+	return (uint64_t)peer << 32 | (uint64_t)qpi << 24 |
+	       (uint64_t)kind << 20 | (covered & 0xfffff);
+}
+
+/* What each side of a pair sends the other once at connect time. */
+struct vx_conn {
+	uint32_t magic, version;
+	uint64_t session;
+	uint32_t from, to;
+	uint32_t nqps, slots, slot_bytes, mtu;
+	uint32_t psn, rkey;
+	uint64_t ring;
+	uint8_t gid[16];
+	uint32_t qpn[OHC_VX_MAX_QPS];
+};
+
+/* The header at the start of every slot. */
+struct vx_hdr {
+	struct ohc_sig sig;
+	uint64_t msg_len;
+	uint64_t off; /* of this fragment in the message */
+	uint32_t frag_len;
+	uint32_t freed; /* sender's count of slots it freed (mod 2^32) */
+	uint64_t pad;
+};
+
+_Static_assert(sizeof(struct vx_hdr) == OHC_VX_HDR, "header is 64 bytes");
+
+static struct ohc_verbs_iface *vx_iface(struct ohc_iface *iface)
+{
+	return ohc_derived_of(iface, struct ohc_verbs_iface);
+}
+
+static struct ohc_verbs_ep *vx_ep(struct ohc_ep *ep)
+{
+	return ohc_derived_of(ep, struct ohc_verbs_ep);
+}
+
+/* ---- failing an endpoint ------------------------------------------- */
+
+static void fail_queue(struct ohc_list *q, ohc_status_t status)
+{
+	while (!ohc_list_empty(q)) {
+		struct ohc_req *req =
+			ohc_container_of(q->next, struct ohc_req, link);
+
+		ohc_list_del(&req->link);
+		ohc_req_complete(req, status);
+	}
+}
+
+static void ep_stop(struct ohc_verbs_ep *e)
+{
+	for (uint32_t i = 0; i < e->nqps; i++)
+		if (e->qps[i].qp)
+			ohc_vx_fault_qp_error(e->qps[i].qp);
+	/* tell the peer at once rather than after its retries run out */
+	if (e->sock >= 0)
+		shutdown(e->sock, SHUT_RDWR);
+}
+
+/*
+ * The connection to the peer is broken: log once (naming the peer, the QP
+ * and why), fail every posted request, stop the QPs.
+ */
+static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
+{
+	struct ohc_iface *iface = e->super.iface;
+
+	if (e->broken)
+		return;
+	e->broken = OHC_ERR_REMOTE;
+	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq))
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: RDMA connection to rank %u failed: QP %u: "
+			  "%s",
+			  iface->rank, e->super.peer, qpn, why);
+	else
+		OHC_WARN(OHC_SS_VERBS,
+			 "rank %u: RDMA connection to rank %u lost while "
+			 "idle: QP %u: %s",
+			 iface->rank, e->super.peer, qpn, why);
+	fail_queue(&e->sendq, OHC_ERR_REMOTE);
+	fail_queue(&e->recvq, OHC_ERR_REMOTE);
+	ep_stop(e);
+}
+
+static uint32_t ep_qpn(const struct ohc_verbs_ep *e, uint32_t qpi)
+{
+	return qpi < e->nqps && e->qps[qpi].qp ? e->qps[qpi].qp->qp_num : 0;
+}
+
+/* ---- async events -------------------------------------------------- */
+
+static void iface_async(struct ohc_verbs_iface *vi)
+{
+	struct ibv_async_event ev;
+
+	while (ohc_vx_get_async_event(vi->ctx, &ev) == 1) {
+		enum ibv_event_type t = ev.event_type;
+		char why[128];
+
+		snprintf(why, sizeof(why), "async event %s on %s",
+			 ohc_vx_event_str(t), vi->dev_name);
+		switch (t) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+			for (uint32_t r = 0; r < vi->super.nranks; r++) {
+				struct ohc_verbs_ep *e = vi->by_peer[r];
+
+				for (uint32_t q = 0; e && q < e->nqps; q++)
+					if (e->qps[q].qp == ev.element.qp)
+						ep_fail(e, ep_qpn(e, q), why);
+			}
+			break;
+		case IBV_EVENT_PORT_ERR:
+		case IBV_EVENT_DEVICE_FATAL:
+			for (uint32_t r = 0; r < vi->super.nranks; r++)
+				if (vi->by_peer[r] && vi->by_peer[r]->connected)
+					ep_fail(vi->by_peer[r],
+						ep_qpn(vi->by_peer[r], 0), why);
+			break;
+		default:
+			OHC_DEBUG(OHC_SS_VERBS, "rank %u: %s", vi->super.rank,
+				  why);
+			break;
+		}
+		ohc_vx_ack_async_event(&ev);
+	}
+}
+
+/* ---- posting ------------------------------------------------------- */
+
+static void chain_add(struct ohc_vx_qp *q, struct ibv_send_wr *wr)
+{
+	wr->next = NULL;
+	if (q->tail)
+		q->tail->next = wr;
+	else
+		q->head = wr;
+	q->tail = wr;
+	q->nchain++;
+}
+
+/* Post the chain built on q with one call; the last WR is signaled when
+ * asked or when too many went unsignaled. */
+static int chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi, int signal)
+{
+	struct ohc_vx_qp *q = &e->qps[qpi];
+	int rc;
+
+	if (!q->head)
+		return 0;
+	/* unsignaled WRs complete too when flushed by an error: name them */
+	for (struct ibv_send_wr *w = q->head; w; w = w->next)
+		w->wr_id = wr_id(e->super.peer, qpi, WR_SEND, 0);
+	if (signal || q->unsig + q->nchain >= vi->sq_depth / 4) {
+		q->tail->send_flags |= IBV_SEND_SIGNALED;
+		q->tail->wr_id = wr_id(e->super.peer, qpi, WR_SEND,
+				       q->unsig + q->nchain);
+		q->unsig = 0;
+	} else {
+		q->unsig += q->nchain;
+	}
+	rc = ohc_vx_post_send(q->qp, q->head);
+	if (!rc)
+		q->sq_inflight += q->nchain;
+	q->head = q->tail = NULL;
+	q->nchain = 0;
+	return rc;
+}
+
+static int post_recvs(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi)
+{
+	struct ohc_vx_qp *q = &e->qps[qpi];
+	uint32_t n = vi->rq_depth - q->rq_posted;
+	int rc;
+
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ibv_recv_wr *w = &e->rwrs[i];
+
+		memset(w, 0, sizeof(*w));
+		w->wr_id = wr_id(e->super.peer, qpi, WR_RECV, 1);
+		w->next = i + 1 < n ? &e->rwrs[i + 1] : NULL;
+	}
+	rc = ohc_vx_post_recv(q->qp, e->rwrs);
+	if (!rc)
+		q->rq_posted += n;
+	return rc;
+}
+
+static uint32_t credits(const struct ohc_verbs_iface *vi,
+			const struct ohc_verbs_ep *e)
+{
+	return vi->slots - (uint32_t)(e->tx_slots - e->tx_freed);
+}
+
+/* Our freed count reached the peer: remember it. */
+static uint32_t rx_freed32(const struct ohc_verbs_ep *e)
+{
+	return (uint32_t)e->rx_next;
+}
+
+/* Push queued sends into free slots; returns the fragments posted. */
+static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	struct ohc_list done = OHC_LIST_INIT(done);
+	size_t payload = vi->slot_bytes - OHC_VX_HDR;
+	unsigned n = 0;
+	int rc = 0;
+	uint32_t bad_q = 0;
+
+	while (!e->broken && !ohc_list_empty(&e->sendq) && credits(vi, e)) {
+		struct ohc_req *req =
+			ohc_container_of(e->sendq.next, struct ohc_req, link);
+		uint32_t idx = (uint32_t)(e->tx_slots % vi->slots);
+		uint32_t qpi = (uint32_t)(e->tx_slots % e->nqps);
+		struct ohc_vx_qp *q = &e->qps[qpi];
+		char *slot = e->stage + (size_t)idx * vi->slot_bytes;
+		struct vx_hdr *h = (struct vx_hdr *)slot;
+		struct ibv_send_wr *wr = &e->wrs[n];
+		struct ibv_sge *sg = &e->sges[2 * n];
+		size_t frag = OHC_MIN(req->len - req->done, payload);
+
+		if (q->sq_inflight + q->nchain + 2 > vi->sq_depth)
+			break; /* the send queue drains first */
+		h->sig = req->sig;
+		h->msg_len = req->len;
+		h->off = req->done;
+		h->frag_len = (uint32_t)frag;
+		h->freed = rx_freed32(e);
+		memset(wr, 0, sizeof(*wr));
+		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr->imm_data = htonl(idx);
+		wr->wr.rdma.remote_addr =
+			e->rem_ring + (uint64_t)idx * vi->slot_bytes;
+		wr->wr.rdma.rkey = e->rem_rkey;
+		wr->sg_list = sg;
+		if (OHC_VX_HDR + frag <= vi->max_inline) {
+			sg[0].addr = (uintptr_t)h;
+			sg[0].length = OHC_VX_HDR;
+			sg[0].lkey = e->stage_mr->lkey;
+			sg[1].addr = (uintptr_t)req->sbuf + req->done;
+			sg[1].length = (uint32_t)frag;
+			sg[1].lkey = e->stage_mr->lkey;
+			wr->num_sge = frag ? 2 : 1;
+			wr->send_flags = IBV_SEND_INLINE;
+		} else {
+			memcpy(slot + OHC_VX_HDR,
+			       (const char *)req->sbuf + req->done, frag);
+			sg[0].addr = (uintptr_t)slot;
+			sg[0].length = (uint32_t)(OHC_VX_HDR + frag);
+			sg[0].lkey = e->stage_mr->lkey;
+			wr->num_sge = 1;
+		}
+		chain_add(q, wr);
+		req->done += frag;
+		e->tx_slots++;
+		e->rx_reported = e->rx_next;
+		n++;
+		if (req->done == req->len) {
+			ohc_list_del(&req->link);
+			ohc_list_add_tail(&done, &req->link);
+		}
+	}
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		int r = chain_post(vi, e, i, 0);
+
+		if (r && !rc) {
+			rc = r;
+			bad_q = i;
+		}
+	}
+	if (rc) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "ibv_post_send: %s", strerror(rc));
+		fail_queue(&done, OHC_ERR_REMOTE);
+		ep_fail(e, ep_qpn(e, bad_q), why);
+		return n;
+	}
+	fail_queue(&done, OHC_OK);
+	return n;
+}
+
+/* Tell the peer how many slots we freed, if it may be waiting for them. */
+static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      int force)
+{
+	struct ohc_vx_qp *q = &e->qps[0];
+	struct ibv_send_wr *wr = &e->wrs[vi->slots];
+	uint64_t owed = e->rx_next - e->rx_reported;
+	int rc;
+
+	if (e->broken || !owed || (!force && owed < vi->slots / 4))
+		return;
+	if (q->sq_inflight + 2 > vi->sq_depth)
+		return; /* retried by the next progress */
+	memset(wr, 0, sizeof(*wr));
+	wr->opcode = IBV_WR_SEND_WITH_IMM;
+	wr->imm_data = htonl(rx_freed32(e));
+	chain_add(q, wr);
+	rc = chain_post(vi, e, 0, 0);
+	if (rc) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "ibv_post_send: %s", strerror(rc));
+		ep_fail(e, ep_qpn(e, 0), why);
+		return;
+	}
+	e->rx_reported = e->rx_next;
+}
+
+/* ---- receiving ----------------------------------------------------- */
+
+static void tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed)
+{
+	uint32_t delta = freed - (uint32_t)e->tx_freed;
+
+	if (delta < 0x80000000u) /* newer than what we knew */
+		e->tx_freed += delta;
+}
+
+/* Hand landed fragments to posted receives, in order. */
+static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	unsigned n = 0;
+
+	while (!e->broken && !ohc_list_empty(&e->recvq)) {
+		uint32_t idx = (uint32_t)(e->rx_next % vi->slots);
+		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
+		const struct vx_hdr *h = (const struct vx_hdr *)slot;
+		struct ohc_req *req;
+
+		if (!e->arrived[idx])
+			break;
+		req = ohc_container_of(e->recvq.next, struct ohc_req, link);
+		if (h->off != req->done || h->frag_len > req->len - req->done ||
+		    h->frag_len > vi->slot_bytes - OHC_VX_HDR ||
+		    (req->done == 0 &&
+		     (h->msg_len != req->len ||
+		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
+			req->got_sig = h->sig;
+			ohc_list_del(&req->link);
+			ohc_req_complete(req, OHC_ERR_DESYNC);
+			n++;
+			break;
+		}
+		if (h->frag_len) /* a 0-byte message may have no buffer */
+			ohc_req_deliver(req, h->off, slot + OHC_VX_HDR,
+					h->frag_len);
+		e->arrived[idx] = 0;
+		e->rx_next++;
+		n++;
+		if (req->done == req->len) {
+			ohc_list_del(&req->link);
+			ohc_req_complete(req, OHC_OK);
+		}
+	}
+	ep_credit(vi, e, 0);
+	return n;
+}
+
+/* ---- completions --------------------------------------------------- */
+
+static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
+{
+	uint32_t peer = (uint32_t)(wc->wr_id >> 32);
+	uint32_t qpi = (uint32_t)(wc->wr_id >> 24) & 0xff;
+	unsigned kind = (unsigned)(wc->wr_id >> 20) & 0xf;
+	uint32_t covered = (uint32_t)wc->wr_id & 0xfffff;
+	struct ohc_verbs_ep *e =
+		peer < vi->super.nranks ? vi->by_peer[peer] : NULL;
+	struct ohc_vx_qp *q;
+
+	if (!e || qpi >= e->nqps || (kind != WR_SEND && kind != WR_RECV))
+		return; /* a finalized ep's leftovers */
+	q = &e->qps[qpi];
+	if (kind == WR_SEND)
+		q->sq_inflight -= OHC_MIN(covered, q->sq_inflight);
+	else if (q->rq_posted)
+		q->rq_posted--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+			 "%s (%s completion, vendor error "
+			 "0x%x)",
+			 ohc_vx_wc_status_str(wc->status),
+			 kind == WR_SEND ? "send" : "receive", wc->vendor_err);
+		ep_fail(e, wc->qp_num, why);
+		return;
+	}
+	if (kind != WR_RECV || e->broken)
+		return;
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		uint32_t idx = ntohl(wc->imm_data);
+		const struct vx_hdr *h;
+
+		if (idx >= vi->slots) {
+			ep_fail(e, wc->qp_num, "protocol error: bad slot");
+			return;
+		}
+		h = (const struct vx_hdr *)(e->ring +
+					    (size_t)idx * vi->slot_bytes);
+		e->arrived[idx] = 1;
+		tx_freed_update(e, h->freed);
+	} else if (wc->opcode == IBV_WC_RECV) {
+		tx_freed_update(e, ntohl(wc->imm_data));
+	}
+}
+
+/* Drain the CQ; returns completions seen. */
+static unsigned iface_poll(struct ohc_verbs_iface *vi)
+{
+	struct ibv_wc wc[VX_POLL_BATCH];
+	unsigned total = 0;
+	int n;
+
+	if (!vi->cq)
+		return 0;
+	do {
+		n = ohc_vx_poll_cq(vi->cq, VX_POLL_BATCH, wc);
+		for (int i = 0; i < n; i++)
+			handle_wc(vi, &wc[i]);
+		total += n > 0 ? (unsigned)n : 0;
+	} while (n == VX_POLL_BATCH);
+	return total;
+}
+
+static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	for (uint32_t i = 0; i < e->nqps && !e->broken; i++) {
+		int rc;
+
+		if (e->qps[i].rq_posted >= 2 * vi->slots)
+			continue;
+		rc = post_recvs(vi, e, i);
+		if (rc) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "ibv_post_recv: %s",
+				 strerror(rc));
+			ep_fail(e, ep_qpn(e, i), why);
+		}
+	}
+}
+
+static unsigned vx_iface_progress(struct ohc_iface *iface)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	unsigned n = iface_poll(vi);
+
+	for (uint32_t r = 0; r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (!e || !e->connected || e->broken)
+			continue;
+		ep_refill(vi, e);
+		n += ep_deliver(vi, e);
+		n += ep_push(vi, e);
+	}
+	return n;
+}
+
+/* ---- posting requests ---------------------------------------------- */
+
+static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+
+	if (e->broken)
+		return e->broken;
+	req->status = OHC_INPROGRESS;
+	req->done = 0;
+	ohc_list_add_tail(&e->sendq, &req->link);
+	ep_push(vx_iface(ep->iface), e);
+	return OHC_OK;
+}
+
+static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+
+	if (e->broken)
+		return e->broken;
+	req->status = OHC_INPROGRESS;
+	req->done = 0;
+	ohc_list_add_tail(&e->recvq, &req->link);
+	ep_deliver(vx_iface(ep->iface), e);
+	return OHC_OK;
+}
+
+/* ---- waiting ------------------------------------------------------- */
+
+static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	struct pollfd p[3];
+	uint64_t v;
+
+	if (!vi->cq) { /* not connected yet: only wakes */
+		p[0].fd = vi->wake_fd;
+		p[0].events = POLLIN;
+		if (poll(p, 1, timeout_ms) > 0)
+			(void)!read(vi->wake_fd, &v, sizeof(v));
+		return OHC_OK;
+	}
+	/* about to sleep: hand back every freed slot, so no sender waits on
+	 * credits we sit on (the quarter-ring batching is for busy times) */
+	for (uint32_t r = 0; r < iface->nranks; r++)
+		if (vi->by_peer[r] && vi->by_peer[r]->connected)
+			ep_credit(vi, vi->by_peer[r], 1);
+	if (!vi->armed) {
+		if (ohc_vx_req_notify_cq(vi->cq))
+			return OHC_OK; /* keep polling */
+		vi->armed = 1;
+		/* completions that came before the arming give no event */
+		if (iface_poll(vi))
+			return OHC_OK;
+	}
+	p[0].fd = vi->ch->fd;
+	p[0].events = POLLIN;
+	p[1].fd = vi->wake_fd;
+	p[1].events = POLLIN;
+	p[2].fd = vi->ctx->async_fd;
+	p[2].events = POLLIN;
+	if (poll(p, 3, timeout_ms) <= 0)
+		return OHC_OK;
+	if (p[0].revents & POLLIN) {
+		while (ohc_vx_get_cq_event(vi->ch) == 0)
+			vi->unacked++;
+		vi->armed = 0;
+		if (vi->unacked >= 64) {
+			ohc_vx_ack_cq_events(vi->cq, vi->unacked);
+			vi->unacked = 0;
+		}
+	}
+	if (p[1].revents & POLLIN)
+		(void)!read(vi->wake_fd, &v, sizeof(v));
+	if (p[2].revents & POLLIN)
+		iface_async(vi);
+	return OHC_OK;
+}
+
+static void vx_iface_wake(struct ohc_iface *iface)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	uint64_t one = 1;
+
+	if (vi->wake_fd >= 0)
+		(void)!write(vi->wake_fd, &one, sizeof(one));
+}
+
+/* ---- liveness and cancel ------------------------------------------- */
+
+static ohc_status_t vx_ep_check(struct ohc_ep *ep)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
+	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	char c;
+
+	iface_async(vi);
+	if (!e->broken && e->sock >= 0 && poll(&p, 1, 0) > 0) {
+		ssize_t n = recv(e->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			ep_fail(e, ep_qpn(e, 0),
+				"the peer closed its connection (process "
+				"gone or its side failed)");
+	}
+	return e->broken ? OHC_ERR_REMOTE : OHC_OK;
+}
+
+static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+
+	fail_queue(&e->sendq, status);
+	fail_queue(&e->recvq, status);
+	if (!e->broken) {
+		e->broken = status < 0 ? status : OHC_ERR_CANCELED;
+		ep_stop(e);
+	}
+}
+
+int ohc_verbs_ep_inject_qp_error(struct ohc_ep *ep)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+	int rc = 0;
+
+	for (uint32_t i = 0; i < e->nqps && !rc; i++)
+		rc = ohc_vx_fault_qp_error(e->qps[i].qp);
+	return rc;
+}
+
+/* ---- iface --------------------------------------------------------- */
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static ohc_status_t iface_listen(struct ohc_verbs_iface *vi)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, vi->ip,
+		      &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+		len = sizeof(struct sockaddr_in);
+	} else {
+		ss.ss_family = AF_INET6;
+		inet_pton(AF_INET6, vi->ip,
+			  &((struct sockaddr_in6 *)&ss)->sin6_addr);
+		len = sizeof(struct sockaddr_in6);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) ||
+	    listen(fd, SOMAXCONN) ||
+	    getsockname(fd, (struct sockaddr *)&vi->listen_addr, &len) ||
+	    set_nonblock(fd)) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: cannot listen on %s for RDMA connection "
+			  "setup: %s",
+			  vi->super.rank, vi->ip, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return OHC_ERR_SYSCALL;
+	}
+	vi->listen_fd = fd;
+	return OHC_OK;
+}
+
+static void vx_iface_close(struct ohc_iface *iface)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+
+	if (vi->listen_fd >= 0)
+		close(vi->listen_fd);
+	if (vi->wake_fd >= 0)
+		close(vi->wake_fd);
+	if (vi->cq) {
+		if (vi->armed && ohc_vx_get_cq_event(vi->ch) == 0)
+			vi->unacked++;
+		ohc_vx_ack_cq_events(vi->cq, vi->unacked);
+		ohc_vx_destroy_cq(vi->cq);
+	}
+	if (vi->ch)
+		ohc_vx_destroy_channel(vi->ch);
+	if (vi->pd)
+		ohc_vx_dealloc_pd(vi->pd);
+	if (vi->ctx)
+		ohc_vx_close_device(vi->ctx);
+	free(vi->by_peer);
+	vi->listen_fd = vi->wake_fd = -1;
+	vi->cq = NULL;
+	vi->ch = NULL;
+	vi->pd = NULL;
+	vi->ctx = NULL;
+	vi->by_peer = NULL;
+}
+
+static ohc_status_t vx_iface_open(struct ohc_iface *iface,
+				  const struct ohc_transport_params *params)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	const struct ohc_env *env = ohc_env();
+	const char *ip = NULL, *origin = NULL;
+	ohc_status_t status;
+
+	vi->listen_fd = vi->wake_fd = -1;
+	vi->session = params->session;
+	vi->nqps = (uint32_t)env->rdma_qps_per_conn;
+	vi->slots = (uint32_t)env->rdma_slots;
+	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024;
+	vi->max_inline = VX_MAX_INLINE;
+	vi->sq_depth = vi->slots + 16;
+	/*
+	 * Between two polls of ours a peer can land at most `slots` data
+	 * fragments (its credits) and `slots` credit messages (one per slot of
+	 * ours it consumed): keep that many receives posted at all times.
+	 */
+	vi->rq_depth = 2 * vi->slots + 16;
+	vi->timeout = (uint32_t)env->rdma_timeout;
+	vi->retry_cnt = (uint32_t)env->rdma_retry_cnt;
+	vi->tc = params->rdma_tc;
+	vi->sl = params->rdma_sl;
+	if (vi->retry_cnt > 6) {
+		static int warned;
+
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED) &&
+		    ohc_config_raw("HCCL_RDMA_RETRY_CNT"))
+			OHC_WARN(OHC_SS_VERBS,
+				 "HCCL_RDMA_RETRY_CNT=%u capped to 6 (7 means "
+				 "retry forever on Soft-RoCE)",
+				 vi->retry_cnt);
+		vi->retry_cnt = 6;
+	}
+	if (params->device_ip && params->device_ip[0]) {
+		ip = params->device_ip;
+		origin = "device_ip";
+	} else if (env->if_ip[0]) {
+		ip = env->if_ip;
+		origin = "HCCL_IF_IP";
+	}
+	status = ohc_vx_dev_open(vi, ip, origin, env->rdma_device,
+				 (int)env->rdma_gid_index);
+	if (status < 0)
+		return status;
+	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
+	if (!vi->by_peer) {
+		status = OHC_ERR_NO_MEMORY;
+		goto err_close;
+	}
+	vi->pd = ohc_vx_alloc_pd(vi->ctx);
+	if (!vi->pd) {
+		OHC_ERROR(OHC_SS_VERBS, "rank %u: ibv_alloc_pd on %s: %s",
+			  iface->rank, vi->dev_name, strerror(errno));
+		status = OHC_ERR_UNAVAILABLE;
+		goto err_close;
+	}
+	vi->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vi->wake_fd < 0) {
+		OHC_ERROR(OHC_SS_VERBS, "rank %u: eventfd: %s", iface->rank,
+			  strerror(errno));
+		status = OHC_ERR_SYSCALL;
+		goto err_close;
+	}
+	if (set_nonblock(vi->ctx->async_fd)) {
+		status = OHC_ERR_SYSCALL;
+		goto err_close;
+	}
+	status = iface_listen(vi);
+	if (status < 0)
+		goto err_close;
+	return OHC_OK;
+
+err_close:
+	vx_iface_close(iface);
+	return status;
+}
+
+static ohc_status_t vx_iface_address(struct ohc_iface *iface, void *blob,
+				     size_t *len_p)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	struct vx_blob b;
+
+	memset(&b, 0, sizeof(b));
+	b.magic = VX_BLOB_MAGIC;
+	b.version = VX_VERSION;
+	b.rank = iface->rank;
+	b.session = vi->session;
+	b.family = vi->listen_addr.ss_family;
+	if (b.family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&vi->listen_addr;
+
+		memcpy(b.addr, &a->sin_addr, 4);
+		b.tcp_port = ntohs(a->sin_port);
+	} else {
+		struct sockaddr_in6 *a =
+			(struct sockaddr_in6 *)&vi->listen_addr;
+
+		memcpy(b.addr, &a->sin6_addr, 16);
+		b.tcp_port = ntohs(a->sin6_port);
+	}
+	memcpy(b.gid, vi->gid.raw, 16);
+	b.nqps = vi->nqps;
+	b.slots = vi->slots;
+	b.slot_bytes = vi->slot_bytes;
+	memcpy(blob, &b, sizeof(b));
+	*len_p = sizeof(b);
+	return OHC_OK;
+}
+
+static int blob_ok(struct ohc_verbs_iface *vi, const void *blob, size_t len,
+		   struct vx_blob *b)
+{
+	if (len != sizeof(*b))
+		return 0;
+	memcpy(b, blob, sizeof(*b));
+	return b->magic == VX_BLOB_MAGIC && b->version == VX_VERSION &&
+	       b->session == vi->session;
+}
+
+static int vx_iface_reachable(struct ohc_iface *iface, const void *blob,
+			      size_t len)
+{
+	struct vx_blob b;
+
+	return blob_ok(vx_iface(iface), blob, len, &b);
+}
+
+/* ---- endpoints ----------------------------------------------------- */
+
+static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
+			       uint32_t peer, const void *blob, size_t len)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	struct ohc_verbs_ep *e = vx_ep(ep);
+	struct vx_blob b;
+
+	if (!blob_ok(vi, blob, len, &b) || b.rank != peer ||
+	    peer >= iface->nranks) {
+		OHC_ERROR(OHC_SS_VERBS, "rank %u: bad verbs address of rank %u",
+			  iface->rank, peer);
+		return OHC_ERR_INVALID;
+	}
+	if (b.nqps != vi->nqps || b.slots != vi->slots ||
+	    b.slot_bytes != vi->slot_bytes) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: rank %u uses %u QPs x %u slots of %u "
+			  "bytes, we use %u x %u of %u (set "
+			  "HCCL_RDMA_QPS_PER_CONNECTION, OPENHCCL_RDMA_SLOTS, "
+			  "OPENHCCL_RDMA_SLOT_KB alike on all ranks)",
+			  iface->rank, peer, b.nqps, b.slots, b.slot_bytes,
+			  vi->nqps, vi->slots, vi->slot_bytes);
+		return OHC_ERR_INVALID;
+	}
+	e->peer_blob = b;
+	e->sock = -1;
+	e->nqps = vi->nqps;
+	ohc_list_init(&e->sendq);
+	ohc_list_init(&e->recvq);
+	vi->by_peer[peer] = e;
+	return OHC_OK;
+}
+
+static void vx_ep_fini(struct ohc_ep *ep)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
+
+	fail_queue(&e->sendq, OHC_ERR_CANCELED);
+	fail_queue(&e->recvq, OHC_ERR_CANCELED);
+	/* let our last writes land before the QPs go away */
+	if (e->connected && !e->broken) {
+		uint64_t deadline = ohc_deadline_after_ms(VX_DRAIN_MS);
+		int pending = 0;
+
+		for (uint32_t i = 0; i < e->nqps; i++) {
+			struct ohc_vx_qp *q = &e->qps[i];
+			struct ibv_send_wr *wr = &e->wrs[vi->slots];
+
+			if (!q->sq_inflight)
+				continue;
+			pending = 1;
+			if (!q->unsig)
+				continue;
+			memset(wr, 0, sizeof(*wr)); /* zero-length write */
+			wr->opcode = IBV_WR_RDMA_WRITE;
+			wr->wr.rdma.remote_addr = e->rem_ring;
+			wr->wr.rdma.rkey = e->rem_rkey;
+			chain_add(q, wr);
+			if (chain_post(vi, e, i, 1))
+				e->broken = OHC_ERR_REMOTE;
+		}
+		while (pending && !e->broken &&
+		       !ohc_deadline_passed(deadline)) {
+			pending = 0;
+			iface_poll(vi);
+			for (uint32_t i = 0; i < e->nqps; i++)
+				pending |= e->qps[i].sq_inflight != 0;
+		}
+	}
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		if (e->qps[i].qp)
+			ohc_vx_destroy_qp(e->qps[i].qp);
+		e->qps[i].qp = NULL;
+	}
+	if (e->ring_mr)
+		ohc_vx_dereg_mr(e->ring_mr);
+	if (e->stage_mr)
+		ohc_vx_dereg_mr(e->stage_mr);
+	if (e->ring)
+		munmap(e->ring, 2 * e->ring_len);
+	if (e->sock >= 0)
+		close(e->sock);
+	free(e->wrs);
+	free(e->sges);
+	free(e->rwrs);
+	free(e->arrived);
+	e->ring = e->stage = NULL;
+	e->ring_mr = e->stage_mr = NULL;
+	e->wrs = NULL;
+	e->sges = NULL;
+	e->rwrs = NULL;
+	e->arrived = NULL;
+	e->sock = -1;
+	if (vi->by_peer && ep->peer < ep->iface->nranks &&
+	    vi->by_peer[ep->peer] == e)
+		vi->by_peer[ep->peer] = NULL;
+}
+
+/* QPs (INIT, receives posted), ring, staging, MRs of one ep. */
+static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	uint32_t rank = vi->super.rank, peer = e->super.peer;
+	size_t len = (size_t)vi->slots * vi->slot_bytes;
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	uint32_t psn;
+
+	e->wrs = calloc(vi->slots + 1, sizeof(*e->wrs));
+	e->sges = calloc(2 * (size_t)vi->slots, sizeof(*e->sges));
+	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
+	e->arrived = calloc(vi->slots, 1);
+	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived)
+		return OHC_ERR_NO_MEMORY;
+	e->ring = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e->ring == MAP_FAILED) {
+		e->ring = NULL;
+		return OHC_ERR_NO_MEMORY;
+	}
+	e->ring_len = len;
+	e->stage = e->ring + len;
+	e->ring_mr = ohc_vx_reg_mr(vi->pd, e->ring, len, access);
+	if (e->ring_mr)
+		e->stage_mr = ohc_vx_reg_mr(vi->pd, e->stage, len,
+					    IBV_ACCESS_LOCAL_WRITE);
+	if (!e->ring_mr || !e->stage_mr) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: cannot register %zu bytes for rank %u on "
+			  "%s: %s",
+			  rank, len, peer, vi->dev_name, strerror(errno));
+		return OHC_ERR_NO_MEMORY;
+	}
+	if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn))
+		psn = (uint32_t)ohc_time_ns();
+	e->psn = psn & 0xffffff;
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		struct ibv_qp_init_attr qa;
+		struct ibv_qp_attr a;
+		int rc;
+
+		memset(&qa, 0, sizeof(qa));
+		qa.send_cq = vi->cq;
+		qa.recv_cq = vi->cq;
+		qa.qp_type = IBV_QPT_RC;
+		qa.sq_sig_all = 0;
+		qa.cap.max_send_wr = vi->sq_depth;
+		qa.cap.max_recv_wr = vi->rq_depth;
+		qa.cap.max_send_sge = 2;
+		qa.cap.max_recv_sge = 1;
+		qa.cap.max_inline_data = VX_MAX_INLINE;
+		e->qps[i].qp = ohc_vx_create_qp(vi->pd, &qa);
+		if (!e->qps[i].qp && errno == EINVAL) {
+			qa.cap.max_inline_data = 0; /* no inline support */
+			e->qps[i].qp = ohc_vx_create_qp(vi->pd, &qa);
+		}
+		if (e->qps[i].qp)
+			vi->max_inline =
+				OHC_MIN(vi->max_inline, qa.cap.max_inline_data);
+		if (!e->qps[i].qp) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: cannot create QP %u to rank %u on "
+				  "%s: %s",
+				  rank, i, peer, vi->dev_name, strerror(errno));
+			return OHC_ERR_UNAVAILABLE;
+		}
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.pkey_index = 0;
+		a.port_num = vi->port;
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
+				      IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					      IBV_QP_PORT |
+					      IBV_QP_ACCESS_FLAGS);
+		if (!rc)
+			rc = post_recvs(vi, e, i);
+		if (rc) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: QP %u to rank %u: INIT: %s", rank,
+				  e->qps[i].qp->qp_num, peer, strerror(rc));
+			return OHC_ERR_UNAVAILABLE;
+		}
+	}
+	return OHC_OK;
+}
+
+static void conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      struct vx_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->magic = VX_CONN_MAGIC;
+	c->version = VX_VERSION;
+	c->session = vi->session;
+	c->from = vi->super.rank;
+	c->to = e->super.peer;
+	c->nqps = e->nqps;
+	c->slots = vi->slots;
+	c->slot_bytes = vi->slot_bytes;
+	c->mtu = vi->mtu;
+	c->psn = e->psn;
+	c->rkey = e->ring_mr->rkey;
+	c->ring = (uintptr_t)e->ring;
+	memcpy(c->gid, vi->gid.raw, 16);
+	for (uint32_t i = 0; i < e->nqps; i++)
+		c->qpn[i] = e->qps[i].qp->qp_num;
+}
+
+/* Move the ep's QPs to RTS towards the peer described by c. */
+static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			   const struct vx_conn *c)
+{
+	uint32_t rank = vi->super.rank, peer = e->super.peer;
+
+	e->rem_ring = c->ring;
+	e->rem_rkey = c->rkey;
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		struct ibv_qp_attr a;
+		int rc;
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = OHC_MIN(vi->mtu, (enum ibv_mtu)c->mtu);
+		a.dest_qp_num = c->qpn[i];
+		a.rq_psn = c->psn;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 24; /* 41 ms: never expected, see rq_depth */
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, c->gid, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)vi->gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.grh.traffic_class = (uint8_t)vi->tc;
+		a.ah_attr.sl = (uint8_t)vi->sl;
+		a.ah_attr.port_num = vi->port;
+		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
+				      IBV_QP_STATE | IBV_QP_AV |
+					      IBV_QP_PATH_MTU |
+					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					      IBV_QP_MAX_DEST_RD_ATOMIC |
+					      IBV_QP_MIN_RNR_TIMER);
+		if (!rc) {
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_RTS;
+			a.timeout = (uint8_t)vi->timeout;
+			a.retry_cnt = (uint8_t)vi->retry_cnt;
+			a.rnr_retry = 6;
+			a.sq_psn = e->psn;
+			a.max_rd_atomic = 1;
+			rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
+					      IBV_QP_STATE | IBV_QP_TIMEOUT |
+						      IBV_QP_RETRY_CNT |
+						      IBV_QP_RNR_RETRY |
+						      IBV_QP_SQ_PSN |
+						      IBV_QP_MAX_QP_RD_ATOMIC);
+		}
+		if (rc) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: QP %u to rank %u (remote QP %u): "
+				  "cannot connect: %s",
+				  rank, e->qps[i].qp->qp_num, peer, c->qpn[i],
+				  strerror(rc));
+			return OHC_ERR_ROCE_CONNECT;
+		}
+	}
+	e->connected = 1;
+	return OHC_OK;
+}
+
+/* Read or write exactly len bytes before the deadline. */
+static int sock_io(int fd, void *buf, size_t len, int out, uint64_t deadline)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pf = {.fd = fd, .events = out ? POLLOUT : POLLIN};
+		ssize_t n;
+		int ms = ohc_deadline_left_ms(deadline, 1000);
+
+		if (ms <= 0 && ohc_deadline_passed(deadline)) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (poll(&pf, 1, ms) < 0 && errno != EINTR)
+			return -1;
+		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+			: recv(fd, p, len, MSG_DONTWAIT);
+		if (n == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int sock_connect(const struct vx_blob *b, uint64_t deadline)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_family = b->family;
+	if (b->family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		memcpy(&a->sin_addr, b->addr, 4);
+		a->sin_port = htons(b->tcp_port);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		memcpy(&a->sin6_addr, b->addr, 16);
+		a->sin6_port = htons(b->tcp_port);
+		len = sizeof(*a);
+	}
+	for (;;) {
+		struct pollfd pf;
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		fd = socket(b->family,
+			    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return -1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)&ss, len) == 0)
+			return fd;
+		if (errno == EINPROGRESS) {
+			pf.fd = fd;
+			pf.events = POLLOUT;
+			if (poll(&pf, 1, ohc_deadline_left_ms(deadline, 1000)) >
+				    0 &&
+			    !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) &&
+			    !err)
+				return fd;
+			if (err)
+				errno = err;
+		}
+		close(fd);
+		if (ohc_deadline_passed(deadline))
+			return -1;
+		usleep(10000);
+	}
+}
+
+static ohc_status_t conn_check(struct ohc_verbs_iface *vi,
+			       const struct vx_conn *c)
+{
+	return c->magic == VX_CONN_MAGIC && c->version == VX_VERSION &&
+			       c->session == vi->session &&
+			       c->to == vi->super.rank &&
+			       c->from < vi->super.nranks &&
+			       c->nqps == vi->nqps && c->slots == vi->slots &&
+			       c->slot_bytes == vi->slot_bytes
+		       ? OHC_OK
+		       : OHC_ERR_INVALID;
+}
+
+static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
+				     struct ohc_ep **eps, unsigned n,
+				     uint64_t deadline)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	uint32_t rank = iface->rank;
+	unsigned lower = 0, accepted = 0;
+	ohc_status_t status = OHC_OK;
+	struct vx_conn c;
+	int cqe;
+
+	if (!n)
+		return OHC_OK;
+	cqe = (int)(n * vi->nqps * (vi->sq_depth + vi->rq_depth) + 16);
+	vi->ch = ohc_vx_create_channel(vi->ctx);
+	if (vi->ch && set_nonblock(vi->ch->fd) == 0)
+		vi->cq = ohc_vx_create_cq(vi->ctx, cqe, vi->ch);
+	if (!vi->cq) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: cannot create a CQ of %d entries on %s: %s",
+			  rank, cqe, vi->dev_name, strerror(errno));
+		return OHC_ERR_UNAVAILABLE;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		status = ep_setup(vi, vx_ep(eps[i]));
+		if (status < 0)
+			return status;
+	}
+	/* Higher ranks: connect and send our half first. */
+	for (unsigned i = 0; i < n; i++)
+		lower += vx_ep(eps[i])->super.peer < rank;
+	for (unsigned i = 0; i < n; i++) {
+		struct ohc_verbs_ep *e = vx_ep(eps[i]);
+
+		if (e->super.peer < rank)
+			continue;
+		e->sock = sock_connect(&e->peer_blob, deadline);
+		conn_fill(vi, e, &c);
+		if (e->sock < 0 ||
+		    sock_io(e->sock, &c, sizeof(c), 1, deadline)) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: cannot reach rank %u for RDMA "
+				  "connection setup: %s",
+				  rank, e->super.peer, strerror(errno));
+			return errno == ETIMEDOUT ? OHC_ERR_TIMEOUT
+						  : OHC_ERR_ROCE_CONNECT;
+		}
+	}
+	/* Lower ranks connect to us: accept, read theirs, answer. */
+	while (accepted < lower) {
+		struct pollfd pf = {.fd = vi->listen_fd, .events = POLLIN};
+		struct ohc_verbs_ep *e;
+		int fd, one = 1;
+
+		if (ohc_deadline_passed(deadline)) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: RDMA connection setup timed out: "
+				  "%u of %u lower ranks connected",
+				  rank, accepted, lower);
+			return OHC_ERR_TIMEOUT;
+		}
+		if (poll(&pf, 1, ohc_deadline_left_ms(deadline, 1000)) <= 0)
+			continue;
+		fd = accept4(vi->listen_fd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (sock_io(fd, &c, sizeof(c), 0, deadline) ||
+		    conn_check(vi, &c) < 0 || c.from >= rank ||
+		    !(e = vi->by_peer[c.from]) || e->sock >= 0) {
+			close(fd); /* a stranger or a duplicate */
+			continue;
+		}
+		e->sock = fd;
+		accepted++;
+		status = ep_rts(vi, e, &c);
+		if (status < 0)
+			return status;
+		conn_fill(vi, e, &c);
+		if (sock_io(fd, &c, sizeof(c), 1, deadline)) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: lost rank %u during RDMA "
+				  "connection setup: %s",
+				  rank, e->super.peer, strerror(errno));
+			return OHC_ERR_ROCE_CONNECT;
+		}
+	}
+	/* Higher ranks' answers. */
+	for (unsigned i = 0; i < n; i++) {
+		struct ohc_verbs_ep *e = vx_ep(eps[i]);
+
+		if (e->super.peer < rank)
+			continue;
+		if (sock_io(e->sock, &c, sizeof(c), 0, deadline) ||
+		    conn_check(vi, &c) < 0 || c.from != e->super.peer) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: no valid RDMA connection reply "
+				  "from rank %u: %s",
+				  rank, e->super.peer,
+				  errno ? strerror(errno) : "bad message");
+			return OHC_ERR_ROCE_CONNECT;
+		}
+		status = ep_rts(vi, e, &c);
+		if (status < 0)
+			return status;
+	}
+	close(vi->listen_fd);
+	vi->listen_fd = -1;
+	OHC_INFO(OHC_SS_VERBS, "rank %u: %u RDMA connections up on %s", rank, n,
+		 vi->dev_name);
+	return OHC_OK;
+}
+
+const struct ohc_transport_ops ohc_verbs_ops = {
+	.size = sizeof(struct ohc_transport_ops),
+	.name = "verbs",
+	.caps = OHC_TP_CAP_SAME_HOST | OHC_TP_CAP_REMOTE_HOST | OHC_TP_CAP_WAIT,
+	.iface_size = sizeof(struct ohc_verbs_iface),
+	.ep_size = sizeof(struct ohc_verbs_ep),
+	.iface_open = vx_iface_open,
+	.iface_close = vx_iface_close,
+	.iface_address = vx_iface_address,
+	.iface_reachable = vx_iface_reachable,
+	.ep_init = vx_ep_init,
+	.iface_connect = vx_iface_connect,
+	.ep_fini = vx_ep_fini,
+	.ep_send = vx_ep_send,
+	.ep_recv = vx_ep_recv,
+	.iface_progress = vx_iface_progress,
+	.iface_wait = vx_iface_wait,
+	.iface_wake = vx_iface_wake,
+	.ep_check = vx_ep_check,
+	.ep_cancel = vx_ep_cancel,
+};

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The verbs transport between real processes (fork) on a real RDMA device
+ * (Soft-RoCE in the CI VM). Address blobs travel through a MAP_SHARED page
+ * created before the fork. Outside a machine with an RDMA device every
+ * test is skipped, naming why. Each rank checks its own fds after
+ * teardown; failures are reported by the ranks on stderr.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
+#include "helpers/ohc_test.h"
+#include "transport/transport.h"
+#include "transport/verbs/verbs.h"
+#include "util/config.h"
+#include "util/time.h"
+
+#define MAXR 4
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+struct shared {
+	atomic_uint bar_count, bar_gen;
+	uint64_t session;
+	size_t blob_len[MAXR];
+	unsigned char blob[MAXR][OHC_ADDR_MAX];
+};
+
+static struct shared *sh;
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "rank %d: ", c->rank);                         \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
+		return 1;                                                      \
+	} while (0)
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			FAIL(__VA_ARGS__);                                     \
+	} while (0)
+
+/* 1 if an RDMA device is there; else skips the test with the reason. */
+static int have_rdma(void)
+{
+	int n = 0;
+	struct ibv_device **l = ohc_vx_get_device_list(&n);
+
+	ohc_vx_free_device_list(l);
+	return l && n > 0;
+}
+
+#define NEED_RDMA()                                                            \
+	do {                                                                   \
+		if (!have_rdma())                                              \
+			cr_skip_test("no RDMA device here (runs in the "       \
+				     "Soft-RoCE VM: ci/soft-roce/run-vm.sh)"); \
+	} while (0)
+
+static void setup(void)
+{
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert(sh != MAP_FAILED);
+	cr_assert(getrandom(&sh->session, sizeof(sh->session), 0) ==
+		  sizeof(sh->session));
+}
+
+static void teardown(void)
+{
+	munmap(sh, sizeof(*sh));
+}
+
+TestSuite(verbs, .init = setup, .fini = teardown, .timeout = 300);
+
+static void barrier(int nranks)
+{
+	unsigned gen = atomic_load(&sh->bar_gen);
+
+	if (atomic_fetch_add(&sh->bar_count, 1) + 1 == (unsigned)nranks) {
+		atomic_store(&sh->bar_count, 0);
+		atomic_fetch_add(&sh->bar_gen, 1);
+		return;
+	}
+	while (atomic_load(&sh->bar_gen) == gen)
+		usleep(200);
+}
+
+struct rctx {
+	int rank, nranks;
+	const struct ohc_transport_ops *ops;
+	struct ohc_iface *iface;
+	struct ohc_ep *eps[MAXR];
+	int fds_before;
+};
+
+static ohc_status_t iface_open(struct rctx *c, int rank, int nranks)
+{
+	struct ohc_transport_params p = {
+		.rank = (uint32_t)rank,
+		.nranks = (uint32_t)nranks,
+		.session = sh->session,
+		.hostid = "test-host",
+		.rdma_tc = 0,
+		.rdma_sl = 0,
+	};
+	ohc_status_t st;
+
+	memset(c, 0, sizeof(*c));
+	c->rank = rank;
+	c->nranks = nranks;
+	c->fds_before = ohc_test_count_fds();
+	c->ops = ohc_transport_get("verbs");
+	if (!c->ops)
+		return OHC_ERR_NOT_FOUND;
+	c->iface = calloc(1, c->ops->iface_size);
+	c->iface->ops = c->ops;
+	c->iface->rank = p.rank;
+	c->iface->nranks = p.nranks;
+	st = c->ops->iface_open(c->iface, &p);
+	if (st < 0) {
+		free(c->iface);
+		c->iface = NULL;
+	}
+	return st;
+}
+
+static int rank_up(struct rctx *c, int rank, int nranks)
+{
+	struct ohc_ep *list[MAXR];
+	unsigned n = 0;
+	ohc_status_t st = iface_open(c, rank, nranks);
+
+	CHECK(st == OHC_OK, "iface_open: %s", ohc_status_str(st));
+	sh->blob_len[rank] = OHC_ADDR_MAX;
+	CHECK(c->ops->iface_address(c->iface, sh->blob[rank],
+				    &sh->blob_len[rank]) == OHC_OK,
+	      "iface_address");
+	barrier(nranks);
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		CHECK(c->ops->iface_reachable(c->iface, sh->blob[r],
+					      sh->blob_len[r]),
+		      "rank %d unreachable", r);
+		c->eps[r] = calloc(1, c->ops->ep_size);
+		c->eps[r]->iface = c->iface;
+		c->eps[r]->peer = (uint32_t)r;
+		CHECK(c->ops->ep_init(c->iface, c->eps[r], (uint32_t)r,
+				      sh->blob[r], sh->blob_len[r]) == OHC_OK,
+		      "ep_init %d", r);
+		list[n++] = c->eps[r];
+	}
+	st = c->ops->iface_connect(c->iface, list, n,
+				   ohc_deadline_after_ms(30000));
+	CHECK(st == OHC_OK, "iface_connect: %s", ohc_status_str(st));
+	return 0;
+}
+
+static int rank_down(struct rctx *c)
+{
+	for (int r = 0; r < MAXR; r++) {
+		if (!c->eps[r])
+			continue;
+		c->ops->ep_fini(c->eps[r]);
+		free(c->eps[r]);
+		c->eps[r] = NULL;
+	}
+	if (c->iface) {
+		c->ops->iface_close(c->iface);
+		free(c->iface);
+		c->iface = NULL;
+	}
+	CHECK(ohc_test_count_fds() == c->fds_before, "fd leak: %d -> %d",
+	      c->fds_before, ohc_test_count_fds());
+#ifdef __SANITIZE_ADDRESS__
+	CHECK(__lsan_do_recoverable_leak_check() == 0, "memory leaked");
+#endif
+	return 0;
+}
+
+/* Progress until no request is in progress; -1 on timeout. */
+static int drive(struct rctx *c, struct ohc_req **reqs, int n, int timeout_ms)
+{
+	uint64_t deadline = ohc_deadline_after_ms((uint64_t)timeout_ms);
+
+	for (;;) {
+		int pending = 0;
+		unsigned moved = c->ops->iface_progress(c->iface);
+
+		for (int i = 0; i < n; i++)
+			pending += __atomic_load_n(&reqs[i]->status,
+						   __ATOMIC_ACQUIRE) ==
+				   OHC_INPROGRESS;
+		if (!pending)
+			return 0;
+		if (ohc_deadline_passed(deadline)) {
+			fprintf(stderr, "rank %d: %d requests still pending\n",
+				c->rank, pending);
+			return -1;
+		}
+		if (!moved)
+			c->ops->iface_wait(c->iface, 50);
+	}
+}
+
+static uint8_t pat(size_t i, int src, int idx)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(src + 1) * 0xc2b2ae3d27d4eb4full ^
+		     (uint64_t)(idx + 3) * 0x165667b19e3779f9ull;
+
+	return (uint8_t)(x >> 29);
+}
+
+static void fill(uint8_t *b, size_t len, int src, int idx)
+{
+	for (size_t i = 0; i < len; i++)
+		b[i] = pat(i, src, idx);
+}
+
+static long verify(const uint8_t *b, size_t len, int src, int idx)
+{
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != pat(i, src, idx))
+			return (long)i;
+	return -1;
+}
+
+static void req_send(struct ohc_req *q, const void *buf, size_t len,
+		     uint64_t seq)
+{
+	memset(q, 0, sizeof(*q));
+	q->sig.seq = seq;
+	q->sig.len = len;
+	q->sbuf = buf;
+	q->len = len;
+	q->status = OHC_INPROGRESS;
+}
+
+static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
+{
+	memset(q, 0, sizeof(*q));
+	q->sig.seq = seq;
+	q->sig.len = len;
+	q->dst = buf;
+	q->len = len;
+	q->kind = OHC_RECV_COPY;
+	q->status = OHC_INPROGRESS;
+}
+
+/* Small rings so that messages span many slots and credits run out. */
+static void small_rings(void)
+{
+	setenv("OPENHCCL_RDMA_SLOTS", "4", 1);
+	setenv("OPENHCCL_RDMA_SLOT_KB", "8", 1);
+	ohc_env_reload();
+}
+
+/*
+ * Both ranks send each other every size at once (all posted before any
+ * completes): 0, inline sizes, slot boundaries, larger than the ring.
+ */
+static int sizes_rank(int rank, int nranks, void *arg)
+{
+	static const size_t sizes[] = {
+		0,
+		1,
+		63,
+		64,
+		65,
+		191,
+		192,
+		193,
+		8 * KIB - 64,
+		8 * KIB - 63,
+		8 * KIB,
+		24 * KIB + 5,
+		32 * KIB,
+		96 * KIB + 3,
+		1 * MIB + 17,
+		3 * MIB,
+	};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	struct rctx cc, *c = &cc;
+	struct ohc_req sreq[N], rreq[N], *all[2 * N];
+	uint8_t *sb[N], *rb[N];
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int i = 0; i < N; i++) {
+		sb[i] = malloc(sizes[i] + 1);
+		rb[i] = malloc(sizes[i] + 1);
+		fill(sb[i], sizes[i], rank, i);
+		memset(rb[i], 0xee, sizes[i] + 1);
+		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
+		      "ep_recv %d", i);
+		all[i] = &rreq[i];
+	}
+	for (int i = 0; i < N; i++) {
+		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
+		      "ep_send %d", i);
+		all[N + i] = &sreq[i];
+	}
+	CHECK(drive(c, all, 2 * N, 60000) == 0, "sizes: timeout");
+	for (int i = 0; i < N; i++) {
+		long bad;
+
+		CHECK(sreq[i].status == OHC_OK, "send %zu: %s", sizes[i],
+		      ohc_status_str(sreq[i].status));
+		CHECK(rreq[i].status == OHC_OK, "recv %zu: %s", sizes[i],
+		      ohc_status_str(rreq[i].status));
+		bad = verify(rb[i], sizes[i], peer, i);
+		CHECK(bad < 0, "size %zu: byte %ld wrong", sizes[i], bad);
+		CHECK(rb[i][sizes[i]] == 0xee, "size %zu: wrote past the end",
+		      sizes[i]);
+		free(sb[i]);
+		free(rb[i]);
+	}
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, sizes_both_directions_small_ring)
+{
+	NEED_RDMA();
+	small_rings();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
+}
+
+Test(verbs, sizes_both_directions_default_ring)
+{
+	NEED_RDMA();
+	unsetenv("OPENHCCL_RDMA_SLOTS");
+	unsetenv("OPENHCCL_RDMA_SLOT_KB");
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "3", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
+}
+
+/*
+ * Credits under pressure: 4 ranks, every rank streams many small and
+ * medium messages to every other rank with only 4 slots per pair; the
+ * receiver posts its receives late, in batches, so senders stall on
+ * credits and must resume.
+ */
+#define PRESS_MSGS 96
+static int pressure_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	static struct ohc_req sreq[MAXR][PRESS_MSGS], rreq[MAXR][PRESS_MSGS];
+	struct ohc_req *all[2 * MAXR * PRESS_MSGS];
+	static uint8_t sb[MAXR][PRESS_MSGS][700], rb[MAXR][PRESS_MSGS][700];
+	int n = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int p = 0; p < nranks; p++) {
+		if (p == rank)
+			continue;
+		for (int i = 0; i < PRESS_MSGS; i++) {
+			size_t len = (size_t)(i * 37) % 700;
+
+			fill(sb[p][i], len, rank * 8 + p, i);
+			req_send(&sreq[p][i], sb[p][i], len, (uint64_t)i);
+			CHECK(c->ops->ep_send(c->eps[p], &sreq[p][i]) == OHC_OK,
+			      "ep_send");
+			all[n++] = &sreq[p][i];
+		}
+	}
+	/* let the senders run out of credits before anything is received */
+	for (int k = 0; k < 20; k++) {
+		c->ops->iface_progress(c->iface);
+		usleep(5000);
+	}
+	for (int b = 0; b < PRESS_MSGS; b += 16) {
+		for (int p = 0; p < nranks; p++) {
+			if (p == rank)
+				continue;
+			for (int i = b; i < b + 16; i++) {
+				size_t len = (size_t)(i * 37) % 700;
+
+				req_recv(&rreq[p][i], rb[p][i], len,
+					 (uint64_t)i);
+				CHECK(c->ops->ep_recv(c->eps[p], &rreq[p][i]) ==
+					      OHC_OK,
+				      "ep_recv");
+				all[n++] = &rreq[p][i];
+			}
+		}
+		c->ops->iface_progress(c->iface);
+	}
+	CHECK(drive(c, all, n, 60000) == 0, "pressure: timeout");
+	for (int p = 0; p < nranks; p++) {
+		if (p == rank)
+			continue;
+		for (int i = 0; i < PRESS_MSGS; i++) {
+			size_t len = (size_t)(i * 37) % 700;
+
+			CHECK(rreq[p][i].status == OHC_OK &&
+				      sreq[p][i].status == OHC_OK,
+			      "peer %d msg %d: %s/%s", p, i,
+			      ohc_status_str(sreq[p][i].status),
+			      ohc_status_str(rreq[p][i].status));
+			CHECK(verify(rb[p][i], len, p * 8 + rank, i) < 0,
+			      "peer %d msg %d corrupt", p, i);
+		}
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, credits_under_pressure)
+{
+	NEED_RDMA();
+	small_rings();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(4, pressure_rank, NULL, 240), 0);
+}
+
+/*
+ * A QP forced into the error state through the wrapper seam: the posted
+ * requests fail with OHC_ERR_REMOTE, ep_check says so, the log line names
+ * the peer, the QP and the completion status, and the peer learns of it
+ * too (its ep_check fails, not a hang).
+ */
+static int qp_error_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_req r1, r2, *all[2] = {&r1, &r2};
+	char buf[256], logpath[] = "/tmp/ohc-verbs-log-XXXXXX";
+	int peer = 1 - rank, logfd = -1, saved = -1;
+	uint64_t deadline;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	barrier(nranks);
+	if (rank == 0) {
+		uint32_t qpn = ((struct ohc_verbs_ep *)c->eps[peer])
+				       ->qps[0]
+				       .qp->qp_num;
+		char want_qp[32];
+
+		logfd = mkstemp(logpath);
+		CHECK(logfd >= 0, "mkstemp");
+		saved = dup(2);
+		dup2(logfd, 2);
+		req_recv(&r1, buf, sizeof(buf), 1);
+		req_recv(&r2, buf, sizeof(buf), 2);
+		CHECK(c->ops->ep_recv(c->eps[peer], &r1) == OHC_OK, "recv");
+		CHECK(c->ops->ep_recv(c->eps[peer], &r2) == OHC_OK, "recv");
+		CHECK(ohc_verbs_ep_inject_qp_error(c->eps[peer]) == 0,
+		      "inject");
+		drive(c, all, 2, 10000);
+		dup2(saved, 2);
+		close(saved);
+		CHECK(r1.status == OHC_ERR_REMOTE &&
+			      r2.status == OHC_ERR_REMOTE,
+		      "requests: %s, %s", ohc_status_str(r1.status),
+		      ohc_status_str(r2.status));
+		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
+		      "ep_check after QP error");
+		CHECK(c->ops->ep_recv(c->eps[peer], &r1) < 0,
+		      "a broken ep refuses new requests");
+		{
+			char log[4096] = "";
+			ssize_t n = pread(logfd, log, sizeof(log) - 1, 0);
+
+			log[n > 0 ? n : 0] = 0;
+			snprintf(want_qp, sizeof(want_qp), "QP %u", qpn);
+			CHECK(strstr(log, "rank 1") && strstr(log, want_qp) &&
+				      strstr(log, "Flush"),
+			      "log does not name peer, QP and status: %s", log);
+		}
+		close(logfd);
+		unlink(logpath);
+	} else {
+		/* the peer's side fails too, within bounded time */
+		deadline = ohc_deadline_after_ms(10000);
+		while (c->ops->ep_check(c->eps[peer]) == OHC_OK &&
+		       !ohc_deadline_passed(deadline)) {
+			c->ops->iface_progress(c->iface);
+			usleep(10000);
+		}
+		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
+		      "peer did not notice the broken connection");
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, qp_error_fails_requests_and_names_peer)
+{
+	NEED_RDMA();
+	unsetenv("HCCL_RDMA_QPS_PER_CONNECTION");
+	setenv("OPENHCCL_DEBUG", "WARN", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, qp_error_rank, NULL, 120), 0);
+}
+
+/* Bad input: open fails with OHC_ERR_INVALID and leaks nothing. */
+static int bad_open(const char *var, const char *val)
+{
+	struct rctx cc, *c = &cc;
+	ohc_status_t st;
+
+	setenv(var, val, 1);
+	ohc_env_reload();
+	st = iface_open(c, 0, 2);
+	unsetenv(var);
+	ohc_env_reload();
+	CHECK(st == OHC_ERR_INVALID, "%s=%s: open gave %s", var, val,
+	      ohc_status_str(st));
+	CHECK(ohc_test_count_fds() == c->fds_before, "fd leak");
+	return 0;
+}
+
+Test(verbs, bad_device_ip_gid_or_name)
+{
+	struct rctx cc, *c = &cc;
+
+	NEED_RDMA();
+	c->rank = 0;
+	cr_expect_eq(bad_open("HCCL_IF_IP", "203.0.113.77"), 0);
+	cr_expect_eq(bad_open("OPENHCCL_RDMA_GID_INDEX", "1000"), 0);
+	cr_expect_eq(bad_open("OPENHCCL_RDMA_DEVICE", "no_such_dev0"), 0);
+}
+
+/* A failing ibv call during connect: clean error, nothing leaked. */
+static int fault_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_ep *list[1];
+	ohc_status_t st;
+	int peer = 1 - rank;
+
+	(void)arg;
+	st = iface_open(c, rank, nranks);
+	CHECK(st == OHC_OK, "open");
+	sh->blob_len[rank] = OHC_ADDR_MAX;
+	c->ops->iface_address(c->iface, sh->blob[rank], &sh->blob_len[rank]);
+	barrier(nranks);
+	c->eps[peer] = calloc(1, c->ops->ep_size);
+	c->eps[peer]->iface = c->iface;
+	c->eps[peer]->peer = (uint32_t)peer;
+	CHECK(c->ops->ep_init(c->iface, c->eps[peer], (uint32_t)peer,
+			      sh->blob[peer], sh->blob_len[peer]) == OHC_OK,
+	      "ep_init");
+	list[0] = c->eps[peer];
+	if (rank == 0)
+		ohc_vx_fault_arm(OHC_VX_REG_MR, 1, ENOMEM); /* 2nd MR */
+	st = c->ops->iface_connect(c->iface, list, 1,
+				   ohc_deadline_after_ms(3000));
+	ohc_vx_fault_clear();
+	CHECK(st < 0, "connect should fail (%s)", rank ? "peer" : "fault");
+	return rank_down(c);
+}
+
+Test(verbs, injected_failure_during_connect)
+{
+	NEED_RDMA();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, fault_rank, NULL, 60), 0);
+}
