@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/ohc_test.h"
+
 struct run {
 	int status; /* exit status, or -1 */
 	char out[65536];
@@ -29,13 +32,7 @@ struct run {
 
 static const char *doctor_path(void)
 {
-	static char buf[PATH_MAX];
-	const char *dir = getenv("OHC_TEST_BIN_DIR");
-
-	cr_assert(dir, "OHC_TEST_BIN_DIR is not set (run through ctest)");
-	snprintf(buf, sizeof(buf), "%s/../tools/doctor/hccl_doctor", dir);
-	cr_assert(access(buf, X_OK) == 0, "%s: %s", buf, strerror(errno));
-	return buf;
+	return ohc_test_tool_path("doctor/hccl_doctor");
 }
 
 static const char *data_path(const char *name)

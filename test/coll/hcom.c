@@ -23,20 +23,8 @@
 #define WORLD "hccl_world_group"
 #define COUNT 1031u
 
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fprintf(stderr, "\n");                                         \
-		return 1;                                                      \
-	} while (0)
-
-#define CHECK_RET(call, want)                                                  \
-	do {                                                                   \
-		HcclResult _r = (call);                                        \
-		if (_r != (want))                                              \
-			FAIL("rank %d: %s:%d: %s returned %d, want %d", wr,    \
-			     __FILE__, __LINE__, #call, (int)_r, (int)(want)); \
-	} while (0)
+#define FAIL OHC_RANK_FAIL
+#define CHECK_RET(call, want) OHC_RANK_CHECK_RET(wr, call, want)
 
 #define CHECK_EQ(got, want)                                                    \
 	do {                                                                   \

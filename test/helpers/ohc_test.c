@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #define _GNU_SOURCE
+#include <criterion/criterion.h>
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -424,4 +426,15 @@ int ohc_test_share_roots(HcclRootInfo *roots, int nroots, int *ready, int rank,
 		usleep(1000);
 	}
 	return 0;
+}
+
+const char *ohc_test_tool_path(const char *rel)
+{
+	static char buf[PATH_MAX];
+	const char *dir = getenv("OHC_TEST_BIN_DIR");
+
+	cr_assert(dir, "OHC_TEST_BIN_DIR is not set (run through ctest)");
+	snprintf(buf, sizeof(buf), "%s/../tools/%s", dir, rel);
+	cr_assert(access(buf, X_OK) == 0, "%s: %s", buf, strerror(errno));
+	return buf;
 }

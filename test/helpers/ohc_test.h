@@ -8,6 +8,7 @@
  * every HCCL data type and reduce op.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,30 @@ int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg);
  */
 int ohc_test_share_roots(HcclRootInfo *roots, int nroots, int *ready, int rank,
 			 int timeout_s);
+
+/*
+ * For rank functions (forked or threads; no Criterion calls there): print
+ * a line and return 1 from the rank function; check an HCCL return code.
+ */
+#define OHC_RANK_FAIL(...)                                                     \
+	do {                                                                   \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, "\n");                                         \
+		return 1;                                                      \
+	} while (0)
+
+#define OHC_RANK_CHECK_RET(rank, call, want)                                   \
+	do {                                                                   \
+		HcclResult _r = (call);                                        \
+		if (_r != (want))                                              \
+			OHC_RANK_FAIL("rank %d: %s:%d: %s returned %d, want "  \
+				      "%d",                                    \
+				      (int)(rank), __FILE__, __LINE__, #call,  \
+				      (int)_r, (int)(want));                   \
+	} while (0)
+
+/* Path of a tool built in this tree (e.g. "doctor/hccl_doctor"); asserts. */
+const char *ohc_test_tool_path(const char *rel);
 
 /* Every (dtype, op) pair HCCL allows for reductions (spec 2.3). */
 struct ohc_test_pair {

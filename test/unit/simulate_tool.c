@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/ohc_test.h"
 #include "algo/algo.h"
 
 #define OUT_MAX (1 << 20)
@@ -31,13 +33,7 @@ struct run {
 
 static const char *sim_path(void)
 {
-	static char buf[PATH_MAX];
-	const char *dir = getenv("OHC_TEST_BIN_DIR");
-
-	cr_assert(dir, "OHC_TEST_BIN_DIR is not set (run through ctest)");
-	snprintf(buf, sizeof(buf), "%s/../tools/simulate/hccl_simulate", dir);
-	cr_assert(access(buf, X_OK) == 0, "%s: %s", buf, strerror(errno));
-	return buf;
+	return ohc_test_tool_path("simulate/hccl_simulate");
 }
 
 static void run_sim(char *const args[], struct run *r)
