@@ -114,6 +114,10 @@ static const struct field fields[] = {
 	      "microseconds a waiting rank polls before it sleeps (-1 = auto: "
 	      "50 when this host's ranks fit its CPUs, else 0)",
 	      spin_us, -1, 1000000),
+	INT_F("OPENHCCL_SYNC_RUNS_TASKS", "1",
+	      "1: a thread synchronizing a stream runs its queued tasks "
+	      "itself while the stream's worker is idle; 0: it sleeps",
+	      sync_runs_tasks, 0, 1),
 	INT_F("OPENHCCL_DEVICE_COUNT", "16",
 	      "number of logical devices the host runtime reports",
 	      device_count, 1, 65536),
