@@ -86,6 +86,23 @@ struct ohc_comm *ohc_comm_find(const char *name, int device)
 	return found;
 }
 
+int ohc_comm_registered(const struct ohc_comm *comm)
+{
+	struct ohc_list *pos;
+	int found = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_for_each(pos, &registry)
+	{
+		if (ohc_container_of(pos, struct ohc_comm, link) == comm) {
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
 int ohc_comm_name_taken(const char *name, uint32_t rank)
 {
 	struct ohc_list *pos;

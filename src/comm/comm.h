@@ -122,6 +122,8 @@ void ohc_comm_destroy(struct ohc_comm *comm);
 
 /* Registry by name (and, for thread ranks, device). */
 struct ohc_comm *ohc_comm_find(const char *name, int device);
+/* Whether comm is a live communicator of this process (by address). */
+int ohc_comm_registered(const struct ohc_comm *comm);
 int ohc_comm_name_taken(const char *name, uint32_t rank);
 /* Whether a live communicator is named name and has this rank or was made
  * on this device (sub-communicator names are unique per process/device). */
