@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The verbs-relevant suites in ONE Soft-RoCE VM with HCCL_INTRA_ROCE_ENABLE=1
-# (every rank pair over rxe), then coll.two_node across TWO VMs (two ranks
-# each: shm inside a VM, verbs across), from an existing build folder.
+# (every rank pair over rxe), then coll.two_node and coll.random's two_vms
+# cases across TWO VMs (two ranks each: shm inside a VM, verbs across),
+# from an existing build folder.
 # Exit status is the first failure's (124/125: a VM timed out / failed).
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
 #   OHC_VM_SUITES      ctest -R regex (default: the suites below)
 #   OHC_TEST_CASES     cases of coll.random (default 24: TCG is slow)
+#   OHC_TEST_CASES_TWO_VMS  cases of coll.random across two VMs (200)
+#   OHC_TEST_SEED      seed of coll.random (default: time-based, printed)
 #   OHC_TEST_BIG_COUNT the suites' large count (default 65539, not 1M+3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,9 +28,17 @@ ci/soft-roce/run-vm.sh --rw "$build" --timeout 1200 -- \
 echo "vm-suites: one VM: exit $rc after $(($(date +%s) - start)) s"
 [ "$rc" = 0 ] || exit "$rc"
 
-# Two hosts: two ranks per VM, shm inside a VM, verbs across the wire.
+# Two hosts: two ranks per VM, shm inside a VM, verbs across the wire:
+# coll.two_node, then coll.random's two_vms cases (both VMs draw the same
+# cases from one seed, chosen here).
 start=$(date +%s)
-ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 240 -- \
-	"$build/test/test_coll_two_node" -j1 || rc=$?
+seed=${OHC_TEST_SEED:-$(date +%s)}
+echo "vm-suites: two VMs: random seed $seed (rerun with OHC_TEST_SEED=$seed)"
+ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 600 -- \
+	env OHC_TEST_SEED="$seed" \
+	OHC_TEST_CASES="${OHC_TEST_CASES_TWO_VMS:-200}" bash -c \
+	'"$0"/test/test_coll_two_node -j1 &&
+	 "$0"/test/test_coll_random -j1 --filter random/two_vms' \
+	"$build" || rc=$?
 echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
 exit "$rc"

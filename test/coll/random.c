@@ -25,6 +25,10 @@
  * split of a split) and runs the random cases on them, bare or in
  * groups, while the other group runs its own. The world is destroyed
  * before its sub-communicators, the nested ones after their parents.
+ *
+ * Two hosts (two_vms, only inside `ci/soft-roce/run-vm.sh --vms 2`): two
+ * ranks per VM from one rank table, shm inside a VM and verbs across the
+ * wire; both VMs need the same OHC_TEST_SEED (vm-suites.sh passes one).
  */
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -1469,4 +1473,102 @@ Test(random, threads6_sub, .timeout = 600)
 {
 	for (int i = 0; i < 3; i++)
 		run_threads("threads6_sub", 6, 150, true);
+}
+
+/* ---- two hosts ------------------------------------------------------ */
+
+#define VM_PER 2
+#define VM_PORT 46200
+
+struct vm_run {
+	struct run_cfg *cfg;
+	int vm;
+	char tables[NKINDS][64];
+};
+
+/*
+ * One communicator per algorithm setting, each from its own rank table
+ * (its own bootstrap port); all but the first named, since rank-table
+ * communicators are "hccl_world_group" by default.
+ */
+static int vm_rank(int local, int nlocal, void *p)
+{
+	struct vm_run *v = p;
+	int rank = v->vm * VM_PER + local, n = 2 * nlocal, bad = 0;
+	struct rank_env e = {{NULL}, NULL, rank, v->cfg->mode};
+
+	if (aclInit(NULL) || aclrtSetDevice(local) ||
+	    aclrtCreateStream(&e.stream))
+		return 1;
+	for (size_t k = 0; k < NKINDS; k++) {
+		HcclCommConfig conf;
+
+		HcclCommConfigInit(&conf);
+		if (comm_kinds[k].algo)
+			snprintf(conf.hcclAlgo, sizeof(conf.hcclAlgo), "%s",
+				 comm_kinds[k].algo);
+		conf.hcclDeterministic = comm_kinds[k].deterministic;
+		if (k)
+			snprintf(conf.hcclCommName, sizeof(conf.hcclCommName),
+				 "random_%zu", k);
+		if (HcclCommInitClusterInfoConfig(v->tables[k], (uint32_t)rank,
+						  &conf, &e.comms[k]) !=
+		    HCCL_SUCCESS) {
+			fprintf(stderr, "rank %d: init of comm %zu failed\n",
+				rank, k);
+			bad = 1;
+			goto destroy;
+		}
+	}
+	bad = run_cases(v->cfg, &e, n);
+	if (!bad && HcclBarrier(e.comms[0], NULL) != HCCL_SUCCESS)
+		bad++;
+destroy:
+	for (size_t k = 0; k < NKINDS; k++)
+		if (e.comms[k] && HcclCommDestroy(e.comms[k]) != HCCL_SUCCESS)
+			bad++;
+	aclrtDestroyStream(e.stream);
+	aclrtResetDevice(local);
+	aclFinalize();
+	return bad;
+}
+
+Test(random, two_vms, .timeout = 900)
+{
+	struct vm_run *v = mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct run_cfg *cfg;
+
+	cr_assert_neq(v, MAP_FAILED);
+	if (!getenv("OHC_VM_COUNT") || strcmp(getenv("OHC_VM_COUNT"), "2"))
+		cr_skip_test("needs two hosts: ci/soft-roce/run-vm.sh --vms 2");
+	for (size_t k = 0; k < NKINDS; k++) {
+		snprintf(v->tables[k], sizeof(v->tables[k]),
+			 "/tmp/ohc_random_%zu.json", k);
+		v->vm = ohc_test_two_vm_table(v->tables[k], VM_PER,
+					      VM_PORT + 8 * (int)k);
+		cr_assert_geq(v->vm, 0, "cannot write %s", v->tables[k]);
+	}
+	test_env();
+	cfg = mmap(NULL, sizeof(*cfg), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(cfg, MAP_FAILED);
+	/* both VMs must draw the same cases: no time-based seed here */
+	if (!getenv("OHC_TEST_SEED"))
+		setenv("OHC_TEST_SEED", "20261202", 1);
+	cfg->seed = ohc_test_seed("two_vms");
+	cfg->ncases = env_int("OHC_TEST_CASES", 40);
+	cfg->only = env_int("OHC_TEST_CASE", -1);
+	cfg->verbose = env_int("OHC_TEST_VERBOSE", 0);
+	cfg->mode = "two_vms";
+	cfg->ncomms = NKINDS;
+	v->cfg = cfg;
+	cr_assert_eq(ohc_test_fork_ranks(VM_PER, vm_rank, v, 800), 0,
+		     "two_vms: some ranks of VM %d failed (seed %llu)", v->vm,
+		     (unsigned long long)cfg->seed);
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	for (size_t k = 0; k < NKINDS; k++)
+		unlink(v->tables[k]);
+	munmap(cfg, sizeof(*cfg));
+	munmap(v, sizeof(*v));
 }

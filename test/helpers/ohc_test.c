@@ -438,3 +438,42 @@ const char *ohc_test_tool_path(const char *rel)
 	cr_assert(access(buf, X_OK) == 0, "%s: %s", buf, strerror(errno));
 	return buf;
 }
+
+int ohc_test_two_vm_table(const char *path, int per_vm, int port)
+{
+	const char *count = getenv("OHC_VM_COUNT"), *idx = getenv("OHC_VM_INDEX");
+	const char *ip = getenv("OHC_VM_IP"), *peer = getenv("OHC_VM_PEER_IP");
+	const char *ips[2];
+	int vm;
+	FILE *f;
+
+	if (!count || strcmp(count, "2") || !ip || !*ip || !peer || !*peer)
+		return -1;
+	vm = idx && !strcmp(idx, "1") ? 1 : 0;
+	ips[vm] = ip;
+	ips[1 - vm] = peer;
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "{ \"status\": \"completed\", \"version\": \"1.0\", "
+		   "\"server_count\": \"2\", \"server_list\": [\n");
+	for (int s = 0; s < 2; s++) {
+		fprintf(f,
+			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
+			"\"device\": [\n",
+			s, ips[s]);
+		for (int d = 0; d < per_vm; d++) {
+			int r = s * per_vm + d;
+
+			fprintf(f,
+				"    { \"device_id\": \"%d\", \"device_ip\": "
+				"\"%s\", \"host_port\": \"%d\", \"rank_id\": "
+				"\"%d\" }%s\n",
+				d, ips[s], port + r, r,
+				d + 1 < per_vm ? "," : "");
+		}
+		fprintf(f, "  ] }%s\n", s ? "" : ",");
+	}
+	fprintf(f, "] }\n");
+	return fclose(f) ? -1 : vm;
+}

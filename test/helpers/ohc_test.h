@@ -107,6 +107,16 @@ uint64_t ohc_test_seed(const char *what);
  */
 uint64_t ohc_test_big_count(void);
 
+/*
+ * Inside one of the two VMs of `ci/soft-roce/run-vm.sh --vms 2`: write to
+ * path a rank table of two servers (server i is VM i, its host_ip and
+ * every device_ip the VM's address) with per_vm ranks each (VM i holds
+ * ranks i * per_vm ..; host_port = port + rank) and return this VM's
+ * index, 0 or 1. Returns -1 outside two VMs (OHC_VM_COUNT != 2) or when
+ * the file cannot be written.
+ */
+int ohc_test_two_vm_table(const char *path, int per_vm, int port);
+
 /* Entries of /dev/shm whose name mentions ohc or hccl. */
 int ohc_test_shm_leftovers(void);
 /* Open file descriptors of this process. */
