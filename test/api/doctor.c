@@ -210,13 +210,17 @@ static int ifname_has_ip(const char *ifname, const char *ip)
 	return found;
 }
 
+static void expect_memlock(const struct run *r);
+
 /*
  * On RDMA (the Soft-RoCE VM): each device's port 1 as the kernel shows
  * it in sysfs, read here independently of libibverbs: the state, the
  * first RoCE v2 GID that maps an IPv4 address (index and address, which
  * must be an address of the GID's netdev), and for rxe the active MTU
  * the driver derives from the netdev MTU (the largest IB MTU that fits
- * after its 80 header bytes).
+ * after its 80 header bytes); and the memlock line. One doctor run: the
+ * VM stage runs this test alone (api.doctor_rdma), a run costs seconds
+ * there.
  */
 Test(doctor, rdma_report_matches_sysfs)
 {
@@ -228,6 +232,7 @@ Test(doctor, rdma_report_matches_sysfs)
 		cr_skip_test("no RDMA device here (the Soft-RoCE VM stage "
 			     "runs this)");
 	run_doctor(NULL, NULL, &r);
+	expect_memlock(&r);
 	for (int d = 0; d < ndev; d++) {
 		char path[512], state[64], gid[64], type[64], nd[64], mtu[32];
 		char want[256], ip[INET_ADDRSTRLEN] = "";
@@ -301,20 +306,26 @@ Test(doctor, rdma_report_matches_sysfs)
 }
 
 /* The memlock line is this process's limit (the doctor inherits it). */
-Test(doctor, memlock_is_the_rlimit)
+static void expect_memlock(const struct run *r)
 {
-	static struct run r;
 	struct rlimit rl;
 	char want[128];
 
 	cr_assert(getrlimit(RLIMIT_MEMLOCK, &rl) == 0);
-	run_doctor((char *[]){"--shm-only", NULL}, NULL, &r);
 	if (rl.rlim_cur == RLIM_INFINITY)
 		snprintf(want, sizeof(want), "memlock: unlimited");
 	else
 		snprintf(want, sizeof(want), "memlock: %llu KiB",
 			 (unsigned long long)rl.rlim_cur >> 10);
-	cr_assert(strstr(r.out, want), "want \"%s\":\n%s", want, r.out);
+	cr_assert(strstr(r->out, want), "want \"%s\":\n%s", want, r->out);
+}
+
+Test(doctor, memlock_is_the_rlimit)
+{
+	static struct run r;
+
+	run_doctor((char *[]){"--shm-only", NULL}, NULL, &r);
+	expect_memlock(&r);
 }
 
 Test(doctor, config_shows_sources_and_flags_malformed_values)
