@@ -9,16 +9,18 @@
 #
 # usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
 #                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]
-#                              [-a ALPHA_US] [-w GBPS]
+#                              [-a ALPHA_US] [-w GBPS] [-P]
 #   -n  rank counts (2 4 8)    -b/-e/-f  sizes (1K, 16M, 16)
 #   -o  collectives (allreduce allgather reduce_scatter broadcast)
 #   -r  runs per tool, interleaved over the ops; the best time counts (3)
 #   -N  the simulator's network (shm; rxe for -x)
 #   -x  no runs: the hccl_test rows of `bench/compare.sh -R` in DIR
 #       (raw.ohc.OP.NP.*), e.g. build/bench/compare-rxe, against -N rxe
-#       calibrated from the same run's perftest numbers there: alpha =
-#       ib_write_lat t_avg of the smallest size, bandwidth = the best
-#       ib_write_bw (unless -a / -w say otherwise)
+#       calibrated from the same run's point-to-point numbers there:
+#       alpha = HcclSend/Recv's smallest half round trip, bandwidth = its
+#       best one-way MB/s (the transport's own costs, what the model's
+#       alpha and beta stand for); -P: ib_write_lat's t_avg and
+#       ib_write_bw instead (the device's floor); -a / -w win
 #   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
 #       instead of the network's defaults (hccl_simulate --alpha/--bw)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench).
@@ -37,7 +39,8 @@ iters=${ITERS:-20}
 warmup=${WARMUP:-5}
 alpha=""
 bw=""
-while getopts "n:o:b:e:f:r:N:x:a:w:h" c; do
+col=3
+while getopts "n:o:b:e:f:r:N:x:a:w:Ph" c; do
 	case $c in
 	n) nps=$OPTARG ;;
 	o) ops=$OPTARG ;;
@@ -49,21 +52,24 @@ while getopts "n:o:b:e:f:r:N:x:a:w:h" c; do
 	x) from=$OPTARG ;;
 	a) alpha=$OPTARG ;;
 	w) bw=$OPTARG ;;
+	P) col=2 ;;
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 if [ -n "$from" ]; then
 	net=${net:-rxe}
 	[ -d "$from" ] || { echo "sim_validate: no folder $from" >&2; exit 2; }
+	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
 	if [ -z "$alpha" ] && [ -s "$from/p2p.lat" ]; then
-		alpha=$(awk '$2 != "-" { print $2; exit }' "$from/p2p.lat")
-		echo "alpha $alpha us: ib_write_lat t_avg, $from/p2p.lat"
+		alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
+			m = $c + 0 } END { print m }' "$from/p2p.lat")
+		echo "alpha $alpha us: smallest $what latency, $from/p2p.lat"
 	fi
 	if [ -z "$bw" ] && [ -s "$from/p2p.bw" ]; then
-		bw=$(awk '$2 != "-" && $2 + 0 > m { m = $2 + 0 }
+		bw=$(awk -v c="$col" '$c != "-" && $c + 0 > m { m = $c + 0 }
 			END { if (m) printf "%.4g", m * 1048576 / 1e9 }' \
 			"$from/p2p.bw")
-		echo "bandwidth $bw GB/s: best ib_write_bw, $from/p2p.bw"
+		echo "bandwidth $bw GB/s: best $what, $from/p2p.bw"
 	fi
 else
 	net=${net:-shm}
