@@ -14,8 +14,9 @@
 #   -o  collectives (allreduce allgather reduce_scatter broadcast)
 #   -r  runs per tool, interleaved over the ops; the best time counts (3)
 #   -N  the simulator's network (shm; rxe for -x)
-#   -x  no runs: the hccl_test rows of `bench/compare.sh -R` in DIR
-#       (raw.ohc.OP.NP.*), e.g. build/bench/compare-rxe, against -N rxe
+#   -x  no runs: the hccl_test rows in DIR, of an earlier run of this
+#       script (BUILD_DIR/sim-validate) or of `bench/compare.sh -R`
+#       (build/bench/compare-rxe, raw.ohc.OP.NP.*), there against -N rxe
 #       calibrated from the same run's point-to-point numbers there:
 #       alpha = HcclSend/Recv's smallest half round trip, bandwidth = its
 #       best one-way MB/s (the transport's own costs, what the model's
@@ -56,7 +57,7 @@ while getopts "n:o:b:e:f:r:N:x:a:w:Ph" c; do
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
-if [ -n "$from" ]; then
+if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 	net=${net:-rxe}
 	[ -d "$from" ] || { echo "sim_validate: no folder $from" >&2; exit 2; }
 	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
@@ -95,6 +96,7 @@ tool_of() {
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+keep=$build/sim-validate
 
 # best OP NP FILES...: one hccl_test-format file, each size's best time
 best() {
@@ -110,6 +112,8 @@ best() {
 if [ -z "$from" ]; then
 	minB=$(numfmt --from=iec "$minb")
 	maxB=$(numfmt --from=iec "$maxb")
+	rm -rf "$keep"
+	mkdir -p "$keep"
 	for ((rep = 1; rep <= reps; rep++)); do
 		for np in $nps; do
 			for op in $ops; do
@@ -117,15 +121,13 @@ if [ -z "$from" ]; then
 				timeout 600 "$build/tools/$(tool_of "$op")" -np "$np" \
 					-b "$minB" -e "$maxB" -f "$factor" -d fp32 \
 					-o sum -n "$iters" -w "$warmup" -c 0 \
-					>"$work/raw.$op.$np.$rep"
+					>"$keep/raw.$op.$np.$rep"
 			done
 		done
 	done
-	src=$work
-	pat=raw
+	src=$keep
 else
 	src=$from
-	pat=raw.ohc
 fi
 
 printf '%-15s %5s %10s %-20s %12s %12s %9s\n' op ranks bytes algorithm \
@@ -134,8 +136,11 @@ bad=0
 total=0
 for np in $nps; do
 	for op in $ops; do
-		files=("$src/$pat.$op.$np".*)
+		files=("$src/raw.ohc.$op.$np".*)
+		[ -e "${files[0]}" ] || files=("$src/raw.$op.$np".*)
 		[ -e "${files[0]}" ] || continue
+		files=("${files[@]%.err}")
+		mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
 		best "$op" "$np" "${files[@]}" >"$work/best.$op.$np"
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
