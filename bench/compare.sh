@@ -6,38 +6,56 @@
 # Debian build has no shared-memory transport). Missing Debian packages are
 # installed. Writes a markdown table per collective with times, busbw and
 # busbw ratios (OpenHCCL / peer) to build/bench/compare.md and a busbw plot
-# per rank count to build/bench/compare-np<N>.png.
+# per rank count to build/bench/compare-np<N>.png. A peer that fails says
+# why under its table (its exit status and first error lines).
 #
-# usage: bench/compare.sh [-n "2 4 8"] [-b MIN] [-e MAX] [-o "OPS"]
-#                         [-p "ompi mpich gloo"] [-r REPS] [-O OUT.md] [-P] [-T]
-#   -n  rank counts (2)        -b/-e  sizes, K/M/G suffixes (8, 64M)
+# -R: the same over RDMA verbs on an rxe (Soft-RoCE) device, every rank on
+# one device (rxe loops the packets back): OpenHCCL with
+# HCCL_INTRA_ROCE_ENABLE=1, Open MPI with pml ucx on the device, and
+# Gloo's ibverbs transport; before the collectives, HcclSend/HcclRecv
+# against ib_write_lat and ib_write_bw on the same device. Without an RDMA
+# device here it builds on the host and runs itself in the Soft-RoCE VM
+# (ci/soft-roce/run-vm.sh; export OHC_SOFTROCE_CACHE to reuse a prepared
+# kernel). TCG emulation: only the ratios mean anything. Writes
+# compare-rxe.md and compare-rxe-np<N>.png.
+#
+# usage: bench/compare.sh [-R] [-n "2 4 8"] [-b MIN] [-e MAX] [-f FACTOR]
+#                         [-o "OPS"] [-p "ompi mpich gloo"] [-r REPS]
+#                         [-O OUT.md] [-P] [-T]
+#   -n  rank counts (2)        -b/-e  sizes, K/M/G suffixes (8, 64M;
+#       -R: 1K, 1M)            -f  size factor (2; -R: 4)
 #   -o  collectives (allreduce allgather reduce_scatter broadcast reduce
-#       alltoall)              -p  peers (ompi mpich gloo)
+#       alltoall)              -p  peers (ompi mpich gloo; -R: ompi gloo)
 #   -r  runs of each implementation, interleaved; the table keeps each
 #       size's best time (1; take 3 or more on a busy machine)
 #   -O  markdown output (build/bench/compare.md)   -P  no plot
 #   -T  no runs: tables and plot again from the last run's data
-# ITERS (20) and WARMUP (5) set the iterations; BUILD_DIR (build/bench).
+# ITERS (20; -R: 5) and WARMUP (5; -R: 2) set the iterations, P2P_REPS (2)
+# the point-to-point runs of -R; BUILD_DIR
+# (build/bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+args=("$@")
 nps=2
-minb=8
-maxb=64M
+minb=""
+maxb=""
+factor=""
 ops="allreduce allgather reduce_scatter broadcast reduce alltoall"
-peers="ompi mpich gloo"
+peers=""
 plot=1
 reps=1
 runs=1
-iters=${ITERS:-20}
-warmup=${WARMUP:-5}
+rxe=0
 build=${BUILD_DIR:-build/bench}
 md=""
-while getopts "n:b:e:o:p:r:O:PTh" c; do
+while getopts "Rn:b:e:f:o:p:r:O:PTh" c; do
 	case $c in
+	R) rxe=1 ;;
 	n) nps=$OPTARG ;;
 	b) minb=$OPTARG ;;
 	e) maxb=$OPTARG ;;
+	f) factor=$OPTARG ;;
 	o) ops=$OPTARG ;;
 	p) peers=$OPTARG ;;
 	r) reps=$OPTARG ;;
@@ -47,8 +65,31 @@ while getopts "n:b:e:o:p:r:O:PTh" c; do
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
-md=${md:-$build/compare.md}
+if [ "$rxe" = 1 ]; then
+	minb=${minb:-1K} maxb=${maxb:-1M} factor=${factor:-4}
+	peers=${peers:-ompi gloo}
+	iters=${ITERS:-5} warmup=${WARMUP:-2}
+	tag=compare-rxe
+else
+	minb=${minb:-8} maxb=${maxb:-64M} factor=${factor:-2}
+	peers=${peers:-ompi mpich gloo}
+	iters=${ITERS:-20} warmup=${WARMUP:-5}
+	tag=compare
+fi
+md=${md:-$build/$tag.md}
 has() { [[ " $1 " == *" $2 "* ]]; }
+# -R: 1 in the VM (the host built everything), -1 build here and run in
+# the VM, 2 this host has an RDMA device: build and run here
+invm=0
+if [ "$rxe" = 1 ]; then
+	if [ -n "${OHC_VM_MODE:-}" ]; then
+		invm=1
+	elif ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+		[ "$runs" = 1 ] && invm=-1
+	else
+		invm=2
+	fi
+fi
 
 # Debian packages this run needs, installed when missing (as ci/deps.sh).
 install_missing() {
@@ -65,17 +106,17 @@ install_missing() {
 	$sudo apt-get update -qq
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
-[ "$runs" = 1 ] && bash ci/deps.sh bench
+[ "$runs" = 1 ] && [ "$invm" != 1 ] && bash ci/deps.sh bench
 want=()
 has "$peers" mpich && want+=(mpich libmpich-dev)
 has "$peers" gloo && want+=(libgloo-dev g++)
 [ "$plot" = 1 ] && want+=(gnuplot-nox)
-[ ${#want[@]} -eq 0 ] || install_missing "${want[@]}"
+[ ${#want[@]} -eq 0 ] || [ "$invm" = 1 ] || install_missing "${want[@]}"
 
-if [ "$runs" = 1 ]; then
+peerbin=$build/peers
+if [ "$runs" = 1 ] && [ "$invm" != 1 ]; then
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Release -DOHC_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
-peerbin=$build/peers
 mkdir -p "$peerbin"
 has "$peers" ompi &&
 	mpicc.openmpi -O2 -o "$peerbin/mpi_coll_ompi" bench/peers/mpi_coll.c
@@ -85,10 +126,19 @@ has "$peers" gloo &&
 	g++ -O2 -std=c++17 -o "$peerbin/gloo_coll" bench/peers/gloo_coll.cc \
 		-lgloo -pthread
 fi
+if [ "$invm" = -1 ]; then
+	bash ci/soft-roce/prepare.sh >/dev/null
+	build=$(cd "$build" && pwd)
+	# the VM sees the host's files; only the build folder is writable
+	exec ci/soft-roce/run-vm.sh --rw "$build" --timeout 1800 -- \
+		env BUILD_DIR="$build" ITERS="$iters" WARMUP="$warmup" \
+		P2P_REPS="${P2P_REPS:-2}" \
+		bash bench/compare.sh "${args[@]}"
+fi
 
 minB=$(numfmt --from=iec "$minb")
 maxB=$(numfmt --from=iec "$maxb")
-out=$build/compare
+out=$build/$tag
 if [ "$runs" = 1 ]; then
 	rm -rf "$out"
 	mkdir -p "$out"
@@ -113,11 +163,16 @@ label() {
 
 # run IMPL OP NP: the hccl_test-style rows of one implementation
 run() {
-	local impl=$1 op=$2 np=$3 args=("$op" "$minB" "$maxB" 2 "$iters" "$warmup")
+	local impl=$1 op=$2 np=$3
+	args=("$op" "$minB" "$maxB" "$factor" "$iters" "$warmup")
+	if [ "$rxe" = 1 ]; then
+		run_rxe "$@"
+		return
+	fi
 	case $impl in
 	ohc)
 		timeout 900 "$build/tools/$(tool_of "$op")" -np "$np" -b "$minB" -e "$maxB" \
-			-f 2 -d fp32 -o sum -n "$iters" -w "$warmup" ;;
+			-f "$factor" -d fp32 -o sum -n "$iters" -w "$warmup" ;;
 	ompi)
 		timeout 900 mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" \
 			--mca pml ob1 --mca btl vader,self \
@@ -140,15 +195,183 @@ run() {
 	esac
 }
 
+# run_rxe IMPL OP NP: the same over the rxe device, tmo seconds at most
+tmo=600
+dev=${OHC_VM_RDMA_DEV:-$(ls /sys/class/infiniband 2>/dev/null | head -1 || true)}
+gid=${OHC_VM_GID_INDEX:-1}
+run_rxe() {
+	local impl=$1 op=$2 np=$3
+	case $impl in
+	ohc)
+		HCCL_INTRA_ROCE_ENABLE=1 timeout "$tmo" \
+			"$build/tools/$(tool_of "$op")" -np "$np" -b "$minB" \
+			-e "$maxB" -f "$factor" -d fp32 -o sum -n "$iters" \
+			-w "$warmup" ;;
+	ompi)
+		# Debian's btl openib has only the udcm CPC (no RoCE): UCX,
+		# restricted to the rxe device
+		timeout "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe \
+			-np "$np" --mca pml ucx -x UCX_NET_DEVICES="$dev:1" \
+			-x UCX_IB_GID_INDEX="$gid" \
+			-x UCX_TLS="${OHC_UCX_TLS:-rc_verbs,ud_verbs,self}" \
+			"$peerbin/mpi_coll_ompi" "${args[@]}" ;;
+	gloo)
+		GLOO_IB_DEV=$dev GLOO_IB_GID=$gid run_gloo "$np" ;;
+	*)
+		echo "compare.sh: $(label "$impl") is not run over rxe" >&2
+		return 2 ;;
+	esac
+}
+
+# run_gloo NP: NP processes that meet in a file store (args: run's)
+run_gloo() {
+	local np=$1 store pids=() r st=0
+	store=$(mktemp -d)
+	for ((r = 1; r < np; r++)); do
+		timeout "$tmo" "$peerbin/gloo_coll" "${args[@]}" "$r" "$np" \
+			"$store" >/dev/null &
+		pids+=($!)
+	done
+	timeout "$tmo" "$peerbin/gloo_coll" "${args[@]}" 0 "$np" "$store" || st=$?
+	wait "${pids[@]}" || st=$?
+	rm -rf "$store"
+	return $st
+}
+
+# perftest's server, then its client: the row of size S, column COL;
+# three tries (a slow VM may not have the server listening after 1 s)
+perftest() {
+	local tool=$1 s=$2 n=$3 col=$4 srv v try port
+	for try in 1 2 3; do
+		port=$((18515 + try))
+		timeout 120 "$tool" -F -d "$dev" -x "$gid" -s "$s" -n "$n" \
+			-p "$port" >/dev/null 2>&1 &
+		srv=$!
+		sleep $((try * 2))
+		v=$(timeout 120 "$tool" -F -d "$dev" -x "$gid" -s "$s" \
+			-n "$n" -p "$port" "${OHC_VM_IP:-127.0.0.1}" 2>/dev/null |
+			awk -v s="$s" -v c="$col" '$1 == s { print $c }')
+		kill "$srv" 2>/dev/null || true
+		wait "$srv" 2>/dev/null || true
+		[ -z "$v" ] || break
+	done
+	echo "$v"
+}
+
+# p2p: HcclSend/HcclRecv against ib_write_lat and ib_write_bw (-R), the
+# best of P2P_REPS (2) alternating runs of each
+p2p_reps=${P2P_REPS:-2}
+p2p() {
+	local s n r ib ohc pb=$build/bench/ohc_verbs_p2p_bench
+	echo "== point to point on $dev: perftest vs HcclSend/HcclRecv =="
+	echo "$dev $(uname -r) ${OHC_VM_MODE:-host}" >"$out/rdma"
+	: >"$out/p2p.lat"
+	: >"$out/p2p.bw"
+	for s in 8 1024 65536; do
+		ib="" ohc=""
+		for ((r = 0; r < p2p_reps; r++)); do
+			ib=$(pick min "$ib" "$(perftest ib_write_lat "$s" 100 6)")
+			ohc=$(pick min "$ohc" "$(HCCL_INTRA_ROCE_ENABLE=1 \
+				timeout 120 "$pb" "$s" "$s" 100 5 lat |
+				awk -v s="$s" '$1 == s { print $3 }')")
+		done
+		echo "$s ${ib:--} ${ohc:--}" | tee -a "$out/p2p.lat"
+	done
+	for ((s = 65536; s <= 1048576; s *= 4)); do
+		n=$(((8 << 20) / s))
+		[ "$n" -ge 8 ] || n=8
+		ib="" ohc=""
+		for ((r = 0; r < p2p_reps; r++)); do
+			ib=$(pick max "$ib" "$(perftest ib_write_bw "$s" "$n" 4)")
+			ohc=$(pick max "$ohc" "$(HCCL_INTRA_ROCE_ENABLE=1 \
+				timeout 120 "$pb" "$s" "$s" "$n" 3 |
+				awk -v s="$s" '$1 == s { print $3 }')")
+		done
+		echo "$s ${ib:--} ${ohc:--}" | tee -a "$out/p2p.bw"
+	done
+}
+
+# pick min|max A B: the better of two numbers, either may be empty
+pick() {
+	awk -v f="$1" -v a="$2" -v b="$3" 'BEGIN {
+		if (a == "") { print b; exit } if (b == "") { print a; exit }
+		print ((f == "min") == (a + 0 < b + 0)) ? a : b }'
+}
+
+p2p_table() {
+	[ -s "$out/p2p.lat" ] || return 0
+	echo
+	echo "### point to point, 2 processes on $(cut -d' ' -f1 "$out/rdma")"
+	echo
+	echo "| bytes | ib_write_lat t_avg us | HcclSend/Recv half round trip us | ib_write_lat/OpenHCCL |"
+	echo "|---:|---:|---:|---:|"
+	awk '{ r = ($2 > 0 && $3 > 0) ? sprintf("%.2fx", $2 / $3) : "-"
+		printf "| %s | %s | %s | %s |\n", $1, $2, $3, r }' "$out/p2p.lat"
+	echo
+	echo "| bytes | ib_write_bw MB/s | HcclSend/Recv MB/s | OpenHCCL/ib_write_bw |"
+	echo "|---:|---:|---:|---:|"
+	awk '{ r = ($2 > 0 && $3 > 0) ? sprintf("%.2fx", $3 / $2) : "-"
+		printf "| %s | %s | %s | %s |\n", $1, $2, $3, r }' "$out/p2p.bw"
+	echo
+	echo "MB = 2^20 bytes; ib_write_bw's BW average; OpenHCCL's numbers from"
+	echo "bench/verbs_p2p.c (its \`lat\` ping-pong for the latency)."
+}
+
+# why STATUS ERRFILE: a failed run's exit status and first error lines
+why() {
+	{
+		if [ "$1" = 124 ]; then
+			echo "timed out (exit 124), output stopped after:"
+			tail -n 1 "${2%.err}" 2>/dev/null | cut -c1-60
+		else
+			echo "exit $1:"
+		fi
+		# not the frames of a backtrace
+		grep -vE '^ *[0-9]+ +/|\[0x|^\[[^]]*\] \[ *[0-9]+\]' "$2" |
+			grep -m3 -iE 'error|fail|fatal|not supported|unreachable|what\(\)|abort' |
+			sed 's/^ *//' | cut -c1-200
+	} | paste -sd' '
+}
+
+# -R: a peer that cannot do one 1 KiB AllReduce within 120 s is skipped,
+# its reason repeated under every table (a hang costs minutes in TCG)
+preflight() {
+	local impl raw err st
+	for impl in $peers; do
+		raw=$out/pre.$impl
+		err=$out/pre.$impl.err
+		st=0
+		echo "== preflight: $(label "$impl") 1 KiB allreduce on $dev =="
+		(args=(allreduce 1024 1024 2 1 0); tmo=120; minB=1024 maxB=1024
+		 iters=1 warmup=0 run_rxe "$impl" allreduce 2) \
+			>"$raw" 2>"$err" || st=$?
+		cat "$raw" "$err"
+		[ "$st" = 0 ] || why "$st" "$err" >"$out/skip.$impl"
+	done
+}
+
 impls="ohc $peers"
+[ "$runs" = 1 ] && [ "$rxe" = 1 ] && p2p
+[ "$runs" = 1 ] && [ "$rxe" = 1 ] && preflight
 [ "$runs" = 1 ] && for np in $nps; do
 	for op in $ops; do
 		for ((rep = 1; rep <= reps; rep++)); do
 			for impl in $impls; do
 				raw=$out/raw.$impl.$op.$np.$rep
+				err=$out/err.$impl.$op.$np.$rep
+				if [ -e "$out/skip.$impl" ]; then
+					: >"$raw"
+					cp "$out/skip.$impl" "$out/fail.$impl.$op.$np"
+					continue
+				fi
 				echo "== $(label "$impl") $op -np $np (run $rep) =="
-				run "$impl" "$op" "$np" | tee "$raw" ||
-					echo "compare.sh: $(label "$impl") $op -np $np failed" >&2
+				st=0
+				run "$impl" "$op" "$np" 2>"$err" | tee "$raw" ||
+					st=$?
+				cat "$err" >&2
+				[ "$st" = 0 ] && continue
+				echo "compare.sh: $(label "$impl") $op -np $np failed" >&2
+				why "$st" "$err" >"$out/fail.$impl.$op.$np"
 			done
 		done
 		# bytes us busbw check per size: the best run, failed if any
@@ -168,7 +391,7 @@ table() {
 	local op=$1 np=$2 files=() names=() impl
 	[ -e "$out/ohc.$op.$np" ] || return 0
 	for impl in $impls; do
-		[ -e "$out/$impl.$op.$np" ] || continue
+		[ -s "$out/$impl.$op.$np" ] || continue
 		files+=("$out/$impl.$op.$np")
 		names+=("$(label "$impl")")
 	done
@@ -206,19 +429,30 @@ table() {
 			print line " |"
 		}
 	}' "${files[@]}"
+	# the runs that failed, and why
+	for impl in $impls; do
+		[ -e "$out/fail.$impl.$op.$np" ] || continue
+		echo
+		echo "$(label "$impl") failed: $(cat "$out/fail.$impl.$op.$np")"
+	done
 }
 
-# summary: geometric mean and minimum of the busbw ratio at >= 1 MiB
+# summary: geometric mean and minimum of the busbw ratio at >= sumb bytes
+sumb=$((rxe ? 65536 : 1048576))
 summary() {
-	echo "| collective | ranks | peer | OpenHCCL/peer busbw, geomean >= 1 MiB | min >= 1 MiB |"
+	local at
+	at=">= $(numfmt --to=iec-i --suffix=B "$sumb")"
+	echo "| collective | ranks | peer | OpenHCCL/peer busbw, geomean $at | min $at |"
 	echo "|---|---:|---|---:|---:|"
 	local np op impl
 	for np in $nps; do for op in $ops; do for impl in $peers; do
 		[ -e "$out/ohc.$op.$np" ] && [ -e "$out/$impl.$op.$np" ] || continue
-		join <(sort -k1,1 "$out/ohc.$op.$np") \
-			<(sort -k1,1 "$out/$impl.$op.$np") |
+		# (no process substitution: the VM has no /dev/fd)
+		sort -k1,1 "$out/ohc.$op.$np" >"$out/.j1"
+		sort -k1,1 "$out/$impl.$op.$np" >"$out/.j2"
+		join "$out/.j1" "$out/.j2" |
 			awk -v op="$op" -v np="$np" -v peer="$(label "$impl")" '
-			$1 >= 1048576 && $2 > 0 && $5 > 0 { r = $5 / $2;
+			$1 >= '"$sumb"' && $2 > 0 && $5 > 0 { r = $5 / $2;
 				l += log(r); n++; if (!n0++ || r < m) m = r }
 			END { if (n) printf "| %s | %d | %s | %.2fx | %.2fx |\n",
 				op, np, peer, exp(l / n), m }'
@@ -231,10 +465,24 @@ summary() {
 	echo "fp32, sum, root 0, $iters iterations after $warmup warm-ups," \
 		"best of $reps interleaved runs per size;" \
 		"busbw in GB/s (nccl-tests factors), time in us per call."
-	echo "Open MPI: btl vader,self. MPICH: default. Gloo: TCP loopback."
+	if [ "$rxe" = 1 ]; then
+		read -r rdev rkern rmode <"$out/rdma" || true
+		echo "Every rank on $rdev (rxe, loopback in one device;" \
+			"kernel $rkern, $rmode)." \
+			"OpenHCCL: HCCL_INTRA_ROCE_ENABLE=1. Open MPI: pml ucx," \
+			"UCX_TLS=${OHC_UCX_TLS:-rc_verbs,ud_verbs,self} on $rdev:1" \
+			"(Debian's btl openib has only the udcm CPC, which" \
+			"cannot connect over RoCE). Gloo: ibverbs transport" \
+			"(bound-buffer algorithms: AllreduceRing, AllgatherRing," \
+			"BroadcastOneToAll, ReduceScatterHalvingDoubling)."
+		echo "Software emulation (TCG): only the ratios mean anything."
+	else
+		echo "Open MPI: btl vader,self. MPICH: default. Gloo: TCP loopback."
+	fi
 	echo "Ratios > 1: OpenHCCL faster. A shared machine makes this noisy."
 	echo
 	summary
+	[ "$rxe" = 1 ] && p2p_table
 	for np in $nps; do for op in $ops; do table "$op" "$np"; done; done
 } >"$md"
 echo
@@ -242,7 +490,7 @@ cat "$md"
 
 [ "$plot" = 1 ] || exit 0
 for np in $nps; do
-	cmds="set terminal png size 1500,900 noenhanced; set output '$build/compare-np$np.png';"
+	cmds="set terminal png size 1500,900 noenhanced; set output '$build/$tag-np$np.png';"
 	cmds+="set multiplot layout 2,3 title 'busbw (GB/s) vs bytes, $np ranks';"
 	cmds+="set logscale x 2; set logscale y 10; set format x '%.0s%cB'; set format y '%g'; set key top left;"
 	cmds+="set datafile missing '-';"
@@ -257,5 +505,5 @@ for np in $nps; do
 		done
 		cmds+=";"
 	done
-	gnuplot -e "$cmds" && echo "plot: $build/compare-np$np.png"
+	gnuplot -e "$cmds" && echo "plot: $build/$tag-np$np.png"
 done

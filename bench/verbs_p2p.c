@@ -22,7 +22,7 @@
 
 struct shared {
 	HcclRootInfo root;
-	double mbps[64];
+	double mbps[64]; /* or us, half round trip (lat) */
 	int fail;
 };
 
@@ -34,8 +34,27 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* one message of the sweep: a one-way send, or a ping-pong round trip */
+static HcclResult one_msg(HcclComm comm, char *buf, size_t b, int rank, int lat)
+{
+	HcclResult r;
+
+	if (rank == 0) {
+		r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1, comm, NULL);
+		if (r == HCCL_SUCCESS && lat)
+			r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 1, comm,
+				     NULL);
+	} else {
+		r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0, comm, NULL);
+		if (r == HCCL_SUCCESS && lat)
+			r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 0, comm,
+				     NULL);
+	}
+	return r;
+}
+
 static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
-		    int iters, int warmup)
+		    int iters, int warmup, int lat)
 {
 	HcclComm comm;
 	char *buf = malloc(maxb);
@@ -57,10 +76,7 @@ static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
 					return 1;
 				t0 = now_s();
 			}
-			r = rank == 0 ? HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1,
-						 comm, NULL)
-				      : HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0,
-						 comm, NULL);
+			r = one_msg(comm, buf, b, rank, lat);
 			if (r != HCCL_SUCCESS) {
 				fprintf(stderr,
 					"rank %d: %s of %zu bytes: %d\n", rank,
@@ -69,8 +85,12 @@ static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
 				return 1;
 			}
 		}
+		/* the round trips, on the clock of the rank that started them
+		 */
+		if (lat && rank == 0)
+			sh->mbps[k] = (now_s() - t0) * 1e6 / iters / 2;
 		/* the receiver's clock: the last byte arrived */
-		if (rank == 1)
+		if (!lat && rank == 1)
 			sh->mbps[k] = (double)b * iters / (now_s() - t0) /
 				      (1024.0 * 1024.0);
 	}
@@ -88,23 +108,24 @@ int main(int argc, char **argv)
 	size_t maxb = argc > 2 ? strtoull(argv[2], NULL, 0) : 4u << 20;
 	int iters = argc > 3 ? atoi(argv[3]) : 100;
 	int warmup = argc > 4 ? atoi(argv[4]) : 5;
+	int lat = argc > 5 && !strcmp(argv[5], "lat");
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t pid[2];
 	int k = 0, bad = 0;
 
 	if (sh == MAP_FAILED || !minb || maxb < minb || iters < 1 ||
-	    HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
+	    (argc > 5 && !lat) || HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
 		fprintf(stderr,
 			"usage: %s [MINBYTES] [MAXBYTES] [ITERS] "
-			"[WARMUP]\n",
+			"[WARMUP] [lat]\n",
 			argv[0]);
 		return 2;
 	}
 	for (int r = 0; r < 2; r++) {
 		pid[r] = fork();
 		if (pid[r] == 0)
-			_exit(run_rank(sh, r, minb, maxb, iters, warmup));
+			_exit(run_rank(sh, r, minb, maxb, iters, warmup, lat));
 	}
 	for (int r = 0; r < 2; r++) {
 		int st;
@@ -116,7 +137,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "a rank failed\n");
 		return 1;
 	}
-	printf(" #bytes     #iterations    BW average[MB/sec]\n");
+	printf(lat ? " #bytes     #iterations    t_avg[usec]\n"
+		   : " #bytes     #iterations    BW average[MB/sec]\n");
 	for (size_t b = minb; b <= maxb; b *= 2, k++)
 		printf(" %-10zu %-14d %.2f\n", b, iters, sh->mbps[k]);
 	return 0;

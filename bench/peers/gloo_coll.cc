@@ -5,22 +5,36 @@
 // OpenHCCL's hccl_test tools, printing the same columns. Gloo has no
 // launcher: compare.sh starts SIZE processes that meet in a file store,
 // and its transport is TCP over loopback (Debian's Gloo has no shm one).
+// With GLOO_IB_DEV=<rdma device> (GLOO_IB_PORT, default 1; GLOO_IB_GID,
+// the GID index, default 0) the transport is Gloo's ibverbs one instead.
+// That transport has no unbound buffers, which Gloo's options API
+// (gloo::allreduce & co.) needs, so there the bound-buffer algorithms run:
+// AllreduceRing, AllgatherRing, BroadcastOneToAll, the same
+// ReduceScatterHalvingDoubling, BarrierAllToOne; Reduce and AlltoAll have
+// none and fail with Gloo's own error, printed on stderr.
 // usage: gloo_coll OP MINBYTES MAXBYTES FACTOR ITERS WARMUP RANK SIZE DIR
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <unistd.h>
 #include <vector>
 
 #include <gloo/allgather.h>
+#include <gloo/allgather_ring.h>
 #include <gloo/allreduce.h>
+#include <gloo/allreduce_ring.h>
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
+#include <gloo/barrier_all_to_one.h>
 #include <gloo/broadcast.h>
+#include <gloo/broadcast_one_to_all.h>
 #include <gloo/math.h>
 #include <gloo/reduce.h>
 #include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/ibverbs/device.h>
 #include <gloo/transport/tcp/device.h>
 
 extern "C" {
@@ -38,7 +52,37 @@ struct Bench {
 	peer_counts c;
 	std::vector<float> s, r;
 	std::unique_ptr<gloo::ReduceScatterHalvingDoubling<float>> rs;
+	// ibverbs: the bound-buffer algorithm of this size, if it has one
+	bool bound = false;
+	std::unique_ptr<gloo::Algorithm> algo;
+	// earlier sizes' algorithms: destroying an ibverbs buffer whose send
+	// completion is not polled yet aborts, so they live until _exit
+	std::vector<std::unique_ptr<gloo::Algorithm>> done;
+	std::unique_ptr<gloo::Algorithm> bar;
 	uint32_t tag = 0;
+
+	void make_bound()
+	{
+		if (algo)
+			done.push_back(std::move(algo));
+		switch (op) {
+		case PEER_ALLREDUCE:
+			algo.reset(new gloo::AllreduceRing<float>(
+				ctx, {r.data()}, static_cast<int>(c.send)));
+			break;
+		case PEER_ALLGATHER:
+			algo.reset(new gloo::AllgatherRing<float>(
+				ctx, {s.data()}, r.data(),
+				static_cast<int>(c.send)));
+			break;
+		case PEER_BROADCAST:
+			algo.reset(new gloo::BroadcastOneToAll<float>(
+				ctx, {r.data()}, c.recv, 0));
+			break;
+		default:
+			break;
+		}
+	}
 
 	// the send and receive buffers and a fresh tag, on any options
 	template <typename Opts> void io(Opts &o)
@@ -52,6 +96,10 @@ struct Bench {
 	{
 		ReduceFn sum = &gloo::sum<float>;
 
+		if (algo) {
+			algo->run();
+			return;
+		}
 		switch (op) {
 		case PEER_ALLREDUCE: {
 			gloo::AllreduceOptions o(ctx);
@@ -107,8 +155,15 @@ struct Bench {
 	}
 };
 
-void barrier(const Ctx &ctx, uint32_t tag)
+void barrier(Bench &b, uint32_t tag)
 {
+	if (b.bound) {
+		if (!b.bar)
+			b.bar.reset(new gloo::BarrierAllToOne(b.ctx));
+		b.bar->run();
+		return;
+	}
+	const Ctx &ctx = b.ctx;
 	gloo::BarrierOptions o(ctx);
 	o.setTag(tag);
 	gloo::barrier(o);
@@ -132,9 +187,15 @@ double one_size(Bench &b, unsigned long long bytes, int iters, int warmup,
 			b.ctx, {b.s.data()}, static_cast<int>(b.c.send),
 			elems));
 	}
+	if (b.bound) {
+		// AllreduceRing works in place on r: it starts as the input
+		if (b.op == PEER_ALLREDUCE)
+			b.r = b.s;
+		b.make_bound();
+	}
 	for (int i = 0; i < warmup; i++)
 		b.run();
-	barrier(b.ctx, 1u << 30);
+	barrier(b, 1u << 30);
 	auto t0 = std::chrono::steady_clock::now();
 	for (int i = 0; i < iters; i++)
 		b.run();
@@ -144,12 +205,16 @@ double one_size(Bench &b, unsigned long long bytes, int iters, int warmup,
 		// the timed runs reduced the buffer again and again: refresh
 		std::fill(b.s.begin(), b.s.end(), peer_input(b.op, rank));
 		b.rs->run();
+	} else if (b.algo && b.op == PEER_ALLREDUCE) {
+		// the same for the in-place AllreduceRing
+		std::fill(b.r.begin(), b.r.end(), peer_input(b.op, rank));
+		b.algo->run();
 	}
 	res = b.result(&nres);
 	for (unsigned long long i = 0; i < nres; i++)
 		ok = ok && peer_result_ok(b.op, rank, n, i, b.c.block, res[i]);
 	*ok_p = ok;
-	barrier(b.ctx, (1u << 30) + 1);
+	barrier(b, (1u << 30) + 1);
 	return d.count() / iters;
 }
 
@@ -170,21 +235,50 @@ int main(int argc, char **argv)
 	int iters = atoi(argv[5]), warmup = atoi(argv[6]);
 	int rank = atoi(argv[7]), size = atoi(argv[8]);
 
-	gloo::transport::tcp::attr attr("127.0.0.1");
-	auto dev = gloo::transport::tcp::CreateDevice(attr);
-	gloo::rendezvous::FileStore store(argv[9]);
-	auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
-	ctx->connectFullMesh(store, dev);
-
+	const char *ibdev = getenv("GLOO_IB_DEV");
+	std::shared_ptr<gloo::transport::Device> dev;
 	Bench b;
-	b.ctx = ctx;
+
+	try {
+		if (ibdev && *ibdev) {
+			gloo::transport::ibverbs::attr ia;
+			const char *port = getenv("GLOO_IB_PORT");
+			const char *gid = getenv("GLOO_IB_GID");
+
+			ia.name = ibdev;
+			ia.port = port ? atoi(port) : 1;
+			ia.index = gid ? atoi(gid) : 0;
+			dev = gloo::transport::ibverbs::CreateDevice(ia);
+			b.bound = true;
+		} else {
+			gloo::transport::tcp::attr attr("127.0.0.1");
+			dev = gloo::transport::tcp::CreateDevice(attr);
+		}
+		gloo::rendezvous::FileStore store(argv[9]);
+		auto ctx = std::make_shared<gloo::rendezvous::Context>(rank,
+									size);
+		ctx->connectFullMesh(store, dev);
+		b.ctx = ctx;
+	} catch (const std::exception &e) {
+		fprintf(stderr, "gloo_coll: rank %d: %s\n", rank, e.what());
+		return 1;
+	}
 	b.op = op;
 	if (rank == 0)
 		peer_print_header();
 	for (unsigned long long by = minb; by <= maxb;
 	     by = static_cast<unsigned long long>(by * factor)) {
 		bool ok;
-		double us = one_size(b, by, iters, warmup, &ok);
+		double us;
+
+		try {
+			us = one_size(b, by, iters, warmup, &ok);
+		} catch (const std::exception &e) {
+			fprintf(stderr, "gloo_coll: rank %d: %s\n", rank,
+				e.what());
+			fflush(stdout);
+			_exit(1);
+		}
 
 		// the verdict of rank 0 (every rank checks its own part)
 		if (rank == 0)
@@ -192,5 +286,7 @@ int main(int argc, char **argv)
 		if (factor <= 1.0)
 			break;
 	}
-	return 0;
+	// no destructors: see Bench::done
+	fflush(stdout);
+	_exit(0);
 }

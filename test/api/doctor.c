@@ -10,15 +10,18 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,6 +174,158 @@ Test(doctor, reports_rdma_devices_or_their_absence)
 	cr_assert(strstr(r.out, "GID["), "%s", r.out);
 	cr_assert(strstr(r.out, "<- RoCEv2 IPv4"), "%s", r.out);
 	cr_assert(!strstr(r.out, "no RDMA devices"), "%s", r.out);
+}
+
+/* First line of a sysfs file, without the newline; "" if unreadable. */
+static void sysfs_read(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* Whether ip (dotted) is an IPv4 address of interface ifname. */
+static int ifname_has_ip(const char *ifname, const char *ip)
+{
+	struct ifaddrs *ifs, *i;
+	char a[INET_ADDRSTRLEN];
+	int found = 0;
+
+	cr_assert(getifaddrs(&ifs) == 0);
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    strcmp(i->ifa_name, ifname))
+			continue;
+		inet_ntop(AF_INET,
+			  &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a,
+			  sizeof(a));
+		found = !strcmp(a, ip);
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+static void expect_memlock(const struct run *r);
+
+/*
+ * On RDMA (the Soft-RoCE VM): each device's port 1 as the kernel shows
+ * it in sysfs, read here independently of libibverbs: the state, the
+ * first RoCE v2 GID that maps an IPv4 address (index and address, which
+ * must be an address of the GID's netdev), and for rxe the active MTU
+ * the driver derives from the netdev MTU (the largest IB MTU that fits
+ * after its 80 header bytes); and the memlock line. One doctor run: the
+ * VM stage runs this test alone (api.doctor_rdma), a run costs seconds
+ * there.
+ */
+Test(doctor, rdma_report_matches_sysfs)
+{
+	static struct run r;
+	char names[8][64];
+	int ndev = rdma_devices(names, 8);
+
+	if (ndev == 0)
+		cr_skip_test("no RDMA device here (the Soft-RoCE VM stage "
+			     "runs this)");
+	run_doctor(NULL, NULL, &r);
+	expect_memlock(&r);
+	for (int d = 0; d < ndev; d++) {
+		char path[512], state[64], gid[64], type[64], nd[64], mtu[32];
+		char want[256], ip[INET_ADDRSTRLEN] = "";
+		int idx = -1;
+
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%.63s/ports/1/state", names[d]);
+		sysfs_read(path, state, sizeof(state));
+		cr_assert(state[0], "no %s", path);
+		if (!strstr(state, "ACTIVE")) {
+			snprintf(want, sizeof(want), "%.63s port 1 is ",
+				 names[d]);
+			cr_assert(strstr(r.out, want), "%s is %s:\n%s",
+				  names[d], state, r.out);
+			continue;
+		}
+		for (int i = 0; i < 256 && idx < 0; i++) {
+			unsigned a, b, c, e;
+
+			snprintf(path, sizeof(path),
+				 "/sys/class/infiniband/%.63s/ports/1/gids/%d",
+				 names[d], i);
+			sysfs_read(path, gid, sizeof(gid));
+			snprintf(
+				path, sizeof(path),
+				"/sys/class/infiniband/%.63s/ports/1/gid_attrs/"
+				"types/%d",
+				names[d], i);
+			sysfs_read(path, type, sizeof(type));
+			if (!strstr(type, "v2") ||
+			    strncmp(gid,
+				    "0000:0000:0000:0000:0000:ffff:", 30) ||
+			    sscanf(gid + 30, "%2x%2x:%2x%2x", &a, &b, &c, &e) !=
+				    4)
+				continue;
+			idx = i;
+			snprintf(ip, sizeof(ip), "%u.%u.%u.%u", a, b, c, e);
+		}
+		cr_assert(idx >= 0, "%s has no RoCE v2 IPv4 GID in sysfs",
+			  names[d]);
+		snprintf(want, sizeof(want),
+			 "[ok]    %.63s port 1 usable, RoCEv2 IPv4 %s (GID "
+			 "index "
+			 "%d)",
+			 names[d], ip, idx);
+		cr_assert(strstr(r.out, want), "want \"%s\":\n%s", want, r.out);
+		snprintf(want, sizeof(want), "IPv4 %s  <- RoCEv2 IPv4", ip);
+		cr_assert(strstr(r.out, want), "want \"%s\":\n%s", want, r.out);
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%.63s/ports/1/gid_attrs/ndevs/"
+			 "%d",
+			 names[d], idx);
+		sysfs_read(path, nd, sizeof(nd));
+		cr_assert(ifname_has_ip(nd, ip),
+			  "GID %d of %s: %s is not on %s", idx, names[d], ip,
+			  nd);
+		snprintf(path, sizeof(path), "/sys/class/net/%.63s/mtu", nd);
+		sysfs_read(path, mtu, sizeof(mtu));
+		if (!strncmp(names[d], "rxe", 3) && atoi(mtu) > 0) {
+			int m = atoi(mtu) - 80, ib = 4096;
+
+			while (ib > 256 && ib > m)
+				ib /= 2;
+			snprintf(want, sizeof(want),
+				 "        port 1: active, active MTU %d ", ib);
+			cr_assert(strstr(r.out, want),
+				  "netdev %s MTU %s: want \"%s\":\n%s", nd, mtu,
+				  want, r.out);
+		}
+	}
+}
+
+/* The memlock line is this process's limit (the doctor inherits it). */
+static void expect_memlock(const struct run *r)
+{
+	struct rlimit rl;
+	char want[128];
+
+	cr_assert(getrlimit(RLIMIT_MEMLOCK, &rl) == 0);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(want, sizeof(want), "memlock: unlimited");
+	else
+		snprintf(want, sizeof(want), "memlock: %llu KiB",
+			 (unsigned long long)rl.rlim_cur >> 10);
+	cr_assert(strstr(r->out, want), "want \"%s\":\n%s", want, r->out);
+}
+
+Test(doctor, memlock_is_the_rlimit)
+{
+	static struct run r;
+
+	run_doctor((char *[]){"--shm-only", NULL}, NULL, &r);
+	expect_memlock(&r);
 }
 
 Test(doctor, config_shows_sources_and_flags_malformed_values)

@@ -71,8 +71,9 @@ static void parse_line(struct run *r, const char *line)
 	char want[256];
 	struct row w;
 
-	if (sscanf(line, "the minbytes is %llu, maxbytes is %llu, iters is "
-			 "%d, warmup_iters is %d",
+	if (sscanf(line,
+		   "the minbytes is %llu, maxbytes is %llu, iters is "
+		   "%d, warmup_iters is %d",
 		   &r->minb, &r->maxb, &r->iters, &r->warmup) == 4) {
 		r->headers++;
 		return;
@@ -88,8 +89,9 @@ static void parse_line(struct run *r, const char *line)
 		   &w.algbw, w.check, &w.busbw) != 5)
 		return;
 	/* the same values printed with hccl_test's format: same line */
-	snprintf(want, sizeof(want), "%-17llu | %-14.2f | %-20.5f | %-13s | %.5f",
-		 w.bytes, w.us, w.algbw, w.check, w.busbw);
+	snprintf(want, sizeof(want),
+		 "%-17llu | %-14.2f | %-20.5f | %-13s | %.5f", w.bytes, w.us,
+		 w.algbw, w.check, w.busbw);
 	cr_expect_str_eq(line, want, "row layout");
 	cr_assert_lt(r->nrows, MAX_ROWS);
 	r->rows[r->nrows++] = w;
@@ -120,8 +122,7 @@ static void run_argv(const char *const *argv, struct run *r)
 		     0);
 	posix_spawn_file_actions_destroy(&fa);
 	close(pfd[1]);
-	while ((got = read(pfd[0], r->out + len,
-			   sizeof(r->out) - 1 - len)) > 0)
+	while ((got = read(pfd[0], r->out + len, sizeof(r->out) - 1 - len)) > 0)
 		len += (size_t)got;
 	close(pfd[0]);
 	r->out[len] = '\0';
@@ -136,8 +137,8 @@ static void run_argv(const char *const *argv, struct run *r)
 }
 
 /* tools/<name> -np <np> <extra...> */
-static void run_tool(const char *name, const char *np,
-		     const char *const *extra, struct run *r)
+static void run_tool(const char *name, const char *np, const char *const *extra,
+		     struct run *r)
 {
 	char path[4096];
 	const char *argv[24] = {path, "-np", np};
@@ -151,8 +152,8 @@ static void run_tool(const char *name, const char *np,
 }
 
 /* S of alg_bandwidth = S / time (spec 8.3) for a requested size. */
-static double alg_bytes(const struct tool *t, unsigned long long bytes,
-			int n, size_t es)
+static double alg_bytes(const struct tool *t, unsigned long long bytes, int n,
+			size_t es)
 {
 	unsigned long long count = (bytes + es - 1) / es;
 
@@ -196,7 +197,7 @@ static void expect_sweep(const struct tool *t, const struct run *r, int n,
 }
 
 static const char *const small_sweep[] = {"-b", "8", "-e", "64K", "-f", "8",
-					  "-n", "2", "-w", "1", NULL};
+					  "-n", "2", "-w", "1",	  NULL};
 
 Test(tools, every_tool_two_ranks, .timeout = 300)
 {
@@ -218,9 +219,9 @@ Test(tools, every_tool_two_ranks, .timeout = 300)
  */
 Test(tools, every_tool_four_ranks_int8_root3, .timeout = 300)
 {
-	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
-					   "-n", "2", "-w", "1", "-d", "int8",
-					   "-o", "prod", "-r", "3", NULL};
+	static const char *const args[] = {
+		"-b", "8",  "-e",   "64K", "-f",   "8",	 "-n", "2", "-w",
+		"1",  "-d", "int8", "-o",  "prod", "-r", "3",  NULL};
 	static struct run run;
 	struct run *r = &run;
 
@@ -243,9 +244,9 @@ Test(tools, every_tool_four_ranks_int8_root3, .timeout = 300)
 /* ReduceScatter(V) at four ranks with max over fp16. */
 Test(tools, reduce_scatter_four_ranks_fp16_max, .timeout = 120)
 {
-	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
-					   "-n", "2", "-w", "1", "-d", "fp16",
-					   "-o", "max", NULL};
+	static const char *const args[] = {"-b", "8",	 "-e", "64K", "-f",
+					   "8",	 "-n",	 "2",  "-w",  "1",
+					   "-d", "fp16", "-o", "max", NULL};
 	static struct run run;
 	struct run *r = &run;
 
@@ -260,11 +261,122 @@ Test(tools, reduce_scatter_four_ranks_fp16_max, .timeout = 120)
 }
 
 /* A flipped result byte (through the tool, not the library) must fail. */
+/*
+ * -z 1 (activated VMM blocks) and -m 1 (symmetric windows): correct
+ * results, and the data really went zero-copy: receivers mapped the
+ * senders' exported memory (the mem subsystem's debug line), which
+ * ordinary buffers never do.
+ */
+Test(tools, zero_copy_and_windows, .timeout = 300)
+{
+	static const char *const zc[] = {"-b", "8",  "-e", "64K", "-f",
+					 "8",  "-n", "2",  "-w",  "1",
+					 "-z", "1",  NULL};
+	static const char *const win[] = {"-b", "8",  "-e", "64K", "-f",
+					  "8",	"-n", "2",  "-w",  "1",
+					  "-m", "1",  NULL};
+	static const char *const *const modes[] = {zc, win, small_sweep};
+	static struct run run;
+	struct run *r = &run;
+
+	ohc_test_fork_settle();
+	setenv("OPENHCCL_DEBUG", "DEBUG", 1);
+	setenv("OPENHCCL_DEBUG_SUBSYS", "mem", 1);
+	for (size_t k = 0; k < NTOOLS; k++) {
+		const struct tool *t = &tools[k];
+
+		if (strcmp(t->name, "all_reduce_test") &&
+		    strcmp(t->name, "all_gather_test") &&
+		    strcmp(t->name, "reduce_scatter_test") &&
+		    strcmp(t->name, "broadcast_test"))
+			continue;
+		for (int m = 0; m < 3; m++) {
+			run_tool(t->name, "2", modes[m], r);
+			cr_expect_eq(r->status, 0, "%s mode %d:\n%s", t->name,
+				     m, r->out);
+			expect_sweep(t, r, 2, 4, t->busbw2, "success");
+			if (m < 2)
+				cr_expect(strstr(r->out, "mapped export"),
+					  "%s mode %d: no zero-copy:\n%s",
+					  t->name, m, r->out);
+			else
+				cr_expect(!strstr(r->out, "mapped export"),
+					  "%s: zero-copy on ordinary memory",
+					  t->name);
+		}
+	}
+}
+
+/* A corrupted result still fails under -z 1; -m 1 works for any op. */
+Test(tools, zero_copy_checks_and_windows_any_op, .timeout = 120)
+{
+	static const char *const bad[] = {"-b",
+					  "4K",
+					  "-e",
+					  "4K",
+					  "-n",
+					  "1",
+					  "-w",
+					  "0",
+					  "-z",
+					  "1",
+					  "--corrupt_rank",
+					  "1",
+					  NULL};
+	static const char *const win[] = {"-b", "4K", "-e", "64K", "-f",
+					  "4",	"-n", "1",  "-w",  "0",
+					  "-m", "1",  NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	run_tool("all_reduce_test", "2", bad, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_assert_eq(r.nrows, 1, "%s", r.out);
+	cr_expect_str_eq(r.rows[0].check, "failed", "%s", r.out);
+	run_tool("alltoall_test", "3", win, &r);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect_eq(r.nrows, 3, "%s", r.out);
+	for (int i = 0; i < r.nrows; i++)
+		cr_expect_str_eq(r.rows[i].check, "success", "%s", r.out);
+}
+
+/* -z/-m values and combinations the tools refuse, each with a reason. */
+Test(tools, zero_copy_bad_arguments, .timeout = 60)
+{
+	static const char *const a2a[] = {"-z", "1", NULL};
+	static const char *const two[] = {"-z", "2", NULL};
+	static const char *const both[] = {"-z", "1", "-m", "1", NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	run_tool("alltoall_test", "2", a2a, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "zero copy covers all_reduce_test"), "%s",
+		  r.out);
+	run_tool("all_reduce_test", "2", two, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "bad -z 2: 0 or 1"), "%s", r.out);
+	run_tool("broadcast_test", "2", both, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "exclude each other"), "%s", r.out);
+	cr_expect_eq(r.nrows, 0);
+}
+
 Test(tools, corrupted_result_fails, .timeout = 300)
 {
-	static const char *const args[] = {"-b", "8", "-e", "64K", "-f", "8",
-					   "-n", "1", "-w", "0",
-					   "--corrupt_rank", "0", NULL};
+	static const char *const args[] = {"-b",
+					   "8",
+					   "-e",
+					   "64K",
+					   "-f",
+					   "8",
+					   "-n",
+					   "1",
+					   "-w",
+					   "0",
+					   "--corrupt_rank",
+					   "0",
+					   NULL};
 	static struct run run;
 	struct run *r = &run;
 
@@ -276,19 +388,20 @@ Test(tools, corrupted_result_fails, .timeout = 300)
 		cr_expect_eq(r->nrows, 1, "%s stops at the first failure:\n%s",
 			     tools[k].name, r->out);
 		if (r->nrows)
-			cr_expect_str_eq(r->rows[0].check, "failed",
-					 "%s:\n%s", tools[k].name, r->out);
-		cr_expect(strstr(r->out, "local rank_id 0, check result failed"),
-			  "%s:\n%s", tools[k].name, r->out);
+			cr_expect_str_eq(r->rows[0].check, "failed", "%s:\n%s",
+					 tools[k].name, r->out);
+		cr_expect(
+			strstr(r->out, "local rank_id 0, check result failed"),
+			"%s:\n%s", tools[k].name, r->out);
 	}
 }
 
 /* Corrupting rank 1 fails every rank's verdict too (agreed by all). */
 Test(tools, corrupted_other_rank_fails, .timeout = 60)
 {
-	static const char *const args[] = {"-b", "4K", "-e", "4K", "-n", "1",
-					   "-c", "2", "--corrupt_rank", "1",
-					   NULL};
+	static const char *const args[] = {
+		"-b", "4K", "-e", "4K", "-n", "1", "-c", "2", "--corrupt_rank",
+		"1",  NULL};
 	static struct run r;
 
 	ohc_test_fork_settle();
@@ -314,10 +427,10 @@ static void expect_unchecked(const char *np, const char *const *args)
 /* -c 0, and a result that does not fit the type, print NULL and pass. */
 Test(tools, unchecked_is_null, .timeout = 120)
 {
-	static const char *const off[] = {"-b", "1K", "-e", "1K", "-n", "1",
-					  "-c", "0", NULL};
+	static const char *const off[] = {"-b", "1K", "-e", "1K", "-n",
+					  "1",	"-c", "0",  NULL};
 	/* 2^7 = 128 does not fit int8: hccl_test does not check either */
-	static const char *const big[] = {"-b", "1K", "-e", "1K", "-n", "1",
+	static const char *const big[] = {"-b", "1K",	"-e", "1K",   "-n", "1",
 					  "-d", "int8", "-o", "prod", NULL};
 
 	ohc_test_fork_settle();
@@ -331,9 +444,9 @@ Test(tools, unchecked_is_null, .timeout = 120)
  */
 Test(tools, unchecked_sweep_ends_cleanly, .timeout = 300)
 {
-	static const char *const args[] = {"-b", "256K", "-e", "1M", "-f", "2",
-					   "-n", "3", "-w", "1", "-c", "0",
-					   NULL};
+	static const char *const args[] = {"-b", "256K", "-e", "1M", "-f",
+					   "2",	 "-n",	 "3",  "-w", "1",
+					   "-c", "0",	 NULL};
 	static struct run r;
 
 	ohc_test_fork_settle();
@@ -348,8 +461,8 @@ Test(tools, unchecked_sweep_ends_cleanly, .timeout = 300)
 
 Test(tools, bad_arguments_fail, .timeout = 60)
 {
-	static const char *const root[] = {"-r", "2", "-b", "8", "-e", "8",
-					   NULL};
+	static const char *const root[] = {"-r", "2", "-b", "8",
+					   "-e", "8", NULL};
 	static const char *const dtype[] = {"-d", "fp128", NULL};
 	static struct run r;
 
@@ -366,10 +479,28 @@ Test(tools, bad_arguments_fail, .timeout = 60)
 Test(tools, under_mpirun, .timeout = 300)
 {
 	char path[4096];
-	const char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe",
-			      "--mca", "btl", "self,vader", "-np", "2", path,
-			      "-b", "8", "-e", "64K", "-f", "8", "-n", "2",
-			      "-w", "1", NULL, NULL, NULL};
+	const char *argv[] = {"mpirun",
+			      "--allow-run-as-root",
+			      "--oversubscribe",
+			      "--mca",
+			      "btl",
+			      "self,vader",
+			      "-np",
+			      "2",
+			      path,
+			      "-b",
+			      "8",
+			      "-e",
+			      "64K",
+			      "-f",
+			      "8",
+			      "-n",
+			      "2",
+			      "-w",
+			      "1",
+			      NULL,
+			      NULL,
+			      NULL};
 	static struct run run;
 	struct run *r = &run;
 
@@ -392,6 +523,6 @@ Test(tools, under_mpirun, .timeout = 300)
 	snprintf(path, sizeof(path), "%s/all_reduce_test", tools_dir());
 	run_argv(argv, r);
 	cr_expect_neq(r->status, 0, "%s", r->out);
-	cr_expect(strstr(r->out, "local rank_id 1, check result failed"),
-		  "%s", r->out);
+	cr_expect(strstr(r->out, "local rank_id 1, check result failed"), "%s",
+		  r->out);
 }

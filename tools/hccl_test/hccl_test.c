@@ -19,12 +19,12 @@ static const struct {
 	const char *name;
 	HcclDataType t;
 } dtypes[] = {
-	{"int8", HCCL_DATA_TYPE_INT8},     {"int16", HCCL_DATA_TYPE_INT16},
+	{"int8", HCCL_DATA_TYPE_INT8},	   {"int16", HCCL_DATA_TYPE_INT16},
 	{"int32", HCCL_DATA_TYPE_INT32},   {"fp16", HCCL_DATA_TYPE_FP16},
-	{"fp32", HCCL_DATA_TYPE_FP32},     {"int64", HCCL_DATA_TYPE_INT64},
+	{"fp32", HCCL_DATA_TYPE_FP32},	   {"int64", HCCL_DATA_TYPE_INT64},
 	{"uint64", HCCL_DATA_TYPE_UINT64}, {"uint8", HCCL_DATA_TYPE_UINT8},
 	{"uint16", HCCL_DATA_TYPE_UINT16}, {"uint32", HCCL_DATA_TYPE_UINT32},
-	{"fp64", HCCL_DATA_TYPE_FP64},     {"bfp16", HCCL_DATA_TYPE_BFP16},
+	{"fp64", HCCL_DATA_TYPE_FP64},	   {"bfp16", HCCL_DATA_TYPE_BFP16},
 };
 
 size_t ht_dtype_size(HcclDataType t)
@@ -80,22 +80,45 @@ void ht_store(void *buf, HcclDataType t, uint64_t i, double v)
 	uint32_t u;
 
 	switch (t) {
-	case HCCL_DATA_TYPE_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-	case HCCL_DATA_TYPE_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-	case HCCL_DATA_TYPE_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
-	case HCCL_DATA_TYPE_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-	case HCCL_DATA_TYPE_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-	case HCCL_DATA_TYPE_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-	case HCCL_DATA_TYPE_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-	case HCCL_DATA_TYPE_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-	case HCCL_DATA_TYPE_FP32: ((float *)buf)[i] = f; break;
-	case HCCL_DATA_TYPE_FP64: ((double *)buf)[i] = v; break;
-	case HCCL_DATA_TYPE_FP16: ((uint16_t *)buf)[i] = fp16_from(v); break;
+	case HCCL_DATA_TYPE_INT8:
+		((int8_t *)buf)[i] = (int8_t)v;
+		break;
+	case HCCL_DATA_TYPE_UINT8:
+		((uint8_t *)buf)[i] = (uint8_t)v;
+		break;
+	case HCCL_DATA_TYPE_INT16:
+		((int16_t *)buf)[i] = (int16_t)v;
+		break;
+	case HCCL_DATA_TYPE_UINT16:
+		((uint16_t *)buf)[i] = (uint16_t)v;
+		break;
+	case HCCL_DATA_TYPE_INT32:
+		((int32_t *)buf)[i] = (int32_t)v;
+		break;
+	case HCCL_DATA_TYPE_UINT32:
+		((uint32_t *)buf)[i] = (uint32_t)v;
+		break;
+	case HCCL_DATA_TYPE_INT64:
+		((int64_t *)buf)[i] = (int64_t)v;
+		break;
+	case HCCL_DATA_TYPE_UINT64:
+		((uint64_t *)buf)[i] = (uint64_t)v;
+		break;
+	case HCCL_DATA_TYPE_FP32:
+		((float *)buf)[i] = f;
+		break;
+	case HCCL_DATA_TYPE_FP64:
+		((double *)buf)[i] = v;
+		break;
+	case HCCL_DATA_TYPE_FP16:
+		((uint16_t *)buf)[i] = fp16_from(v);
+		break;
 	case HCCL_DATA_TYPE_BFP16:
 		memcpy(&u, &f, 4);
 		((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
 		break;
-	default: break;
+	default:
+		break;
 	}
 }
 
@@ -105,22 +128,34 @@ double ht_load(const void *buf, HcclDataType t, uint64_t i)
 	float f;
 
 	switch (t) {
-	case HCCL_DATA_TYPE_INT8: return ((const int8_t *)buf)[i];
-	case HCCL_DATA_TYPE_UINT8: return ((const uint8_t *)buf)[i];
-	case HCCL_DATA_TYPE_INT16: return ((const int16_t *)buf)[i];
-	case HCCL_DATA_TYPE_UINT16: return ((const uint16_t *)buf)[i];
-	case HCCL_DATA_TYPE_INT32: return ((const int32_t *)buf)[i];
-	case HCCL_DATA_TYPE_UINT32: return ((const uint32_t *)buf)[i];
-	case HCCL_DATA_TYPE_INT64: return (double)((const int64_t *)buf)[i];
-	case HCCL_DATA_TYPE_UINT64: return (double)((const uint64_t *)buf)[i];
-	case HCCL_DATA_TYPE_FP32: return ((const float *)buf)[i];
-	case HCCL_DATA_TYPE_FP64: return ((const double *)buf)[i];
-	case HCCL_DATA_TYPE_FP16: return fp16_to(((const uint16_t *)buf)[i]);
+	case HCCL_DATA_TYPE_INT8:
+		return ((const int8_t *)buf)[i];
+	case HCCL_DATA_TYPE_UINT8:
+		return ((const uint8_t *)buf)[i];
+	case HCCL_DATA_TYPE_INT16:
+		return ((const int16_t *)buf)[i];
+	case HCCL_DATA_TYPE_UINT16:
+		return ((const uint16_t *)buf)[i];
+	case HCCL_DATA_TYPE_INT32:
+		return ((const int32_t *)buf)[i];
+	case HCCL_DATA_TYPE_UINT32:
+		return ((const uint32_t *)buf)[i];
+	case HCCL_DATA_TYPE_INT64:
+		return (double)((const int64_t *)buf)[i];
+	case HCCL_DATA_TYPE_UINT64:
+		return (double)((const uint64_t *)buf)[i];
+	case HCCL_DATA_TYPE_FP32:
+		return ((const float *)buf)[i];
+	case HCCL_DATA_TYPE_FP64:
+		return ((const double *)buf)[i];
+	case HCCL_DATA_TYPE_FP16:
+		return fp16_to(((const uint16_t *)buf)[i]);
 	case HCCL_DATA_TYPE_BFP16:
 		u = (uint32_t)((const uint16_t *)buf)[i] << 16;
 		memcpy(&f, &u, 4);
 		return f;
-	default: return 0;
+	default:
+		return 0;
 	}
 }
 
@@ -143,9 +178,12 @@ double ht_expect_reduced(const struct ht_ctx *c, uint64_t i)
 {
 	(void)i;
 	switch (c->o->op) {
-	case HCCL_REDUCE_SUM: return 2.0 * c->nranks;
-	case HCCL_REDUCE_PROD: return ldexp(1.0, c->nranks);
-	default: return 2.0;
+	case HCCL_REDUCE_SUM:
+		return 2.0 * c->nranks;
+	case HCCL_REDUCE_PROD:
+		return ldexp(1.0, c->nranks);
+	default:
+		return 2.0;
 	}
 }
 
@@ -174,16 +212,36 @@ static int representable(HcclDataType t, double v)
 	double lim;
 
 	switch (t) {
-	case HCCL_DATA_TYPE_INT8: lim = 127; break;
-	case HCCL_DATA_TYPE_UINT8: lim = 255; break;
-	case HCCL_DATA_TYPE_INT16: lim = 32767; break;
-	case HCCL_DATA_TYPE_UINT16: lim = 65535; break;
-	case HCCL_DATA_TYPE_INT32: lim = 2147483647.0; break;
-	case HCCL_DATA_TYPE_UINT32: lim = 4294967295.0; break;
-	case HCCL_DATA_TYPE_FP16: lim = 2048; break;
-	case HCCL_DATA_TYPE_BFP16: lim = 256; break;
-	case HCCL_DATA_TYPE_FP32: lim = 16777216.0; break;
-	default: lim = 9007199254740992.0; break;
+	case HCCL_DATA_TYPE_INT8:
+		lim = 127;
+		break;
+	case HCCL_DATA_TYPE_UINT8:
+		lim = 255;
+		break;
+	case HCCL_DATA_TYPE_INT16:
+		lim = 32767;
+		break;
+	case HCCL_DATA_TYPE_UINT16:
+		lim = 65535;
+		break;
+	case HCCL_DATA_TYPE_INT32:
+		lim = 2147483647.0;
+		break;
+	case HCCL_DATA_TYPE_UINT32:
+		lim = 4294967295.0;
+		break;
+	case HCCL_DATA_TYPE_FP16:
+		lim = 2048;
+		break;
+	case HCCL_DATA_TYPE_BFP16:
+		lim = 256;
+		break;
+	case HCCL_DATA_TYPE_FP32:
+		lim = 16777216.0;
+		break;
+	default:
+		lim = 9007199254740992.0;
+		break;
 	}
 	return v <= lim && v == floor(v);
 }
@@ -194,10 +252,20 @@ static uint64_t parse_bytes(const char *s)
 	double v = strtod(s, &end);
 
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1024 * 1024; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v *= 1024;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		break;
+	default:
+		break;
 	}
 	return (uint64_t)v;
 }
@@ -218,6 +286,12 @@ static void usage(const char *prog)
 	       "  -w, --warmup_iters  warm-up iterations (10)\n"
 	       "  -c, --check       0 off, 1 check, 2 verbose (1)\n"
 	       "  -p, --npus        devices per node\n"
+	       "  -z, --zero_copy   1: buffers in VMM memory activated for "
+	       "zero copy\n"
+	       "                    (AllReduce, AllGather, ReduceScatter, "
+	       "Broadcast) (0)\n"
+	       "  -m, --symmetric_memory  1: buffers registered as symmetric "
+	       "windows (0)\n"
 	       "  --corrupt_rank R  testing aid: rank R flips one result byte\n"
 	       "                    before checking (the check must fail)\n",
 	       prog);
@@ -272,37 +346,70 @@ static int parse_op(const char *s, HcclReduceOp *op_p)
 /* 0: run, 1: done (help), -1: bad arguments */
 static int parse(int argc, char **argv, struct ht_opts *o)
 {
-	static const struct option longs[] = {
-		{"minbytes", 1, 0, 'b'},   {"maxbytes", 1, 0, 'e'},
-		{"stepbytes", 1, 0, 'i'},  {"stepfactor", 1, 0, 'f'},
-		{"op", 1, 0, 'o'},         {"root", 1, 0, 'r'},
-		{"datatype", 1, 0, 'd'},   {"iters", 1, 0, 'n'},
-		{"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},
-		{"npus", 1, 0, 'p'},       {"zero_copy", 1, 0, 'z'},
-		{"symmetric_memory", 1, 0, 'm'}, {"accelerator", 1, 0, 'a'},
-		{"nslb", 1, 0, 's'},       {"onlydevicetime", 1, 0, 't'},
-		{"corrupt_rank", 1, 0, 'X'}, {"help", 0, 0, 'h'},
-		{0, 0, 0, 0}};
+	static const struct option longs[] = {{"minbytes", 1, 0, 'b'},
+					      {"maxbytes", 1, 0, 'e'},
+					      {"stepbytes", 1, 0, 'i'},
+					      {"stepfactor", 1, 0, 'f'},
+					      {"op", 1, 0, 'o'},
+					      {"root", 1, 0, 'r'},
+					      {"datatype", 1, 0, 'd'},
+					      {"iters", 1, 0, 'n'},
+					      {"warmup_iters", 1, 0, 'w'},
+					      {"check", 1, 0, 'c'},
+					      {"npus", 1, 0, 'p'},
+					      {"zero_copy", 1, 0, 'z'},
+					      {"symmetric_memory", 1, 0, 'm'},
+					      {"accelerator", 1, 0, 'a'},
+					      {"nslb", 1, 0, 's'},
+					      {"onlydevicetime", 1, 0, 't'},
+					      {"corrupt_rank", 1, 0, 'X'},
+					      {"help", 0, 0, 'h'},
+					      {0, 0, 0, 0}};
 	int c, step_set = 0;
 
-	*o = (struct ht_opts){.minbytes = 64u << 20, .maxbytes = 64u << 20,
-			      .op = HCCL_REDUCE_SUM, .dtype = HCCL_DATA_TYPE_FP32,
-			      .iters = 20, .warmup = 10, .check = 1,
+	*o = (struct ht_opts){.minbytes = 64u << 20,
+			      .maxbytes = 64u << 20,
+			      .op = HCCL_REDUCE_SUM,
+			      .dtype = HCCL_DATA_TYPE_FP32,
+			      .iters = 20,
+			      .warmup = 10,
+			      .check = 1,
 			      .corrupt_rank = -1};
 	o->nranks = take_np(&argc, argv);
 	while ((c = getopt_long(argc, argv, "b:e:i:f:o:r:d:n:w:c:p:z:m:a:s:t:h",
 				longs, NULL)) != -1) {
 		switch (c) {
-		case 'b': o->minbytes = parse_bytes(optarg); break;
-		case 'e': o->maxbytes = parse_bytes(optarg); break;
-		case 'i': o->stepbytes = parse_bytes(optarg); step_set = 1; break;
-		case 'f': o->stepfactor = atof(optarg); break;
-		case 'r': o->root = (uint32_t)atoi(optarg); break;
-		case 'n': o->iters = atoi(optarg); break;
-		case 'w': o->warmup = atoi(optarg); break;
-		case 'c': o->check = atoi(optarg); break;
-		case 'p': o->npus = atoi(optarg); break;
-		case 'X': o->corrupt_rank = atoi(optarg); break;
+		case 'b':
+			o->minbytes = parse_bytes(optarg);
+			break;
+		case 'e':
+			o->maxbytes = parse_bytes(optarg);
+			break;
+		case 'i':
+			o->stepbytes = parse_bytes(optarg);
+			step_set = 1;
+			break;
+		case 'f':
+			o->stepfactor = atof(optarg);
+			break;
+		case 'r':
+			o->root = (uint32_t)atoi(optarg);
+			break;
+		case 'n':
+			o->iters = atoi(optarg);
+			break;
+		case 'w':
+			o->warmup = atoi(optarg);
+			break;
+		case 'c':
+			o->check = atoi(optarg);
+			break;
+		case 'p':
+			o->npus = atoi(optarg);
+			break;
+		case 'X':
+			o->corrupt_rank = atoi(optarg);
+			break;
 		case 'o':
 			if (parse_op(optarg, &o->op))
 				return -1;
@@ -313,14 +420,24 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 			break;
 		case 'z':
 		case 'm':
-			if (atoi(optarg)) {
-				fprintf(stderr, "-%c 1 is not supported yet\n", c);
+			if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
+				fprintf(stderr, "bad -%c %s: 0 or 1\n", c,
+					optarg);
 				return -1;
 			}
+			*(c == 'z' ? &o->zero_copy : &o->symmetric) =
+				atoi(optarg);
 			break;
-		case 'a': case 's': case 't': break;
-		case 'h': usage(argv[0]); return 1;
-		default: usage(argv[0]); return -1;
+		case 'a':
+		case 's':
+		case 't':
+			break;
+		case 'h':
+			usage(argv[0]);
+			return 1;
+		default:
+			usage(argv[0]);
+			return -1;
 		}
 	}
 	if (o->minbytes > o->maxbytes || o->iters < 1 || o->warmup < 0 ||
@@ -418,8 +535,8 @@ static uint64_t count_wrong(const struct ht_test *t, const struct ht_ctx *c,
 			continue;
 		if (c->o->check > 1 && wrong < 8)
 			printf("local rank_id %d, element %llu is %g, "
-			       "expected %g\n", c->rank,
-			       (unsigned long long)i, got, want);
+			       "expected %g\n",
+			       c->rank, (unsigned long long)i, got, want);
 		wrong++;
 	}
 	return wrong;
@@ -430,8 +547,8 @@ static uint64_t count_wrong(const struct ht_test *t, const struct ht_ctx *c,
  * result compared on every rank and the verdict agreed by all.
  * 1 all good, 0 some rank wrong, -1 error.
  */
-static int check_size(const struct ht_test *t, struct ht_ctx *c,
-		      const void *in, uint64_t bytes)
+static int check_size(const struct ht_test *t, struct ht_ctx *c, const void *in,
+		      uint64_t bytes)
 {
 	size_t es = ht_dtype_size(c->o->dtype);
 	uint64_t n = t->in_place ? c->send_count : c->recv_count;
@@ -457,7 +574,8 @@ static int check_size(const struct ht_test *t, struct ht_ctx *c,
 		((unsigned char *)host)[n * es / 2] ^= 0x40;
 	bad = count_wrong(t, c, host, n) != 0;
 	if (bad) {
-		printf("local rank_id %d, check result failed, data_size %llu\n",
+		printf("local rank_id %d, check result failed, data_size "
+		       "%llu\n",
 		       c->rank, (unsigned long long)bytes);
 		fflush(stdout);
 	}
@@ -474,17 +592,16 @@ static void print_header(const struct ht_opts *o)
 {
 	printf("the minbytes is %llu, maxbytes is %llu, iters is %d, "
 	       "warmup_iters is %d\n",
-	       (unsigned long long)o->minbytes,
-	       (unsigned long long)o->maxbytes, o->iters, o->warmup);
-	printf("%-15s | %-12s | %-18s | %-13s | %s\n", "data_size(Bytes):",
-	       "aveg_time(us):", "alg_bandwidth(GB/s):", "check_result:",
-	       "bus_bandwidth(GB/s):");
+	       (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes,
+	       o->iters, o->warmup);
+	printf("%-15s | %-12s | %-18s | %-13s | %s\n",
+	       "data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):",
+	       "check_result:", "bus_bandwidth(GB/s):");
 	fflush(stdout);
 }
 
 /* Average microseconds of o->iters back-to-back calls (rank 0's events). */
-static int time_calls(const struct ht_test *t, struct ht_ctx *c,
-		      double *us_p)
+static int time_calls(const struct ht_test *t, struct ht_ctx *c, double *us_p)
 {
 	aclrtEvent start, end;
 	float ms = 0;
@@ -515,11 +632,126 @@ destroy_start:
 	return ret;
 }
 
+/*
+ * The buffers of one size in VMM memory (-z 1, -m 1): one reserved range,
+ * a mapped block per buffer (each a whole number of granules, so every
+ * rank's blocks have the same size), then either the range set and the
+ * blocks activated (zero copy) or each block a symmetric window.
+ */
+struct vmm_bufs {
+	char *range;
+	size_t blk;
+	int nblk, nmapped, nactive, nwin, range_set;
+	aclrtDrvMemHandle h[2];
+	HcclCommSymWindow win[2];
+};
+
+static void vmm_free(struct ht_ctx *c, struct vmm_bufs *v)
+{
+	for (int k = 0; k < v->nwin; k++)
+		HcclCommSymWinDeregister(v->win[k]);
+	for (int k = 0; k < v->nactive; k++)
+		HcclCommDeactivateCommMemory(c->comm, v->range + k * v->blk);
+	if (v->range_set)
+		HcclCommUnsetMemoryRange(c->comm, v->range);
+	for (int k = 0; k < v->nmapped; k++) {
+		aclrtUnmapMem(v->range + k * v->blk);
+		aclrtFreePhysical(v->h[k]);
+	}
+	if (v->range)
+		aclrtReleaseMemAddress(v->range);
+	memset(v, 0, sizeof(*v));
+}
+
+/* c->send (and c->recv unless in place) in VMM memory; 0 or -1 */
+static int vmm_alloc(const struct ht_test *t, struct ht_ctx *c,
+		     struct vmm_bufs *v, size_t send_b, size_t recv_b)
+{
+	aclrtPhysicalMemProp prop;
+	size_t g = 0, need = send_b > recv_b ? send_b : recv_b;
+	HcclResult r;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+	prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+	prop.memAttr = ACL_HBM_MEM_NORMAL;
+	prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+	if (aclrtMemGetAllocationGranularity(
+		    &prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g) ||
+	    !g)
+		g = 4096;
+	v->blk = (need + g - 1) / g * g;
+	v->nblk = t->in_place ? 1 : 2;
+	if (aclrtReserveMemAddress((void **)&v->range, v->blk * v->nblk, 0,
+				   NULL, 1) != ACL_SUCCESS) {
+		v->range = NULL;
+		fprintf(stderr,
+			"%s: aclrtReserveMemAddress of %zu bytes "
+			"failed\n",
+			t->name, v->blk * v->nblk);
+		return -1;
+	}
+	for (int k = 0; k < v->nblk; k++) {
+		if (aclrtMallocPhysical(&v->h[k], v->blk, &prop, 0) !=
+		    ACL_SUCCESS) {
+			fprintf(stderr,
+				"%s: aclrtMallocPhysical of %zu bytes "
+				"failed\n",
+				t->name, v->blk);
+			return -1;
+		}
+		if (aclrtMapMem(v->range + k * v->blk, v->blk, 0, v->h[k], 0) !=
+		    ACL_SUCCESS) {
+			aclrtFreePhysical(v->h[k]);
+			fprintf(stderr, "%s: aclrtMapMem failed\n", t->name);
+			return -1;
+		}
+		v->nmapped++;
+	}
+	if (c->o->zero_copy) {
+		r = HcclCommSetMemoryRange(c->comm, v->range, v->blk * v->nblk,
+					   0, 0);
+		if (r != HCCL_SUCCESS) {
+			fprintf(stderr, "%s: HcclCommSetMemoryRange: %s\n",
+				t->name, HcclGetErrorString(r));
+			return -1;
+		}
+		v->range_set = 1;
+	}
+	for (int k = 0; k < v->nblk; k++) {
+		char *va = v->range + k * v->blk;
+
+		if (c->o->zero_copy)
+			r = HcclCommActivateCommMemory(c->comm, va, v->blk, 0,
+						       v->h[k], 0);
+		else
+			r = HcclCommSymWinRegister(c->comm, va, v->blk,
+						   &v->win[k], 1);
+		if (r != HCCL_SUCCESS) {
+			fprintf(stderr, "%s: %s: %s\n", t->name,
+				c->o->zero_copy ? "HcclCommActivateCommMemory"
+						: "HcclCommSymWinRegister",
+				HcclGetErrorString(r));
+			return -1;
+		}
+		if (c->o->zero_copy)
+			v->nactive++;
+		else
+			v->nwin++;
+	}
+	c->send = v->range;
+	if (!t->in_place)
+		c->recv = v->range + v->blk;
+	return 0;
+}
+
 /* One size of the sweep: 0 done, 1 check failed, -1 error. */
 static int run_size(const struct ht_test *t, struct ht_ctx *c, uint64_t bytes)
 {
 	const struct ht_opts *o = c->o;
 	size_t es = ht_dtype_size(o->dtype);
+	struct vmm_bufs vmm = {0};
+	int use_vmm = o->zero_copy || o->symmetric;
 	void *in = NULL;
 	double us = 0, algbw, want;
 	const char *verdict = "NULL";
@@ -529,13 +761,18 @@ static int run_size(const struct ht_test *t, struct ht_ctx *c, uint64_t bytes)
 	c->send = c->recv = NULL;
 	if (aclrtMallocHost(&in, c->send_count * es + 1) != ACL_SUCCESS)
 		return -1;
-	if (aclrtMalloc(&c->send, c->send_count * es + 1,
-			ACL_MEM_MALLOC_HUGE_ONLY) != ACL_SUCCESS)
+	if (use_vmm) {
+		if (vmm_alloc(t, c, &vmm, c->send_count * es + 1,
+			      c->recv_count * es + 1))
+			goto free_recv;
+	} else if (aclrtMalloc(&c->send, c->send_count * es + 1,
+			       ACL_MEM_MALLOC_HUGE_ONLY) != ACL_SUCCESS) {
 		goto free_in;
-	if (!t->in_place &&
-	    aclrtMalloc(&c->recv, c->recv_count * es + 1,
-			ACL_MEM_MALLOC_HUGE_ONLY) != ACL_SUCCESS)
+	} else if (!t->in_place &&
+		   aclrtMalloc(&c->recv, c->recv_count * es + 1,
+			       ACL_MEM_MALLOC_HUGE_ONLY) != ACL_SUCCESS) {
 		goto free_send;
+	}
 	for (uint64_t i = 0; i < c->send_count; i++)
 		ht_store(in, o->dtype, i, t->input(c, i));
 	if (c->send_count &&
@@ -564,6 +801,10 @@ static int run_size(const struct ht_test *t, struct ht_ctx *c, uint64_t bytes)
 	}
 	ret = ok ? 0 : 1;
 free_recv:
+	if (use_vmm) {
+		vmm_free(c, &vmm);
+		goto free_in;
+	}
 	if (c->recv)
 		aclrtFree(c->recv);
 free_send:
@@ -584,8 +825,8 @@ free_in:
 	} while (0)
 
 /* Everything one rank does; its exit status. */
-static int run_rank(const struct ht_opts *o, const struct ht_test *t,
-		    int rank, const HcclRootInfo *root)
+static int run_rank(const struct ht_opts *o, const struct ht_test *t, int rank,
+		    const HcclRootInfo *root)
 {
 	struct ht_ctx c = {.o = o, .rank = rank, .nranks = o->nranks};
 	int dev = rank % o->npus, ret = 1;
@@ -612,9 +853,9 @@ static int run_rank(const struct ht_opts *o, const struct ht_test *t,
 		int s = run_size(t, &c, b);
 
 		if (s < 0)
-			fprintf(stderr, "%s: rank %d: %s failed at %llu bytes\n",
-				t->name, rank, t->name,
-				(unsigned long long)b);
+			fprintf(stderr,
+				"%s: rank %d: %s failed at %llu bytes\n",
+				t->name, rank, t->name, (unsigned long long)b);
 		if (s)
 			goto destroy_comm;
 		if (b == o->maxbytes)
@@ -622,7 +863,8 @@ static int run_rank(const struct ht_opts *o, const struct ht_test *t,
 	}
 	/* no rank leaves while another still runs (-c 0 has no sync) */
 	r = HcclBarrier(c.comm, c.stream);
-	if (r == HCCL_SUCCESS && aclrtSynchronizeStream(c.stream) == ACL_SUCCESS)
+	if (r == HCCL_SUCCESS &&
+	    aclrtSynchronizeStream(c.stream) == ACL_SUCCESS)
 		ret = 0;
 	else
 		fprintf(stderr, "%s: rank %d: final barrier failed\n", t->name,
@@ -646,8 +888,8 @@ free_scratch:
  * memory and opens the gate (one byte per other rank), as hccl_test's rank
  * 0 does before MPI_Bcast; the others wait at the gate.
  */
-static int local_rank(const struct ht_opts *o, const struct ht_test *t,
-		      int r, HcclRootInfo *root, const int gate[2])
+static int local_rank(const struct ht_opts *o, const struct ht_test *t, int r,
+		      HcclRootInfo *root, const int gate[2])
 {
 	char ch = 0;
 
@@ -734,6 +976,25 @@ static int finish_opts(struct ht_opts *o, const struct ht_test *t)
 			t->name, o->root, o->nranks);
 		return -1;
 	}
+	if (o->zero_copy && strcmp(t->name, "all_reduce_test") &&
+	    strcmp(t->name, "all_gather_test") &&
+	    strcmp(t->name, "reduce_scatter_test") &&
+	    strcmp(t->name, "broadcast_test")) {
+		fprintf(stderr,
+			"%s: -z 1: zero copy covers all_reduce_test, "
+			"all_gather_test, reduce_scatter_test and "
+			"broadcast_test only\n",
+			t->name);
+		return -1;
+	}
+	if (o->zero_copy && o->symmetric) {
+		fprintf(stderr,
+			"%s: -z 1 and -m 1 exclude each other (a "
+			"buffer is either an activated block or a "
+			"window)\n",
+			t->name);
+		return -1;
+	}
 	return 0;
 }
 
@@ -765,9 +1026,11 @@ static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 	o->nranks = size;
 	if (size != world) {
 		/* e.g. MPICH's mpirun starting an Open MPI build: singletons */
-		fprintf(stderr, "%s: the launcher started %d ranks but MPI "
-				"sees %d: is this tool built with the MPI of "
-				"this mpirun?\n", t->name, world, size);
+		fprintf(stderr,
+			"%s: the launcher started %d ranks but MPI "
+			"sees %d: is this tool built with the MPI of "
+			"this mpirun?\n",
+			t->name, world, size);
 		MPI_Finalize();
 		return 1;
 	}
@@ -806,8 +1069,9 @@ int ht_main(int argc, char **argv, const struct ht_test *tool)
 		return mpi_main(&o, t, world);
 #else
 		if (world > 1) {
-			fprintf(stderr, "%s: started by an MPI launcher but "
-					"built without MPI; use -np N\n",
+			fprintf(stderr,
+				"%s: started by an MPI launcher but "
+				"built without MPI; use -np N\n",
 				t->name);
 			return 1;
 		}

@@ -27,21 +27,27 @@ struct ht_opts {
 	uint32_t root;
 	HcclDataType dtype;
 	int iters, warmup, check, npus, nranks;
+	/*
+	 * -z 1: buffers in VMM memory, activated for zero copy
+	 * (HcclCommSetMemoryRange + HcclCommActivateCommMemory); -m 1: VMM
+	 * memory registered as symmetric windows (HcclCommSymWinRegister)
+	 */
+	int zero_copy, symmetric;
 	/* testing aid (--corrupt_rank R): rank R flips a result byte */
 	int corrupt_rank;
 };
 
 /* How a data size maps to the per-rank send and receive element counts. */
 enum ht_sizing {
-	HT_SIZE_SAME,     /* send = recv = count (AllReduce, Bcast, Reduce) */
-	HT_SIZE_GATHER,   /* send = ceil(count / n), recv = send * n */
+	HT_SIZE_SAME,	  /* send = recv = count (AllReduce, Bcast, Reduce) */
+	HT_SIZE_GATHER,	  /* send = ceil(count / n), recv = send * n */
 	HT_SIZE_SCATTER,  /* recv = ceil(count / n), send = recv * n */
 	HT_SIZE_ALLTOALL, /* send = recv = count rounded up to n blocks */
 };
 
 /* busbw = algbw * factor(n), the nccl-tests definitions */
 enum ht_busbw {
-	HT_BUS_DEFAULT,   /* 1 for HT_SIZE_SAME, else (n - 1) / n */
+	HT_BUS_DEFAULT,	  /* 1 for HT_SIZE_SAME, else (n - 1) / n */
 	HT_BUS_ALLREDUCE, /* 2 (n - 1) / n */
 };
 
@@ -50,8 +56,8 @@ struct ht_ctx {
 	const struct ht_opts *o;
 	int rank, nranks;
 	uint64_t send_count, recv_count; /* elements per buffer */
-	uint64_t block;                  /* elements per peer block */
-	void *send, *recv;               /* device buffers */
+	uint64_t block;			 /* elements per peer block */
+	void *send, *recv;		 /* device buffers */
 	/* scratch for the V ops: nranks * nranks counts, nranks displs */
 	uint64_t *counts, *displs;
 	HcclComm comm;

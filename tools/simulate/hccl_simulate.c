@@ -688,7 +688,11 @@ static void usage(FILE *out)
 		"  --measure FILE  an hccl_test output: compare its times "
 		"with the model\n"
 		"           of the algorithm the library selects (ratio "
-		"measured/model)\n");
+		"measured/model)\n"
+		"  --alpha US, --bw GB/s  override the networks' per-message "
+		"cost and\n"
+		"           bandwidth (calibration from measurements, e.g. "
+		"ib_write_lat/bw)\n");
 }
 
 int main(int argc, char **argv)
@@ -705,6 +709,8 @@ int main(int argc, char **argv)
 		{"no-sim", no_argument, NULL, 'x'},
 		{"measure", required_argument, NULL, 'M'},
 		{"ppn", required_argument, NULL, 'P'},
+		{"alpha", required_argument, NULL, 'A'},
+		{"bw", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -713,6 +719,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	const char *opspec = "all", *netspec = "shm", *rankspec = "8";
 	int c, op_given = 0, ranks_given = 0;
+	double alpha = -1, bw = -1;
 	char *end;
 
 	for (unsigned i = 0; i < OHC_ARRAY_SIZE(ops); i++)
@@ -804,6 +811,21 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'A':
+		case 'B':
+			errno = 0;
+			*(c == 'A' ? &alpha : &bw) = strtod(optarg, &end);
+			if (errno || *end || end == optarg ||
+			    !((c == 'A' ? alpha : bw) >= 0) ||
+			    (c == 'B' && bw == 0)) {
+				fprintf(stderr,
+					"hccl_simulate: --%s '%s': need a "
+					"number %s\n",
+					c == 'A' ? "alpha" : "bw", optarg,
+					c == 'A' ? ">= 0 (us)" : "> 0 (GB/s)");
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -830,6 +852,14 @@ int main(int argc, char **argv)
 			&o.nnets, "net") ||
 	    parse_ranks(rankspec, &o))
 		return 2;
+	for (unsigned ni = 0; ni < o.nnets; ni++) {
+		struct net *nt = &nets[o.net_idx[ni]];
+
+		if (alpha >= 0)
+			nt->c.alpha_us = alpha;
+		if (bw > 0)
+			nt->c.beta_us = 1e-3 / bw; /* us per byte */
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o.measure) {
 		if (!op_given || !ranks_given || o.nops != 1 || o.nnets != 1 ||

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The scale simulator against measurements: for each rank count and
+# collective, runs OpenHCCL's hccl_test tool over shm (REPS interleaved
+# runs, best time per size), feeds the rows to `hccl_simulate --measure`
+# and prints predicted/measured per size (predicted = the model of the
+# algorithm the library selects; the simulation agrees with it), flagging
+# any ratio outside [0.5, 2]. Exit status 1 if one is.
+#
+# usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
+#                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]
+#                              [-a ALPHA_US] [-w GBPS] [-P]
+#   -n  rank counts (2 4 8)    -b/-e/-f  sizes (1K, 16M, 16)
+#   -o  collectives (allreduce allgather reduce_scatter broadcast)
+#   -r  runs per tool, interleaved over the ops; the best time counts (3)
+#   -N  the simulator's network (shm; rxe for -x)
+#   -x  no runs: the hccl_test rows in DIR, of an earlier run of this
+#       script (BUILD_DIR/sim-validate) or of `bench/compare.sh -R`
+#       (build/bench/compare-rxe, raw.ohc.OP.NP.*), there against -N rxe
+#       calibrated from the same run's point-to-point numbers there:
+#       alpha = HcclSend/Recv's smallest half round trip, bandwidth = its
+#       best one-way MB/s (the transport's own costs, what the model's
+#       alpha and beta stand for); -P: ib_write_lat's t_avg and
+#       ib_write_bw instead (the device's floor); -a / -w win
+#   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
+#       instead of the network's defaults (hccl_simulate --alpha/--bw)
+# ITERS (20) and WARMUP (5); BUILD_DIR (build/bench).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nps="2 4 8"
+ops="allreduce allgather reduce_scatter broadcast"
+minb=1K
+maxb=16M
+factor=16
+reps=3
+net=""
+from=""
+build=${BUILD_DIR:-build/bench}
+iters=${ITERS:-20}
+warmup=${WARMUP:-5}
+alpha=""
+bw=""
+col=3
+while getopts "n:o:b:e:f:r:N:x:a:w:Ph" c; do
+	case $c in
+	n) nps=$OPTARG ;;
+	o) ops=$OPTARG ;;
+	b) minb=$OPTARG ;;
+	e) maxb=$OPTARG ;;
+	f) factor=$OPTARG ;;
+	r) reps=$OPTARG ;;
+	N) net=$OPTARG ;;
+	x) from=$OPTARG ;;
+	a) alpha=$OPTARG ;;
+	w) bw=$OPTARG ;;
+	P) col=2 ;;
+	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
+	esac
+done
+if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
+	net=${net:-rxe}
+	[ -d "$from" ] || { echo "sim_validate: no folder $from" >&2; exit 2; }
+	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
+	if [ -z "$alpha" ] && [ -s "$from/p2p.lat" ]; then
+		alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
+			m = $c + 0 } END { print m }' "$from/p2p.lat")
+		echo "alpha $alpha us: smallest $what latency, $from/p2p.lat"
+	fi
+	if [ -z "$bw" ] && [ -s "$from/p2p.bw" ]; then
+		bw=$(awk -v c="$col" '$c != "-" && $c + 0 > m { m = $c + 0 }
+			END { if (m) printf "%.4g", m * 1048576 / 1e9 }' \
+			"$from/p2p.bw")
+		echo "bandwidth $bw GB/s: best $what, $from/p2p.bw"
+	fi
+else
+	net=${net:-shm}
+fi
+
+sim=$build/tools/simulate/hccl_simulate
+if [ ! -x "$sim" ] || [ -z "$from" ]; then
+	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
+		-DOHC_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$build" -j"$(nproc)" >/dev/null
+fi
+tool_of() {
+	case $1 in
+	allreduce) echo all_reduce_test ;;
+	allgather) echo all_gather_test ;;
+	reduce_scatter) echo reduce_scatter_test ;;
+	broadcast) echo broadcast_test ;;
+	reduce) echo reduce_test ;;
+	alltoall) echo alltoall_test ;;
+	scatter) echo scatter_test ;;
+	*) echo "sim_validate: unknown collective $1" >&2; exit 2 ;;
+	esac
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+keep=$build/sim-validate
+
+# best OP NP FILES...: one hccl_test-format file, each size's best time
+best() {
+	local op=$1 np=$2
+	shift 2
+	echo "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
+	awk -F'|' '$1 ~ /^[0-9]+ *$/ { gsub(/ /, "")
+		if (!($1 in us) || $2 + 0 < us[$1] + 0) { us[$1] = $2; r[$1] = $0 } }
+		END { for (b in us) printf "%s | %s | 0 | %s\n", b, us[b], "success" }' \
+		"$@" | sort -n
+}
+
+if [ -z "$from" ]; then
+	minB=$(numfmt --from=iec "$minb")
+	maxB=$(numfmt --from=iec "$maxb")
+	rm -rf "$keep"
+	mkdir -p "$keep"
+	for ((rep = 1; rep <= reps; rep++)); do
+		for np in $nps; do
+			for op in $ops; do
+				echo "== $op -np $np (run $rep of $reps)" >&2
+				timeout 600 "$build/tools/$(tool_of "$op")" -np "$np" \
+					-b "$minB" -e "$maxB" -f "$factor" -d fp32 \
+					-o sum -n "$iters" -w "$warmup" -c 0 \
+					>"$keep/raw.$op.$np.$rep"
+			done
+		done
+	done
+	src=$keep
+else
+	src=$from
+fi
+
+printf '%-15s %5s %10s %-20s %12s %12s %9s\n' op ranks bytes algorithm \
+	measured_us predicted_us pred/meas
+bad=0
+total=0
+for np in $nps; do
+	for op in $ops; do
+		files=("$src/raw.ohc.$op.$np".*)
+		[ -e "${files[0]}" ] || files=("$src/raw.$op.$np".*)
+		[ -e "${files[0]}" ] || continue
+		files=("${files[@]%.err}")
+		mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
+		best "$op" "$np" "${files[@]}" >"$work/best.$op.$np"
+		# bytes algorithm measured_us model_us simulated_us ratio
+		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
+			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
+			>"$work/sim.$op.$np" || true
+		while read -r b alg m p _; do
+			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')
+			flag=$(awk -v r="$r" 'BEGIN { print (r < 0.5 || r > 2) ? "OUTSIDE" : "" }')
+			total=$((total + 1))
+			[ -z "$flag" ] || bad=$((bad + 1))
+			printf '%-15s %5s %10s %-20s %12s %12s %9s %s\n' "$op" "$np" \
+				"$b" "$alg" "$m" "$p" "$r" "$flag"
+		done < <(awk '$1 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/ { print $1, $2, $3, $4 }' \
+			"$work/sim.$op.$np")
+		grep -h '^fitted' "$work/sim.$op.$np" | sed "s/^/  $op np $np: /" >&2 || true
+	done
+done
+echo "$((total - bad)) of $total predictions within [0.5, 2] of the measured" \
+	"time (net $net, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+[ "$bad" = 0 ]
