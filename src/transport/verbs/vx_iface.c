@@ -407,8 +407,11 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
 			req->got_sig = h->sig;
 			ohc_list_del(&req->link);
-			if (h->rdv)
+			if (h->rdv) { /* a desync probe: header only */
 				ohc_vx_rdv_rx_done(vi, e, req);
+				e->arrived[idx] = 0;
+				e->rx_next++;
+			}
 			ohc_req_complete(req, OHC_ERR_DESYNC);
 			n++;
 			break;
