@@ -679,8 +679,9 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		CHECK(bad < 0, "msg %d (%zu bytes): byte %ld wrong", i, len[i],
 		      bad);
 		CHECK(rb[i][len[i]] == 0xee, "msg %d: wrote past the end", i);
-		CHECK(rreq[i].path ==
-			      (i == 9 ? OHC_PATH_STAGED : OHC_PATH_DIRECT),
+		CHECK(rreq[i].path == (i == 9 || len[i] < 64 * KIB
+					       ? OHC_PATH_STAGED
+					       : OHC_PATH_DIRECT),
 		      "msg %d: path %d", i, (int)rreq[i].path);
 		free(sb[i] - i % 3);
 		free(rb[i] - i % 3);
