@@ -611,9 +611,10 @@ static void rdv_env(const char *qps)
 
 /*
  * Sizes around the threshold, misaligned buffers, more messages in
- * flight than rendezvous slots (OHC_VX_RDV_N), a reduction among them
- * (it goes eager, flagged), both directions at once: data right, COPY
- * receives direct (no staging), the reduction staged, no MR left.
+ * flight than rendezvous slots (OHC_VX_RDV_N), reductions among them
+ * (REDUCE goes eager, flagged; REDUCE_TO lands in place, then reduces),
+ * both directions at once: data right, COPY and REDUCE_TO receives
+ * direct (no staging), the REDUCE staged, no MR left.
  */
 #define RDV_MSGS 80
 static int rdv_rank(int rank, int nranks, void *arg)
@@ -629,6 +630,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 	uint8_t *sb[RDV_MSGS], *rb[RDV_MSGS];
 	size_t len[RDV_MSGS];
 	int peer = 1 - rank;
+	uint8_t *zeros = calloc(1, 70 * KIB);
 
 	(void)arg;
 	if (rank_up(c, rank, nranks))
@@ -645,11 +647,17 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		fill(sb[i], len[i], rank, i);
 		memset(rb[i], 0, len[i] + 1);
 		rb[i][len[i]] = 0xee;
+		CHECK(i != 10 || len[i] <= 70 * KIB, "msg 10 too large");
 		req_recv(&rreq[i], rb[i], len[i], (uint64_t)i);
-		if (i == 9) { /* a reduction: rb = 0 + incoming */
+		if (i == 9 || i == 10) { /* reductions: rb = 0 + incoming */
 			rreq[i].kind = OHC_RECV_REDUCE;
 			rreq[i].reduce = add_u8;
 			rreq[i].esize = 1;
+		}
+		if (i == 10) { /* REDUCE_TO: lands in rb, then rb = z + rb */
+			rreq[i].kind = OHC_RECV_REDUCE_TO;
+			rreq[i].src2 = zeros;
+			rb[i][0] = 0x55; /* overwritten by the message */
 		}
 		all[i] = &rreq[i];
 	}
@@ -667,6 +675,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 	for (int i = RDV_MSGS / 2; i < RDV_MSGS; i++)
 		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
 		      "ep_recv %d", i);
+	CHECK(zeros, "calloc");
 	CHECK(drive(c, all, 2 * RDV_MSGS, 120000) == 0, "rdv: timeout");
 	for (int i = 0; i < RDV_MSGS; i++) {
 		long bad;
@@ -686,6 +695,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		free(sb[i] - i % 3);
 		free(rb[i] - i % 3);
 	}
+	free(zeros);
 	CHECK(ohc_vx_mr_cached((struct ohc_verbs_iface *)c->iface) == 0,
 	      "MRs still cached with OPENHCCL_RDMA_MR_CACHE=0");
 	barrier(nranks);

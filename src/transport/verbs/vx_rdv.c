@@ -84,6 +84,22 @@ ohc_status_t ohc_vx_rdv_recv(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	return OHC_OK;
 }
 
+/*
+ * May the message land in the destination itself? COPY: yes. REDUCE_TO
+ * (dst = src2 OP message): yes when dst and src2 do not overlap, the
+ * reduction then runs in place once it landed. REDUCE (dst = dst OP
+ * message) needs the old dst: no, it goes eager.
+ */
+static int lands_direct(const struct ohc_req *req)
+{
+	uintptr_t d = (uintptr_t)req->dst, s2 = (uintptr_t)req->src2;
+
+	if (req->kind == OHC_RECV_COPY)
+		return 1;
+	return req->kind == OHC_RECV_REDUCE_TO && req->esize &&
+	       (d + req->len <= s2 || s2 + req->len <= d);
+}
+
 /* Write the CTS of the next receive(s) that may have one. */
 static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
@@ -106,7 +122,7 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (seq != r->rx_cts || x->req || !room(vi, e, 0))
 			break;
 		memset(x, 0, sizeof(*x));
-		if (req->kind == OHC_RECV_COPY)
+		if (lands_direct(req))
 			x->mr = ohc_vx_mr_get(vi, req->dst, req->len, 1, &zc);
 		x->req = req;
 		x->zc = zc;
@@ -302,6 +318,9 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 	if (++x->seen < ((imm >> 16) & 0x3fff))
 		return;
+	if (req->kind == OHC_RECV_REDUCE_TO)
+		req->reduce(req->dst, req->src2, req->dst,
+			    req->len / req->esize);
 	req->done = req->len;
 	req->path = x->zc ? OHC_PATH_ZC : OHC_PATH_DIRECT;
 	ohc_list_del(&req->link);

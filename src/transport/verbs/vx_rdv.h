@@ -14,8 +14,9 @@
  * control array, entry k mod N (RDMA WRITE_WITH_IMM on QP 0, immediate
  * OHC_VX_IMM_RDV | OHC_VX_IMM_CTS | k mod N). The CTS carries the
  * receive's signature and length and either the destination (address,
- * rkey: a plain COPY receive whose buffer could be registered) or
- * "eager" (reductions, registration failed).
+ * rkey: a COPY receive, or a REDUCE_TO whose operand does not overlap
+ * the destination, and whose buffer could be registered) or "eager"
+ * (REDUCE, registration failed).
  * The sender numbers its large sends the same way and matches the k-th
  * with CTS k:
  *  - direct: it compares the signatures, then writes the message in up
