@@ -103,7 +103,7 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_RDMA_SLOT_KB", "64",
 	      "KiB per RDMA slot (largest fragment, 64-byte header included)",
 	      rdma_slot_kb, 4, 16384),
-	INT_F("OPENHCCL_RDMA_RNDV_KB", "64",
+	INT_F("OPENHCCL_RDMA_RNDV_KB", "256",
 	      "messages of this many KiB and more go by rendezvous: RDMA "
 	      "writes straight into the receiver's buffer (0: never)",
 	      rdma_rndv_kb, 0, 1048576),
