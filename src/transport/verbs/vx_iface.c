@@ -61,7 +61,7 @@ struct vx_hdr {
 	uint64_t off; /* of this fragment in the message */
 	uint32_t frag_len;
 	uint32_t freed; /* sender's count of slots it freed (mod 2^32) */
-	uint64_t rdv;	/* 0, or VX_HDR_RDV | number: a rendezvous's message */
+	uint64_t rdv;	/* 0, or 1 << 63 | number: a rendezvous's message */
 };
 
 _Static_assert(sizeof(struct vx_hdr) == OHC_VX_HDR, "header is 64 bytes");
