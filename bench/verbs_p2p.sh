@@ -7,7 +7,10 @@
 # emulation, so only the ratio means anything.
 # usage: bench/verbs_p2p.sh [BUILD_DIR=build/bench-verbs]
 #   BYTES_PER_SIZE (default 32 MiB) bytes moved per size and run;
-#   REPS (default 2) alternating runs per tool, the best one counts.
+#   REPS (default 2) alternating runs per tool, the best one counts;
+#   VARIANTS (default below) the HcclSend/Recv configurations compared,
+#     space-separated NAME[:VAR=VAL[,VAR=VAL...]]: "eager" is the slot
+#     path alone (what every size used before the rendezvous).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -21,6 +24,7 @@ if [ -z "${OHC_VM_MODE:-}" ] && ! ls /sys/class/infiniband/* >/dev/null 2>&1; th
 	build=$(cd "$build" && pwd)
 	exec ci/soft-roce/run-vm.sh --rw "$build" --timeout 1500 -- \
 		env BYTES_PER_SIZE="$per" REPS="${REPS:-2}" \
+		${VARIANTS:+VARIANTS="$VARIANTS"} \
 		bash bench/verbs_p2p.sh "$build"
 fi
 
@@ -30,7 +34,11 @@ ip=${OHC_VM_IP:-127.0.0.1}
 bench=$build/bench/ohc_verbs_p2p_bench
 [ -x "$bench" ] || { echo "no $bench: build it first" >&2; exit 2; }
 
-printf '%-9s %-6s %14s %14s %7s\n' bytes iters ib_write_bw HcclSend/Recv ratio
+variants=${VARIANTS:-"eager:OPENHCCL_RDMA_RNDV_KB=0 rdv rdv+cache:OPENHCCL_RDMA_MR_CACHE=8 rdv+cache+4qp:OPENHCCL_RDMA_MR_CACHE=8,HCCL_RDMA_QPS_PER_CONNECTION=4"}
+read -r -a vlist <<<"$variants"
+hdr=$(printf '%-9s %-6s %11s' bytes iters ib_write_bw)
+for v in "${vlist[@]}"; do hdr+=$(printf ' %20s' "${v%%:*}"); done
+echo "$hdr"
 # The machines are shared and TCG is noisy: each tool runs REPS times,
 # alternating, and the best run of each counts.
 reps=${REPS:-2}
@@ -42,23 +50,34 @@ ib_run() {
 		awk -v s="$1" '$1 == s { print $4 }'
 	wait "$srv" || true
 }
-ohc_run() {
-	HCCL_INTRA_ROCE_ENABLE=1 "$bench" "$1" "$1" "$2" 3 |
-		awk -v s="$1" '$1 == s { print $3 }'
+ohc_run() { # VARIANT_ENV SIZE ITERS
+	local envs=()
+	[ -n "$1" ] && IFS=, read -r -a envs <<<"$1"
+	env "${envs[@]}" HCCL_INTRA_ROCE_ENABLE=1 "$bench" "$2" "$2" "$3" 3 |
+		awk -v s="$2" '$1 == s { print $3 }'
 }
 best() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { print (a > b ? a : b) }'; }
 for ((s = 64 << 10; s <= 4 << 20; s *= 2)); do
 	n=$((per / s))
 	[ "$n" -ge 8 ] || n=8
 	ib=0
-	ohc=0
+	declare -A got=()
 	for ((r = 0; r < reps; r++)); do
 		ib=$(best "$ib" "$(ib_run "$s" "$n")")
-		ohc=$(best "$ohc" "$(ohc_run "$s" "$n")")
+		for v in "${vlist[@]}"; do
+			e=""
+			[[ "$v" == *:* ]] && e=${v#*:}
+			got[$v]=$(best "${got[$v]:-0}" "$(ohc_run "$e" "$s" "$n")")
+		done
 	done
-	ratio=$(awk -v a="$ohc" -v b="$ib" \
-		'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-	printf '%-9s %-6s %14s %14s %7s\n' "$s" "$n" "$ib" "$ohc" "$ratio"
+	line=$(printf '%-9s %-6s %11s' "$s" "$n" "$ib")
+	for v in "${vlist[@]}"; do
+		cell=$(awk -v a="${got[$v]}" -v b="$ib" \
+			'BEGIN { if (b > 0) printf "%.1f (%.2fx)", a, a / b; else printf "%.1f", a }')
+		line+=$(printf ' %20s' "$cell")
+	done
+	echo "$line"
+	unset got
 done
 echo "(MB/s, MB = 2^20 bytes, best of $reps; ib_write_bw 'BW average';"
-echo " ratio = HcclSend/Recv / ib_write_bw)"
+echo " (Nx) = that HcclSend/Recv variant / ib_write_bw)"

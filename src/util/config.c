@@ -103,6 +103,15 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_RDMA_SLOT_KB", "64",
 	      "KiB per RDMA slot (largest fragment, 64-byte header included)",
 	      rdma_slot_kb, 4, 16384),
+	INT_F("OPENHCCL_RDMA_RNDV_KB", "256",
+	      "messages of this many KiB and more go by rendezvous: RDMA "
+	      "writes straight into the receiver's buffer (0: never)",
+	      rdma_rndv_kb, 0, 1048576),
+	INT_F("OPENHCCL_RDMA_MR_CACHE", "0",
+	      "unused user-buffer registrations kept for reuse (0: released "
+	      "when the message completes; keep only if buffers are never "
+	      "freed while cached)",
+	      rdma_mr_cache, 0, 4096),
 	STR_F("OPENHCCL_HOSTID",
 	      "overrides the host identity (boot id + hostname) used to find "
 	      "same-host peers",

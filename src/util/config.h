@@ -49,6 +49,8 @@ struct ohc_env {
 	int64_t rdma_gid_index;       /* OPENHCCL_RDMA_GID_INDEX, -1 = auto */
 	int64_t rdma_slots;           /* OPENHCCL_RDMA_SLOTS */
 	int64_t rdma_slot_kb;         /* OPENHCCL_RDMA_SLOT_KB */
+	int64_t rdma_rndv_kb;         /* OPENHCCL_RDMA_RNDV_KB */
+	int64_t rdma_mr_cache;        /* OPENHCCL_RDMA_MR_CACHE */
 	/* OpenHCCL's own */
 	char hostid[256];             /* OPENHCCL_HOSTID */
 	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */

@@ -188,6 +188,7 @@ static int rank_down(struct rctx *c)
 	}
 	CHECK(ohc_test_count_fds() == c->fds_before, "fd leak: %d -> %d",
 	      c->fds_before, ohc_test_count_fds());
+	CHECK(ohc_vx_mr_live() == 0, "MR leak: %ld left", ohc_vx_mr_live());
 #ifdef __SANITIZE_ADDRESS__
 	CHECK(__lsan_do_recoverable_leak_check() == 0, "memory leaked");
 #endif
@@ -586,4 +587,271 @@ Test(verbs, injected_failure_during_connect)
 	NEED_RDMA();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, fault_rank, NULL, 60), 0);
+}
+
+/* ---- rendezvous ---------------------------------------------------- */
+
+static void add_u8(void *dst, const void *a, const void *b, size_t count)
+{
+	uint8_t *d = dst;
+	const uint8_t *x = a, *y = b;
+
+	for (size_t i = 0; i < count; i++)
+		d[i] = (uint8_t)(x[i] + y[i]);
+}
+
+static void rdv_env(const char *qps)
+{
+	unsetenv("OPENHCCL_RDMA_SLOTS");
+	unsetenv("OPENHCCL_RDMA_SLOT_KB");
+	setenv("OPENHCCL_RDMA_RNDV_KB", "64", 1);
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", qps, 1);
+	ohc_env_reload();
+}
+
+/*
+ * Sizes around the threshold, misaligned buffers, more messages in
+ * flight than rendezvous slots (OHC_VX_RDV_N), reductions among them
+ * (REDUCE goes eager, flagged; REDUCE_TO lands in place, then reduces),
+ * both directions at once: data right, COPY and REDUCE_TO receives
+ * direct (no staging), the REDUCE staged, no MR left.
+ */
+#define RDV_MSGS 80
+static int rdv_rank(int rank, int nranks, void *arg)
+{
+	static const size_t sizes[] = {
+		64 * KIB - 1,  64 * KIB,     64 * KIB + 1, 64 * KIB + 63,
+		128 * KIB + 5, 1 * MIB + 17, 4 * MIB,
+	};
+	enum { NS = sizeof(sizes) / sizeof(sizes[0]) };
+	struct rctx cc, *c = &cc;
+	static struct ohc_req sreq[RDV_MSGS], rreq[RDV_MSGS];
+	struct ohc_req *all[2 * RDV_MSGS];
+	uint8_t *sb[RDV_MSGS], *rb[RDV_MSGS];
+	size_t len[RDV_MSGS];
+	int peer = 1 - rank;
+	uint8_t *zeros = calloc(1, 70 * KIB);
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int i = 0; i < RDV_MSGS; i++) {
+		int mis = i % 3; /* 0, 1, 2 bytes off alignment */
+
+		len[i] = i < NS ? sizes[i] : 64 * KIB + (size_t)(i * 131);
+		sb[i] = malloc(len[i] + 8);
+		rb[i] = malloc(len[i] + 8);
+		CHECK(sb[i] && rb[i], "malloc");
+		sb[i] += mis;
+		rb[i] += mis;
+		fill(sb[i], len[i], rank, i);
+		memset(rb[i], 0, len[i] + 1);
+		rb[i][len[i]] = 0xee;
+		CHECK(i != 10 || len[i] <= 70 * KIB, "msg 10 too large");
+		req_recv(&rreq[i], rb[i], len[i], (uint64_t)i);
+		if (i == 9 || i == 10) { /* reductions: rb = 0 + incoming */
+			rreq[i].kind = OHC_RECV_REDUCE;
+			rreq[i].reduce = add_u8;
+			rreq[i].esize = 1;
+		}
+		if (i == 10) { /* REDUCE_TO: lands in rb, then rb = z + rb */
+			rreq[i].kind = OHC_RECV_REDUCE_TO;
+			rreq[i].src2 = zeros;
+			rb[i][0] = 0x55; /* overwritten by the message */
+		}
+		all[i] = &rreq[i];
+	}
+	/* half the receives before, half after the sends */
+	for (int i = 0; i < RDV_MSGS / 2; i++)
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
+		      "ep_recv %d", i);
+	for (int i = 0; i < RDV_MSGS; i++) {
+		req_send(&sreq[i], sb[i], len[i], (uint64_t)i);
+		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
+		      "ep_send %d", i);
+		all[RDV_MSGS + i] = &sreq[i];
+	}
+	c->ops->iface_progress(c->iface);
+	for (int i = RDV_MSGS / 2; i < RDV_MSGS; i++)
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
+		      "ep_recv %d", i);
+	CHECK(zeros, "calloc");
+	CHECK(drive(c, all, 2 * RDV_MSGS, 120000) == 0, "rdv: timeout");
+	for (int i = 0; i < RDV_MSGS; i++) {
+		long bad;
+
+		CHECK(sreq[i].status == OHC_OK && rreq[i].status == OHC_OK,
+		      "msg %d (%zu bytes): send %s, recv %s", i, len[i],
+		      ohc_status_str(sreq[i].status),
+		      ohc_status_str(rreq[i].status));
+		bad = verify(rb[i], len[i], peer, i);
+		CHECK(bad < 0, "msg %d (%zu bytes): byte %ld wrong", i, len[i],
+		      bad);
+		CHECK(rb[i][len[i]] == 0xee, "msg %d: wrote past the end", i);
+		CHECK(rreq[i].path == (i == 9 || len[i] < 64 * KIB
+					       ? OHC_PATH_STAGED
+					       : OHC_PATH_DIRECT),
+		      "msg %d: path %d", i, (int)rreq[i].path);
+		free(sb[i] - i % 3);
+		free(rb[i] - i % 3);
+	}
+	free(zeros);
+	CHECK(ohc_vx_mr_cached((struct ohc_verbs_iface *)c->iface) == 0,
+	      "MRs still cached with OPENHCCL_RDMA_MR_CACHE=0");
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, rendezvous_sizes_misaligned_many_in_flight)
+{
+	NEED_RDMA();
+	rdv_env("3");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, rdv_rank, NULL, 280), 0);
+}
+
+Test(verbs, rendezvous_one_qp)
+{
+	NEED_RDMA();
+	rdv_env("1");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, rdv_rank, NULL, 280), 0);
+}
+
+/*
+ * Cancel and fini while rendezvous are pending. Ranks 0 and 1 post large
+ * receives from each other (their CTS went, their buffers are
+ * registered) but never send; rank 2's large sends to rank 0 wait for a
+ * CTS that never comes. Rank 0 finalizes its ep, rank 1 cancels, rank 2
+ * finalizes: every request fails and no registration is left.
+ */
+static int rdv_cancel_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	struct ohc_req q[3];
+	uint8_t *buf;
+	int peer = rank == 0 ? 1 : 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	buf = malloc(3 * 256 * KIB);
+	CHECK(buf, "malloc");
+	vi = (struct ohc_verbs_iface *)c->iface;
+	for (int i = 0; i < 3; i++) {
+		if (rank < 2) {
+			req_recv(&q[i], buf + i * 256 * KIB, 256 * KIB,
+				 (uint64_t)i);
+			CHECK(c->ops->ep_recv(c->eps[peer], &q[i]) == OHC_OK,
+			      "recv");
+		} else {
+			req_send(&q[i], buf + i * 256 * KIB, 256 * KIB,
+				 (uint64_t)i);
+			CHECK(c->ops->ep_send(c->eps[peer], &q[i]) == OHC_OK,
+			      "send");
+		}
+	}
+	for (int k = 0; k < 20; k++) {
+		c->ops->iface_progress(c->iface);
+		usleep(5000);
+	}
+	barrier(nranks);
+	for (int i = 0; i < 3; i++)
+		CHECK(q[i].status == OHC_INPROGRESS, "req %d finished: %s", i,
+		      ohc_status_str(q[i].status));
+	CHECK(ohc_vx_mr_cached(vi) == (rank < 2 ? 3u : 0u),
+	      "%u MRs cached before", ohc_vx_mr_cached(vi));
+	if (rank == 1) {
+		c->ops->ep_cancel(c->eps[peer], OHC_ERR_CANCELED);
+		CHECK(ohc_vx_mr_cached(vi) == 0, "cancel left %u MRs",
+		      ohc_vx_mr_cached(vi));
+	}
+	barrier(nranks);
+	c->ops->ep_fini(c->eps[peer]);
+	for (int i = 0; i < 3; i++)
+		CHECK(q[i].status == OHC_ERR_CANCELED, "req %d: %s", i,
+		      ohc_status_str(q[i].status));
+	CHECK(ohc_vx_mr_cached(vi) == 0, "fini left %u MRs",
+	      ohc_vx_mr_cached(vi));
+	free(c->eps[peer]);
+	c->eps[peer] = NULL;
+	free(buf);
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, rendezvous_cancel_and_fini_leave_no_mr)
+{
+	NEED_RDMA();
+	rdv_env("2");
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(3, rdv_cancel_rank, NULL, 120), 0);
+}
+
+/*
+ * Signatures on the rendezvous path: a large message whose signature
+ * differs fails with OHC_ERR_DESYNC on both sides, and the receiver sees
+ * the sender's signature; a large COPY into memory registered by mem_reg
+ * (exported memory) arrives zero-copy, and mem_dereg releases the MR.
+ */
+static int rdv_sig_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_req a, b, *all[2] = {&a, &b};
+	size_t len = 512 * KIB;
+	uint8_t *buf = aligned_alloc(4096, 2 * len);
+	int peer = 1 - rank;
+	void *h = NULL;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(buf, "malloc");
+	if (rank == 0) {
+		req_recv(&a, buf, len, 7);
+		CHECK(c->ops->mem_reg(c->iface, buf + len, len, NULL, &h) ==
+			      OHC_OK,
+		      "mem_reg");
+		req_recv(&b, buf + len, len, 8);
+		c->ops->ep_recv(c->eps[peer], &a);
+		c->ops->ep_recv(c->eps[peer], &b);
+	} else {
+		fill(buf, 2 * len, rank, 0);
+		req_send(&a, buf, len, 99); /* the receiver expects 7 */
+		req_send(&b, buf + len, len, 8);
+		c->ops->ep_send(c->eps[peer], &a);
+		c->ops->ep_send(c->eps[peer], &b);
+	}
+	CHECK(drive(c, all, 2, 60000) == 0, "timeout");
+	CHECK(a.status == OHC_ERR_DESYNC, "mismatch gave %s",
+	      ohc_status_str(a.status));
+	CHECK(a.got_sig.seq == (rank == 0 ? 99u : 7u),
+	      "got the peer's signature seq %llu",
+	      (unsigned long long)a.got_sig.seq);
+	CHECK(b.status == OHC_OK, "after the mismatch: %s",
+	      ohc_status_str(b.status));
+	if (rank == 0) {
+		uint8_t *ref = malloc(2 * len);
+
+		fill(ref, 2 * len, peer, 0);
+		CHECK(!memcmp(buf + len, ref + len, len), "zc data wrong");
+		free(ref);
+		CHECK(b.path == OHC_PATH_ZC, "path %d, want zc", (int)b.path);
+		CHECK(ohc_vx_mr_live() >= 1, "mem_reg's MR");
+		c->ops->mem_dereg(c->iface, h);
+	}
+	barrier(nranks);
+	free(buf);
+	return rank_down(c);
+}
+
+Test(verbs, rendezvous_desync_and_exported_memory)
+{
+	NEED_RDMA();
+	rdv_env("2");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, rdv_sig_rank, NULL, 120), 0);
 }

@@ -18,6 +18,9 @@
  * sleeps. So nothing overruns, and every receive WR the peer consumes was
  * pre-posted.
  *
+ * Messages of OPENHCCL_RDMA_RNDV_KB and more go by rendezvous instead,
+ * straight between the user buffers: see vx_rdv.h.
+ *
  * Connection setup exchanges QP numbers, ring addresses and rkeys over a
  * TCP socket per pair (the listener's address is in the iface blob); the
  * socket stays open as a liveness probe: EOF means the peer process is
@@ -28,6 +31,7 @@
 #include <sys/socket.h>
 
 #include "transport/transport.h"
+#include "transport/verbs/vx_rdv.h"
 #include "transport/verbs/vx_wrap.h"
 #include "util/list.h"
 
@@ -46,6 +50,7 @@ struct vx_blob {
 	uint8_t addr[16]; /* listener address */
 	uint8_t gid[16];
 	uint32_t nqps, slots, slot_bytes;
+	uint32_t rndv_bytes; /* rendezvous threshold (0: off) */
 };
 
 _Static_assert(sizeof(struct vx_blob) <= OHC_ADDR_MAX, "blob fits");
@@ -83,6 +88,8 @@ struct ohc_verbs_iface {
 	uint32_t nqps, slots, slot_bytes, sq_depth, rq_depth;
 	uint32_t timeout, retry_cnt, tc, sl;
 	uint32_t max_inline; /* bytes a send may inline (all QPs) */
+	uint32_t rndv_bytes; /* messages this large go by rendezvous */
+	struct vx_mr_cache mrc;
 	/* waiting */
 	int wake_fd;
 	int armed;	  /* CQ notification requested, not yet delivered */
@@ -100,8 +107,9 @@ struct ohc_verbs_ep {
 	int sock;
 	uint32_t nqps;
 	struct ohc_vx_qp qps[OHC_VX_MAX_QPS];
-	char *ring, *stage; /* receive slots, send staging (mmap) */
-	size_t ring_len;
+	char *ring, *stage;	  /* receive slots, send staging (mmap) */
+	char *ctrl_in, *ctrl_out; /* rendezvous CTS entries (after each) */
+	size_t ring_len, map_len;
 	struct ibv_mr *ring_mr, *stage_mr;
 	struct ibv_send_wr *wrs;  /* slots + 1 */
 	struct ibv_sge *sges;	  /* 2 * slots */
@@ -116,6 +124,7 @@ struct ohc_verbs_ep {
 	uint8_t *arrived; /* per slot: data landed */
 	uint64_t rx_next; /* fragments consumed */
 	uint64_t rx_reported;
+	struct vx_rdv rdv;
 	/* state */
 	int connected;
 	ohc_status_t broken; /* OHC_OK, or why the ep is unusable */
@@ -126,6 +135,9 @@ struct ohc_verbs_ep {
 ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 			     const char *ip_origin, const char *dev_name,
 			     int gid_index);
+
+/* Fail the ep (vx_iface.c): log once naming the peer, QP qpi and why. */
+void ohc_vx_ep_fail(struct ohc_verbs_ep *e, uint32_t qpi, const char *why);
 
 /* Test seam: force the ep's QPs into the error state (as a fatal QP error
  * would); the next progress sees the flushed completions. */

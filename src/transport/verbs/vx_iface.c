@@ -26,13 +26,14 @@
 
 #define VX_BLOB_MAGIC 0x4f484356u /* "OHCV" */
 #define VX_CONN_MAGIC 0x4f484343u /* "OHCC" */
-#define VX_VERSION 1u
+#define VX_VERSION 2u
 #define VX_MAX_INLINE 256u
 #define VX_POLL_BATCH 32
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
 
-/* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered */
-enum { WR_SEND = 1, WR_RECV = 2 };
+/* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered;
+ * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
+enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3 };
 
 static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
 		      uint32_t covered)
@@ -60,7 +61,7 @@ struct vx_hdr {
 	uint64_t off; /* of this fragment in the message */
 	uint32_t frag_len;
 	uint32_t freed; /* sender's count of slots it freed (mod 2^32) */
-	uint64_t pad;
+	uint64_t rdv;	/* 0, or 1 << 63 | number: a rendezvous's message */
 };
 
 _Static_assert(sizeof(struct vx_hdr) == OHC_VX_HDR, "header is 64 bytes");
@@ -109,7 +110,8 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	if (e->broken)
 		return;
 	e->broken = OHC_ERR_REMOTE;
-	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq))
+	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq) ||
+	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq))
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: RDMA connection to rank %u failed: QP %u: "
 			  "%s",
@@ -122,11 +124,17 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	fail_queue(&e->sendq, OHC_ERR_REMOTE);
 	fail_queue(&e->recvq, OHC_ERR_REMOTE);
 	ep_stop(e);
+	ohc_vx_rdv_fail(vx_iface(iface), e, OHC_ERR_REMOTE);
 }
 
 static uint32_t ep_qpn(const struct ohc_verbs_ep *e, uint32_t qpi)
 {
 	return qpi < e->nqps && e->qps[qpi].qp ? e->qps[qpi].qp->qp_num : 0;
+}
+
+void ohc_vx_ep_fail(struct ohc_verbs_ep *e, uint32_t qpi, const char *why)
+{
+	ep_fail(e, ep_qpn(e, qpi), why);
 }
 
 /* ---- async events -------------------------------------------------- */
@@ -273,6 +281,7 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		h->off = req->done;
 		h->frag_len = (uint32_t)frag;
 		h->freed = rx_freed32(e);
+		h->rdv = (uint64_t)(uintptr_t)req->tp_priv;
 		memset(wr, 0, sizeof(*wr));
 		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr->imm_data = htonl(idx);
@@ -370,7 +379,7 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	unsigned n = 0;
 
-	while (!e->broken && !ohc_list_empty(&e->recvq)) {
+	while (!e->broken) {
 		uint32_t idx = (uint32_t)(e->rx_next % vi->slots);
 		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
 		const struct vx_hdr *h = (const struct vx_hdr *)slot;
@@ -378,7 +387,19 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 		if (!e->arrived[idx])
 			break;
-		req = ohc_container_of(e->recvq.next, struct ohc_req, link);
+		if (h->rdv) { /* a rendezvous's message: its own receive */
+			req = ohc_vx_rdv_route(e, h->rdv);
+			if (!req) {
+				ep_fail(e, ep_qpn(e, 0),
+					"protocol error: unknown rendezvous");
+				break;
+			}
+		} else if (!ohc_list_empty(&e->recvq)) {
+			req = ohc_container_of(e->recvq.next, struct ohc_req,
+					       link);
+		} else {
+			break;
+		}
 		if (h->off != req->done || h->frag_len > req->len - req->done ||
 		    h->frag_len > vi->slot_bytes - OHC_VX_HDR ||
 		    (req->done == 0 &&
@@ -386,6 +407,11 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
 			req->got_sig = h->sig;
 			ohc_list_del(&req->link);
+			if (h->rdv) { /* a desync probe: header only */
+				ohc_vx_rdv_rx_done(vi, e, req);
+				e->arrived[idx] = 0;
+				e->rx_next++;
+			}
 			ohc_req_complete(req, OHC_ERR_DESYNC);
 			n++;
 			break;
@@ -398,6 +424,8 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		n++;
 		if (req->done == req->len) {
 			ohc_list_del(&req->link);
+			if (h->rdv)
+				ohc_vx_rdv_rx_done(vi, e, req);
 			ohc_req_complete(req, OHC_OK);
 		}
 	}
@@ -417,10 +445,12 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 		peer < vi->super.nranks ? vi->by_peer[peer] : NULL;
 	struct ohc_vx_qp *q;
 
-	if (!e || qpi >= e->nqps || (kind != WR_SEND && kind != WR_RECV))
+	if (!e || qpi >= e->nqps || kind < WR_SEND || kind > WR_RDV)
 		return; /* a finalized ep's leftovers */
 	q = &e->qps[qpi];
-	if (kind == WR_SEND)
+	if (kind == WR_RDV)
+		covered &= 0xfff;
+	if (kind != WR_RECV)
 		q->sq_inflight -= OHC_MIN(covered, q->sq_inflight);
 	else if (q->rq_posted)
 		q->rq_posted--;
@@ -431,16 +461,22 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 			 "%s (%s completion, vendor error "
 			 "0x%x)",
 			 ohc_vx_wc_status_str(wc->status),
-			 kind == WR_SEND ? "send" : "receive", wc->vendor_err);
+			 kind != WR_RECV ? "send" : "receive", wc->vendor_err);
 		ep_fail(e, wc->qp_num, why);
 		return;
 	}
+	if (kind == WR_RDV && !e->broken)
+		ohc_vx_rdv_acked(e, ((uint32_t)wc->wr_id >> 12) & 0xff);
 	if (kind != WR_RECV || e->broken)
 		return;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		uint32_t idx = ntohl(wc->imm_data);
 		const struct vx_hdr *h;
 
+		if (idx & OHC_VX_IMM_RDV) {
+			ohc_vx_rdv_imm(vi, e, idx);
+			return;
+		}
 		if (idx >= vi->slots) {
 			ep_fail(e, wc->qp_num, "protocol error: bad slot");
 			return;
@@ -477,7 +513,7 @@ static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	for (uint32_t i = 0; i < e->nqps && !e->broken; i++) {
 		int rc;
 
-		if (e->qps[i].rq_posted >= 2 * vi->slots)
+		if (e->qps[i].rq_posted + 8 >= vi->rq_depth)
 			continue;
 		rc = post_recvs(vi, e, i);
 		if (rc) {
@@ -502,6 +538,7 @@ static unsigned vx_iface_progress(struct ohc_iface *iface)
 			continue;
 		ep_refill(vi, e);
 		n += ep_deliver(vi, e);
+		n += ohc_vx_rdv_progress(vi, e);
 		n += ep_push(vi, e);
 	}
 	return n;
@@ -517,6 +554,9 @@ static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 		return e->broken;
 	req->status = OHC_INPROGRESS;
 	req->done = 0;
+	req->tp_priv = NULL;
+	if (ohc_vx_rdv_large(vx_iface(ep->iface), req->len))
+		return ohc_vx_rdv_send(vx_iface(ep->iface), e, req);
 	ohc_list_add_tail(&e->sendq, &req->link);
 	ep_push(vx_iface(ep->iface), e);
 	return OHC_OK;
@@ -530,6 +570,10 @@ static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
 		return e->broken;
 	req->status = OHC_INPROGRESS;
 	req->done = 0;
+	req->tp_priv = NULL;
+	req->path = OHC_PATH_STAGED;
+	if (ohc_vx_rdv_large(vx_iface(ep->iface), req->len))
+		return ohc_vx_rdv_recv(vx_iface(ep->iface), e, req);
 	ohc_list_add_tail(&e->recvq, &req->link);
 	ep_deliver(vx_iface(ep->iface), e);
 	return OHC_OK;
@@ -627,6 +671,7 @@ static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 		e->broken = status < 0 ? status : OHC_ERR_CANCELED;
 		ep_stop(e);
 	}
+	ohc_vx_rdv_fail(vx_iface(ep->iface), e, status);
 }
 
 int ohc_verbs_ep_inject_qp_error(struct ohc_ep *ep)
@@ -690,6 +735,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 		close(vi->listen_fd);
 	if (vi->wake_fd >= 0)
 		close(vi->wake_fd);
+	ohc_vx_mr_cache_fini(vi);
 	if (vi->cq) {
 		if (vi->armed && ohc_vx_get_cq_event(vi->ch) == 0)
 			vi->unacked++;
@@ -725,13 +771,16 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	vi->slots = (uint32_t)env->rdma_slots;
 	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024;
 	vi->max_inline = VX_MAX_INLINE;
-	vi->sq_depth = vi->slots + 16;
+	vi->rndv_bytes = (uint32_t)env->rdma_rndv_kb * 1024;
+	vi->sq_depth = vi->slots + OHC_VX_RDV_N + 16;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data
-	 * fragments (its credits) and `slots` credit messages (one per slot of
-	 * ours it consumed): keep that many receives posted at all times.
+	 * fragments (its credits), `slots` credit messages (one per slot of
+	 * ours it consumed) and per rendezvous in flight (at most
+	 * OHC_VX_RDV_N each way) a CTS or a stripe: keep that many receives
+	 * posted at all times.
 	 */
-	vi->rq_depth = 2 * vi->slots + 16;
+	vi->rq_depth = 2 * vi->slots + 2 * OHC_VX_RDV_N + 16;
 	vi->timeout = (uint32_t)env->rdma_timeout;
 	vi->retry_cnt = (uint32_t)env->rdma_retry_cnt;
 	vi->tc = params->rdma_tc;
@@ -764,6 +813,8 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 		goto err_close;
 	}
 	vi->pd = ohc_vx_alloc_pd(vi->ctx);
+	if (vi->pd)
+		ohc_vx_mr_cache_init(vi);
 	if (!vi->pd) {
 		OHC_ERROR(OHC_SS_VERBS, "rank %u: ibv_alloc_pd on %s: %s",
 			  iface->rank, vi->dev_name, strerror(errno));
@@ -819,6 +870,7 @@ static ohc_status_t vx_iface_address(struct ohc_iface *iface, void *blob,
 	b.nqps = vi->nqps;
 	b.slots = vi->slots;
 	b.slot_bytes = vi->slot_bytes;
+	b.rndv_bytes = vi->rndv_bytes;
 	memcpy(blob, &b, sizeof(b));
 	*len_p = sizeof(b);
 	return OHC_OK;
@@ -857,6 +909,14 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 			  iface->rank, peer);
 		return OHC_ERR_INVALID;
 	}
+	if (b.rndv_bytes != vi->rndv_bytes) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: rank %u sends by rendezvous from %u bytes, "
+			  "we from %u (set OPENHCCL_RDMA_RNDV_KB alike on all "
+			  "ranks)",
+			  iface->rank, peer, b.rndv_bytes, vi->rndv_bytes);
+		return OHC_ERR_INVALID;
+	}
 	if (b.nqps != vi->nqps || b.slots != vi->slots ||
 	    b.slot_bytes != vi->slot_bytes) {
 		OHC_ERROR(OHC_SS_VERBS,
@@ -873,6 +933,8 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	e->nqps = vi->nqps;
 	ohc_list_init(&e->sendq);
 	ohc_list_init(&e->recvq);
+	ohc_list_init(&e->rdv.txq);
+	ohc_list_init(&e->rdv.rxq);
 	vi->by_peer[peer] = e;
 	return OHC_OK;
 }
@@ -919,19 +981,20 @@ static void vx_ep_fini(struct ohc_ep *ep)
 			ohc_vx_destroy_qp(e->qps[i].qp);
 		e->qps[i].qp = NULL;
 	}
+	ohc_vx_rdv_fail(vi, e, OHC_ERR_CANCELED);
 	if (e->ring_mr)
 		ohc_vx_dereg_mr(e->ring_mr);
 	if (e->stage_mr)
 		ohc_vx_dereg_mr(e->stage_mr);
 	if (e->ring)
-		munmap(e->ring, 2 * e->ring_len);
+		munmap(e->ring, e->map_len);
 	if (e->sock >= 0)
 		close(e->sock);
 	free(e->wrs);
 	free(e->sges);
 	free(e->rwrs);
 	free(e->arrived);
-	e->ring = e->stage = NULL;
+	e->ring = e->stage = e->ctrl_in = e->ctrl_out = NULL;
 	e->ring_mr = e->stage_mr = NULL;
 	e->wrs = NULL;
 	e->sges = NULL;
@@ -948,6 +1011,7 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	uint32_t rank = vi->super.rank, peer = e->super.peer;
 	size_t len = (size_t)vi->slots * vi->slot_bytes;
+	size_t ctrl = (size_t)OHC_VX_RDV_N * OHC_VX_CTS_BYTES;
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	uint32_t psn;
 
@@ -957,17 +1021,21 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->arrived = calloc(vi->slots, 1);
 	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived)
 		return OHC_ERR_NO_MEMORY;
-	e->ring = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+	/* ring | CTS in | staging | CTS out */
+	e->map_len = 2 * (len + ctrl);
+	e->ring = mmap(NULL, e->map_len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (e->ring == MAP_FAILED) {
 		e->ring = NULL;
 		return OHC_ERR_NO_MEMORY;
 	}
 	e->ring_len = len;
-	e->stage = e->ring + len;
-	e->ring_mr = ohc_vx_reg_mr(vi->pd, e->ring, len, access);
+	e->ctrl_in = e->ring + len;
+	e->stage = e->ctrl_in + ctrl;
+	e->ctrl_out = e->stage + len;
+	e->ring_mr = ohc_vx_reg_mr(vi->pd, e->ring, len + ctrl, access);
 	if (e->ring_mr)
-		e->stage_mr = ohc_vx_reg_mr(vi->pd, e->stage, len,
+		e->stage_mr = ohc_vx_reg_mr(vi->pd, e->stage, len + ctrl,
 					    IBV_ACCESS_LOCAL_WRITE);
 	if (!e->ring_mr || !e->stage_mr) {
 		OHC_ERROR(OHC_SS_VERBS,
@@ -1342,4 +1410,6 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.iface_wake = vx_iface_wake,
 	.ep_check = vx_ep_check,
 	.ep_cancel = vx_ep_cancel,
+	.mem_reg = ohc_vx_mem_reg,
+	.mem_dereg = ohc_vx_mem_dereg,
 };

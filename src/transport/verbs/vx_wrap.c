@@ -167,6 +167,8 @@ int ohc_vx_dealloc_pd(struct ibv_pd *pd)
 	return ibv_dealloc_pd(pd);
 }
 
+static long live_mrs; /* registered, not yet deregistered */
+
 struct ibv_mr *ohc_vx_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			     int access)
 {
@@ -180,12 +182,23 @@ struct ibv_mr *ohc_vx_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	mr = ibv_reg_mr(pd, addr, len, access);
 	if (!mr)
 		log_fail("ibv_reg_mr", errno);
+	else
+		__atomic_add_fetch(&live_mrs, 1, __ATOMIC_RELAXED);
 	return mr;
 }
 
 int ohc_vx_dereg_mr(struct ibv_mr *mr)
 {
-	return ibv_dereg_mr(mr);
+	int rc = ibv_dereg_mr(mr);
+
+	if (!rc)
+		__atomic_sub_fetch(&live_mrs, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+long ohc_vx_mr_live(void)
+{
+	return __atomic_load_n(&live_mrs, __ATOMIC_RELAXED);
 }
 
 struct ibv_comp_channel *ohc_vx_create_channel(struct ibv_context *ctx)

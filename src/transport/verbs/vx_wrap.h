@@ -50,6 +50,8 @@ int ohc_vx_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *ohc_vx_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			     int access);
 int ohc_vx_dereg_mr(struct ibv_mr *mr);
+/* MRs registered through the wrapper and not yet deregistered (tests). */
+long ohc_vx_mr_live(void);
 
 struct ibv_comp_channel *ohc_vx_create_channel(struct ibv_context *ctx);
 int ohc_vx_destroy_channel(struct ibv_comp_channel *ch);

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_TRANSPORT_VERBS_VX_RDV_H
+#define OHC_TRANSPORT_VERBS_VX_RDV_H
+
+/*
+ * Rendezvous (vx_rdv.c) and the memory registration cache (vx_mr.c) of
+ * the verbs transport: messages of at least OPENHCCL_RDMA_RNDV_KB bytes
+ * go straight from the sender's buffer into the receiver's, with no
+ * staging slot on either side.
+ *
+ * Receiver first: posting a large receive gives it the next receive
+ * rendezvous number k. Once the number's table entry (k mod
+ * OHC_VX_RDV_N) is free, the receiver writes a CTS into the sender's
+ * control array, entry k mod N (RDMA WRITE_WITH_IMM on QP 0, immediate
+ * OHC_VX_IMM_RDV | OHC_VX_IMM_CTS | k mod N). The CTS carries the
+ * receive's signature and length and either the destination (address,
+ * rkey: a COPY receive, or a REDUCE_TO whose operand does not overlap
+ * the destination, and whose buffer could be registered) or "eager"
+ * (REDUCE, registration failed).
+ * The sender numbers its large sends the same way and matches the k-th
+ * with CTS k:
+ *  - direct: it compares the signatures, then writes the message in up
+ *    to nqps stripes, one RDMA WRITE_WITH_IMM per QP (immediate
+ *    OHC_VX_IMM_RDV | stripes << 16 | k mod N); the receive completes
+ *    when all stripes landed, the send when all were acknowledged.
+ *  - eager: the message travels through the slot ring as usual, each
+ *    header flagged with k, so the receiver routes it to its request
+ *    whatever else is queued; the header's signature is checked there.
+ *  - signatures differ: the send fails with OHC_ERR_DESYNC and a
+ *    header-only fragment flagged with k carries the sender's signature
+ *    to the receiver, which fails the same way.
+ * At most N rendezvous per direction are past the CTS at any time, so a
+ * control entry is never overwritten before it was read.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/req.h"
+#include "transport/transport.h"
+#include "util/list.h"
+
+#define OHC_VX_RDV_N 64u /* rendezvous past CTS per direction */
+#define OHC_VX_IMM_RDV 0x80000000u
+#define OHC_VX_IMM_CTS 0x40000000u
+#define OHC_VX_CTS_BYTES 64u
+
+struct ohc_verbs_iface;
+struct ohc_verbs_ep;
+struct vx_mr;
+
+/* ---- registration cache (vx_mr.c) ---------------------------------- */
+
+struct vx_mr_cache {
+	pthread_mutex_t lock;
+	struct ohc_list entries; /* least recently used first */
+	unsigned n, idle;	 /* entries, of which unused and cached */
+	unsigned max_idle;	 /* OPENHCCL_RDMA_MR_CACHE */
+	int inited;
+};
+
+void ohc_vx_mr_cache_init(struct ohc_verbs_iface *vi);
+/* Deregister everything (iface close; no request uses it any more). */
+void ohc_vx_mr_cache_fini(struct ohc_verbs_iface *vi);
+/*
+ * A registration covering [addr, addr+len) (registered now if none is
+ * cached), held until ohc_vx_mr_put; NULL if ibv_reg_mr failed (logged
+ * at DEBUG). *zc_p: 1 if it is exported memory (mem_reg).
+ */
+struct vx_mr *ohc_vx_mr_get(struct ohc_verbs_iface *vi, const void *addr,
+			    size_t len, int write, int *zc_p);
+void ohc_vx_mr_put(struct ohc_verbs_iface *vi, struct vx_mr *m);
+uint32_t ohc_vx_mr_lkey(const struct vx_mr *m);
+uint32_t ohc_vx_mr_rkey(const struct vx_mr *m);
+/* Registrations cached (in use or not), for tests. */
+unsigned ohc_vx_mr_cached(struct ohc_verbs_iface *vi);
+/* transport ops mem_reg / mem_dereg */
+ohc_status_t ohc_vx_mem_reg(struct ohc_iface *iface, void *addr, size_t len,
+			    const struct ohc_mem_desc *desc, void **handle_p);
+void ohc_vx_mem_dereg(struct ohc_iface *iface, void *handle);
+
+/* ---- rendezvous (vx_rdv.c) ----------------------------------------- */
+
+struct vx_rdv_tx {
+	struct ohc_req *req;
+	struct vx_mr *mr;
+	uint32_t left; /* stripes not yet acknowledged */
+};
+
+struct vx_rdv_rx {
+	struct ohc_req *req;
+	struct vx_mr *mr; /* NULL: eager */
+	uint32_t seen;	  /* stripes landed */
+	int zc;		  /* the destination is exported memory */
+};
+
+struct vx_rdv_cts {
+	struct ohc_sig sig;
+	uint64_t len;
+	uint64_t addr; /* 0: eager */
+	uint32_t rkey;
+	uint32_t seq; /* the full rendezvous number */
+	uint64_t pad;
+};
+
+/* Per ep and direction. */
+struct vx_rdv {
+	/* send side */
+	struct ohc_list txq; /* large sends, in number order */
+	uint32_t tx_seq;     /* numbers given to sends */
+	struct vx_rdv_tx tx[OHC_VX_RDV_N];
+	struct vx_rdv_cts cts[OHC_VX_RDV_N]; /* CTS read, not yet used */
+	uint8_t cts_ok[OHC_VX_RDV_N];
+	/* receive side */
+	struct ohc_list rxq; /* large receives, in number order */
+	uint32_t rx_seq;     /* numbers given to receives */
+	uint32_t rx_cts;     /* CTS written (numbers below it) */
+	struct vx_rdv_rx rx[OHC_VX_RDV_N];
+	/* a header-only fragment telling the receiver of a desync */
+	struct ohc_req probe;
+};
+
+/* Large enough to go by rendezvous? */
+int ohc_vx_rdv_large(const struct ohc_verbs_iface *vi, size_t len);
+ohc_status_t ohc_vx_rdv_send(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			     struct ohc_req *req);
+ohc_status_t ohc_vx_rdv_recv(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			     struct ohc_req *req);
+/* CTS to write, sends to start, completions to report (progress). */
+unsigned ohc_vx_rdv_progress(struct ohc_verbs_iface *vi,
+			     struct ohc_verbs_ep *e);
+/* An immediate with OHC_VX_IMM_RDV arrived. */
+void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		    uint32_t imm);
+/* A signaled rendezvous write of table entry slot was acknowledged. */
+void ohc_vx_rdv_acked(struct ohc_verbs_ep *e, uint32_t slot);
+/* The receive a flagged eager fragment belongs to (NULL: none). */
+struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag);
+/* A routed receive finished (done or failed): free its entry. */
+void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			struct ohc_req *req);
+/* Fail every rendezvous request with status and release its MRs. */
+void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		     ohc_status_t status);
+
+#endif
