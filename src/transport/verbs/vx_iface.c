@@ -105,10 +105,11 @@ static void ep_stop(struct ohc_verbs_ep *e)
 static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 {
 	struct ohc_iface *iface = e->super.iface;
+	ohc_status_t status = e->peer_abort ? e->peer_abort : OHC_ERR_REMOTE;
 
 	if (e->broken)
 		return;
-	e->broken = OHC_ERR_REMOTE;
+	e->broken = status;
 	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq))
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: RDMA connection to rank %u failed: QP %u: "
@@ -119,8 +120,8 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 			 "rank %u: RDMA connection to rank %u lost while "
 			 "idle: QP %u: %s",
 			 iface->rank, e->super.peer, qpn, why);
-	fail_queue(&e->sendq, OHC_ERR_REMOTE);
-	fail_queue(&e->recvq, OHC_ERR_REMOTE);
+	fail_queue(&e->sendq, status);
+	fail_queue(&e->recvq, status);
 	ep_stop(e);
 }
 
@@ -598,23 +599,70 @@ static void vx_iface_wake(struct ohc_iface *iface)
 
 /* ---- liveness and cancel ------------------------------------------- */
 
+/* The one byte iface_abort sends on the setup socket. */
+#define VX_ABORT_DESYNC 'D'
+#define VX_ABORT_OTHER 'X'
+
+/*
+ * The setup socket: a reason byte (the peer's communicator failed, see
+ * iface_abort) or EOF (its process is gone or its side stopped). Read even
+ * when the ep is already broken: the peer's abort may have broken our QPs
+ * before we saw its reason.
+ */
+static void ep_sock_check(struct ohc_verbs_ep *e)
+{
+	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	ssize_t n;
+	char c;
+
+	if (e->sock < 0 || e->peer_abort || poll(&p, 1, 0) <= 0)
+		return;
+	n = recv(e->sock, &c, 1, MSG_DONTWAIT);
+	if (n == 1) {
+		e->peer_abort =
+			c == VX_ABORT_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
+		ep_fail(e, ep_qpn(e, 0),
+			c == VX_ABORT_DESYNC
+				? "the peer failed on a mismatched operation"
+				: "the peer's communicator failed");
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		ep_fail(e, ep_qpn(e, 0),
+			"the peer closed its connection (process gone or its "
+			"side failed)");
+	}
+}
+
 static ohc_status_t vx_ep_check(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
-	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
-	struct pollfd p = {.fd = e->sock, .events = POLLIN};
-	char c;
 
-	iface_async(vi);
-	if (!e->broken && e->sock >= 0 && poll(&p, 1, 0) > 0) {
-		ssize_t n = recv(e->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			ep_fail(e, ep_qpn(e, 0),
-				"the peer closed its connection (process "
-				"gone or its side failed)");
-	}
+	iface_async(vx_iface(ep->iface));
+	ep_sock_check(e);
+	if (e->peer_abort)
+		return e->peer_abort;
 	return e->broken ? OHC_ERR_REMOTE : OHC_OK;
+}
+
+/*
+ * Our communicator failed: send every connected peer the reason byte (the
+ * socket buffer is empty after setup, so it never blocks). The QPs stay as
+ * they are; the core cancels what is in flight.
+ */
+static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	char c = reason == OHC_ERR_DESYNC ? VX_ABORT_DESYNC : VX_ABORT_OTHER;
+
+	if (reason >= 0 || vi->aborted || !vi->by_peer)
+		return;
+	vi->aborted = reason;
+	for (uint32_t r = 0; r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (e && e->sock >= 0 && e->connected)
+			(void)!send(e->sock, &c, 1,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 }
 
 static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
@@ -1342,4 +1390,5 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.iface_wake = vx_iface_wake,
 	.ep_check = vx_ep_check,
 	.ep_cancel = vx_ep_cancel,
+	.iface_abort = vx_iface_abort,
 };
