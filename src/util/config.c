@@ -12,12 +12,12 @@
 #include "util/log.h"
 
 enum field_kind {
-	F_INT,    /* decimal integer in [min, max] */
-	F_BOOL,   /* 0/1, true/false (case-insensitive) */
-	F_STR,    /* free string, length-checked */
+	F_INT,	  /* decimal integer in [min, max] */
+	F_BOOL,	  /* 0/1, true/false (case-insensitive) */
+	F_STR,	  /* free string, length-checked */
 	F_DETERM, /* false/true/strict */
 	F_FAMILY, /* AF_INET/AF_INET6 */
-	F_LOG,    /* owned by util/log.c, listed for the dump */
+	F_LOG,	  /* owned by util/log.c, listed for the dump */
 };
 
 struct field {
@@ -31,12 +31,18 @@ struct field {
 };
 
 #define INT_F(n, d, doc, f, lo, hi)                                            \
-	{n, d, doc, F_INT, offsetof(struct ohc_env, f), 0, lo, hi}
+	{                                                                      \
+		n, d, doc, F_INT, offsetof(struct ohc_env, f), 0, lo, hi       \
+	}
 #define BOOL_F(n, d, doc, f)                                                   \
-	{n, d, doc, F_BOOL, offsetof(struct ohc_env, f), 0, 0, 1}
+	{                                                                      \
+		n, d, doc, F_BOOL, offsetof(struct ohc_env, f), 0, 0, 1        \
+	}
 #define STR_F(n, doc, f)                                                       \
-	{n, "", doc, F_STR, offsetof(struct ohc_env, f),                      \
-	 sizeof(((struct ohc_env *)0)->f), 0, 0}
+	{                                                                      \
+		n, "", doc, F_STR, offsetof(struct ohc_env, f),                \
+			sizeof(((struct ohc_env *)0)->f), 0, 0                 \
+	}
 
 static const struct field fields[] = {
 	INT_F("HCCL_CONNECT_TIMEOUT", "120",
@@ -58,8 +64,8 @@ static const struct field fields[] = {
 	BOOL_F("HCCL_WHITELIST_DISABLE", "1",
 	       "0 = accept bootstrap peers only from HCCL_WHITELIST_FILE",
 	       whitelist_disable),
-	STR_F("HCCL_WHITELIST_FILE", "JSON {\"host_ip\": [...]} of allowed peers",
-	      whitelist_file),
+	STR_F("HCCL_WHITELIST_FILE",
+	      "JSON {\"host_ip\": [...]} of allowed peers", whitelist_file),
 	INT_F("HCCL_EXEC_TIMEOUT", "1836",
 	      "seconds a rank waits for peers inside an operation (0 = never)",
 	      exec_timeout_s, 0, 2147483647),
@@ -103,6 +109,10 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_RDMA_SLOT_KB", "64",
 	      "KiB per RDMA slot (largest fragment, 64-byte header included)",
 	      rdma_slot_kb, 4, 16384),
+	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
+	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
+	      "writes survive packet loss on Soft-RoCE (go-back-N)",
+	      rdma_write_kb, 0, 16384),
 	STR_F("OPENHCCL_HOSTID",
 	      "overrides the host identity (boot id + hostname) used to find "
 	      "same-host peers",

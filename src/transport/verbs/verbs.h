@@ -85,7 +85,8 @@ struct ohc_verbs_iface {
 	/* geometry and QP attributes (same on every rank) */
 	uint32_t nqps, slots, slot_bytes, sq_depth, rq_depth;
 	uint32_t timeout, retry_cnt, tc, sl;
-	uint32_t max_inline; /* bytes a send may inline (all QPs) */
+	uint32_t max_inline;		/* bytes a send may inline (all QPs) */
+	uint32_t wr_bytes, wr_per_slot; /* largest WRITE WR, WRs per slot */
 	/* waiting */
 	int wake_fd;
 	int armed;	      /* CQ notification requested, not yet delivered */

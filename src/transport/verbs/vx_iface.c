@@ -246,12 +246,31 @@ static uint32_t rx_freed32(const struct ohc_verbs_ep *e)
 	return (uint32_t)e->rx_next;
 }
 
+/* The next free WR (and nsge SGEs) of this push, zeroed, one SGE. */
+static struct ibv_send_wr *vx_wr(struct ohc_verbs_ep *e, unsigned *nw,
+				 struct ibv_sge **sg, unsigned *ns,
+				 unsigned nsge, enum ibv_wr_opcode op,
+				 uint64_t raddr)
+{
+	struct ibv_send_wr *wr = &e->wrs[(*nw)++];
+
+	*sg = &e->sges[*ns];
+	*ns += nsge;
+	memset(wr, 0, sizeof(*wr));
+	wr->opcode = op;
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = e->rem_rkey;
+	wr->sg_list = *sg;
+	wr->num_sge = 1;
+	return wr;
+}
+
 /* Push queued sends into free slots; returns the fragments posted. */
 static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	struct ohc_list done = OHC_LIST_INIT(done);
 	size_t payload = vi->slot_bytes - OHC_VX_HDR;
-	unsigned n = 0;
+	unsigned n = 0, nw = 0, ns = 0;
 	int rc = 0;
 	uint32_t bad_q = 0;
 
@@ -263,25 +282,23 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		struct ohc_vx_qp *q = &e->qps[qpi];
 		char *slot = e->stage + (size_t)idx * vi->slot_bytes;
 		struct vx_hdr *h = (struct vx_hdr *)slot;
-		struct ibv_send_wr *wr = &e->wrs[n];
-		struct ibv_sge *sg = &e->sges[2 * n];
+		uint64_t raddr = e->rem_ring + (uint64_t)idx * vi->slot_bytes;
+		struct ibv_send_wr *wr;
+		struct ibv_sge *sg;
 		size_t frag = OHC_MIN(req->len - req->done, payload);
 
-		if (q->sq_inflight + q->nchain + 2 > vi->sq_depth)
+		if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 >
+		    vi->sq_depth)
 			break; /* the send queue drains first */
 		h->sig = req->sig;
 		h->msg_len = req->len;
 		h->off = req->done;
 		h->frag_len = (uint32_t)frag;
 		h->freed = rx_freed32(e);
-		memset(wr, 0, sizeof(*wr));
-		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr->imm_data = htonl(idx);
-		wr->wr.rdma.remote_addr =
-			e->rem_ring + (uint64_t)idx * vi->slot_bytes;
-		wr->wr.rdma.rkey = e->rem_rkey;
-		wr->sg_list = sg;
 		if (OHC_VX_HDR + frag <= vi->max_inline) {
+			wr = vx_wr(e, &nw, &sg, &ns, 2,
+				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
+			wr->imm_data = htonl(idx);
 			sg[0].addr = (uintptr_t)h;
 			sg[0].length = OHC_VX_HDR;
 			sg[0].lkey = e->stage_mr->lkey;
@@ -291,12 +308,28 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			wr->num_sge = frag ? 2 : 1;
 			wr->send_flags = IBV_SEND_INLINE;
 		} else {
+			size_t len = OHC_VX_HDR + frag, off = 0;
+
 			memcpy(slot + OHC_VX_HDR,
 			       (const char *)req->sbuf + req->done, frag);
-			sg[0].addr = (uintptr_t)slot;
-			sg[0].length = (uint32_t)(OHC_VX_HDR + frag);
-			sg[0].lkey = e->stage_mr->lkey;
-			wr->num_sge = 1;
+			/* leading parts as plain writes when capped
+			 * (OPENHCCL_RDMA_WRITE_KB); the immediate comes with
+			 * the last part, after them on the same QP */
+			while (len - off > vi->wr_bytes) {
+				wr = vx_wr(e, &nw, &sg, &ns, 1,
+					   IBV_WR_RDMA_WRITE, raddr + off);
+				sg->addr = (uintptr_t)slot + off;
+				sg->length = vi->wr_bytes;
+				sg->lkey = e->stage_mr->lkey;
+				chain_add(q, wr);
+				off += vi->wr_bytes;
+			}
+			wr = vx_wr(e, &nw, &sg, &ns, 1,
+				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr + off);
+			wr->imm_data = htonl(idx);
+			sg->addr = (uintptr_t)slot + off;
+			sg->length = (uint32_t)(len - off);
+			sg->lkey = e->stage_mr->lkey;
 		}
 		chain_add(q, wr);
 		req->done += frag;
@@ -333,7 +366,7 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		      int force)
 {
 	struct ohc_vx_qp *q = &e->qps[0];
-	struct ibv_send_wr *wr = &e->wrs[vi->slots];
+	struct ibv_send_wr *wr = &e->wrs[vi->slots * vi->wr_per_slot];
 	uint64_t owed = e->rx_next - e->rx_reported;
 	int rc;
 
@@ -773,7 +806,16 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	vi->slots = (uint32_t)env->rdma_slots;
 	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024;
 	vi->max_inline = VX_MAX_INLINE;
-	vi->sq_depth = vi->slots + 16;
+	/* WRs per slot: a lost packet makes rxe resend everything from it to
+	 * the next ACK (one per WR), and each failed round costs a retry:
+	 * small writes keep that round short on a lossy link */
+	vi->wr_bytes =
+		env->rdma_write_kb
+			? (uint32_t)OHC_MIN((uint64_t)env->rdma_write_kb * 1024,
+					    vi->slot_bytes)
+			: vi->slot_bytes;
+	vi->wr_per_slot = (vi->slot_bytes + vi->wr_bytes - 1) / vi->wr_bytes;
+	vi->sq_depth = vi->slots * vi->wr_per_slot + 16;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data
 	 * fragments (its credits) and `slots` credit messages (one per slot of
@@ -939,7 +981,8 @@ static void vx_ep_fini(struct ohc_ep *ep)
 
 		for (uint32_t i = 0; i < e->nqps; i++) {
 			struct ohc_vx_qp *q = &e->qps[i];
-			struct ibv_send_wr *wr = &e->wrs[vi->slots];
+			struct ibv_send_wr *wr =
+				&e->wrs[vi->slots * vi->wr_per_slot];
 
 			if (!q->sq_inflight)
 				continue;
@@ -999,8 +1042,10 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	uint32_t psn;
 
-	e->wrs = calloc(vi->slots + 1, sizeof(*e->wrs));
-	e->sges = calloc(2 * (size_t)vi->slots, sizeof(*e->sges));
+	e->wrs = calloc((size_t)vi->slots * vi->wr_per_slot + 1,
+			sizeof(*e->wrs));
+	e->sges = calloc((size_t)vi->slots * OHC_MAX(2u, vi->wr_per_slot),
+			 sizeof(*e->sges));
 	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
 	e->arrived = calloc(vi->slots, 1);
 	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived)
