@@ -190,6 +190,23 @@ static HcclResult round_trip(HcclComm comm, int rank, size_t count)
 
 /* ---- faults that must end in an error ------------------------------ */
 
+/* 1 if the log names a rank other than self ("rank N", "peer N"). */
+static int names_peer(const char *log, int self)
+{
+	static const char *const keys[] = {"rank ", "peer "};
+
+	for (unsigned k = 0; k < 2; k++)
+		for (const char *p = strstr(log, keys[k]); p;
+		     p = strstr(p + 1, keys[k])) {
+			char *end;
+			long n = strtol(p + 5, &end, 10);
+
+			if (end != p + 5 && n != self && n >= 0 && n < NR)
+				return 1;
+		}
+	return 0;
+}
+
 enum fault { F_LINK_DOWN, F_QP_ERROR };
 
 #define LINK_RANK 2 /* takes its VM's link down */
@@ -225,7 +242,7 @@ static int fault_rank(int local, int nlocal, void *arg)
 	HcclResult r = HCCL_SUCCESS, async = HCCL_SUCCESS;
 	struct capture cap;
 	HcclComm comm;
-	double t0 = 0, took;
+	double t0 = now_s(), took;
 	char *log;
 	int it;
 
@@ -275,8 +292,7 @@ static int fault_rank(int local, int nlocal, void *arg)
 		bad = 1;
 	}
 	/* the peer is named: a connection, a shm peer or an op's peer */
-	if (!strstr(log, "connection to rank") && !strstr(log, "peer rank") &&
-	    !strstr(log, "waiting for")) {
+	if (!names_peer(log, rank)) {
 		fprintf(stderr, "rank %d: log names no peer\n", rank);
 		bad = 1;
 	}
@@ -296,8 +312,11 @@ static void fault_env(void)
 
 	snprintf(v, sizeof(v), "%d", EXEC_TIMEOUT_S);
 	setenv("HCCL_EXEC_TIMEOUT", v, 1);
-	setenv("HCCL_RDMA_TIMEOUT", "12", 1); /* 16.8 ms */
-	setenv("HCCL_RDMA_RETRY_CNT", "3", 1);
+	/* 268 ms x 6 retries: shorter gave spurious "retry counter
+	 * exceeded" errors before the fault on these loaded TCG VMs
+	 * (measured: 16.8 ms x 3 and 67 ms x 5 both did) */
+	setenv("HCCL_RDMA_TIMEOUT", "16", 1);
+	setenv("HCCL_RDMA_RETRY_CNT", "6", 1);
 	setenv("HCCL_CONNECT_TIMEOUT", "60", 1);
 }
 
@@ -368,21 +387,34 @@ static void rxe_counters(const char *when)
 
 Test(two_node_faults, netem_loss, .timeout = 600)
 {
-	const char *nd;
+	const char *nd, *loss;
 	double t0 = now_s();
 	int failed;
 
 	two_vms_or_skip(35000);
+	/* measured (ci/soft-roce/README.md): whole 64 KiB slots per WRITE
+	 * fail with "retry counter exceeded" at 5 % loss, 1-2 KiB writes
+	 * pass; a short timeout keeps each lost round short */
+	setenv("OPENHCCL_RDMA_WRITE_KB", "2", 0);
+	setenv("HCCL_RDMA_TIMEOUT", "15", 0);
 	nd = getenv("OHC_VM_NETDEV");
+	loss = getenv("OHC_TEST_LOSS") ? getenv("OHC_TEST_LOSS") : "5%";
 	setenv("HCCL_EXEC_TIMEOUT", "300", 1);
-	cr_assert_eq(sh("tc qdisc add dev %s root netem loss 5%%", nd), 0,
-		     "tc netem (sch_netem in the VM, tc on the host root)");
+	if (strcmp(loss, "0"))
+		cr_assert_eq(
+			sh("tc qdisc add dev %s root netem loss %s", nd, loss),
+			0,
+			"tc netem (sch_netem in the VM, tc on the host "
+			"root)");
 	rxe_counters("before");
 	ohc_test_fork_settle();
 	failed = ohc_test_fork_ranks(PER_VM, loss_rank, NULL, 540);
 	rxe_counters("after");
-	sh("tc -s qdisc show dev %s | head -3 | tr '\\n' ' '; echo", nd);
-	sh("tc qdisc del dev %s root", nd);
+	if (strcmp(loss, "0")) {
+		sh("tc -s qdisc show dev %s | head -3 | tr '\\n' ' '; echo",
+		   nd);
+		sh("tc qdisc del dev %s root", nd);
+	}
 	fprintf(stderr, "vm%d: netem_loss: %.1f s\n", vm_index, now_s() - t0);
 	cr_expect_eq(failed, 0);
 	unlink(table_path);
