@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The verbs-relevant suites in ONE Soft-RoCE VM with HCCL_INTRA_ROCE_ENABLE=1
-# (every rank pair over rxe), then coll.two_node across TWO VMs (two ranks
-# each: shm inside a VM, verbs across), from an existing build folder.
+# (every rank pair over rxe), then coll.two_node and comm.two_node_faults
+# across TWO VMs (two ranks each: shm inside a VM, verbs across; a peer
+# killed, a link taken down, a QP driven to error, 5 % loss), from an
+# existing build folder.
 # Exit status is the first failure's (124/125: a VM timed out / failed).
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
 #   OHC_VM_SUITES      ctest -R regex (default: the suites below)
@@ -12,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: vm-suites.sh BUILD_DIR}
 [ -d "$build" ] || { echo "vm-suites: no build folder $build" >&2; exit 2; }
-suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random))$'}
+suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync))$'}
 
 bash ci/soft-roce/prepare.sh
 start=$(date +%s)
@@ -27,7 +29,8 @@ echo "vm-suites: one VM: exit $rc after $(($(date +%s) - start)) s"
 
 # Two hosts: two ranks per VM, shm inside a VM, verbs across the wire.
 start=$(date +%s)
-ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 240 -- \
-	"$build/test/test_coll_two_node" -j1 || rc=$?
+ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 480 -- \
+	bash -c '"$1/test/test_coll_two_node" -j1 &&
+		"$1/test/test_comm_two_node_faults" -j1' _ "$build" || rc=$?
 echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
 exit "$rc"

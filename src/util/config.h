@@ -23,38 +23,38 @@ enum ohc_deterministic {
 
 struct ohc_env {
 	/* bootstrap */
-	int64_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT */
-	char if_ip[64];		   /* HCCL_IF_IP */
-	char socket_ifname[256];   /* HCCL_SOCKET_IFNAME */
-	int64_t socket_family;	   /* HCCL_SOCKET_FAMILY: AF_INET/AF_INET6 */
-	int64_t if_base_port;	   /* HCCL_IF_BASE_PORT */
-	char host_port_range[256]; /* HCCL_HOST_SOCKET_PORT_RANGE */
-	int64_t whitelist_disable; /* HCCL_WHITELIST_DISABLE */
-	char whitelist_file[4096]; /* HCCL_WHITELIST_FILE */
+	int64_t connect_timeout_s;    /* HCCL_CONNECT_TIMEOUT */
+	char if_ip[64];               /* HCCL_IF_IP */
+	char socket_ifname[256];      /* HCCL_SOCKET_IFNAME */
+	int64_t socket_family;        /* HCCL_SOCKET_FAMILY: AF_INET/AF_INET6 */
+	int64_t if_base_port;         /* HCCL_IF_BASE_PORT */
+	char host_port_range[256];    /* HCCL_HOST_SOCKET_PORT_RANGE */
+	int64_t whitelist_disable;    /* HCCL_WHITELIST_DISABLE */
+	char whitelist_file[4096];    /* HCCL_WHITELIST_FILE */
 	/* execution */
-	int64_t exec_timeout_s; /* HCCL_EXEC_TIMEOUT, 0 = never */
-	int64_t buffsize_mb;	/* HCCL_BUFFSIZE */
-	int64_t deterministic;	/* HCCL_DETERMINISTIC (enum above) */
-	char algo[1600];	/* HCCL_ALGO */
-	int64_t entry_log;	/* HCCL_ENTRY_LOG_ENABLE */
+	int64_t exec_timeout_s;       /* HCCL_EXEC_TIMEOUT, 0 = never */
+	int64_t buffsize_mb;          /* HCCL_BUFFSIZE */
+	int64_t deterministic;        /* HCCL_DETERMINISTIC (enum above) */
+	char algo[1600];              /* HCCL_ALGO */
+	int64_t entry_log;            /* HCCL_ENTRY_LOG_ENABLE */
 	/* transports */
-	int64_t intra_roce_enable; /* HCCL_INTRA_ROCE_ENABLE */
-	int64_t intra_pcie_enable; /* HCCL_INTRA_PCIE_ENABLE */
-	int64_t rdma_tc;	   /* HCCL_RDMA_TC */
-	int64_t rdma_sl;	   /* HCCL_RDMA_SL */
-	int64_t rdma_timeout;	   /* HCCL_RDMA_TIMEOUT */
-	int64_t rdma_retry_cnt;	   /* HCCL_RDMA_RETRY_CNT */
-	int64_t rdma_qps_per_conn; /* HCCL_RDMA_QPS_PER_CONNECTION */
-	char rdma_device[64];	   /* OPENHCCL_RDMA_DEVICE */
-	int64_t rdma_gid_index;	   /* OPENHCCL_RDMA_GID_INDEX, -1 = auto */
-	int64_t rdma_slots;	   /* OPENHCCL_RDMA_SLOTS */
-	int64_t rdma_slot_kb;	   /* OPENHCCL_RDMA_SLOT_KB */
-	int64_t rdma_write_kb;	   /* OPENHCCL_RDMA_WRITE_KB, 0 = slot */
+	int64_t intra_roce_enable;    /* HCCL_INTRA_ROCE_ENABLE */
+	int64_t intra_pcie_enable;    /* HCCL_INTRA_PCIE_ENABLE */
+	int64_t rdma_tc;              /* HCCL_RDMA_TC */
+	int64_t rdma_sl;              /* HCCL_RDMA_SL */
+	int64_t rdma_timeout;         /* HCCL_RDMA_TIMEOUT */
+	int64_t rdma_retry_cnt;       /* HCCL_RDMA_RETRY_CNT */
+	int64_t rdma_qps_per_conn;    /* HCCL_RDMA_QPS_PER_CONNECTION */
+	char rdma_device[64];         /* OPENHCCL_RDMA_DEVICE */
+	int64_t rdma_gid_index;       /* OPENHCCL_RDMA_GID_INDEX, -1 = auto */
+	int64_t rdma_slots;           /* OPENHCCL_RDMA_SLOTS */
+	int64_t rdma_slot_kb;         /* OPENHCCL_RDMA_SLOT_KB */
+	int64_t rdma_write_kb;        /* OPENHCCL_RDMA_WRITE_KB, 0 = slot */
 	/* OpenHCCL's own */
-	char hostid[256];     /* OPENHCCL_HOSTID */
-	int64_t shm_ring_kb;  /* OPENHCCL_SHM_RING_KB */
-	int64_t spin_us;      /* OPENHCCL_SPIN_US, -1 = auto */
-	int64_t device_count; /* OPENHCCL_DEVICE_COUNT */
+	char hostid[256];             /* OPENHCCL_HOSTID */
+	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */
+	int64_t spin_us;              /* OPENHCCL_SPIN_US, -1 = auto */
+	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT */
 };
 
 /* The parsed environment; parsed on first call, never NULL. Thread-safe. */
@@ -72,7 +72,7 @@ struct ohc_config_var {
 	const char *def;   /* the default, as text */
 	const char *doc;   /* one line */
 	const char *value; /* from the environment; NULL when unset or empty */
-	int valid; /* 0: value is malformed (OPENHCCL_DEBUG*: always 1) */
+	int valid;	   /* 0: value is malformed (OPENHCCL_DEBUG*: always 1) */
 };
 
 /* Number of rows of the table. */

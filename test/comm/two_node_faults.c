@@ -40,6 +40,7 @@
 
 static char table_path[256];
 static int vm_index;
+static const char *bad_ip_rank3; /* device_ip override for rank 3 */
 
 /* Skip unless in one of two VMs; write the shared rank table. */
 static void two_vms_or_skip(int port)
@@ -74,8 +75,9 @@ static void two_vms_or_skip(int port)
 				"    { \"device_id\": \"%d\", \"device_ip\": "
 				"\"%s\", \"host_port\": \"%d\", \"rank_id\": "
 				"\"%d\" }%s\n",
-				d, ips[s], port + r, r,
-				d + 1 < PER_VM ? "," : "");
+				d,
+				r == 3 && bad_ip_rank3 ? bad_ip_rank3 : ips[s],
+				port + r, r, d + 1 < PER_VM ? "," : "");
 		}
 		fprintf(f, "  ] }%s\n", s ? "" : ",");
 	}
@@ -417,5 +419,56 @@ Test(two_node_faults, netem_loss, .timeout = 600)
 	}
 	fprintf(stderr, "vm%d: netem_loss: %.1f s\n", vm_index, now_s() - t0);
 	cr_expect_eq(failed, 0);
+	unlink(table_path);
+}
+
+/* ---- bad input: a device_ip no RDMA device has --------------------- */
+
+#define BAD_IP "192.0.2.250" /* on the wire's subnet, on no host */
+
+static int bad_ip_rank(int local, int nlocal, void *arg)
+{
+	int rank = vm_index * PER_VM + local, bad = 0;
+	struct capture cap;
+	HcclComm comm = NULL;
+	HcclResult r;
+	double t0 = now_s(), took;
+	char *log;
+
+	(void)nlocal;
+	(void)arg;
+	capture_begin(&cap, rank);
+	r = aclrtSetDevice(local) ? HCCL_E_INTERNAL
+				  : HcclCommInitClusterInfo(
+					    table_path, (uint32_t)rank, &comm);
+	took = now_s() - t0;
+	if (r == HCCL_SUCCESS)
+		HcclCommDestroy(comm);
+	log = capture_end(&cap, rank);
+	fprintf(stderr, "rank %d: init gave %d after %.1f s\n", rank, r, took);
+	if (r == HCCL_SUCCESS || took > 45) {
+		fprintf(stderr, "rank %d: init should fail fast\n", rank);
+		bad = 1;
+	}
+	/* rank 3 says why (its device_ip), the others name rank 3 */
+	if (rank == 3 && !strstr(log, "device_ip " BAD_IP)) {
+		fprintf(stderr, "rank 3: log does not name the device_ip\n");
+		bad = 1;
+	}
+	if (rank != 3 && !strstr(log, "rank 3")) {
+		fprintf(stderr, "rank %d: log does not name rank 3\n", rank);
+		bad = 1;
+	}
+	free(log);
+	return bad;
+}
+
+Test(two_node_faults, device_ip_without_rdma_device, .timeout = 240)
+{
+	bad_ip_rank3 = BAD_IP;
+	two_vms_or_skip(36000);
+	setenv("HCCL_CONNECT_TIMEOUT", "30", 1);
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, bad_ip_rank, NULL, 180), 0);
 	unlink(table_path);
 }
