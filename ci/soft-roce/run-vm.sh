@@ -232,7 +232,7 @@ else
 	# start_vm I: boots VM I in the background (vm_pids[I]).
 	start_vm() {
 		local i=$1 d=$results/vm$1 append sock args j
-		append="console=ttyS0 panic=-1 quiet loglevel=4 vmindex=$i vmcount=$nvms vmmtu=$mtu vmrxe=$want_rxe"
+		append="console=ttyS0 panic=-1 no_timer_check quiet loglevel=4 vmindex=$i vmcount=$nvms vmmtu=$mtu vmrxe=$want_rxe"
 		if [ -n "$rw_list" ]; then
 			append+=" vmrw=$(printf '%s' "$rw_list" | base64 -w0)"
 		fi

@@ -349,6 +349,19 @@ Test(verbs, sizes_both_directions_small_ring)
 	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
 }
 
+/* Each slot written as several WRs (OPENHCCL_RDMA_WRITE_KB, for lossy
+ * links): 1 KiB writes into 8 KiB slots over 2 QPs, every size arrives. */
+Test(verbs, sizes_split_writes)
+{
+	NEED_RDMA();
+	small_rings();
+	setenv("OPENHCCL_RDMA_WRITE_KB", "1", 1);
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
+}
+
 Test(verbs, sizes_both_directions_default_ring)
 {
 	NEED_RDMA();
