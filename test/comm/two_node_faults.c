@@ -362,7 +362,7 @@ static int loss_rank(int local, int nlocal, void *arg)
 	if (aclrtSetDevice(local) ||
 	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm))
 		OHC_RANK_FAIL("rank %d: init failed", rank);
-	for (int rep = 0; rep < 2; rep++)
+	for (int rep = 0; rep < 1; rep++)
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]);
 		     c++) {
 			double t = now_s();
@@ -396,9 +396,10 @@ Test(two_node_faults, netem_loss, .timeout = 600)
 	two_vms_or_skip(35000);
 	/* measured (ci/soft-roce/README.md): whole 64 KiB slots per WRITE
 	 * fail with "retry counter exceeded" at 5 % loss, 1-2 KiB writes
-	 * pass; a short timeout keeps each lost round short */
-	setenv("OPENHCCL_RDMA_WRITE_KB", "2", 0);
-	setenv("HCCL_RDMA_TIMEOUT", "15", 0);
+	 * pass; a short timeout keeps each lost round short, but 134 ms
+	 * (15) once ran out of retries when the host was loaded */
+	setenv("OPENHCCL_RDMA_WRITE_KB", "1", 0);
+	setenv("HCCL_RDMA_TIMEOUT", "16", 0);
 	nd = getenv("OHC_VM_NETDEV");
 	loss = getenv("OHC_TEST_LOSS") ? getenv("OHC_TEST_LOSS") : "5%";
 	setenv("HCCL_EXEC_TIMEOUT", "300", 1);
