@@ -21,6 +21,12 @@
 #                    ASAN/UBSAN/LSAN_OPTIONS and CI pass through anyway.
 #   --mtu N          netdev MTU (default 1500: rxe active MTU 1024; 9000
 #                    gives 4096).
+#   --nics 1|2       with --vms 2 (qemu): 2 adds a second wire between the
+#                    VMs (eth1, 192.0.3.0/24) and rxe1 on it, for tests
+#                    that move traffic to a backup RDMA device; COMMAND
+#                    then also sees OHC_VM_IP2, OHC_VM_PEER_IP2,
+#                    OHC_VM_NETDEV2 (eth1), OHC_VM_RDMA_DEV2 (rxe1) and
+#                    OHC_VM_GID_INDEX2. Default 1.
 #   --mem MB         memory per VM (default 2048 for one VM, 1024 each
 #                    for two).
 #   --no-rxe         do not create rxe0 (the command does it).
@@ -58,6 +64,7 @@ die() {
 }
 
 nvms=1
+nics=1
 tmo=900
 mode=auto
 mtu=1500
@@ -75,6 +82,7 @@ while [ $# -gt 0 ]; do
 	--rw) rw_dirs+=("${2:?--rw needs a folder}"); shift 2 ;;
 	--env) envs+=("${2:?--env needs NAME=VALUE}"); shift 2 ;;
 	--mtu) mtu=${2:?--mtu needs a value}; shift 2 ;;
+	--nics) nics=${2:?--nics needs 1 or 2}; shift 2 ;;
 	--mem) mem=${2:?--mem needs MB}; shift 2 ;;
 	--no-rxe) want_rxe=0; shift ;;
 	--results) results=${2:?--results needs a folder}; shift 2 ;;
@@ -86,6 +94,8 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "run-vm: no COMMAND given" >&2; usage; }
 case "$nvms" in 1 | 2) ;; *) die "--vms must be 1 or 2, not $nvms" ;; esac
+case "$nics" in 1 | 2) ;; *) die "--nics must be 1 or 2, not $nics" ;; esac
+[ "$nics" = 1 ] || [ "$nvms" = 2 ] || die "--nics 2 needs --vms 2"
 [[ "$tmo" =~ ^[0-9]+$ ]] && [ "$tmo" -gt 0 ] || die "--timeout must be a positive number of seconds"
 [[ "$mtu" =~ ^[0-9]+$ ]] && [ "$mtu" -ge 1280 ] && [ "$mtu" -le 9000 ] ||
 	die "--mtu must be 1280..9000"
@@ -111,6 +121,32 @@ script=$(
 	for e in "${envs[@]}"; do
 		printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"
 	done
+	if [ "$nics" = 2 ]; then
+		# The second wire and rxe1 (vm-init.sh set up eth0 and rxe0).
+		cat <<-'EOF'
+		ohc_ip2=192.0.3.$((OHC_VM_INDEX + 1))
+		ohc_gids=/sys/class/infiniband/rxe1/ports/1
+		ohc_want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${ohc_ip2//./ })
+		ip link set eth1 up && ip addr add "$ohc_ip2/24" dev eth1 &&
+		    rdma link add rxe1 type rxe netdev eth1 ||
+		    { echo "run-vm: eth1/rxe1 set-up failed" >&2; exit 125; }
+		# builtins only: every exec costs ~0.7 s in the guest
+		for _ in $(seq 100); do
+		    if read -r st <"$ohc_gids/state" && [[ "$st" == *ACTIVE* ]]; then
+		        for g in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+		            read -r v <"$ohc_gids/gids/$g" 2>/dev/null || continue
+		            [ "$v" = "$ohc_want" ] && { OHC_VM_GID_INDEX2=$g; break; }
+		        done
+		    fi
+		    [ -n "${OHC_VM_GID_INDEX2:-}" ] && break
+		    sleep 0.1
+		done
+		[ -n "${OHC_VM_GID_INDEX2:-}" ] ||
+		    { echo "run-vm: rxe1 has no GID $ohc_want" >&2; exit 125; }
+		export OHC_VM_GID_INDEX2 OHC_VM_IP2=$ohc_ip2 OHC_VM_NETDEV2=eth1 \
+		    OHC_VM_RDMA_DEV2=rxe1 OHC_VM_PEER_IP2=192.0.3.$((2 - OHC_VM_INDEX))
+		EOF
+	fi
 	printf 'cd %q || exit 125\n' "$PWD"
 	printf 'exec'
 	printf ' %q' "$@"
@@ -182,6 +218,7 @@ vm_pids=()
 if [ "$mode" = host ]; then
 	# One machine: every "VM" is a process on the host's rxe0.
 	[ "$want_rxe" = 1 ] || die "--no-rxe is only meaningful with --mode qemu"
+	[ "$nics" = 1 ] || die "--nics 2 needs --mode qemu"
 	hostenv=$(bash "$here/setup-host.sh" --mtu "$mtu") || die "setup-host.sh failed"
 	eval "$hostenv"
 	printf '%s\n' "$script" >"$results/cmd.sh"
@@ -261,6 +298,10 @@ else
 			# romfile= : no PXE option ROM (faster boot, no ipxe needed).
 			args+=(-netdev "socket,id=n0,$sock=127.0.0.1:$port"
 				-device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:$((10 + i)),host_mtu=$mtu,romfile=")
+			if [ "$nics" = 2 ]; then
+				args+=(-netdev "socket,id=n1,$sock=127.0.0.1:$port2"
+					-device "virtio-net-pci,netdev=n1,mac=52:54:00:12:35:$((10 + i)),host_mtu=$mtu,romfile=")
+			fi
 		fi
 		pidfiles+=("$d/qemu.pid")
 		timeout -k 10 "$tmo" qemu-system-x86_64 "${args[@]}" \
@@ -276,6 +317,8 @@ else
 		# A port taken between the check and qemu's bind: try another.
 		for attempt in 1 2 3 4 5; do
 			port=$(free_port)
+			port2=$(free_port)
+			[ "$port2" != "$port" ] || port2=$(free_port)
 			start_vm 0
 			for _ in $(seq 100); do
 				ss -Hltn "( sport = :$port )" 2>/dev/null | grep -q . && break

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The verbs-relevant suites in ONE Soft-RoCE VM with HCCL_INTRA_ROCE_ENABLE=1
-# (every rank pair over rxe), then coll.two_node and coll.random's two_vms
-# cases across TWO VMs (two ranks each: shm inside a VM, verbs across),
-# from an existing build folder.
+# (every rank pair over rxe), then coll.two_node, comm.two_node_faults and
+# coll.random's two_vms cases across TWO VMs (two ranks each: shm inside a
+# VM, verbs across; a peer killed, a link taken down, a QP driven to error,
+# 5 % loss), from an existing build folder.
 # Exit status is the first failure's (124/125: a VM timed out / failed).
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
 #   OHC_VM_SUITES      ctest -R regex (default: the suites below)
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: vm-suites.sh BUILD_DIR}
 [ -d "$build" ] || { echo "vm-suites: no build folder $build" >&2; exit 2; }
-suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random)|api\.doctor_rdma)$'}
+suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync)|api\.doctor_rdma)$'}
 
 bash ci/soft-roce/prepare.sh
 start=$(date +%s)
@@ -29,15 +30,16 @@ echo "vm-suites: one VM: exit $rc after $(($(date +%s) - start)) s"
 [ "$rc" = 0 ] || exit "$rc"
 
 # Two hosts: two ranks per VM, shm inside a VM, verbs across the wire:
-# coll.two_node, then coll.random's two_vms cases (both VMs draw the same
-# cases from one seed, chosen here).
+# coll.two_node, comm.two_node_faults, then coll.random's two_vms cases
+# (both VMs draw the same cases from one seed, chosen here).
 start=$(date +%s)
 seed=${OHC_TEST_SEED:-$(date +%s)}
 echo "vm-suites: two VMs: random seed $seed (rerun with OHC_TEST_SEED=$seed)"
-ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 600 -- \
+ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 900 -- \
 	env OHC_TEST_SEED="$seed" \
 	OHC_TEST_CASES="${OHC_TEST_CASES_TWO_VMS:-200}" bash -c \
 	'"$0"/test/test_coll_two_node -j1 &&
+	 "$0"/test/test_comm_two_node_faults -j1 &&
 	 "$0"/test/test_coll_random -j1 --filter random/two_vms' \
 	"$build" || rc=$?
 echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"

@@ -295,11 +295,23 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 			break;
 		}
 		if (!comm->eps[r]) {
+			char has[64] = "";
+
+			/* what the peer could open: a missing one failed
+			 * there, and its log says why */
+			for (unsigned t = 0; t < ntp && t < OHC_MAX_TRANSPORTS;
+			     t++)
+				if (recs[(size_t)r * ntp + t].len)
+					snprintf(has + strlen(has),
+						 sizeof(has) - strlen(has),
+						 "%s%s", has[0] ? "," : "",
+						 ohc_transport_at(t)->name);
 			OHC_ERROR(OHC_SS_INIT,
 				  "rank %u: no transport reaches rank %u (host "
-				  "%s)%s",
+				  "%s, transports it opened: %s)%s",
 				  comm->rank, r,
 				  ohc_bootstrap_hostid(comm->bs, r),
+				  has[0] ? has : "none",
 				  env->intra_roce_enable
 					  ? ": HCCL_INTRA_ROCE_ENABLE=1 needs "
 					    "an RDMA device"

@@ -112,6 +112,10 @@ static const struct field fields[] = {
 	      "when the message completes; keep only if buffers are never "
 	      "freed while cached)",
 	      rdma_mr_cache, 0, 4096),
+	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
+	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
+	      "writes survive packet loss on Soft-RoCE (go-back-N)",
+	      rdma_write_kb, 0, 16384),
 	STR_F("OPENHCCL_HOSTID",
 	      "overrides the host identity (boot id + hostname) used to find "
 	      "same-host peers",

@@ -350,6 +350,19 @@ Test(verbs, sizes_both_directions_small_ring)
 	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
 }
 
+/* Each slot written as several WRs (OPENHCCL_RDMA_WRITE_KB, for lossy
+ * links): 1 KiB writes into 8 KiB slots over 2 QPs, every size arrives. */
+Test(verbs, sizes_split_writes)
+{
+	NEED_RDMA();
+	small_rings();
+	setenv("OPENHCCL_RDMA_WRITE_KB", "1", 1);
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
+}
+
 Test(verbs, sizes_both_directions_default_ring)
 {
 	NEED_RDMA();
@@ -522,6 +535,73 @@ Test(verbs, qp_error_fails_requests_and_names_peer)
 	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, qp_error_rank, NULL, 120), 0);
+}
+
+/*
+ * iface_abort: rank 0's communicator fails with a reason; rank 1, blocked
+ * on a receive from it, fails at its next ep_check with OHC_ERR_DESYNC for
+ * a mismatched operation and OHC_ERR_REMOTE for anything else (as shm),
+ * its request with it, well before any timeout.
+ */
+static int abort_rank(int rank, int nranks, void *arg)
+{
+	ohc_status_t reason = *(ohc_status_t *)arg;
+	ohc_status_t want =
+		reason == OHC_ERR_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
+	struct rctx cc, *c = &cc;
+	struct ohc_req r1, *all[1] = {&r1};
+	char buf[64];
+	int peer = 1 - rank;
+	uint64_t t0, deadline;
+	ohc_status_t st = OHC_OK;
+
+	if (rank_up(c, rank, nranks))
+		return 1;
+	req_recv(&r1, buf, sizeof(buf), 1);
+	CHECK(c->ops->ep_recv(c->eps[peer], &r1) == OHC_OK, "recv");
+	barrier(nranks);
+	if (rank == 0) {
+		c->ops->iface_abort(c->iface, reason);
+		c->ops->iface_abort(c->iface, OHC_ERR_TIMEOUT); /* 1st sticks */
+		c->ops->ep_cancel(c->eps[peer], reason);
+		CHECK(r1.status == reason, "own request: %s",
+		      ohc_status_str(r1.status));
+	} else {
+		t0 = ohc_time_ns();
+		deadline = ohc_deadline_after_ms(5000);
+		while ((st = c->ops->ep_check(c->eps[peer])) == OHC_OK &&
+		       !ohc_deadline_passed(deadline)) {
+			c->ops->iface_progress(c->iface);
+			usleep(1000);
+		}
+		CHECK(st == want, "ep_check gave %s, not %s after %.3f s",
+		      ohc_status_str(st), ohc_status_str(want),
+		      (double)(ohc_time_ns() - t0) / 1e9);
+		CHECK(c->ops->ep_check(c->eps[peer]) == want, "sticks");
+		drive(c, all, 1, 1000);
+		CHECK(r1.status == want, "blocked request: %s",
+		      ohc_status_str(r1.status));
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, abort_tells_peer_desync)
+{
+	ohc_status_t reason = OHC_ERR_DESYNC;
+
+	NEED_RDMA();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, abort_rank, &reason, 60), 0);
+}
+
+Test(verbs, abort_tells_peer_other_reason)
+{
+	ohc_status_t reason = OHC_ERR_TIMEOUT;
+
+	NEED_RDMA();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, abort_rank, &reason, 60), 0);
 }
 
 /* Bad input: open fails with OHC_ERR_INVALID and leaks nothing. */

@@ -24,7 +24,10 @@
  * Connection setup exchanges QP numbers, ring addresses and rkeys over a
  * TCP socket per pair (the listener's address is in the iface blob); the
  * socket stays open as a liveness probe: EOF means the peer process is
- * gone.
+ * gone. It also carries one byte when a rank's communicator fails
+ * (iface_abort): 'D' for a mismatched operation (OHC_ERR_DESYNC), 'X' for
+ * anything else, so a peer blocked on it fails at its next ep_check with
+ * that reason instead of waiting for its timeout.
  */
 #include <netinet/in.h>
 #include <stdint.h>
@@ -87,13 +90,15 @@ struct ohc_verbs_iface {
 	/* geometry and QP attributes (same on every rank) */
 	uint32_t nqps, slots, slot_bytes, sq_depth, rq_depth;
 	uint32_t timeout, retry_cnt, tc, sl;
-	uint32_t max_inline; /* bytes a send may inline (all QPs) */
+	uint32_t max_inline;		/* bytes a send may inline (all QPs) */
+	uint32_t wr_bytes, wr_per_slot; /* largest WRITE WR, WRs per slot */
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
 	struct vx_mr_cache mrc;
 	/* waiting */
 	int wake_fd;
-	int armed;	  /* CQ notification requested, not yet delivered */
-	unsigned unacked; /* CQ events not yet acknowledged */
+	int armed;	      /* CQ notification requested, not yet delivered */
+	unsigned unacked;     /* CQ events not yet acknowledged */
+	ohc_status_t aborted; /* reason sent to peers (iface_abort), or 0 */
 	struct ohc_verbs_ep **by_peer; /* nranks entries */
 };
 
@@ -127,7 +132,8 @@ struct ohc_verbs_ep {
 	struct vx_rdv rdv;
 	/* state */
 	int connected;
-	ohc_status_t broken; /* OHC_OK, or why the ep is unusable */
+	ohc_status_t broken;	 /* OHC_OK, or why the ep is unusable */
+	ohc_status_t peer_abort; /* the peer's announced failure, or OHC_OK */
 };
 
 /* Device, port and GID for a rank (vx_dev.c); fills the iface fields

@@ -106,10 +106,11 @@ static void ep_stop(struct ohc_verbs_ep *e)
 static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 {
 	struct ohc_iface *iface = e->super.iface;
+	ohc_status_t status = e->peer_abort ? e->peer_abort : OHC_ERR_REMOTE;
 
 	if (e->broken)
 		return;
-	e->broken = OHC_ERR_REMOTE;
+	e->broken = status;
 	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq) ||
 	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq))
 		OHC_ERROR(OHC_SS_VERBS,
@@ -121,10 +122,10 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 			 "rank %u: RDMA connection to rank %u lost while "
 			 "idle: QP %u: %s",
 			 iface->rank, e->super.peer, qpn, why);
-	fail_queue(&e->sendq, OHC_ERR_REMOTE);
-	fail_queue(&e->recvq, OHC_ERR_REMOTE);
+	fail_queue(&e->sendq, status);
+	fail_queue(&e->recvq, status);
 	ep_stop(e);
-	ohc_vx_rdv_fail(vx_iface(iface), e, OHC_ERR_REMOTE);
+	ohc_vx_rdv_fail(vx_iface(iface), e, status);
 }
 
 static uint32_t ep_qpn(const struct ohc_verbs_ep *e, uint32_t qpi)
@@ -253,12 +254,31 @@ static uint32_t rx_freed32(const struct ohc_verbs_ep *e)
 	return (uint32_t)e->rx_next;
 }
 
+/* The next free WR (and nsge SGEs) of this push, zeroed, one SGE. */
+static struct ibv_send_wr *vx_wr(struct ohc_verbs_ep *e, unsigned *nw,
+				 struct ibv_sge **sg, unsigned *ns,
+				 unsigned nsge, enum ibv_wr_opcode op,
+				 uint64_t raddr)
+{
+	struct ibv_send_wr *wr = &e->wrs[(*nw)++];
+
+	*sg = &e->sges[*ns];
+	*ns += nsge;
+	memset(wr, 0, sizeof(*wr));
+	wr->opcode = op;
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = e->rem_rkey;
+	wr->sg_list = *sg;
+	wr->num_sge = 1;
+	return wr;
+}
+
 /* Push queued sends into free slots; returns the fragments posted. */
 static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	struct ohc_list done = OHC_LIST_INIT(done);
 	size_t payload = vi->slot_bytes - OHC_VX_HDR;
-	unsigned n = 0;
+	unsigned n = 0, nw = 0, ns = 0;
 	int rc = 0;
 	uint32_t bad_q = 0;
 
@@ -270,11 +290,13 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		struct ohc_vx_qp *q = &e->qps[qpi];
 		char *slot = e->stage + (size_t)idx * vi->slot_bytes;
 		struct vx_hdr *h = (struct vx_hdr *)slot;
-		struct ibv_send_wr *wr = &e->wrs[n];
-		struct ibv_sge *sg = &e->sges[2 * n];
+		uint64_t raddr = e->rem_ring + (uint64_t)idx * vi->slot_bytes;
+		struct ibv_send_wr *wr;
+		struct ibv_sge *sg;
 		size_t frag = OHC_MIN(req->len - req->done, payload);
 
-		if (q->sq_inflight + q->nchain + 2 > vi->sq_depth)
+		if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 >
+		    vi->sq_depth)
 			break; /* the send queue drains first */
 		h->sig = req->sig;
 		h->msg_len = req->len;
@@ -282,14 +304,10 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		h->frag_len = (uint32_t)frag;
 		h->freed = rx_freed32(e);
 		h->rdv = (uint64_t)(uintptr_t)req->tp_priv;
-		memset(wr, 0, sizeof(*wr));
-		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr->imm_data = htonl(idx);
-		wr->wr.rdma.remote_addr =
-			e->rem_ring + (uint64_t)idx * vi->slot_bytes;
-		wr->wr.rdma.rkey = e->rem_rkey;
-		wr->sg_list = sg;
 		if (OHC_VX_HDR + frag <= vi->max_inline) {
+			wr = vx_wr(e, &nw, &sg, &ns, 2,
+				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
+			wr->imm_data = htonl(idx);
 			sg[0].addr = (uintptr_t)h;
 			sg[0].length = OHC_VX_HDR;
 			sg[0].lkey = e->stage_mr->lkey;
@@ -299,12 +317,28 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			wr->num_sge = frag ? 2 : 1;
 			wr->send_flags = IBV_SEND_INLINE;
 		} else {
+			size_t len = OHC_VX_HDR + frag, off = 0;
+
 			memcpy(slot + OHC_VX_HDR,
 			       (const char *)req->sbuf + req->done, frag);
-			sg[0].addr = (uintptr_t)slot;
-			sg[0].length = (uint32_t)(OHC_VX_HDR + frag);
-			sg[0].lkey = e->stage_mr->lkey;
-			wr->num_sge = 1;
+			/* leading parts as plain writes when capped
+			 * (OPENHCCL_RDMA_WRITE_KB); the immediate comes with
+			 * the last part, after them on the same QP */
+			while (len - off > vi->wr_bytes) {
+				wr = vx_wr(e, &nw, &sg, &ns, 1,
+					   IBV_WR_RDMA_WRITE, raddr + off);
+				sg->addr = (uintptr_t)slot + off;
+				sg->length = vi->wr_bytes;
+				sg->lkey = e->stage_mr->lkey;
+				chain_add(q, wr);
+				off += vi->wr_bytes;
+			}
+			wr = vx_wr(e, &nw, &sg, &ns, 1,
+				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr + off);
+			wr->imm_data = htonl(idx);
+			sg->addr = (uintptr_t)slot + off;
+			sg->length = (uint32_t)(len - off);
+			sg->lkey = e->stage_mr->lkey;
 		}
 		chain_add(q, wr);
 		req->done += frag;
@@ -341,7 +375,7 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		      int force)
 {
 	struct ohc_vx_qp *q = &e->qps[0];
-	struct ibv_send_wr *wr = &e->wrs[vi->slots];
+	struct ibv_send_wr *wr = &e->wrs[vi->slots * vi->wr_per_slot];
 	uint64_t owed = e->rx_next - e->rx_reported;
 	int rc;
 
@@ -642,23 +676,70 @@ static void vx_iface_wake(struct ohc_iface *iface)
 
 /* ---- liveness and cancel ------------------------------------------- */
 
+/* The one byte iface_abort sends on the setup socket. */
+#define VX_ABORT_DESYNC 'D'
+#define VX_ABORT_OTHER 'X'
+
+/*
+ * The setup socket: a reason byte (the peer's communicator failed, see
+ * iface_abort) or EOF (its process is gone or its side stopped). Read even
+ * when the ep is already broken: the peer's abort may have broken our QPs
+ * before we saw its reason.
+ */
+static void ep_sock_check(struct ohc_verbs_ep *e)
+{
+	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	ssize_t n;
+	char c;
+
+	if (e->sock < 0 || e->peer_abort || poll(&p, 1, 0) <= 0)
+		return;
+	n = recv(e->sock, &c, 1, MSG_DONTWAIT);
+	if (n == 1) {
+		e->peer_abort =
+			c == VX_ABORT_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
+		ep_fail(e, ep_qpn(e, 0),
+			c == VX_ABORT_DESYNC
+				? "the peer failed on a mismatched operation"
+				: "the peer's communicator failed");
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		ep_fail(e, ep_qpn(e, 0),
+			"the peer closed its connection (process gone or its "
+			"side failed)");
+	}
+}
+
 static ohc_status_t vx_ep_check(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
-	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
-	struct pollfd p = {.fd = e->sock, .events = POLLIN};
-	char c;
 
-	iface_async(vi);
-	if (!e->broken && e->sock >= 0 && poll(&p, 1, 0) > 0) {
-		ssize_t n = recv(e->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			ep_fail(e, ep_qpn(e, 0),
-				"the peer closed its connection (process "
-				"gone or its side failed)");
-	}
+	iface_async(vx_iface(ep->iface));
+	ep_sock_check(e);
+	if (e->peer_abort)
+		return e->peer_abort;
 	return e->broken ? OHC_ERR_REMOTE : OHC_OK;
+}
+
+/*
+ * Our communicator failed: send every connected peer the reason byte (the
+ * socket buffer is empty after setup, so it never blocks). The QPs stay as
+ * they are; the core cancels what is in flight.
+ */
+static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	struct ohc_verbs_iface *vi = vx_iface(iface);
+	char c = reason == OHC_ERR_DESYNC ? VX_ABORT_DESYNC : VX_ABORT_OTHER;
+
+	if (reason >= 0 || vi->aborted || !vi->by_peer)
+		return;
+	vi->aborted = reason;
+	for (uint32_t r = 0; r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (e && e->sock >= 0 && e->connected)
+			(void)!send(e->sock, &c, 1,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 }
 
 static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
@@ -771,8 +852,20 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	vi->slots = (uint32_t)env->rdma_slots;
 	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024;
 	vi->max_inline = VX_MAX_INLINE;
-	vi->rndv_bytes = (uint32_t)env->rdma_rndv_kb * 1024;
-	vi->sq_depth = vi->slots + OHC_VX_RDV_N + 16;
+	/* WRs per slot: a lost packet makes rxe resend everything from it to
+	 * the next ACK (one per WR), and each failed round costs a retry:
+	 * small writes keep that round short on a lossy link */
+	vi->wr_bytes =
+		env->rdma_write_kb
+			? (uint32_t)OHC_MIN((uint64_t)env->rdma_write_kb * 1024,
+					    vi->slot_bytes)
+			: vi->slot_bytes;
+	vi->wr_per_slot = (vi->slot_bytes + vi->wr_bytes - 1) / vi->wr_bytes;
+	/* rendezvous writes are whole stripes: not with capped writes */
+	vi->rndv_bytes = env->rdma_write_kb
+				 ? 0
+				 : (uint32_t)env->rdma_rndv_kb * 1024;
+	vi->sq_depth = vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 16;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data
 	 * fragments (its credits), `slots` credit messages (one per slot of
@@ -953,7 +1046,8 @@ static void vx_ep_fini(struct ohc_ep *ep)
 
 		for (uint32_t i = 0; i < e->nqps; i++) {
 			struct ohc_vx_qp *q = &e->qps[i];
-			struct ibv_send_wr *wr = &e->wrs[vi->slots];
+			struct ibv_send_wr *wr =
+				&e->wrs[vi->slots * vi->wr_per_slot];
 
 			if (!q->sq_inflight)
 				continue;
@@ -1015,8 +1109,10 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	uint32_t psn;
 
-	e->wrs = calloc(vi->slots + 1, sizeof(*e->wrs));
-	e->sges = calloc(2 * (size_t)vi->slots, sizeof(*e->sges));
+	e->wrs = calloc((size_t)vi->slots * vi->wr_per_slot + 1,
+			sizeof(*e->wrs));
+	e->sges = calloc((size_t)vi->slots * OHC_MAX(2u, vi->wr_per_slot),
+			 sizeof(*e->sges));
 	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
 	e->arrived = calloc(vi->slots, 1);
 	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived)
@@ -1412,4 +1508,5 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.ep_cancel = vx_ep_cancel,
 	.mem_reg = ohc_vx_mem_reg,
 	.mem_dereg = ohc_vx_mem_dereg,
+	.iface_abort = vx_iface_abort,
 };

@@ -58,7 +58,7 @@ static int fault_hit(enum ohc_vx_call call)
 	}
 	faults[call].err = 0;
 	OHC_DEBUG(OHC_SS_VERBS, "%s: injected failure: %s", call_names[call],
-		  strerror(err));
+		  err == OHC_VX_FAULT_QP_ERR ? "QP to error" : strerror(err));
 	return err;
 }
 
@@ -303,6 +303,8 @@ int ohc_vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr)
 	struct ibv_send_wr *bad;
 	int rc = fault_hit(OHC_VX_POST_SEND);
 
+	if (rc == OHC_VX_FAULT_QP_ERR) /* the QP breaks under this post */
+		rc = ohc_vx_fault_qp_error(qp);
 	if (!rc)
 		rc = ibv_post_send(qp, wr, &bad);
 	if (rc)

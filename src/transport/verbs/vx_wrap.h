@@ -28,7 +28,11 @@ enum ohc_vx_call {
 };
 
 /* Fault injection (tests): the call of kind `call` that comes after `skip`
- * more successful ones fails with errno err (err 0 disarms). Per process. */
+ * more successful ones fails with errno err (err 0 disarms). Per process.
+ * With OHC_VX_POST_SEND, err OHC_VX_FAULT_QP_ERR instead moves that post's
+ * QP to the error state first (as a fatal QP error would), so the post
+ * succeeds and its WRs complete with IBV_WC_WR_FLUSH_ERR. */
+#define OHC_VX_FAULT_QP_ERR (-1)
 void ohc_vx_fault_arm(enum ohc_vx_call call, unsigned skip, int err);
 void ohc_vx_fault_clear(void);
 /* Move qp to IBV_QPS_ERR as a fatal error would: 0 or an errno. */

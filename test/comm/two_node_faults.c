@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Faults on the wire between two hosts: runs in both VMs of
+ * `ci/soft-roce/run-vm.sh --vms 2` (skipped anywhere else), two ranks per
+ * VM (shm inside, verbs across), one rank table naming both VMs, the HCCL
+ * API driving AllReduce and a Send/Recv ring. White box (links the
+ * internal library) only to arm the verbs wrapper's fault seam.
+ *
+ * - link_down: rank 2 takes its VM's link down mid-run; every rank fails
+ *   (HCCL_E_REMOTE or a timeout) within bounded time, its log names a
+ *   peer, every process exits; the link comes back up afterwards.
+ * - qp_error: the next ibv_post_send of rank 1 finds its QP in the error
+ *   state (the wrapper's seam); the same, and rank 1's log names the QP's
+ *   peer and the flush status.
+ * - netem_loss: 5 % packet loss on both VMs' egress (tc netem) while the
+ *   collectives run: results stay correct. The rxe counters before and
+ *   after go to the log.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include "helpers/ohc_test.h"
+#include "transport/verbs/vx_wrap.h"
+
+#define PER_VM 2
+#define NR (2 * PER_VM)
+#define EXEC_TIMEOUT_S 20
+#define BOUND_S (EXEC_TIMEOUT_S + 10.0)
+#define COUNT (1 << 14)
+
+static char table_path[256];
+static int vm_index;
+static const char *bad_ip_rank3; /* device_ip override for rank 3 */
+
+/* Skip unless in one of two VMs; write the shared rank table. */
+static void two_vms_or_skip(int port)
+{
+	const char *count = getenv("OHC_VM_COUNT");
+	const char *ip = getenv("OHC_VM_IP"), *peer = getenv("OHC_VM_PEER_IP");
+	const char *ips[2];
+	FILE *f;
+
+	if (!count || strcmp(count, "2") || !ip || !peer || !*peer ||
+	    !getenv("OHC_VM_NETDEV") || strcmp(ip, peer) == 0)
+		cr_skip_test("needs two hosts: ci/soft-roce/run-vm.sh --vms 2 "
+			     "(qemu mode)");
+	vm_index = atoi(getenv("OHC_VM_INDEX") ? getenv("OHC_VM_INDEX") : "0");
+	ips[vm_index] = ip;
+	ips[1 - vm_index] = peer;
+	snprintf(table_path, sizeof(table_path),
+		 "/tmp/ohc_two_node_faults_%d.json", (int)getpid());
+	f = fopen(table_path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{ \"status\": \"completed\", \"version\": \"1.0\", "
+		   "\"server_count\": \"2\", \"server_list\": [\n");
+	for (int s = 0; s < 2; s++) {
+		fprintf(f,
+			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
+			"\"device\": [\n",
+			s, ips[s]);
+		for (int d = 0; d < PER_VM; d++) {
+			int r = s * PER_VM + d;
+
+			fprintf(f,
+				"    { \"device_id\": \"%d\", \"device_ip\": "
+				"\"%s\", \"host_port\": \"%d\", \"rank_id\": "
+				"\"%d\" }%s\n",
+				d,
+				r == 3 && bad_ip_rank3 ? bad_ip_rank3 : ips[s],
+				port + r, r, d + 1 < PER_VM ? "," : "");
+		}
+		fprintf(f, "  ] }%s\n", s ? "" : ",");
+	}
+	fprintf(f, "] }\n");
+	fclose(f);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run a shell command built from fmt; its exit status. */
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vm%d: $ %s\n", vm_index, cmd);
+	return system(cmd);
+}
+
+/* stderr into a file while a rank runs, so its log can be checked. */
+struct capture {
+	int saved, fd;
+	char path[64];
+};
+
+static void capture_begin(struct capture *c, int rank)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/ohc_tnf_r%d_%d.log", rank,
+		 (int)getpid());
+	c->fd = open(c->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fflush(stderr);
+	c->saved = dup(2);
+	if (c->fd >= 0)
+		dup2(c->fd, 2);
+}
+
+/* Restore stderr, echo the captured log there; the log (malloc'd). */
+static char *capture_end(struct capture *c, int rank)
+{
+	char *log = calloc(1, 65536);
+	ssize_t n = c->fd >= 0 ? pread(c->fd, log, 65535, 0) : 0;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	if (c->fd >= 0)
+		close(c->fd);
+	unlink(c->path);
+	log[n > 0 ? n : 0] = 0;
+	for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(stderr, "[rank %d] %s\n", rank, line);
+	/* strtok cut the lines: read back what was printed is not needed;
+	 * undo the cuts for the callers' substring checks */
+	for (ssize_t i = 0; i < n; i++)
+		if (!log[i])
+			log[i] = '\n';
+	return log;
+}
+
+/* One round: AllReduce, then Send to rank+1 / Recv from rank-1 (crosses
+ * the wire from ranks 1 and 3). Checks the results; 0 or an HCCL error
+ * (HCCL_E_INTERNAL for a wrong result). */
+static HcclResult round_trip(HcclComm comm, int rank, size_t count)
+{
+	int32_t *s = malloc(count * 4), *r = malloc(count * 4);
+	int right = (rank + 1) % NR, left = (rank + NR - 1) % NR;
+	HcclResult ret;
+
+	for (size_t i = 0; i < count; i++)
+		s[i] = (int32_t)(i * 3 + (size_t)rank * 1000);
+	ret = HcclAllReduce(s, r, count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+			    comm, NULL);
+	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
+		if (r[i] !=
+		    (int32_t)(NR * i * 3 + 1000 * (NR * (NR - 1) / 2))) {
+			fprintf(stderr, "rank %d: allreduce %zu: [%zu] wrong\n",
+				rank, count, i);
+			ret = HCCL_E_INTERNAL;
+		}
+	if (ret == HCCL_SUCCESS && rank % 2 == 0) {
+		ret = HcclSend(s, count, HCCL_DATA_TYPE_INT32, right, comm,
+			       NULL);
+		if (ret == HCCL_SUCCESS)
+			ret = HcclRecv(r, count, HCCL_DATA_TYPE_INT32, left,
+				       comm, NULL);
+	} else if (ret == HCCL_SUCCESS) {
+		ret = HcclRecv(r, count, HCCL_DATA_TYPE_INT32, left, comm,
+			       NULL);
+		if (ret == HCCL_SUCCESS)
+			ret = HcclSend(s, count, HCCL_DATA_TYPE_INT32, right,
+				       comm, NULL);
+	}
+	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
+		if (r[i] != (int32_t)(i * 3 + (size_t)left * 1000)) {
+			fprintf(stderr, "rank %d: ring %zu: [%zu] wrong\n",
+				rank, count, i);
+			ret = HCCL_E_INTERNAL;
+		}
+	free(s);
+	free(r);
+	return ret;
+}
+
+/* ---- faults that must end in an error ------------------------------ */
+
+/* 1 if the log names a rank other than self ("rank N", "peer N"). */
+static int names_peer(const char *log, int self)
+{
+	static const char *const keys[] = {"rank ", "peer "};
+
+	for (unsigned k = 0; k < 2; k++)
+		for (const char *p = strstr(log, keys[k]); p;
+		     p = strstr(p + 1, keys[k])) {
+			char *end;
+			long n = strtol(p + 5, &end, 10);
+
+			if (end != p + 5 && n != self && n >= 0 && n < NR)
+				return 1;
+		}
+	return 0;
+}
+
+enum fault { F_LINK_DOWN, F_QP_ERROR };
+
+#define LINK_RANK 2 /* takes its VM's link down */
+#define QP_RANK 1   /* its next verbs post finds the QP in error */
+#define TRIGGER_IT 3
+
+/* Bring the link back and wait until rxe has its GID again. */
+static int link_up(void)
+{
+	const char *dev = getenv("OHC_VM_RDMA_DEV");
+	const char *gid = getenv("OHC_VM_GID_INDEX");
+	double end = now_s() + 20;
+
+	if (sh("ip link set dev %s up", getenv("OHC_VM_NETDEV")))
+		return -1;
+	while (now_s() < end) {
+		if (sh("grep -q ACTIVE /sys/class/infiniband/%s/ports/1/state "
+		       "&& ! grep -q "
+		       "'^0000:0000:0000:0000:0000:0000:0000:0000' "
+		       "/sys/class/infiniband/%s/ports/1/gids/%s",
+		       dev ? dev : "rxe0", dev ? dev : "rxe0",
+		       gid ? gid : "1") == 0)
+			return 0;
+		usleep(200000);
+	}
+	return -1;
+}
+
+static int fault_rank(int local, int nlocal, void *arg)
+{
+	enum fault f = *(enum fault *)arg;
+	int rank = vm_index * PER_VM + local, bad = 0;
+	HcclResult r = HCCL_SUCCESS, async = HCCL_SUCCESS;
+	struct capture cap;
+	HcclComm comm;
+	double t0 = now_s(), took;
+	char *log;
+	int it;
+
+	(void)nlocal;
+	capture_begin(&cap, rank);
+	if (aclrtSetDevice(local) ||
+	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm)) {
+		free(capture_end(&cap, rank));
+		OHC_RANK_FAIL("rank %d: init failed", rank);
+	}
+	for (it = 0; it < 200 && r == HCCL_SUCCESS; it++) {
+		if (it == TRIGGER_IT) {
+			t0 = now_s();
+			if (f == F_LINK_DOWN && rank == LINK_RANK)
+				sh("ip link set dev %s down",
+				   getenv("OHC_VM_NETDEV"));
+			if (f == F_QP_ERROR && rank == QP_RANK)
+				ohc_vx_fault_arm(OHC_VX_POST_SEND, 0,
+						 OHC_VX_FAULT_QP_ERR);
+		}
+		r = round_trip(comm, rank, COUNT);
+	}
+	took = now_s() - t0;
+	HcclGetCommAsyncError(comm, &async);
+	fprintf(stderr,
+		"rank %d: failed at iteration %d after %.2f s: error %d, "
+		"async error %d\n",
+		rank, it - 1, took, r, async);
+	HcclCommDestroy(comm);
+	if (f == F_LINK_DOWN && rank == LINK_RANK && link_up()) {
+		fprintf(stderr, "rank %d: link or GID not back\n", rank);
+		bad = 1;
+	}
+	log = capture_end(&cap, rank);
+	if (it - 1 < TRIGGER_IT || r == HCCL_SUCCESS) {
+		fprintf(stderr, "rank %d: no failure (%d) after the fault\n",
+			rank, r);
+		bad = 1;
+	}
+	if (took > BOUND_S) {
+		fprintf(stderr, "rank %d: took %.1f s > %.0f s\n", rank, took,
+			BOUND_S);
+		bad = 1;
+	}
+	if (async != HCCL_E_REMOTE && async != HCCL_E_TIMEOUT) {
+		fprintf(stderr, "rank %d: async error %d\n", rank, async);
+		bad = 1;
+	}
+	/* the peer is named: a connection, a shm peer or an op's peer */
+	if (!names_peer(log, rank)) {
+		fprintf(stderr, "rank %d: log names no peer\n", rank);
+		bad = 1;
+	}
+	if (f == F_QP_ERROR && rank == QP_RANK &&
+	    (!strstr(log, "QP ") || !strstr(log, "Flush"))) {
+		fprintf(stderr, "rank %d: log lacks the QP and its status\n",
+			rank);
+		bad = 1;
+	}
+	free(log);
+	return bad;
+}
+
+static void fault_env(void)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", EXEC_TIMEOUT_S);
+	setenv("HCCL_EXEC_TIMEOUT", v, 1);
+	/* 268 ms x 6 retries: shorter gave spurious "retry counter
+	 * exceeded" errors before the fault on these loaded TCG VMs
+	 * (measured: 16.8 ms x 3 and 67 ms x 5 both did) */
+	setenv("HCCL_RDMA_TIMEOUT", "16", 1);
+	setenv("HCCL_RDMA_RETRY_CNT", "6", 1);
+	setenv("HCCL_CONNECT_TIMEOUT", "60", 1);
+}
+
+Test(two_node_faults, link_down, .timeout = 240)
+{
+	enum fault f = F_LINK_DOWN;
+	double t0 = now_s();
+
+	two_vms_or_skip(33000);
+	fault_env();
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
+	fprintf(stderr, "vm%d: link_down: %.1f s\n", vm_index, now_s() - t0);
+	unlink(table_path);
+}
+
+Test(two_node_faults, qp_error, .timeout = 240)
+{
+	enum fault f = F_QP_ERROR;
+	double t0 = now_s();
+
+	two_vms_or_skip(34000);
+	fault_env();
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
+	fprintf(stderr, "vm%d: qp_error: %.1f s\n", vm_index, now_s() - t0);
+	unlink(table_path);
+}
+
+/* ---- loss on the wire: results stay correct ------------------------ */
+
+static int loss_rank(int local, int nlocal, void *arg)
+{
+	static const size_t counts[] = {1, 4099, 65539, 300007};
+	int rank = vm_index * PER_VM + local;
+	HcclComm comm;
+	int bad = 0;
+
+	(void)nlocal;
+	(void)arg;
+	if (aclrtSetDevice(local) ||
+	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm))
+		OHC_RANK_FAIL("rank %d: init failed", rank);
+	for (int rep = 0; rep < 1; rep++)
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]);
+		     c++) {
+			double t = now_s();
+			HcclResult r = round_trip(comm, rank, counts[c]);
+
+			fprintf(stderr, "rank %d: count %zu: %d in %.2f s\n",
+				rank, counts[c], r, now_s() - t);
+			bad |= r != HCCL_SUCCESS;
+		}
+	bad |= HcclBarrier(comm, NULL) != HCCL_SUCCESS;
+	HcclCommDestroy(comm);
+	return bad;
+}
+
+static void rxe_counters(const char *when)
+{
+	const char *dev = getenv("OHC_VM_RDMA_DEV");
+
+	sh("cd /sys/class/infiniband/%s/ports/1/hw_counters 2>/dev/null && "
+	   "grep -H . *retry* *seq* *nak* *duplicate* *send_err* "
+	   "*completer* 2>/dev/null | tr '\\n' ' ' | sed 's/^/%s: /'; echo",
+	   dev ? dev : "rxe0", when);
+}
+
+Test(two_node_faults, netem_loss, .timeout = 600)
+{
+	const char *nd, *loss;
+	double t0 = now_s();
+	int failed;
+
+	two_vms_or_skip(35000);
+	/* measured (ci/soft-roce/README.md): whole 64 KiB slots per WRITE
+	 * fail with "retry counter exceeded" at 5 % loss, 1-2 KiB writes
+	 * pass; a short timeout keeps each lost round short, but 134 ms
+	 * (15) once ran out of retries when the host was loaded */
+	setenv("OPENHCCL_RDMA_WRITE_KB", "1", 0);
+	setenv("HCCL_RDMA_TIMEOUT", "16", 0);
+	nd = getenv("OHC_VM_NETDEV");
+	loss = getenv("OHC_TEST_LOSS") ? getenv("OHC_TEST_LOSS") : "5%";
+	setenv("HCCL_EXEC_TIMEOUT", "300", 1);
+	if (strcmp(loss, "0"))
+		cr_assert_eq(
+			sh("tc qdisc add dev %s root netem loss %s", nd, loss),
+			0,
+			"tc netem (sch_netem in the VM, tc on the host "
+			"root)");
+	rxe_counters("before");
+	ohc_test_fork_settle();
+	failed = ohc_test_fork_ranks(PER_VM, loss_rank, NULL, 540);
+	rxe_counters("after");
+	if (strcmp(loss, "0")) {
+		sh("tc -s qdisc show dev %s | head -3 | tr '\\n' ' '; echo",
+		   nd);
+		sh("tc qdisc del dev %s root", nd);
+	}
+	fprintf(stderr, "vm%d: netem_loss: %.1f s\n", vm_index, now_s() - t0);
+	cr_expect_eq(failed, 0);
+	unlink(table_path);
+}
+
+/* ---- bad input: a device_ip no RDMA device has --------------------- */
+
+#define BAD_IP "192.0.2.250" /* on the wire's subnet, on no host */
+
+static int bad_ip_rank(int local, int nlocal, void *arg)
+{
+	int rank = vm_index * PER_VM + local, bad = 0;
+	struct capture cap;
+	HcclComm comm = NULL;
+	HcclResult r;
+	double t0 = now_s(), took;
+	char *log;
+
+	(void)nlocal;
+	(void)arg;
+	capture_begin(&cap, rank);
+	r = aclrtSetDevice(local) ? HCCL_E_INTERNAL
+				  : HcclCommInitClusterInfo(
+					    table_path, (uint32_t)rank, &comm);
+	took = now_s() - t0;
+	if (r == HCCL_SUCCESS)
+		HcclCommDestroy(comm);
+	log = capture_end(&cap, rank);
+	fprintf(stderr, "rank %d: init gave %d after %.1f s\n", rank, r, took);
+	if (r == HCCL_SUCCESS || took > 45) {
+		fprintf(stderr, "rank %d: init should fail fast\n", rank);
+		bad = 1;
+	}
+	/* rank 3 says why (its device_ip), the others name rank 3 */
+	if (rank == 3 && !strstr(log, "device_ip " BAD_IP)) {
+		fprintf(stderr, "rank 3: log does not name the device_ip\n");
+		bad = 1;
+	}
+	if (rank != 3 && !strstr(log, "rank 3") &&
+	    !strstr(log, "did not answer: 3")) {
+		fprintf(stderr, "rank %d: log does not name rank 3\n", rank);
+		bad = 1;
+	}
+	free(log);
+	return bad;
+}
+
+Test(two_node_faults, device_ip_without_rdma_device, .timeout = 240)
+{
+	bad_ip_rank3 = BAD_IP;
+	two_vms_or_skip(36000);
+	/* the same-host peer of rank 3 waits for it this long (shm) */
+	setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, bad_ip_rank, NULL, 180), 0);
+	unlink(table_path);
+}
