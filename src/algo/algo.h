@@ -35,9 +35,9 @@ enum ohc_coll_op {
 
 /* Transport classes, for the cost model. */
 enum ohc_link_class {
-	OHC_LINK_SELF = 0,  /* threads of one process: direct copies */
-	OHC_LINK_SHM = 1,   /* processes of one host */
-	OHC_LINK_RDMA = 2,  /* other hosts */
+	OHC_LINK_SELF = 0, /* threads of one process: direct copies */
+	OHC_LINK_SHM = 1,  /* processes of one host */
+	OHC_LINK_RDMA = 2, /* other hosts */
 };
 
 /* One item of a batch send/recv (HcclSendRecvItem, resolved). */
@@ -48,18 +48,18 @@ enum ohc_batch_kind {
 
 struct ohc_batch_item {
 	enum ohc_batch_kind kind;
-	int dtype;        /* compared between paired self items */
-	void *buf;        /* source (send) or destination (recv) */
-	uint64_t count;   /* elements; 0: the item is ignored */
-	size_t esize;     /* bytes per element of dtype */
-	uint32_t peer;    /* remote rank; may be ourselves */
+	int dtype;	/* compared between paired self items */
+	void *buf;	/* source (send) or destination (recv) */
+	uint64_t count; /* elements; 0: the item is ignored */
+	size_t esize;	/* bytes per element of dtype */
+	uint32_t peer;	/* remote rank; may be ourselves */
 };
 
 struct ohc_coll_args {
 	enum ohc_coll_op op;
 	int dtype, redop;
-	uint32_t root;    /* broadcast/reduce/scatter */
-	uint32_t peer;    /* send/recv */
+	uint32_t root; /* broadcast/reduce/scatter */
+	uint32_t peer; /* send/recv */
 	const void *sbuf;
 	void *rbuf;
 	/*
@@ -68,7 +68,7 @@ struct ohc_coll_args {
 	 * receive count per rank; AlltoAll the count per peer.
 	 */
 	uint64_t count;
-	size_t esize;     /* bytes per element */
+	size_t esize; /* bytes per element */
 	uint32_t rank, nranks;
 	/*
 	 * V variants: arrays of nranks element counts/displacements, read
@@ -80,8 +80,8 @@ struct ohc_coll_args {
 	/* BatchSendRecv: the items, read while the schedule is built. */
 	const struct ohc_batch_item *items;
 	uint32_t nitems;
-	int deterministic;          /* fixed reduction order required */
-	enum ohc_link_class link;   /* slowest link class in the comm */
+	int deterministic;	  /* fixed reduction order required */
+	enum ohc_link_class link; /* slowest link class in the comm */
 	/*
 	 * Hosts: host_of[r] is rank r's host index (0..nhosts-1), the same
 	 * array on every rank; NULL when the comm is on one host. Two-level
@@ -90,7 +90,7 @@ struct ohc_coll_args {
 	 */
 	const uint32_t *host_of;
 	uint32_t nhosts;
-	const char *algo_override;  /* HCCL_ALGO / config algo string */
+	const char *algo_override; /* HCCL_ALGO / config algo string */
 };
 
 /*
@@ -99,10 +99,10 @@ struct ohc_coll_args {
  * locally n * copy. Microseconds.
  */
 struct ohc_cost_params {
-	double alpha_us;   /* per message */
-	double beta_us;    /* per byte sent */
-	double gamma_us;   /* per byte reduced */
-	double copy_us;    /* per byte copied locally */
+	double alpha_us; /* per message */
+	double beta_us;	 /* per byte sent */
+	double gamma_us; /* per byte reduced */
+	double copy_us;	 /* per byte copied locally */
 };
 
 struct ohc_algo {
@@ -127,15 +127,36 @@ struct ohc_algo {
 	 * predicted time for a's layout; used instead of cost when set.
 	 */
 	double (*cost_topo)(const struct ohc_coll_args *a, uint64_t bytes);
+	/*
+	 * Optional: the predicted time when the schedule is pipelined in
+	 * slices pieces (ohc_sched_pipeline). Set only by algorithms whose
+	 * data dependencies are slice-aligned (sched.h), so pipelining them
+	 * is correct; selection then picks the slice count (1: none) with
+	 * the lowest prediction, and cost is that minimum.
+	 */
+	double (*cost_sliced)(const struct ohc_cost_params *c, uint64_t bytes,
+			      uint32_t nranks, uint32_t slices);
 };
+
+/*
+ * The slice count the cost model prefers for al (1: no slicing, and
+ * always 1 without cost_sliced): a power of two up to
+ * OHC_ALGO_MAX_SLICES, at most bytes / esize (every slice gets an
+ * element), from arguments that are the same on every rank. *us_p (may
+ * be NULL) gets the prediction.
+ */
+#define OHC_ALGO_MAX_SLICES 256u
+uint32_t ohc_algo_slices(const struct ohc_algo *al,
+			 const struct ohc_cost_params *c, uint64_t bytes,
+			 size_t esize, uint32_t nranks, double *us_p);
 
 /*
  * Pick an algorithm for a and build its schedule into s (initialised by
  * the caller). *algo_p names what was chosen. The cheapest candidate by
  * the cost model that accepts wins, unless a->algo_override names one.
  */
-ohc_status_t ohc_algo_build(const struct ohc_coll_args *a,
-			    struct ohc_sched *s, const struct ohc_algo **algo_p);
+ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+			    const struct ohc_algo **algo_p);
 
 const char *ohc_coll_op_name(enum ohc_coll_op op);
 const char *ohc_link_class_name(enum ohc_link_class link);
@@ -170,9 +191,8 @@ double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
  * others as a default). HCCL names ring, H-D_R, NHR, NHR_V1, NB, AHC,
  * pipeline, pairwise map to ours; our own names are accepted too.
  */
-const struct ohc_algo *ohc_algo_override_find(const char *spec,
-					      enum ohc_coll_op op,
-					      int *unknown_p);
+const struct ohc_algo *
+ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p);
 
 /* All candidates, for tests and tools; *n_p entries. */
 const struct ohc_algo *const *ohc_algo_all(unsigned *n_p);
@@ -201,7 +221,9 @@ extern const struct ohc_algo ohc_algo_reduce_scatter_rh;
 extern const struct ohc_algo ohc_algo_reduce_scatter_direct;
 extern const struct ohc_algo ohc_algo_bcast_binomial;
 extern const struct ohc_algo ohc_algo_bcast_scatter_ag;
+extern const struct ohc_algo ohc_algo_bcast_chain;
 extern const struct ohc_algo ohc_algo_reduce_binomial;
+extern const struct ohc_algo ohc_algo_reduce_chain;
 extern const struct ohc_algo ohc_algo_scatter_binomial;
 extern const struct ohc_algo ohc_algo_scatter_linear;
 extern const struct ohc_algo ohc_algo_alltoall_pairwise;
