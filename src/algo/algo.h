@@ -91,6 +91,12 @@ struct ohc_coll_args {
 	const uint32_t *host_of;
 	uint32_t nhosts;
 	const char *algo_override; /* HCCL_ALGO / config algo string */
+	/*
+	 * OPENHCCL_PIPELINE_SLICES: 0 the cost model picks the slice count
+	 * of algorithms that can be pipelined; n > 0 forces n (1: none),
+	 * at most one slice per element. The same on every rank.
+	 */
+	uint32_t pipeline_slices;
 };
 
 /*

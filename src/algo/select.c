@@ -557,8 +557,16 @@ static uint32_t slices_for(const struct ohc_coll_args *a,
 	default:
 		break;
 	}
-	if (a->nranks < 2)
+	if (a->nranks < 2 || !al->cost_sliced)
 		return 1;
+	if (a->pipeline_slices) {
+		uint64_t elems = a->esize ? bytes / a->esize : bytes;
+		uint32_t sl = a->pipeline_slices;
+
+		if (sl > OHC_ALGO_MAX_SLICES)
+			sl = OHC_ALGO_MAX_SLICES;
+		return elems && sl > elems ? (uint32_t)elems : sl;
+	}
 	return ohc_algo_slices(al, ohc_cost_params_get(a->link), bytes,
 			       a->esize, a->nranks, NULL);
 }

@@ -2518,3 +2518,60 @@ Test(determinism, slicing_keeps_fp32_bits)
 	}
 	free(first);
 }
+
+/*
+ * Selection pipelines the chain in the slice count of the model, or in
+ * OPENHCCL_PIPELINE_SLICES' (args->pipeline_slices); never below an
+ * element per slice; never for algorithms that are not slice-aligned.
+ */
+static unsigned chain_steps(uint32_t n, uint64_t count, uint32_t knob,
+			    const char *override, const struct ohc_algo **al)
+{
+	static char buf[1 << 22];
+	struct ohc_sched s;
+	struct ohc_coll_args a = {.op = OHC_COLL_BROADCAST,
+				  .count = count,
+				  .esize = 4,
+				  .rank = 1,
+				  .nranks = n,
+				  .link = OHC_LINK_SHM,
+				  .sbuf = buf,
+				  .rbuf = buf,
+				  .algo_override = override,
+				  .pipeline_slices = knob};
+	unsigned steps;
+
+	cr_assert_leq(count * 4, sizeof(buf));
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_build(&a, &s, al), OHC_OK);
+	steps = s.nsteps;
+	ohc_sched_fini(&s);
+	return steps;
+}
+
+Test(select, slice_count)
+{
+	const struct ohc_algo *al;
+	const uint64_t big = 1u << 20; /* 4 MiB */
+	uint32_t model = ohc_algo_slices(&ohc_algo_bcast_chain,
+					 ohc_cost_params_get(OHC_LINK_SHM),
+					 big * 4, 4, 8, NULL);
+
+	cr_assert_gt(model, 1, "4 MiB over 8 shm ranks: sliced");
+	cr_assert_eq(chain_steps(8, big, 0, NULL, &al), 8 - 2 + model);
+	cr_assert_eq(al, &ohc_algo_bcast_chain);
+	cr_assert_eq(chain_steps(8, big, 1, NULL, &al), 7, "knob 1: whole");
+	cr_assert_eq(chain_steps(8, big, 5, NULL, &al), 8 - 2 + 5);
+	/* no more slices than elements */
+	cr_assert_eq(chain_steps(8, 3, 5, "level0:NA;level1:pipeline", &al),
+		     8 - 2 + 3);
+	cr_assert_eq(al, &ohc_algo_bcast_chain);
+	/* small: one slice; other algorithms are never sliced */
+	cr_assert_eq(ohc_algo_slices(&ohc_algo_bcast_chain,
+				     ohc_cost_params_get(OHC_LINK_SHM), 64, 4,
+				     8, NULL),
+		     1);
+	cr_assert_eq(chain_steps(8, big, 5, "level0:NA;level1:binomial", &al),
+		     4, "3 rounds, one more for the agreement");
+	cr_assert_eq(al, &ohc_algo_bcast_binomial);
+}
