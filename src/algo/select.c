@@ -501,9 +501,8 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		if (al->op != a->op || n == MAX_PER_OP || !accepts(al, a))
 			continue;
 		c[n].algo = al;
-		c[n].us = al->cost_topo
-				  ? al->cost_topo(a, bytes)
-				  : predict(al, bytes, a->nranks, a->link);
+		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
+					: predict(al, bytes, a->nranks, a->link);
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
