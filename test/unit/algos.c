@@ -526,8 +526,7 @@ Test(coll, allreduce_two_level)
 					for (int m = 0; m < 2; m++) {
 						memset(&t, 0, sizeof(t));
 						t.op = OHC_COLL_ALLREDUCE;
-						t.algo =
-							&ohc_algo_allreduce_2level;
+						t.algo = &ohc_algo_allreduce_2level;
 						t.n = n;
 						t.count = test_counts[ci];
 						t.inplace = ip;
