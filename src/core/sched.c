@@ -77,7 +77,8 @@ void ohc_sched_recv_reduce(struct ohc_sched *s, uint32_t peer, void *dst,
 	x->len = len;
 }
 
-void ohc_sched_copy(struct ohc_sched *s, void *dst, const void *src, size_t len)
+void ohc_sched_copy(struct ohc_sched *s, void *dst, const void *src,
+		    size_t len)
 {
 	struct ohc_xfer *x;
 

@@ -29,9 +29,9 @@
 #include "util/status.h"
 
 enum ohc_xfer_kind {
-	OHC_XFER_SEND,	 /* len bytes at src to peer */
-	OHC_XFER_RECV,	 /* next message from peer, consumed per rkind */
-	OHC_XFER_COPY,	 /* local: dst = src */
+	OHC_XFER_SEND,   /* len bytes at src to peer */
+	OHC_XFER_RECV,   /* next message from peer, consumed per rkind */
+	OHC_XFER_COPY,   /* local: dst = src */
 	OHC_XFER_REDUCE, /* local: dst = src2 OP src */
 };
 
@@ -51,7 +51,7 @@ struct ohc_sched {
 	unsigned *step_end; /* step i = xfers[step_end[i-1] .. step_end[i]) */
 	unsigned nsteps, step_cap;
 	ohc_status_t status; /* first allocation failure, sticky */
-	void *scratch;	     /* owned, freed by ohc_sched_fini */
+	void *scratch;       /* owned, freed by ohc_sched_fini */
 	size_t scratch_bytes;
 };
 
@@ -60,7 +60,8 @@ void ohc_sched_fini(struct ohc_sched *s);
 /* Builders; failures are remembered in s->status (checked by the executor). */
 void ohc_sched_send(struct ohc_sched *s, uint32_t peer, const void *src,
 		    size_t len);
-void ohc_sched_recv(struct ohc_sched *s, uint32_t peer, void *dst, size_t len);
+void ohc_sched_recv(struct ohc_sched *s, uint32_t peer, void *dst,
+		    size_t len);
 /* dst = (src2 ? src2 : dst) OP incoming */
 void ohc_sched_recv_reduce(struct ohc_sched *s, uint32_t peer, void *dst,
 			   const void *src2, size_t len);
