@@ -13,6 +13,7 @@
 
 /* The one mapping from internal status to HcclResult (status_map.c). */
 HcclResult ohc_status_to_hccl(ohc_status_t status);
+ohc_status_t ohc_status_from_hccl(HcclResult r);
 
 /* Decode a user HcclCommConfig (NULL = defaults) into c (api_config.c). */
 ohc_status_t ohc_api_config_decode(const HcclCommConfig *user,

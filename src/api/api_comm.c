@@ -80,11 +80,127 @@ static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
 	return HCCL_SUCCESS;
 }
 
+/*
+ * Inside a group, communicator init and destroy are deferred to the
+ * outermost HcclGroupEnd (spec 2.6, use a: one thread bringing up the
+ * communicators of several devices, whose inits wait for each other). The
+ * call only checks its pointers and takes copies; the init runs at group
+ * end, on a thread of its own beside the group's other inits, and writes
+ * *comm only if it succeeds. HcclGroupEnd returns the first failure.
+ */
+struct deferred {
+	enum { D_ROOT, D_CLUSTER, D_SPLIT, D_DESTROY } kind;
+	uint32_t nranks, rank;
+	uint32_t *ranks; /* D_SPLIT: copy of rankIds (NULL: not a member) */
+	uint64_t id;
+	HcclRootInfo root;
+	HcclCommConfig config;
+	int has_config;
+	char *cluster;
+	HcclComm *comm_p;
+	HcclComm comm;
+	const char *fn;
+};
+
+static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
+				    HcclCommConfig *config, HcclComm *comm,
+				    const char *fn);
+static HcclResult destroy_now(HcclComm comm);
+static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
+			    uint32_t *rankIds, uint64_t subCommId,
+			    uint32_t subCommRankId, HcclCommConfig *config,
+			    HcclComm *subComm);
+
+static ohc_status_t deferred_run(void *p)
+{
+	struct deferred *d = p;
+	HcclCommConfig *cfg = d->has_config ? &d->config : NULL;
+	HcclResult r;
+
+	switch (d->kind) {
+	case D_ROOT:
+		r = init_root_info(d->nranks, &d->root, d->rank, cfg,
+				   d->comm_p, d->fn);
+		break;
+	case D_CLUSTER:
+		r = init_cluster_info(d->cluster, d->rank, cfg, d->comm_p,
+				      d->fn);
+		break;
+	case D_SPLIT:
+		r = split_now(&d->comm, d->nranks, d->ranks, d->id, d->rank,
+			      cfg, d->comm_p);
+		break;
+	default:
+		r = destroy_now(d->comm);
+		break;
+	}
+	if (r != HCCL_SUCCESS)
+		OHC_ERROR(OHC_SS_API, "HcclGroupEnd: deferred %s of rank %u "
+				      "failed: %s",
+			  d->fn, d->rank, HcclGetErrorString(r));
+	return ohc_status_from_hccl(r);
+}
+
+static void deferred_drop(void *p)
+{
+	struct deferred *d = p;
+
+	free(d->cluster);
+	free(d->ranks);
+	free(d);
+}
+
+static HcclResult defer(struct deferred *d)
+{
+	ohc_status_t st;
+
+	st = ohc_group_defer(deferred_run, deferred_drop, d,
+			     d->kind != D_DESTROY);
+	if (st < 0)
+		deferred_drop(d);
+	return ohc_status_to_hccl(st);
+}
+
+static HcclResult defer_init(const char *fn, uint32_t nranks,
+			     const HcclRootInfo *root, const char *cluster,
+			     uint32_t rank, const HcclCommConfig *config,
+			     HcclComm *comm)
+{
+	struct deferred *d;
+
+	if ((!root && !cluster) || !comm) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
+			  !comm ? "comm" : root ? "rootInfo" : "clusterInfo");
+		return HCCL_E_PTR;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d || (cluster && !(d->cluster = strdup(cluster)))) {
+		free(d);
+		OHC_ERROR(OHC_SS_API, "%s: out of memory", fn);
+		return HCCL_E_MEMORY;
+	}
+	d->kind = cluster ? D_CLUSTER : D_ROOT;
+	d->nranks = nranks;
+	d->rank = rank;
+	if (root)
+		d->root = *root;
+	if (config) {
+		d->config = *config;
+		d->has_config = 1;
+	}
+	d->comm_p = comm;
+	d->fn = fn;
+	return defer(d);
+}
+
 OHC_API HcclResult HcclCommInitRootInfo(uint32_t nRanks,
 					const HcclRootInfo *rootInfo,
 					uint32_t rank, HcclComm *comm)
 {
 	OHC_API_ENTRY(__func__);
+	if (ohc_group_depth() > 0)
+		return defer_init(__func__, nRanks, rootInfo, NULL, rank, NULL,
+				  comm);
 	return init_root_info(nRanks, rootInfo, rank, NULL, comm, __func__);
 }
 
@@ -99,6 +215,9 @@ OHC_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks,
 		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
 		return HCCL_E_PTR;
 	}
+	if (ohc_group_depth() > 0)
+		return defer_init(__func__, nRanks, rootInfo, NULL, rank,
+				  config, comm);
 	return init_root_info(nRanks, rootInfo, rank, config, comm, __func__);
 }
 
@@ -192,6 +311,9 @@ OHC_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo,
 					   uint32_t rank, HcclComm *comm)
 {
 	OHC_API_ENTRY(__func__);
+	if (ohc_group_depth() > 0)
+		return defer_init(__func__, 0, NULL, clusterInfo, rank, NULL,
+				  comm);
 	return init_cluster_info(clusterInfo, rank, NULL, comm, __func__);
 }
 
@@ -205,6 +327,9 @@ OHC_API HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo,
 		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
 		return HCCL_E_PTR;
 	}
+	if (ohc_group_depth() > 0)
+		return defer_init(__func__, 0, NULL, clusterInfo, rank, config,
+				  comm);
 	return init_cluster_info(clusterInfo, rank, config, comm, __func__);
 }
 
@@ -328,6 +453,41 @@ out:
  * Extension: the parent may itself be a sub-communicator (HCCL refuses
  * nesting; NCCL users expect it).
  */
+static HcclResult defer_split(HcclComm *comm, uint32_t rankNum,
+			      uint32_t *rankIds, uint64_t subCommId,
+			      uint32_t subCommRankId, HcclCommConfig *config,
+			      HcclComm *subComm)
+{
+	struct deferred *d;
+
+	if (!comm || !*comm || !subComm) {
+		OHC_ERROR(OHC_SS_API, "HcclCreateSubCommConfig: %s is NULL",
+			  !comm ? "comm" : !*comm ? "*comm" : "subComm");
+		return HCCL_E_PTR;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d || (rankIds && !(d->ranks = malloc((size_t)rankNum *
+						  sizeof(*rankIds))))) {
+		free(d);
+		OHC_ERROR(OHC_SS_API, "HcclCreateSubCommConfig: out of memory");
+		return HCCL_E_MEMORY;
+	}
+	d->kind = D_SPLIT;
+	d->comm = *comm;
+	d->nranks = rankNum;
+	if (rankIds)
+		memcpy(d->ranks, rankIds, (size_t)rankNum * sizeof(*rankIds));
+	d->id = subCommId;
+	d->rank = subCommRankId;
+	if (config) {
+		d->config = *config;
+		d->has_config = 1;
+	}
+	d->comm_p = subComm;
+	d->fn = "HcclCreateSubCommConfig";
+	return defer(d);
+}
+
 OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 					   uint32_t *rankIds,
 					   uint64_t subCommId,
@@ -335,13 +495,25 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 					   HcclCommConfig *config,
 					   HcclComm *subComm)
 {
+	OHC_API_ENTRY(__func__);
+	if (ohc_group_depth() > 0)
+		return defer_split(comm, rankNum, rankIds, subCommId,
+				   subCommRankId, config, subComm);
+	return split_now(comm, rankNum, rankIds, subCommId, subCommRankId,
+			 config, subComm);
+}
+
+static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
+			    uint32_t *rankIds, uint64_t subCommId,
+			    uint32_t subCommRankId, HcclCommConfig *config,
+			    HcclComm *subComm)
+{
 	struct ohc_comm_cfg cfg;
 	struct ohc_comm *parent, *sub = NULL;
 	ohc_status_t status;
 
-	OHC_API_ENTRY(__func__);
 	if (!comm || !*comm || !subComm) {
-		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", __func__,
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", "HcclCreateSubCommConfig",
 			  !comm    ? "comm"
 			  : !*comm ? "*comm"
 				   : "subComm");
@@ -350,14 +522,14 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 	parent = ohc_api_comm(*comm);
 	if (!parent) {
 		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator",
-			  __func__, *comm);
+			  "HcclCreateSubCommConfig", *comm);
 		return HCCL_E_PARA;
 	}
 	if (!rankIds && (subCommId == 0xFFFFFFFFu ||
 			 subCommRankId == 0xFFFFFFFFu)) {
 		OHC_INFO(OHC_SS_API,
 			 "%s: rank %u of '%s' is not in the sub-communicator",
-			 __func__, parent->rank, parent->name);
+			 "HcclCreateSubCommConfig", parent->rank, parent->name);
 		*subComm = NULL;
 		return HCCL_SUCCESS;
 	}
@@ -366,7 +538,7 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 			  "%s: %s is NULL (a rank outside the "
 			  "sub-communicator passes rankIds = NULL and "
 			  "subCommId = 0xFFFFFFFF)",
-			  __func__, !rankIds ? "rankIds" : "config");
+			  "HcclCreateSubCommConfig", !rankIds ? "rankIds" : "config");
 		return HCCL_E_PTR;
 	}
 	if (env_check() != HCCL_SUCCESS)
@@ -383,11 +555,35 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 
 OHC_API HcclResult HcclCommDestroy(HcclComm comm)
 {
-	struct ohc_comm *c;
+	struct deferred *d;
 
 	OHC_API_ENTRY(__func__);
 	if (!comm)
 		return HCCL_SUCCESS;
+	if (ohc_group_depth() == 0)
+		return destroy_now(comm);
+	if (!ohc_api_comm(comm)) {
+		OHC_ERROR(OHC_SS_API, "HcclCommDestroy: %p is not a live "
+				      "communicator",
+			  comm);
+		return HCCL_E_PARA;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		OHC_ERROR(OHC_SS_API, "HcclCommDestroy: out of memory");
+		return HCCL_E_MEMORY;
+	}
+	d->kind = D_DESTROY;
+	d->comm = comm;
+	d->rank = ohc_api_comm(comm)->rank;
+	d->fn = "HcclCommDestroy";
+	return defer(d);
+}
+
+static HcclResult destroy_now(HcclComm comm)
+{
+	struct ohc_comm *c;
+
 	c = ohc_api_comm(comm);
 	if (!c) {
 		OHC_ERROR(OHC_SS_API, "HcclCommDestroy: %p is not a live "

@@ -45,7 +45,11 @@ struct hcom_group {
 static struct ohc_list groups = OHC_LIST_INIT(groups);
 static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Caller holds groups_lock. */
+/*
+ * Caller holds groups_lock. A group whose communicator the application
+ * destroyed itself (HcclCommGetHandleWithName + HcclCommDestroy) is
+ * forgotten here instead of being used after free.
+ */
 static struct hcom_group *group_find(const char *name, int device)
 {
 	struct ohc_list *pos;
@@ -55,8 +59,19 @@ static struct hcom_group *group_find(const char *name, int device)
 		struct hcom_group *g =
 			ohc_container_of(pos, struct hcom_group, link);
 
-		if (g->device == device && !strcmp(g->name, name))
-			return g;
+		if (g->device != device || strcmp(g->name, name))
+			continue;
+		if (g->comm && !ohc_comm_registered(g->comm)) {
+			OHC_WARN(OHC_SS_API,
+				 "group '%s': its communicator was destroyed "
+				 "with HcclCommDestroy; the group is gone",
+				 g->name);
+			ohc_list_del(&g->link);
+			free(g->world_ranks);
+			free(g);
+			return NULL;
+		}
+		return g;
 	}
 	return NULL;
 }

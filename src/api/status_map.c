@@ -46,3 +46,26 @@ HcclResult ohc_status_to_hccl(ohc_status_t status)
 	}
 	return HCCL_E_INTERNAL;
 }
+
+/*
+ * Back from an HcclResult, for results that must travel through internal
+ * code (calls deferred by a group): the inverse of the above where it is
+ * one to one.
+ */
+ohc_status_t ohc_status_from_hccl(HcclResult r)
+{
+	static const ohc_status_t all[] = {
+		OHC_ERR_INVALID,      OHC_ERR_NULL,	    OHC_ERR_NO_MEMORY,
+		OHC_ERR_UNSUPPORTED,  OHC_ERR_NOT_FOUND,    OHC_ERR_UNAVAILABLE,
+		OHC_ERR_SYSCALL,      OHC_ERR_TIMEOUT,	    OHC_ERR_OPEN_FILE,
+		OHC_ERR_TCP_CONNECT,  OHC_ERR_ROCE_CONNECT, OHC_ERR_TCP_TRANSFER,
+		OHC_ERR_ROCE_TRANSFER, OHC_ERR_REMOTE,	    OHC_ERR_BUSY,
+	};
+
+	if (r == HCCL_SUCCESS)
+		return OHC_OK;
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (ohc_status_to_hccl(all[i]) == r)
+			return all[i];
+	return OHC_ERR_INTERNAL;
+}

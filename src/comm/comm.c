@@ -86,6 +86,23 @@ struct ohc_comm *ohc_comm_find(const char *name, int device)
 	return found;
 }
 
+int ohc_comm_registered(const struct ohc_comm *comm)
+{
+	struct ohc_list *pos;
+	int found = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_for_each(pos, &registry)
+	{
+		if (ohc_container_of(pos, struct ohc_comm, link) == comm) {
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
 int ohc_comm_name_taken(const char *name, uint32_t rank)
 {
 	struct ohc_list *pos;
@@ -152,6 +169,7 @@ static void comm_free(struct ohc_comm *comm)
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
+	ohc_plan_cache_fini(&comm->plans);
 	free(comm);
 }
 
@@ -480,10 +498,13 @@ void ohc_comm_destroy(struct ohc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 	OHC_INFO(OHC_SS_MEM,
 		 "rank %u: communicator '%s' received %llu bytes staged, "
-		 "%llu direct (CMA/same process), %llu zero-copy",
+		 "%llu direct (CMA/same process), %llu zero-copy; schedules "
+		 "built %llu times, reused %llu times",
 		 comm->rank, comm->name, (unsigned long long)st->bytes[0],
 		 (unsigned long long)st->bytes[1],
-		 (unsigned long long)st->bytes[2]);
+		 (unsigned long long)st->bytes[2],
+		 (unsigned long long)comm->plans.misses,
+		 (unsigned long long)comm->plans.hits);
 	ohc_zc_owner_release(comm);
 
 	pthread_mutex_lock(&registry_lock);
@@ -603,8 +624,11 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
 	struct ohc_xfer_stats st = {{0}, {0}};
+	struct ohc_plan_key key;
+	struct ohc_plan *plan;
+	struct ohc_sched s, *run;
 	struct ohc_exec x;
-	struct ohc_sched s;
+	int cacheable;
 	ohc_status_t status;
 	int failed;
 
@@ -621,11 +645,22 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	}
 	op->args.host_of = comm->host_of;
 	op->args.nhosts = comm->nhosts;
-	ohc_sched_init(&s);
-	status = comm_build(op, &s, &algo);
-	if (status < 0) {
-		ohc_sched_fini(&s);
-		goto out;
+	cacheable = ohc_plan_key_of(&op->args, op->zc.n != 0, &key);
+	plan = cacheable ? ohc_plan_cache_find(&comm->plans, &key) : NULL;
+	if (plan) {
+		run = &plan->sched;
+		algo = plan->algo;
+	} else {
+		ohc_sched_init(&s);
+		status = comm_build(op, &s, &algo);
+		if (status < 0) {
+			ohc_sched_fini(&s);
+			goto out;
+		}
+		plan = cacheable ? ohc_plan_cache_insert(&comm->plans, &key,
+							 algo, &s)
+				 : NULL;
+		run = plan ? &plan->sched : &s;
 	}
 	memset(&x, 0, sizeof(x));
 	x.rank = comm->rank;
@@ -648,8 +683,9 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = &op->zc;
 	}
-	status = ohc_exec_run(&x, &s);
-	ohc_sched_fini(&s);
+	status = ohc_exec_run(&x, run);
+	if (run == &s)
+		ohc_sched_fini(&s);
 	for (int i = 0; i < 3; i++) {
 		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
 				   __ATOMIC_RELAXED);

@@ -12,6 +12,7 @@
 
 #include "algo/algo.h"
 #include "comm/bootstrap/bootstrap.h"
+#include "comm/plan_cache.h"
 #include "core/exec.h"
 #include "core/req.h"
 #include "runtime/ohc_rt.h"
@@ -84,6 +85,7 @@ struct ohc_comm {
 
 	struct ohc_list link;           /* process registry */
 	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
+	struct ohc_plan_cache plans;    /* recent schedules; exec_lock */
 };
 
 /*
@@ -120,6 +122,8 @@ void ohc_comm_destroy(struct ohc_comm *comm);
 
 /* Registry by name (and, for thread ranks, device). */
 struct ohc_comm *ohc_comm_find(const char *name, int device);
+/* Whether comm is a live communicator of this process (by address). */
+int ohc_comm_registered(const struct ohc_comm *comm);
 int ohc_comm_name_taken(const char *name, uint32_t rank);
 /* Whether a live communicator is named name and has this rank or was made
  * on this device (sub-communicator names are unique per process/device). */
@@ -151,6 +155,17 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream);
  */
 int ohc_group_depth(void);
 ohc_status_t ohc_group_add(struct ohc_op *op, void *stream);
+/*
+ * Communicator management inside a group (HCCL's first group use: one
+ * thread initialising the communicators of several devices): run(arg) is
+ * called at the outermost group end, at the same time as the other
+ * parallel calls next to it when parallel is set; drop(arg) (if set)
+ * frees arg afterwards, or when the group ends without running it.
+ */
+typedef ohc_status_t (*ohc_group_fn)(void *arg);
+typedef void (*ohc_group_drop_fn)(void *arg);
+ohc_status_t ohc_group_defer(ohc_group_fn run, ohc_group_drop_fn drop,
+			     void *arg, int parallel);
 void ohc_group_start(void);
 ohc_status_t ohc_group_end(void);
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm/comm.h"
 #include "util/log.h"
@@ -11,9 +13,21 @@
  * schedule posts every pair concurrently; collectives launch one after
  * the other in issue order (they are independent by contract).
  */
+struct group_call {
+	ohc_group_fn run;
+	ohc_group_drop_fn drop;
+	void *arg;
+	int parallel;
+	ohc_status_t status;
+	pthread_t thread;
+	int started;
+	struct group_call *next;
+};
+
 struct group_state {
 	int depth;
 	struct ohc_op *head, *tail;
+	struct group_call *calls, **calls_tail; /* deferred management */
 	ohc_status_t error; /* first failure while adding */
 };
 
@@ -39,6 +53,93 @@ ohc_status_t ohc_group_add(struct ohc_op *op, void *stream)
 		group.head = op;
 	group.tail = op;
 	return OHC_OK;
+}
+
+ohc_status_t ohc_group_defer(ohc_group_fn run, ohc_group_drop_fn drop,
+			     void *arg, int parallel)
+{
+	struct group_call *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		OHC_ERROR(OHC_SS_API, "group: out of memory deferring a call");
+		return OHC_ERR_NO_MEMORY;
+	}
+	c->run = run;
+	c->drop = drop;
+	c->arg = arg;
+	c->parallel = parallel;
+	if (!group.calls_tail)
+		group.calls_tail = &group.calls;
+	*group.calls_tail = c;
+	group.calls_tail = &c->next;
+	return OHC_OK;
+}
+
+static void *call_thread(void *p)
+{
+	struct group_call *c = p;
+
+	c->status = c->run(c->arg);
+	return NULL;
+}
+
+/*
+ * Run the deferred calls in issue order; consecutive parallel ones (the
+ * collective communicator inits of several ranks driven by this thread)
+ * run at the same time, each on a thread of its own, since each waits
+ * for the others. Returns the first failure; every call runs and is
+ * dropped either way.
+ */
+static ohc_status_t run_calls(struct group_call *list)
+{
+	ohc_status_t status = OHC_OK;
+	struct group_call *c, *batch, *next;
+	int rc;
+
+	for (c = list; c;) {
+		if (!c->parallel) {
+			c->status = c->run(c->arg);
+			c = c->next;
+			continue;
+		}
+		batch = c;
+		for (; c && c->parallel; c = c->next) {
+			rc = pthread_create(&c->thread, NULL, call_thread, c);
+			if (rc) {
+				OHC_ERROR(OHC_SS_API,
+					  "group end: cannot start a thread "
+					  "for a deferred call: %s",
+					  strerror(rc));
+				c->status = OHC_ERR_NO_MEMORY;
+				continue;
+			}
+			c->started = 1;
+		}
+		for (; batch != c; batch = batch->next)
+			if (batch->started)
+				pthread_join(batch->thread, NULL);
+	}
+	for (c = list; c; c = next) {
+		next = c->next;
+		if (c->status < 0 && status == OHC_OK)
+			status = c->status;
+		if (c->drop)
+			c->drop(c->arg);
+		free(c);
+	}
+	return status;
+}
+
+static void drop_calls(struct group_call *c)
+{
+	while (c) {
+		struct group_call *next = c->next;
+
+		if (c->drop)
+			c->drop(c->arg);
+		free(c);
+		c = next;
+	}
 }
 
 static int is_p2p(const struct ohc_op *op)
@@ -104,6 +205,7 @@ static ohc_status_t launch_p2p_batch(struct ohc_op **list_p)
 
 ohc_status_t ohc_group_end(void)
 {
+	struct group_call *calls;
 	struct ohc_op *list;
 	ohc_status_t status = OHC_OK, st;
 	int p2p = 0, other = 0, batch = 0;
@@ -116,6 +218,20 @@ ohc_status_t ohc_group_end(void)
 		return OHC_OK;
 	list = group.head;
 	group.head = group.tail = NULL;
+	calls = group.calls;
+	group.calls = NULL;
+	group.calls_tail = NULL;
+	if (calls && list) {
+		OHC_ERROR(OHC_SS_API,
+			  "a group may hold either communicator management "
+			  "(init/destroy) or operations, not both; nothing "
+			  "was run");
+		drop_calls(calls);
+		free_list(list);
+		return OHC_ERR_UNSUPPORTED;
+	}
+	if (calls)
+		return run_calls(calls);
 	for (struct ohc_op *op = list; op; op = op->group_next) {
 		if (is_p2p(op))
 			p2p++;

@@ -179,6 +179,8 @@ struct ohc_rt_stream {
 	bool stopped;	      /* STOP_ON_FAILURE tripped; lock */
 	bool stop_on_failure; /* lock */
 	bool closing; /* no new tasks; worker exits when drained; lock */
+	bool busy;    /* a task runs (worker or synchronizer); lock */
+	bool caller_runs; /* synchronize runs queued tasks itself */
 	pthread_t thread;
 };
 

@@ -119,6 +119,10 @@ static const struct field fields[] = {
 	      "the cost model's choice, 1 = never slice, N = N slices; must "
 	      "be the same on every rank",
 	      pipeline_slices, 0, 256),
+	INT_F("OPENHCCL_SYNC_RUNS_TASKS", "1",
+	      "1: a thread synchronizing a stream runs its queued tasks "
+	      "itself while the stream's worker is idle; 0: it sleeps",
+	      sync_runs_tasks, 0, 1),
 	INT_F("OPENHCCL_DEVICE_COUNT", "16",
 	      "number of logical devices the host runtime reports",
 	      device_count, 1, 65536),

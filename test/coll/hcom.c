@@ -4,7 +4,8 @@
  * communicator named "hccl_world_group" (root info, shm): groups {0,1}
  * and {1,2,3} (world rank 1 in both) created by their members only;
  * sizes, ranks, local ranks and both rank mappings; an AllReduce on each
- * group's communicator (found by name); destroy and re-create; argument
+ * group's communicator (found by name); destroy and re-create; a group
+ * whose communicator the application destroyed itself; argument
  * errors (NULL, the world name, unknown groups, non-members, bad rank
  * lists, names, gradient-fusion lists); /dev/shm entries released.
  */
@@ -267,8 +268,23 @@ static int scenario(int wr)
 			return 1;
 		CHECK_RET(HcomDestroyGroup("g01"), HCCL_SUCCESS);
 	}
-	if (in123)
+	if (in123) {
+		/* The application destroys the group's communicator itself:
+		 * the group is forgotten, not used after free, and its name
+		 * can be created again. */
+		HcclComm c = NULL;
+
+		CHECK_RET(HcclCommGetHandleWithName("g123", &c), HCCL_SUCCESS);
+		CHECK_RET(HcclCommDestroy(c), HCCL_SUCCESS);
+		CHECK_RET(HcomGetRankSize("g123", &u), HCCL_E_PARA);
+		CHECK_RET(HcomDestroyGroup("g123"), HCCL_E_PARA);
+		CHECK_RET(HcomCreateGroup("g123", 3, (uint32_t[]){1, 2, 3}),
+			  HCCL_SUCCESS);
+		if (check_group("g123", g123, 3, wr) ||
+		    group_allreduce("g123", g123, 3, wr))
+			return 1;
 		CHECK_RET(HcomDestroyGroup("g123"), HCCL_SUCCESS);
+	}
 	return 0;
 }
 

@@ -87,6 +87,8 @@ struct rt_probe {
 	int sleep_ms;	       /* run sleeps this long first */
 	atomic_int *gate;      /* if set, run waits (<= 5 s) until *gate != 0 */
 	atomic_int *order_ctr; /* run stores ++*order_ctr in order */
+	atomic_int *active;    /* run counts itself in while it runs */
+	atomic_int *max_active; /* highest *active seen */
 	atomic_int started; /* run has begun */
 	atomic_int runs;
 	atomic_int releases;
@@ -100,6 +102,14 @@ static inline int rt_probe_run(struct ohc_rt_task *t)
 	struct rt_probe *p = (struct rt_probe *)t;
 
 	atomic_fetch_add(&p->started, 1);
+	if (p->active) {
+		int now = atomic_fetch_add(p->active, 1) + 1;
+		int max = atomic_load(p->max_active);
+
+		while (now > max &&
+		       !atomic_compare_exchange_weak(p->max_active, &max, now))
+			;
+	}
 	if (p->sleep_ms)
 		rt_sleep_ms(p->sleep_ms);
 	if (p->gate) {
@@ -111,6 +121,8 @@ static inline int rt_probe_run(struct ohc_rt_task *t)
 		p->order = atomic_fetch_add(p->order_ctr, 1) + 1;
 	p->ran_on = pthread_self();
 	atomic_fetch_add(&p->runs, 1);
+	if (p->active)
+		atomic_fetch_sub(p->active, 1);
 	return p->ret;
 }
 

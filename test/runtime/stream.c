@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "rt_test.h"
+#include "util/config.h"
 
 static aclrtStream new_stream(void)
 {
@@ -17,13 +18,18 @@ static aclrtStream new_stream(void)
 	return s;
 }
 
+/* With OPENHCCL_SYNC_RUNS_TASKS=0 only the worker runs tasks. */
 Test(stream, tasks_run_in_order_on_a_worker)
 {
 	enum { N = 200 };
 	struct rt_probe *p[N];
 	atomic_int order = 0, gate = 0;
 	pthread_t worker;
-	aclrtStream s = new_stream();
+	aclrtStream s;
+
+	setenv("OPENHCCL_SYNC_RUNS_TASKS", "0", 1);
+	ohc_env_reload();
+	s = new_stream();
 
 	for (int i = 0; i < N; i++) {
 		p[i] = rt_probe_new(i, 0, 0);
@@ -47,6 +53,62 @@ Test(stream, tasks_run_in_order_on_a_worker)
 			  "one worker per stream (task %d)", i);
 		free(p[i]);
 	}
+	cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+	unsetenv("OPENHCCL_SYNC_RUNS_TASKS");
+	ohc_env_reload();
+}
+
+/*
+ * By default a synchronizing thread runs queued tasks itself while the
+ * worker is idle (caller runs). Whoever runs them, tasks run exactly once,
+ * in order, one at a time, and only on the worker or a synchronizer, and
+ * an error reaches the synchronize either way. Rounds alternate single
+ * tasks synchronized at once (the synchronizer usually wins the race with
+ * the worker's wake-up) with bursts and 2 ms tasks (the worker often
+ * holds the token when the synchronizer arrives).
+ */
+Test(stream, synchronizer_runs_tasks_in_order_one_at_a_time)
+{
+	enum { ROUNDS = 300, BURST = 8 };
+	atomic_int order = 0, active = 0, max_active = 0;
+	struct rt_probe *p[BURST];
+	aclrtStream s = new_stream();
+	pthread_t worker = 0;
+	int by_caller = 0, by_worker = 0, expect = 0;
+
+	for (int r = 0; r < ROUNDS; r++) {
+		int n = r % 3 ? 1 : BURST;
+
+		for (int i = 0; i < n; i++) {
+			p[i] = rt_probe_new(i, r % 50 == 7 && i == 0 ? 7 : 0,
+					    r % 5 == 4 && i == 0 ? 2 : 0);
+			p[i]->order_ctr = &order;
+			p[i]->active = &active;
+			p[i]->max_active = &max_active;
+			cr_assert_eq(ohc_rt_stream_submit(s, &p[i]->super), 0);
+		}
+		cr_assert_eq(aclrtSynchronizeStream(s),
+			     r % 50 == 7 ? 7 : ACL_SUCCESS, "round %d", r);
+		for (int i = 0; i < n; i++) {
+			cr_assert_eq(p[i]->order, ++expect, "round %d", r);
+			cr_assert_eq(atomic_load(&p[i]->runs), 1);
+			cr_assert_eq(atomic_load(&p[i]->releases), 1);
+			if (pthread_equal(p[i]->ran_on, pthread_self())) {
+				by_caller++;
+			} else {
+				if (!by_worker)
+					worker = p[i]->ran_on;
+				cr_assert(pthread_equal(p[i]->ran_on, worker),
+					  "a third thread ran a task");
+				by_worker++;
+			}
+			free(p[i]);
+		}
+	}
+	cr_assert_eq(atomic_load(&max_active), 1,
+		     "two tasks of one stream ran at once");
+	cr_log_info("tasks run by the synchronizer %d, by the worker %d",
+		    by_caller, by_worker);
 	cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 
