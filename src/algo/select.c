@@ -488,6 +488,39 @@ static int accepts(const struct ohc_algo *al, const struct ohc_coll_args *a)
 	return !al->accepts || al->accepts(a) == OHC_OK;
 }
 
+/*
+ * The slice count for al on a: the cost model's choice, from the
+ * arguments every rank shares (bytes of the vector or of the whole
+ * buffer, never a rank's own V lengths); 1 for ops whose byte count
+ * differs between ranks.
+ */
+static uint32_t slices_for(const struct ohc_coll_args *a,
+			   const struct ohc_algo *al, uint64_t bytes)
+{
+	switch (a->op) {
+	case OHC_COLL_ALLTOALLV:
+	case OHC_COLL_ALLTOALLVC:
+	case OHC_COLL_BATCH_SEND_RECV:
+	case OHC_COLL_SEND:
+	case OHC_COLL_RECV:
+		return 1;
+	default:
+		break;
+	}
+	if (a->nranks < 2 || !al->cost_sliced)
+		return 1;
+	if (a->pipeline_slices) {
+		uint64_t elems = a->esize ? bytes / a->esize : bytes;
+		uint32_t sl = a->pipeline_slices;
+
+		if (sl > OHC_ALGO_MAX_SLICES)
+			sl = OHC_ALGO_MAX_SLICES;
+		return elems && sl > elems ? (uint32_t)elems : sl;
+	}
+	return ohc_algo_slices(al, ohc_cost_params_get(a->link), bytes,
+			       a->esize, a->nranks, NULL);
+}
+
 /* Candidates of a->op that accept a, cheapest first (stable). */
 static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 				struct cand *c)
@@ -503,6 +536,11 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		c[n].algo = al;
 		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
 					: predict(al, bytes, a->nranks, a->link);
+		/* OPENHCCL_PIPELINE_SLICES: priced as it will be built */
+		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1)
+			c[n].us = al->cost_sliced(ohc_cost_params_get(a->link),
+						  bytes, a->nranks,
+						  slices_for(a, al, bytes));
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
@@ -535,39 +573,6 @@ static int needs_agreement(enum ohc_coll_op op)
 	default:
 		return 0;
 	}
-}
-
-/*
- * The slice count for al on a: the cost model's choice, from the
- * arguments every rank shares (bytes of the vector or of the whole
- * buffer, never a rank's own V lengths); 1 for ops whose byte count
- * differs between ranks.
- */
-static uint32_t slices_for(const struct ohc_coll_args *a,
-			   const struct ohc_algo *al, uint64_t bytes)
-{
-	switch (a->op) {
-	case OHC_COLL_ALLTOALLV:
-	case OHC_COLL_ALLTOALLVC:
-	case OHC_COLL_BATCH_SEND_RECV:
-	case OHC_COLL_SEND:
-	case OHC_COLL_RECV:
-		return 1;
-	default:
-		break;
-	}
-	if (a->nranks < 2 || !al->cost_sliced)
-		return 1;
-	if (a->pipeline_slices) {
-		uint64_t elems = a->esize ? bytes / a->esize : bytes;
-		uint32_t sl = a->pipeline_slices;
-
-		if (sl > OHC_ALGO_MAX_SLICES)
-			sl = OHC_ALGO_MAX_SLICES;
-		return elems && sl > elems ? (uint32_t)elems : sl;
-	}
-	return ohc_algo_slices(al, ohc_cost_params_get(a->link), bytes,
-			       a->esize, a->nranks, NULL);
 }
 
 static ohc_status_t try_build(const struct ohc_coll_args *a,

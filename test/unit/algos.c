@@ -2559,8 +2559,13 @@ Test(select, slice_count)
 	cr_assert_gt(model, 1, "4 MiB over 8 shm ranks: sliced");
 	cr_assert_eq(chain_steps(8, big, 0, NULL, &al), 8 - 2 + model);
 	cr_assert_eq(al, &ohc_algo_bcast_chain);
-	cr_assert_eq(chain_steps(8, big, 1, NULL, &al), 7, "knob 1: whole");
-	cr_assert_eq(chain_steps(8, big, 5, NULL, &al), 8 - 2 + 5);
+	cr_assert_eq(chain_steps(8, big, 1, "level0:NA;level1:pipeline", &al),
+		     7, "knob 1: whole");
+	/* knob 1: priced unsliced, so selection takes another algorithm */
+	chain_steps(8, big, 1, NULL, &al);
+	cr_assert_neq(al, &ohc_algo_bcast_chain);
+	cr_assert_eq(chain_steps(8, big, 5, "level0:NA;level1:pipeline", &al),
+		     8 - 2 + 5);
 	/* no more slices than elements */
 	cr_assert_eq(chain_steps(8, 3, 5, "level0:NA;level1:pipeline", &al),
 		     8 - 2 + 3);
