@@ -91,6 +91,12 @@ struct ohc_coll_args {
 	const uint32_t *host_of;
 	uint32_t nhosts;
 	const char *algo_override;  /* HCCL_ALGO / config algo string */
+	/*
+	 * OPENHCCL_PIPELINE_SLICES: 0 the cost model picks the slice count
+	 * of algorithms that can be pipelined; n > 0 forces n (1: none),
+	 * at most one slice per element. The same on every rank.
+	 */
+	uint32_t pipeline_slices;
 };
 
 /*
@@ -127,7 +133,28 @@ struct ohc_algo {
 	 * predicted time for a's layout; used instead of cost when set.
 	 */
 	double (*cost_topo)(const struct ohc_coll_args *a, uint64_t bytes);
+	/*
+	 * Optional: the predicted time when the schedule is pipelined in
+	 * slices pieces (ohc_sched_pipeline). Set only by algorithms whose
+	 * data dependencies are slice-aligned (sched.h), so pipelining them
+	 * is correct; selection then picks the slice count (1: none) with
+	 * the lowest prediction, and cost is that minimum.
+	 */
+	double (*cost_sliced)(const struct ohc_cost_params *c, uint64_t bytes,
+			      uint32_t nranks, uint32_t slices);
 };
+
+/*
+ * The slice count the cost model prefers for al (1: no slicing, and
+ * always 1 without cost_sliced): a power of two up to
+ * OHC_ALGO_MAX_SLICES, at most bytes / esize (every slice gets an
+ * element), from arguments that are the same on every rank. *us_p (may
+ * be NULL) gets the prediction.
+ */
+#define OHC_ALGO_MAX_SLICES 256u
+uint32_t ohc_algo_slices(const struct ohc_algo *al,
+			 const struct ohc_cost_params *c, uint64_t bytes,
+			 size_t esize, uint32_t nranks, double *us_p);
 
 /*
  * Pick an algorithm for a and build its schedule into s (initialised by
@@ -201,7 +228,9 @@ extern const struct ohc_algo ohc_algo_reduce_scatter_rh;
 extern const struct ohc_algo ohc_algo_reduce_scatter_direct;
 extern const struct ohc_algo ohc_algo_bcast_binomial;
 extern const struct ohc_algo ohc_algo_bcast_scatter_ag;
+extern const struct ohc_algo ohc_algo_bcast_chain;
 extern const struct ohc_algo ohc_algo_reduce_binomial;
+extern const struct ohc_algo ohc_algo_reduce_chain;
 extern const struct ohc_algo ohc_algo_scatter_binomial;
 extern const struct ohc_algo ohc_algo_scatter_linear;
 extern const struct ohc_algo ohc_algo_alltoall_pairwise;

@@ -30,7 +30,9 @@ static const struct ohc_algo *const candidates[] = {
 	&ohc_algo_reduce_scatterv_ring,
 	&ohc_algo_bcast_binomial,
 	&ohc_algo_bcast_scatter_ag,
+	&ohc_algo_bcast_chain,
 	&ohc_algo_reduce_binomial,
+	&ohc_algo_reduce_chain,
 	&ohc_algo_scatter_binomial,
 	&ohc_algo_scatter_linear,
 	&ohc_algo_alltoall_bruck,
@@ -171,6 +173,34 @@ uint64_t ohc_coll_bytes(const struct ohc_coll_args *a)
 	}
 }
 
+uint32_t ohc_algo_slices(const struct ohc_algo *al,
+			 const struct ohc_cost_params *c, uint64_t bytes,
+			 size_t esize, uint32_t nranks, double *us_p)
+{
+	uint64_t elems = esize ? bytes / esize : bytes;
+	uint32_t best = 1;
+	double best_us;
+
+	if (!al->cost_sliced) {
+		if (us_p)
+			*us_p = al->cost ? al->cost(c, bytes, nranks) : 0;
+		return 1;
+	}
+	best_us = al->cost_sliced(c, bytes, nranks, 1);
+	for (uint32_t sl = 2; sl <= OHC_ALGO_MAX_SLICES && sl <= elems;
+	     sl *= 2) {
+		double us = al->cost_sliced(c, bytes, nranks, sl);
+
+		if (us < best_us) {
+			best_us = us;
+			best = sl;
+		}
+	}
+	if (us_p)
+		*us_p = best_us;
+	return best;
+}
+
 static double predict(const struct ohc_algo *al, uint64_t bytes,
 		      uint32_t nranks, enum ohc_link_class link)
 {
@@ -254,8 +284,7 @@ static const struct {
 	 {"halving_doubling", "ring", "ring", "scatter_ring_allgather",
 	  "binomial", "binomial", NULL}},
 	{"pipeline",
-	 {"ring", "ring", "ring", "scatter_ring_allgather", "binomial",
-	  "linear", NULL}},
+	 {"ring", "ring", "ring", "chain", "chain", "linear", NULL}},
 	{"pairwise", {NULL, NULL, NULL, NULL, NULL, NULL, "pairwise"}},
 };
 
@@ -459,6 +488,39 @@ static int accepts(const struct ohc_algo *al, const struct ohc_coll_args *a)
 	return !al->accepts || al->accepts(a) == OHC_OK;
 }
 
+/*
+ * The slice count for al on a: the cost model's choice, from the
+ * arguments every rank shares (bytes of the vector or of the whole
+ * buffer, never a rank's own V lengths); 1 for ops whose byte count
+ * differs between ranks.
+ */
+static uint32_t slices_for(const struct ohc_coll_args *a,
+			   const struct ohc_algo *al, uint64_t bytes)
+{
+	switch (a->op) {
+	case OHC_COLL_ALLTOALLV:
+	case OHC_COLL_ALLTOALLVC:
+	case OHC_COLL_BATCH_SEND_RECV:
+	case OHC_COLL_SEND:
+	case OHC_COLL_RECV:
+		return 1;
+	default:
+		break;
+	}
+	if (a->nranks < 2 || !al->cost_sliced)
+		return 1;
+	if (a->pipeline_slices) {
+		uint64_t elems = a->esize ? bytes / a->esize : bytes;
+		uint32_t sl = a->pipeline_slices;
+
+		if (sl > OHC_ALGO_MAX_SLICES)
+			sl = OHC_ALGO_MAX_SLICES;
+		return elems && sl > elems ? (uint32_t)elems : sl;
+	}
+	return ohc_algo_slices(al, ohc_cost_params_get(a->link), bytes,
+			       a->esize, a->nranks, NULL);
+}
+
 /* Candidates of a->op that accept a, cheapest first (stable). */
 static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 				struct cand *c)
@@ -474,6 +536,11 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		c[n].algo = al;
 		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
 					: predict(al, bytes, a->nranks, a->link);
+		/* OPENHCCL_PIPELINE_SLICES: priced as it will be built */
+		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1)
+			c[n].us = al->cost_sliced(ohc_cost_params_get(a->link),
+						  bytes, a->nranks,
+						  slices_for(a, al, bytes));
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
@@ -509,13 +576,16 @@ static int needs_agreement(enum ohc_coll_op op)
 }
 
 static ohc_status_t try_build(const struct ohc_coll_args *a,
-			      struct ohc_sched *s, const struct ohc_algo *al)
+			      struct ohc_sched *s, const struct ohc_algo *al,
+			      uint32_t slices)
 {
 	ohc_status_t status;
 
 	ohc_sched_fini(s);
 	ohc_sched_init(s);
 	status = al->build(a, s);
+	if (status == OHC_OK && slices > 1)
+		status = ohc_sched_pipeline(s, slices, a->esize);
 	/*
 	 * count 0 is a no-op on every rank (the API returns before us); V
 	 * counts are per rank, so those always agree.
@@ -538,9 +608,9 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 
 static void log_choice(const struct ohc_coll_args *a, uint64_t bytes,
 		       const struct cand *c, unsigned n, unsigned chosen,
-		       const char *why, const char *note)
+		       uint32_t slices, const char *why, const char *note)
 {
-	char tail[160];
+	char tail[160], sl[32] = "";
 
 	if (!ohc_log_enabled(OHC_LOG_INFO, OHC_SS_ALGO))
 		return;
@@ -560,12 +630,15 @@ static void log_choice(const struct ohc_coll_args *a, uint64_t bytes,
 			 "runner-up %s %.1f us",
 			 c[chosen].us, c[chosen + 1].algo->name,
 			 c[chosen + 1].us);
+	if (c[chosen].algo->cost_sliced)
+		snprintf(sl, sizeof(sl), " in %u slice%s", slices,
+			 slices == 1 ? "" : "s");
 	OHC_INFO(OHC_SS_ALGO,
 		 "rank %u: %s of %llu bytes on %u ranks over %s: "
-		 "%s (%s%s)",
+		 "%s%s (%s%s)",
 		 a->rank, ohc_coll_op_name(a->op), (unsigned long long)bytes,
 		 a->nranks, ohc_link_class_name(a->link), c[chosen].algo->name,
-		 tail, note ? note : "");
+		 sl, tail, note ? note : "");
 }
 
 ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
@@ -598,10 +671,12 @@ ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 		for (i = 0; i < n && c[i].algo != forced; i++)
 			;
 		if (i < n) {
-			status = try_build(a, s, forced);
+			uint32_t sl = slices_for(a, forced, bytes);
+
+			status = try_build(a, s, forced, sl);
 			if (status != OHC_ERR_UNSUPPORTED) {
 				if (status == OHC_OK) {
-					log_choice(a, bytes, c, n, i,
+					log_choice(a, bytes, c, n, i, sl,
 						   "HCCL_ALGO override", NULL);
 					*algo_p = forced;
 				}
@@ -615,11 +690,13 @@ ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 		snprintf(note, sizeof(note), "; HCCL_ALGO not understood");
 	}
 	for (unsigned i = 0; i < n; i++) {
-		status = try_build(a, s, c[i].algo);
+		uint32_t sl = slices_for(a, c[i].algo, bytes);
+
+		status = try_build(a, s, c[i].algo, sl);
 		if (status == OHC_ERR_UNSUPPORTED)
 			continue;
 		if (status == OHC_OK) {
-			log_choice(a, bytes, c, n, i, NULL,
+			log_choice(a, bytes, c, n, i, sl, NULL,
 				   note[0] ? note : NULL);
 			*algo_p = c[i].algo;
 		}

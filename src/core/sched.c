@@ -141,6 +141,85 @@ void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes)
 	return s->scratch;
 }
 
+/* Replace s's transfers and steps by w's (scratch stays s's). */
+static void sched_take(struct ohc_sched *s, struct ohc_sched *w)
+{
+	free(s->xfers);
+	free(s->step_end);
+	s->xfers = w->xfers;
+	s->nxfers = w->nxfers;
+	s->cap = w->cap;
+	s->step_end = w->step_end;
+	s->nsteps = w->nsteps;
+	s->step_cap = w->step_cap;
+}
+
+/* Piece [lo, hi) of x; pointers that x does not use stay NULL. */
+static void piece(struct ohc_xfer *p, const struct ohc_xfer *x, size_t lo,
+		  size_t hi)
+{
+	*p = *x;
+	if (x->src)
+		p->src = (const char *)x->src + lo;
+	if (x->dst)
+		p->dst = (char *)x->dst + lo;
+	if (x->src2)
+		p->src2 = (const char *)x->src2 + lo;
+	p->len = hi - lo;
+}
+
+ohc_status_t ohc_sched_pipeline(struct ohc_sched *s, uint32_t slices,
+				size_t esize)
+{
+	struct ohc_sched w;
+	unsigned k_steps = s->nsteps;
+
+	if (s->status)
+		return s->status;
+	if (slices == 0 || slices > OHC_SCHED_MAX_SLICES)
+		return OHC_ERR_INVALID;
+	if (slices == 1 || k_steps == 0)
+		return OHC_OK;
+	ohc_sched_init(&w);
+	for (unsigned j = 0; j < k_steps + slices - 1; j++) {
+		unsigned k0 = j >= slices ? j - slices + 1 : 0;
+		unsigned k1 = j < k_steps ? j : k_steps - 1;
+
+		for (unsigned k = k0; k <= k1; k++) {
+			uint32_t i = j - k;
+			unsigned b = k ? s->step_end[k - 1] : 0;
+
+			for (unsigned t = b; t < s->step_end[k]; t++) {
+				const struct ohc_xfer *x = &s->xfers[t];
+				struct ohc_xfer *p;
+				size_t lo, hi;
+
+				if (x->len == 0) {
+					lo = hi = 0;
+					if (i != 0)
+						continue;
+				} else {
+					ohc_sched_slice(x->len, esize, slices,
+							i, &lo, &hi);
+					if (lo == hi)
+						continue;
+				}
+				p = sched_add(&w);
+				if (p)
+					piece(p, x, lo, hi);
+			}
+		}
+		ohc_sched_step(&w);
+	}
+	if (w.status) {
+		s->status = w.status;
+		ohc_sched_fini(&w);
+		return s->status;
+	}
+	sched_take(s, &w);
+	return OHC_OK;
+}
+
 /* Where the empty agreement messages are "received": nothing is written. */
 static char agree_sink[1];
 
@@ -180,12 +259,5 @@ void ohc_sched_weave_agreement(struct ohc_sched *s, uint32_t rank,
 		ohc_sched_fini(&w);
 		return;
 	}
-	free(s->xfers);
-	free(s->step_end);
-	s->xfers = w.xfers;
-	s->nxfers = w.nxfers;
-	s->cap = w.cap;
-	s->step_end = w.step_end;
-	s->nsteps = w.nsteps;
-	s->step_cap = w.step_cap;
+	sched_take(s, &w);
 }

@@ -78,6 +78,51 @@ void ohc_sched_step(struct ohc_sched *s);
  */
 void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes);
 
+/* Most slices ohc_sched_pipeline accepts. */
+#define OHC_SCHED_MAX_SLICES 1024u
+
+/*
+ * Bytes [*lo_p, *hi_p) of slice i (0 <= i < slices) of a len-byte
+ * transfer: whole elements of esize bytes split as evenly as possible
+ * (slice i gets elements [e*i/slices, e*(i+1)/slices) of e = len/esize),
+ * a remainder of len % esize bytes goes to the last slice. Both ends of a
+ * message see the same len, so they cut it the same way.
+ */
+static inline void ohc_sched_slice(size_t len, size_t esize, uint32_t slices,
+				   uint32_t i, size_t *lo_p, size_t *hi_p)
+{
+	uint64_t e = esize ? len / esize : 0, es = esize ? esize : 1;
+
+	*lo_p = (size_t)(e * i / slices * es);
+	*hi_p = (size_t)(e * (i + 1) / slices * es);
+	if (i + 1 == slices)
+		*hi_p = len;
+}
+
+/*
+ * Pipeline s in slices (software pipelining): every transfer of step k is
+ * cut into slices pieces along its byte range (ohc_sched_slice; empty
+ * pieces are left out, a zero-length transfer stays whole in slice 0) and
+ * piece i goes to step k + i, so the K steps become K + slices - 1 and
+ * later pieces of early steps overlap earlier pieces of later steps. In
+ * each new step pieces come in order of k, then of their position in step
+ * k, so messages of one pair still match in FIFO order on both ends, and
+ * a local transfer still runs before everything that followed it.
+ *
+ * Correct only when the schedule's data dependencies are slice-aligned:
+ * whenever a transfer depends on memory an earlier transfer wrote or
+ * read, the bytes in question must lie in the same or a later slice of
+ * the later transfer (e.g. a tree that forwards exactly the buffer range
+ * it received). Algorithms whose step k+1 reads what step k wrote at
+ * other offsets (recursive halving, Bruck) must not be pipelined; the
+ * algorithm marks itself safe (ohc_algo.cost_sliced) and
+ * test/unit/algos.c proves it. slices must be the same on every rank
+ * (1: no change). OHC_OK, OHC_ERR_INVALID for slices 0 or above
+ * OHC_SCHED_MAX_SLICES, OHC_ERR_NO_MEMORY (s->status is set too).
+ */
+ohc_status_t ohc_sched_pipeline(struct ohc_sched *s, uint32_t slices,
+				size_t esize);
+
 /*
  * Make every rank agree on the operation before any rank can finish it.
  * Weaves empty messages into the first steps of s: in step 0 each rank

@@ -127,6 +127,11 @@ static const struct field fields[] = {
 	      "microseconds a waiting rank polls before it sleeps (-1 = auto: "
 	      "50 when this host's ranks fit its CPUs, else 0)",
 	      spin_us, -1, 1000000),
+	INT_F("OPENHCCL_PIPELINE_SLICES", "0",
+	      "slices of pipelined schedules (chain broadcast/reduce): 0 = "
+	      "the cost model's choice, 1 = never slice, N = N slices; must "
+	      "be the same on every rank",
+	      pipeline_slices, 0, 256),
 	INT_F("OPENHCCL_SYNC_RUNS_TASKS", "1",
 	      "1: a thread synchronizing a stream runs its queued tasks "
 	      "itself while the stream's worker is idle; 0: it sleeps",

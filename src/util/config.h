@@ -57,6 +57,7 @@ struct ohc_env {
 	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */
 	int64_t spin_us;              /* OPENHCCL_SPIN_US, -1 = auto */
 	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT */
+	int64_t pipeline_slices;      /* OPENHCCL_PIPELINE_SLICES, 0 = auto */
 	int64_t sync_runs_tasks;      /* OPENHCCL_SYNC_RUNS_TASKS */
 };
 

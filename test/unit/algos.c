@@ -1148,7 +1148,13 @@ Test(sim, stats_and_dry_run)
 	teardown(&t);
 }
 
-/* The cost formulas and the simulated time of the schedules agree. */
+static const struct ohc_algo *piped(const struct ohc_algo *inner,
+				    uint32_t slices);
+
+/*
+ * The cost formulas and the simulated time of the schedules agree;
+ * algorithms that selection pipelines run in the slice count it picks.
+ */
 Test(sim, cost_model_matches_simulated_time)
 {
 	static struct tc t;
@@ -1185,7 +1191,16 @@ Test(sim, cost_model_matches_simulated_time)
 					setup(&t);
 					sim.nranks = t.n;
 					sim.mode = OHC_SIM_RENDEZVOUS;
-					sim.algo = all[i];
+					probe.count = count;
+					probe.esize = 4;
+					sim.algo = piped(
+						all[i],
+						ohc_algo_slices(
+							all[i],
+							ohc_cost_params_get(
+								OHC_LINK_RDMA),
+							ohc_coll_bytes(&probe),
+							4, t.n, NULL));
 					sim.args_fn = tc_args;
 					sim.ctx = &t;
 					sim.dry_run = 1;
@@ -1395,6 +1410,12 @@ Test(determinism, operand_order)
 				   n, 0, det, 1);
 			affine_run(&ohc_algo_reduce_binomial, OHC_COLL_REDUCE,
 				   n, n - 1, det, 1);
+			affine_run(&ohc_algo_reduce_chain, OHC_COLL_REDUCE, n,
+				   n - 1, det, 1);
+			affine_run(piped(&ohc_algo_reduce_chain, 5),
+				   OHC_COLL_REDUCE, n, 1 % n, det, 1);
+			affine_run(piped(&ohc_algo_reduce_binomial, 3),
+				   OHC_COLL_REDUCE, n, 0, det, 1);
 		}
 	}
 }
@@ -1686,7 +1707,17 @@ Test(select, latency_small_bandwidth_large)
 		"binomial");
 	cr_assert_str_eq(
 		choose(OHC_COLL_BROADCAST, 8, large, OHC_LINK_RDMA, NULL)->name,
+		"chain");
+	cr_assert_str_eq(
+		choose(OHC_COLL_BROADCAST, 64, large, OHC_LINK_RDMA, NULL)
+			->name,
 		"scatter_ring_allgather");
+	cr_assert_str_eq(
+		choose(OHC_COLL_REDUCE, 8, small, OHC_LINK_RDMA, NULL)->name,
+		"binomial");
+	cr_assert_str_eq(
+		choose(OHC_COLL_REDUCE, 8, large, OHC_LINK_SHM, NULL)->name,
+		"chain");
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLTOALL, 8, small, OHC_LINK_RDMA, NULL)->name,
 		"bruck");
@@ -1949,4 +1980,602 @@ Test(sim, dry_runs_at_256_ranks)
 			      (unsigned long long)cases[i].msgs);
 	}
 	free(b.buf);
+}
+
+/* ---- pipelining (ohc_sched_pipeline) ---- */
+
+/* An algorithm built as inner, then pipelined in pipe_slices slices. */
+static const struct ohc_algo *pipe_inner;
+static uint32_t pipe_slices;
+static struct ohc_algo pipe_algo;
+
+static ohc_status_t pipe_build(const struct ohc_coll_args *a,
+			       struct ohc_sched *s)
+{
+	ohc_status_t status = pipe_inner->build(a, s);
+
+	if (status == OHC_OK)
+		status = ohc_sched_pipeline(s, pipe_slices, a->esize);
+	return status;
+}
+
+static const struct ohc_algo *piped(const struct ohc_algo *inner,
+				    uint32_t slices)
+{
+	pipe_inner = inner;
+	pipe_slices = slices;
+	pipe_algo = *inner;
+	pipe_algo.build = pipe_build;
+	return &pipe_algo;
+}
+
+/* What a transfer reads and writes, for [lo, hi) of its byte range. */
+struct rgn {
+	const char *p;
+	size_t len;
+	int w;
+};
+
+static unsigned regions(const struct ohc_xfer *x, size_t lo, size_t hi,
+			struct rgn *r)
+{
+	size_t len = hi - lo;
+	unsigned n = 0;
+
+	switch (x->kind) {
+	case OHC_XFER_SEND:
+		r[n++] = (struct rgn){(const char *)x->src + lo, len, 0};
+		break;
+	case OHC_XFER_RECV:
+		r[n++] = (struct rgn){(const char *)x->dst + lo, len, 1};
+		if (x->rkind == OHC_RECV_REDUCE_TO)
+			r[n++] = (struct rgn){(const char *)x->src2 + lo, len,
+					      0};
+		break;
+	case OHC_XFER_COPY:
+		r[n++] = (struct rgn){(const char *)x->dst + lo, len, 1};
+		r[n++] = (struct rgn){(const char *)x->src + lo, len, 0};
+		break;
+	case OHC_XFER_REDUCE:
+		r[n++] = (struct rgn){(const char *)x->dst + lo, len, 1};
+		r[n++] = (struct rgn){(const char *)x->src + lo, len, 0};
+		r[n++] = (struct rgn){(const char *)x->src2 + lo, len, 0};
+		break;
+	}
+	return len ? n : 0;
+}
+
+/* Pieces [alo, ahi) of a and [blo, bhi) of b: one writes what both use. */
+static int conflict(const struct ohc_xfer *a, size_t alo, size_t ahi,
+		    const struct ohc_xfer *b, size_t blo, size_t bhi)
+{
+	struct rgn ra[3], rb[3];
+	unsigned na = regions(a, alo, ahi, ra), nb = regions(b, blo, bhi, rb);
+
+	for (unsigned i = 0; i < na; i++)
+		for (unsigned j = 0; j < nb; j++)
+			if ((ra[i].w || rb[j].w) &&
+			    ra[i].p < rb[j].p + rb[j].len &&
+			    rb[j].p < ra[i].p + ra[i].len)
+				return 1;
+	return 0;
+}
+
+static int is_local(const struct ohc_xfer *x)
+{
+	return x->kind == OHC_XFER_COPY || x->kind == OHC_XFER_REDUCE;
+}
+
+/*
+ * The proof obligation of ohc_sched_pipeline for one rank's schedule s:
+ * for every two transfers a before b (earlier step, or a local transfer
+ * earlier in the same step) that touch the same memory with a write,
+ * every pair of their pieces that does so keeps the order: a's piece in
+ * an earlier step than b's, or in the same step when a is local (it runs
+ * at post time, before b's piece is posted). Transfers of one step that
+ * run concurrently were not allowed to conflict at all (sched.h), so
+ * neither can their pieces. 1 and why when violated.
+ */
+static int slice_violation(const struct ohc_sched *s, uint32_t slices,
+			   size_t esize, char *why, size_t len)
+{
+	for (unsigned ka = 0; ka < s->nsteps; ka++) {
+		unsigned a0 = ka ? s->step_end[ka - 1] : 0;
+
+		for (unsigned ai = a0; ai < s->step_end[ka]; ai++) {
+			const struct ohc_xfer *a = &s->xfers[ai];
+
+			for (unsigned kb = ka; kb < s->nsteps; kb++) {
+				unsigned b0 = kb ? s->step_end[kb - 1] : 0;
+
+				if (kb == ka && !is_local(a))
+					continue;
+				for (unsigned bi = kb == ka ? ai + 1 : b0;
+				     bi < s->step_end[kb]; bi++) {
+					const struct ohc_xfer *b =
+						&s->xfers[bi];
+
+					if (!conflict(a, 0, a->len, b, 0,
+						      b->len))
+						continue;
+					for (uint32_t i = 0; i < slices; i++) {
+						size_t alo, ahi;
+
+						ohc_sched_slice(a->len, esize,
+								slices, i, &alo,
+								&ahi);
+						for (uint32_t j = 0; j < slices;
+						     j++) {
+							size_t blo, bhi;
+
+							ohc_sched_slice(
+								b->len, esize,
+								slices, j, &blo,
+								&bhi);
+							if (!conflict(a, alo,
+								      ahi, b,
+								      blo, bhi))
+								continue;
+							if (ka + i < kb + j ||
+							    (ka + i == kb + j &&
+							     is_local(a)))
+								continue;
+							snprintf(
+								why, len,
+								"step %u xfer "
+								"%u slice %u "
+								"vs step %u "
+								"xfer %u slice "
+								"%u",
+								ka, ai - a0, i,
+								kb, bi - b0, j);
+							return 1;
+						}
+					}
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* Every rank of t: 1 (and why) if pipelining al in slices is unsafe. */
+static int tc_unsafe(struct tc *t, const struct ohc_algo *al, uint32_t slices,
+		     char *why, size_t len)
+{
+	int bad = 0;
+
+	setup(t);
+	for (uint32_t r = 0; r < t->n && !bad; r++) {
+		struct ohc_coll_args a = {.rank = r, .nranks = t->n};
+		struct ohc_sched s;
+
+		tc_args(t, r, &a);
+		ohc_sched_init(&s);
+		if (al->build(&a, &s) == OHC_OK && s.status == OHC_OK)
+			bad = slice_violation(&s, slices, a.esize, why, len);
+		ohc_sched_fini(&s);
+	}
+	teardown(t);
+	return bad;
+}
+
+/* The transform's layout on a hand-built schedule. */
+Test(pipeline, layout)
+{
+	static char b[4][64];
+	struct ohc_sched s;
+	const struct ohc_xfer *x;
+
+	ohc_sched_init(&s);
+	/* step 0: a copy then a send of 10 int32; an empty message */
+	ohc_sched_copy(&s, b[1], b[0], 40);
+	ohc_sched_send(&s, 1, b[1], 40);
+	ohc_sched_send(&s, 2, b[3], 0);
+	ohc_sched_step(&s);
+	/* step 1: a receive-reduce of 2 elements: a slice stays empty */
+	ohc_sched_recv_reduce(&s, 1, b[2], b[0], 8);
+	ohc_sched_step(&s);
+	cr_assert_eq(ohc_sched_pipeline(&s, 0, 4), OHC_ERR_INVALID);
+	cr_assert_eq(ohc_sched_pipeline(&s, OHC_SCHED_MAX_SLICES + 1, 4),
+		     OHC_ERR_INVALID);
+	cr_assert_eq(ohc_sched_pipeline(&s, 1, 4), OHC_OK);
+	cr_assert_eq(s.nsteps, 2);
+	cr_assert_eq(ohc_sched_pipeline(&s, 3, 4), OHC_OK);
+	cr_assert_eq(s.nsteps, 4, "K + S - 1 steps");
+	/* step 0: copy [0,12) send [0,12) empty; step 1: copy [12,24) send
+	 * [12,24) rr [0,0) left out -> elements 2*0/3=0..2*1/3=0: empty */
+	cr_assert_eq(s.step_end[0], 3);
+	x = s.xfers;
+	cr_assert(x[0].kind == OHC_XFER_COPY && x[0].dst == b[1] &&
+		  x[0].len == 12);
+	cr_assert(x[1].kind == OHC_XFER_SEND && x[1].src == b[1] &&
+		  x[1].len == 12);
+	cr_assert(x[2].kind == OHC_XFER_SEND && x[2].len == 0 &&
+		  x[2].peer == 2);
+	/* step 1: copy/send [12, 24) of step 0, slice 0 of step 1 is empty */
+	cr_assert_eq(s.step_end[1], 5);
+	cr_assert(x[3].kind == OHC_XFER_COPY && x[3].dst == b[1] + 12 &&
+		  x[3].src == b[0] + 12 && x[3].len == 12);
+	cr_assert(x[4].kind == OHC_XFER_SEND && x[4].src == b[1] + 12);
+	/* step 2: step 0's last slice [24, 40), step 1's slice 1 [0, 4) */
+	cr_assert_eq(s.step_end[2], 8);
+	cr_assert(x[5].kind == OHC_XFER_COPY && x[5].len == 16);
+	cr_assert(x[6].kind == OHC_XFER_SEND && x[6].src == b[1] + 24 &&
+		  x[6].len == 16);
+	cr_assert(x[7].kind == OHC_XFER_RECV &&
+		  x[7].rkind == OHC_RECV_REDUCE_TO && x[7].dst == b[2] &&
+		  x[7].src2 == b[0] && x[7].len == 4);
+	/* step 3: step 1's last slice [4, 8) */
+	cr_assert_eq(s.step_end[3], 9);
+	cr_assert(x[8].dst == b[2] + 4 && x[8].src2 == b[0] + 4 &&
+		  x[8].len == 4);
+	ohc_sched_fini(&s);
+}
+
+/*
+ * Which algorithms may be pipelined: the dependency check above on every
+ * rank's schedule of 1..8 ranks, odd counts, both roots, every buffer
+ * placement. Those selection pipelines (cost_sliced) must pass; the
+ * check must catch the algorithms whose later steps read earlier results
+ * at other offsets (Bruck, recursive halving), or it proves nothing.
+ */
+static int algo_unsafe(const struct ohc_algo *al, char *why, size_t len)
+{
+	static struct tc t;
+	static const uint64_t counts[] = {1, 7, 100, 1003};
+	static const uint32_t slices[] = {2, 3, 8};
+
+	for (uint32_t n = 1; n <= 8; n++) {
+		struct ohc_coll_args probe = {.op = al->op, .nranks = n};
+
+		if (al->accepts && al->accepts(&probe))
+			continue;
+		for (size_t ci = 0; ci < OHC_ARRAY_SIZE(counts); ci++) {
+			for (uint32_t root = 0; root < n;
+			     root += (n > 1 ? n - 1 : 1)) {
+				for (int ip = 0; ip < 4; ip++) {
+					if (!level_applies(al->op, ip))
+						continue;
+					for (size_t si = 0;
+					     si < OHC_ARRAY_SIZE(slices);
+					     si++) {
+						char w[128];
+
+						memset(&t, 0, sizeof(t));
+						t.op = al->op;
+						t.n = n;
+						t.root = root;
+						t.count = counts[ci];
+						t.inplace = ip;
+						t.det = (int)(ci & 1);
+						if (!tc_unsafe(&t, al,
+							       slices[si], w,
+							       sizeof(w)))
+							continue;
+						snprintf(why, len,
+							 "n=%u count=%llu "
+							 "root=%u %s S=%u: %s",
+							 n,
+							 (unsigned long long)
+								 counts[ci],
+							 root, inplace_name[ip],
+							 slices[si], w);
+						return 1;
+					}
+				}
+				if (!has_root(al->op))
+					break;
+			}
+		}
+	}
+	return 0;
+}
+
+Test(pipeline, only_slice_aligned_algorithms_are_pipelined)
+{
+	unsigned n, npiped = 0, nunsafe = 0;
+	const struct ohc_algo *const *all = ohc_algo_all(&n);
+	char why[256];
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct ohc_algo *al = all[i];
+		int bad;
+
+		if (al->cost_topo || al->op == OHC_COLL_BATCH_SEND_RECV ||
+		    al->op == OHC_COLL_SEND || al->op == OHC_COLL_RECV ||
+		    al->op == OHC_COLL_BARRIER ||
+		    al->op == OHC_COLL_ALLGATHER_V ||
+		    al->op == OHC_COLL_REDUCE_SCATTER_V ||
+		    al->op == OHC_COLL_ALLTOALLV)
+			continue;
+		bad = algo_unsafe(al, why, sizeof(why));
+		cr_log_info("%s/%s: %s%s", ohc_coll_op_name(al->op), al->name,
+			    bad ? "not slice-aligned: " : "slice-aligned",
+			    bad ? why : "");
+		if (al->cost_sliced) {
+			npiped++;
+			cr_assert(!bad, "%s/%s is pipelined but %s",
+				  ohc_coll_op_name(al->op), al->name, why);
+		}
+		nunsafe += bad;
+	}
+	cr_assert_geq(npiped, 2);
+	cr_assert(algo_unsafe(&ohc_algo_allgather_bruck, why, sizeof(why)),
+		  "Bruck's rotation must not pass");
+	cr_assert(algo_unsafe(&ohc_algo_reduce_scatter_rh, why, sizeof(why)),
+		  "recursive halving must not pass");
+	cr_assert_gt(nunsafe, 2);
+}
+
+/*
+ * Sliced schedules executed in memory against the reference (every rank's
+ * whole memory, 1..9 and 16 ranks, odd counts, roots, placements, eager
+ * and rendezvous, with the simulator's sched.h memory-rule check on):
+ * the algorithms selection pipelines, and other slice-aligned ones.
+ */
+Test(pipeline, sliced_schedules_match_reference)
+{
+	const struct ohc_algo *algos[] = {
+		&ohc_algo_bcast_chain,	  &ohc_algo_reduce_chain,
+		&ohc_algo_bcast_binomial, &ohc_algo_reduce_binomial,
+		&ohc_algo_allreduce_rd,	  &ohc_algo_reduce_scatter_ring,
+		&ohc_algo_scatter_linear,
+	};
+	static const uint32_t slices[] = {2, 3, 16};
+	char why[256];
+
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(algos); i++) {
+		cr_assert(!algo_unsafe(algos[i], why, sizeof(why)), "%s", why);
+		for (size_t si = 0; si < OHC_ARRAY_SIZE(slices); si++)
+			cr_assert_gt(run_matrix(algos[i]->op,
+						piped(algos[i], slices[si])),
+				     0);
+	}
+}
+
+/*
+ * The check is not vacuous: ring allreduce fails it (its in-place copy
+ * and the sends after it use different offsets), and sliced anyway it
+ * computes wrong results.
+ */
+Test(pipeline, unaligned_algorithm_breaks_when_sliced)
+{
+	static struct tc t;
+	struct ohc_sim sim = {0};
+	char why[256];
+	int same = 1;
+
+	cr_assert(algo_unsafe(&ohc_algo_allreduce_ring, why, sizeof(why)));
+	cr_log_info("allreduce/ring: %s", why);
+	memset(&t, 0, sizeof(t));
+	t.op = OHC_COLL_ALLREDUCE;
+	t.n = 2;
+	t.count = 7;
+	t.inplace = 3; /* overlapping buffers: staged at other offsets */
+	setup(&t);
+	sim.nranks = t.n;
+	sim.algo = piped(&ohc_algo_allreduce_ring, 2);
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.reduce = add_u32;
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+	for (uint32_t r = 0; r < t.n; r++)
+		same &= !memcmp(t.mem[r], t.want[r], t.memlen[r]);
+	cr_assert(!same, "sliced ring allreduce happened to be right");
+	teardown(&t);
+}
+
+/* Any element size: 1, 2 and 8 bytes, odd counts, slices above count. */
+static void add_u8(void *dst, const void *a, const void *b, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *x = a, *y = b;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint8_t)(x[i] + y[i]);
+}
+
+static void add_u16(void *dst, const void *a, const void *b, size_t n)
+{
+	uint16_t *d = dst;
+	const uint16_t *x = a, *y = b;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint16_t)(x[i] + y[i]);
+}
+
+static void odd_run(const struct ohc_algo *al, uint32_t n, uint32_t root,
+		    size_t esize, uint64_t count, uint32_t slices)
+{
+	static struct fp_ctx f;
+	size_t bytes = count * esize;
+	char *want = calloc(1, bytes + 1);
+	ohc_reduce_fn fn = esize == 1 ? add_u8 : esize == 2 ? add_u16 : compose;
+
+	cr_assert(want);
+	memset(&f, 0, sizeof(f));
+	f.algo = piped(al, slices);
+	f.op = al->op;
+	f.n = n;
+	f.root = root;
+	f.count = count;
+	f.esize = esize;
+	for (uint32_t r = 0; r < n; r++) {
+		f.sbuf[r] = malloc(bytes + 1);
+		f.rbuf[r] = calloc(1, bytes + 1);
+		cr_assert(f.sbuf[r] && f.rbuf[r]);
+		for (size_t i = 0; i < bytes; i++)
+			f.sbuf[r][i] = (char)(val(r, i) >> 7);
+		if (esize == 8) /* affine maps: invertible m */
+			for (size_t i = 0; i < count; i++)
+				((struct affine *)(void *)f.sbuf[r])[i].m |= 1;
+	}
+	if (al->op == OHC_COLL_BROADCAST) {
+		memcpy(want, f.sbuf[root], bytes);
+	} else {
+		memcpy(want, f.sbuf[root], bytes);
+		for (uint32_t k = 1; k < n; k++)
+			fn(want, want, f.sbuf[(root + k) % n], count);
+	}
+	if (al->op == OHC_COLL_BROADCAST)
+		for (uint32_t r = 0; r < n; r++)
+			if (r == root)
+				memcpy(f.rbuf[r], f.sbuf[r], bytes);
+	fp_run(&f, fn, OHC_SIM_RENDEZVOUS, 3);
+	for (uint32_t r = 0; r < n; r++) {
+		if (al->op == OHC_COLL_REDUCE && r != root)
+			continue;
+		cr_assert(!memcmp(f.rbuf[r], want, bytes),
+			  "%s/%s n=%u root=%u esize=%zu count=%llu S=%u: rank "
+			  "%u wrong",
+			  ohc_coll_op_name(al->op), al->name, n, root, esize,
+			  (unsigned long long)count, slices, r);
+	}
+	for (uint32_t r = 0; r < n; r++) {
+		free(f.sbuf[r]);
+		free(f.rbuf[r]);
+	}
+	free(want);
+}
+
+Test(pipeline, element_sizes)
+{
+	const struct ohc_algo *algos[] = {
+		&ohc_algo_bcast_chain,
+		&ohc_algo_reduce_chain,
+		&ohc_algo_bcast_binomial,
+		&ohc_algo_reduce_binomial,
+	};
+	static const size_t esizes[] = {1, 2, 8};
+	static const uint64_t counts[] = {1, 3, 5, 257, 1001};
+	static const uint32_t slices[] = {2, 5, 16};
+
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(algos); i++)
+		for (uint32_t n = 1; n <= 8; n++)
+			for (size_t e = 0; e < OHC_ARRAY_SIZE(esizes); e++)
+				for (size_t c = 0; c < OHC_ARRAY_SIZE(counts);
+				     c++)
+					for (size_t s = 0;
+					     s < OHC_ARRAY_SIZE(slices); s++)
+						odd_run(algos[i], n,
+							(uint32_t)(c % n),
+							esizes[e], counts[c],
+							slices[s]);
+}
+
+/*
+ * Slicing never changes how an element is combined: the fp32 chain and
+ * binomial reduces give the same bits for every slice count, run after
+ * run (HCCL_DETERMINISTIC needs only the latter).
+ */
+Test(determinism, slicing_keeps_fp32_bits)
+{
+	const struct ohc_algo *algos[] = {&ohc_algo_reduce_chain,
+					  &ohc_algo_reduce_binomial};
+	static struct fp_ctx f;
+	const uint64_t count = 4099;
+	size_t bytes = count * 4;
+	float *first = malloc(bytes);
+
+	cr_assert(first);
+	for (size_t ai = 0; ai < OHC_ARRAY_SIZE(algos); ai++) {
+		for (uint32_t n = 2; n <= 8; n += 3) {
+			const uint32_t slices[] = {1, 2, 7, 64, 1};
+
+			memset(&f, 0, sizeof(f));
+			f.op = OHC_COLL_REDUCE;
+			f.n = n;
+			f.root = 1;
+			f.count = count;
+			f.esize = 4;
+			f.det = 1;
+			for (uint32_t r = 0; r < n; r++) {
+				f.sbuf[r] = malloc(bytes);
+				f.rbuf[r] = malloc(bytes);
+				cr_assert(f.sbuf[r] && f.rbuf[r]);
+				for (uint64_t i = 0; i < count; i++)
+					((float *)(void *)f.sbuf[r])[i] =
+						mixed(r, i);
+			}
+			for (size_t si = 0; si < OHC_ARRAY_SIZE(slices); si++) {
+				f.algo = piped(algos[ai], slices[si]);
+				memset(f.rbuf[1], 0, bytes);
+				fp_run(&f, add_f32, OHC_SIM_EAGER,
+				       (unsigned)si + 1);
+				if (si == 0)
+					memcpy(first, f.rbuf[1], bytes);
+				cr_assert(!memcmp(first, f.rbuf[1], bytes),
+					  "%s n=%u S=%u: bits differ from S=1",
+					  algos[ai]->name, n, slices[si]);
+			}
+			for (uint32_t r = 0; r < n; r++) {
+				free(f.sbuf[r]);
+				free(f.rbuf[r]);
+			}
+		}
+	}
+	free(first);
+}
+
+/*
+ * Selection pipelines the chain in the slice count of the model, or in
+ * OPENHCCL_PIPELINE_SLICES' (args->pipeline_slices); never below an
+ * element per slice; never for algorithms that are not slice-aligned.
+ */
+static unsigned chain_steps(uint32_t n, uint64_t count, uint32_t knob,
+			    const char *override, const struct ohc_algo **al)
+{
+	static char buf[1 << 22];
+	struct ohc_sched s;
+	struct ohc_coll_args a = {.op = OHC_COLL_BROADCAST,
+				  .count = count,
+				  .esize = 4,
+				  .rank = 1,
+				  .nranks = n,
+				  .link = OHC_LINK_SHM,
+				  .sbuf = buf,
+				  .rbuf = buf,
+				  .algo_override = override,
+				  .pipeline_slices = knob};
+	unsigned steps;
+
+	cr_assert_leq(count * 4, sizeof(buf));
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_build(&a, &s, al), OHC_OK);
+	steps = s.nsteps;
+	ohc_sched_fini(&s);
+	return steps;
+}
+
+Test(select, slice_count)
+{
+	const struct ohc_algo *al;
+	const uint64_t big = 1u << 20; /* 4 MiB */
+	uint32_t model = ohc_algo_slices(&ohc_algo_bcast_chain,
+					 ohc_cost_params_get(OHC_LINK_SHM),
+					 big * 4, 4, 8, NULL);
+
+	cr_assert_gt(model, 1, "4 MiB over 8 shm ranks: sliced");
+	cr_assert_eq(chain_steps(8, big, 0, NULL, &al), 8 - 2 + model);
+	cr_assert_eq(al, &ohc_algo_bcast_chain);
+	cr_assert_eq(chain_steps(8, big, 1, "level0:NA;level1:pipeline", &al),
+		     7, "knob 1: whole");
+	/* knob 1: priced unsliced, so selection takes another algorithm */
+	chain_steps(8, big, 1, NULL, &al);
+	cr_assert_neq(al, &ohc_algo_bcast_chain);
+	cr_assert_eq(chain_steps(8, big, 5, "level0:NA;level1:pipeline", &al),
+		     8 - 2 + 5);
+	/* no more slices than elements */
+	cr_assert_eq(chain_steps(8, 3, 5, "level0:NA;level1:pipeline", &al),
+		     8 - 2 + 3);
+	cr_assert_eq(al, &ohc_algo_bcast_chain);
+	/* small: one slice; other algorithms are never sliced */
+	cr_assert_eq(ohc_algo_slices(&ohc_algo_bcast_chain,
+				     ohc_cost_params_get(OHC_LINK_SHM), 64, 4,
+				     8, NULL),
+		     1);
+	cr_assert_eq(chain_steps(8, big, 5, "level0:NA;level1:binomial", &al),
+		     4, "3 rounds, one more for the agreement");
+	cr_assert_eq(al, &ohc_algo_bcast_binomial);
 }
