@@ -238,6 +238,27 @@ static ohc_status_t seg_build(struct ohc_shm_iface *sif,
 	return OHC_OK;
 }
 
+/*
+ * Touch the pages of the ring we write now, before any traffic, rather
+ * than paying the first touch of each page in the data path. The owner
+ * allocated them (seg_build), but our mapping's entries are built on first
+ * access: a page fault each, and under a shadow-paging hypervisor a trap
+ * even once the guest's page tables are populated (measured here: the
+ * first pass of traffic through a fresh 1 MiB ring ran at 0.65 GB/s, the
+ * following ones at 4+). Writing each page's first byte back to itself is
+ * harmless: nothing has been produced into the ring yet.
+ */
+static void prefault_tx(struct ohc_shm_ep *sep)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t off = 0; off < sep->tx_bytes; off += page) {
+		volatile char *p = sep->tx_data + off;
+
+		*p = *p;
+	}
+}
+
 /* Map one peer's segment from its memfd and find the ring we write. */
 static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 				 struct ohc_shm_ep *sep, int fd,
@@ -301,6 +322,7 @@ static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 		why = "no ring for us in the segment";
 		goto bad_map;
 	}
+	prefault_tx(sep);
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
 	sep->peer_bell = &hdr->bell;
