@@ -200,6 +200,7 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 	params.hostid = hostid;
 	params.numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
 	params.ring_bytes = (size_t)env->shm_ring_kb * 1024;
+	params.cma_bytes = (size_t)env->shm_cma_kb * 1024;
 	params.spin = 0;
 	params.device_ip = comm->cfg.device_ip[0] ? comm->cfg.device_ip : NULL;
 	params.rdma_tc = comm->cfg.rdma_tc;

@@ -54,6 +54,7 @@ struct ohc_transport_params {
 	const char *hostid;    /* this rank's host identity */
 	int numa_node;         /* where this rank's receive memory should live */
 	size_t ring_bytes;     /* shm: bytes per pair ring */
+	size_t cma_bytes;      /* shm: CMA reads from this size, 0 = never */
 	unsigned spin;         /* polls before sleeping */
 	const char *device_ip; /* verbs: the rank's RDMA IP (rank table), or NULL */
 	uint32_t rdma_tc;      /* verbs: traffic class */

@@ -123,6 +123,11 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_SHM_RING_KB", "1024",
 	      "KiB of each per-pair shared-memory ring", shm_ring_kb, 64,
 	      1048576),
+	INT_F("OPENHCCL_SHM_CMA_KB", "0",
+	      "messages of this many KiB and more are read straight out of "
+	      "the sending process (process_vm_readv, one copy) instead of "
+	      "through the ring (two copies, pipelined); 0 = never",
+	      shm_cma_kb, 0, 16777216),
 	INT_F("OPENHCCL_SPIN_US", "-1",
 	      "microseconds a waiting rank polls before it sleeps (-1 = auto: "
 	      "50 when this host's ranks fit its CPUs, else 0)",

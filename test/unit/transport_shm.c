@@ -136,8 +136,7 @@ static int rank_open(struct rctx *c, int rank, int nranks)
 	c->rank = rank;
 	c->nranks = nranks;
 	c->fds_before = ohc_test_count_fds();
-	if (!sh->cma)
-		ohc_shm_cma_threshold = SIZE_MAX;
+	ohc_shm_cma_threshold = sh->cma ? 256u << 10 : SIZE_MAX;
 	c->ops = ohc_transport_get("shm");
 	CHECK(c->ops, "no shm transport");
 	c->iface = calloc(1, c->ops->iface_size);

@@ -33,6 +33,7 @@ struct ohc_shm_iface {
 	uint64_t proc_token;
 	int numa_node;
 	size_t ring_bytes; /* record bytes per receive ring */
+	size_t cma_min;	   /* messages this large go single-copy by CMA */
 	char hostid[OHC_SHM_HOSTID_MAX + 1];
 	uint64_t hostid_hash; /* of the full hostid */
 	uint32_t hostid_len;  /* of the full hostid */
@@ -86,7 +87,7 @@ struct ohc_shm_ep {
 	struct ohc_shm_rec rndv_rec; /* rendezvous being read (when rndv_on) */
 	int rndv_on;
 	size_t rndv_done;
-	void *bounce; /* CMA reads for reductions */
+	void *bounce;	      /* CMA reads for reductions */
 	const char *rndv_src; /* ZC: the message in our mapping, else NULL */
 	struct ohc_shm_zc_import zc_imp[OHC_SHM_ZC_CACHE];
 	uint64_t zc_clock;
@@ -102,8 +103,8 @@ void ohc_shm_seg_close(struct ohc_shm_iface *sif);
 void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
 
 /*
- * Messages of at least this many bytes go single-copy (rendezvous + CMA)
- * to peers that can read us; SIZE_MAX turns that off. Set before connect.
+ * Tests: when not 0, overrides the iface's cma_bytes (SIZE_MAX: never).
+ * Set before the iface opens.
  */
 extern size_t ohc_shm_cma_threshold;
 

@@ -34,7 +34,7 @@
 #define SHM_CMA_BUDGET (4u << 20) /* CMA bytes per ep per progress call */
 #define SHM_BOUNCE (256u << 10)	  /* CMA reads that feed a reduction */
 
-size_t ohc_shm_cma_threshold = 256u << 10;
+size_t ohc_shm_cma_threshold;
 
 /* The address blob. */
 struct shm_blob {
@@ -145,6 +145,9 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 	sif->proc_token = ohc_process_token();
 	sif->numa_node = params->numa_node;
 	sif->ring_bytes = ring;
+	sif->cma_min = ohc_shm_cma_threshold ? ohc_shm_cma_threshold
+		       : params->cma_bytes   ? params->cma_bytes
+					     : SIZE_MAX;
 	sif->hostid_len = (uint32_t)strlen(params->hostid);
 	sif->hostid_hash = fnv1a(params->hostid);
 	memcpy(sif->hostid, params->hostid,
@@ -357,10 +360,10 @@ static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
 		need = ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc));
 		if (avail >= need)
 			return PLAN_ZC;
-		return contig < need && free_b >= contig ? PLAN_PAD
-							 : PLAN_WAIT;
+		return contig < need && free_b >= contig ? PLAN_PAD : PLAN_WAIT;
 	}
-	if (req->done == 0 && req->len >= ohc_shm_cma_threshold &&
+	if (req->done == 0 &&
+	    req->len >= shm_iface(sep->super.iface)->cma_min &&
 	    ohc_shm_ring_cma_ok(sep->tx))
 		return avail >= OHC_SHM_REC_HDR ? PLAN_RNDV : PLAN_WAIT;
 	if (avail >= need) {
