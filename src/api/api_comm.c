@@ -688,7 +688,8 @@ OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
 	GET_COMM(c, comm, __func__);
 	NOT_NULL(ranks, __func__);
 	NOT_NULL(useBackup, __func__);
-	return ohc_status_to_hccl(ohc_comm_nic_set(c, ranks, useBackup, nRanks));
+	return ohc_status_to_hccl(
+		ohc_comm_nic_set(c, ranks, useBackup, nRanks));
 }
 
 OHC_API uint32_t HcclGetCommConfigCapability(void)

@@ -40,4 +40,3 @@ OHC_API HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
 	(void)status;
 	return not_supported(__func__);
 }
-

@@ -132,9 +132,8 @@ static ohc_status_t nic_agree(struct ohc_comm *comm, struct nic_vote *mine,
 				  v->want[q] ? v->want[q] == 2 ? "backup"
 							       : "primary"
 					     : "not listed",
-				  mine->want[q] ? mine->want[q] == 2
-							  ? "backup"
-							  : "primary"
+				  mine->want[q] ? mine->want[q] == 2 ? "backup"
+								     : "primary"
 						: "not listed");
 			return OHC_ERR_INVALID;
 		}
@@ -312,8 +311,7 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 			  "communicator failed earlier (%s)",
 			  me, comm->name, ohc_status_str(failed));
 		mine->status = OHC_ERR_INVALID;
-	} else if (mine->status == OHC_OK && old &&
-		   ohc_zc_iface_users(old)) {
+	} else if (mine->status == OHC_OK && old && ohc_zc_iface_users(old)) {
 		OHC_ERROR(OHC_SS_API,
 			  "rank %u: HcclCommWorkingDevNicSet on '%s': "
 			  "exported memory is registered with the RDMA device; "
@@ -338,9 +336,9 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 		goto out;
 
 	/* round 2: new ifaces and their blobs */
-	addrs[me].status = nic_open(comm, old, mine->want[me]
-						      ? mine->want[me] == 2
-						      : comm->on_backup[me],
+	addrs[me].status = nic_open(comm, old,
+				    mine->want[me] ? mine->want[me] == 2
+						   : comm->on_backup[me],
 				    &iface, &addrs[me]);
 	status = ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
 	for (uint32_t r = 0; status == OHC_OK && r < comm->nranks; r++) {
@@ -357,8 +355,7 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 		goto out_drop;
 
 	/* round 3: connect, and swap only if every rank connected */
-	res = iface ? nic_connect(comm, old, iface, addrs, neps, list)
-		    : OHC_OK;
+	res = iface ? nic_connect(comm, old, iface, addrs, neps, list) : OHC_OK;
 	memset(addrs, 0, comm->nranks * sizeof(*addrs));
 	addrs[me].status = res;
 	status = ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
@@ -378,12 +375,14 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 	iface = NULL;
 	if (status == OHC_OK)
 		OHC_INFO(OHC_SS_INIT,
-		 "rank %u: '%s' switched %u rank(s) between NICs; this rank "
-		 "uses its %s NIC",
-		 me, comm->name, nchanged,
-		 (mine->want[me] ? mine->want[me] == 2 : comm->on_backup[me])
-			 ? "backup"
-			 : "primary");
+			 "rank %u: '%s' switched %u rank(s) between NICs; this "
+			 "rank "
+			 "uses its %s NIC",
+			 me, comm->name, nchanged,
+			 (mine->want[me] ? mine->want[me] == 2
+					 : comm->on_backup[me])
+				 ? "backup"
+				 : "primary");
 out_state:
 	for (uint32_t r = 0; r < comm->nranks; r++)
 		if (mine->want[r])

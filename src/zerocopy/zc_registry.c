@@ -419,8 +419,8 @@ unsigned ohc_zc_iface_users(const struct ohc_iface *iface)
 	ohc_zc_lock();
 	ohc_list_for_each(pos, &regions)
 	{
-		struct ohc_zc_region *r = ohc_container_of(
-			pos, struct ohc_zc_region, node);
+		struct ohc_zc_region *r =
+			ohc_container_of(pos, struct ohc_zc_region, node);
 
 		for (unsigned i = 0; i < r->ntp; i++)
 			n += r->tp_iface[i] == iface;
