@@ -12,9 +12,14 @@
  * not; VM 1 takes eth0 down and the ops still complete; eth0 comes back,
  * every rank switches back, and the traffic is on rxe0 again. No MR is
  * left after destroy.
+ *
+ * bad_backup: rank 3's backup_device_ip is on no RDMA device; switching it
+ * fails with HCCL_E_PARA on every rank, rank 3's log names its IP, and
+ * the communicator keeps working on the primary NICs.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,6 +41,9 @@
 
 static char table_path[256];
 static int vm_index;
+static const char *bad_backup_rank3; /* backup_device_ip override */
+
+#define BAD_IP "192.0.3.250" /* on eth1's subnet, on no host */
 
 static double now_s(void)
 {
@@ -95,8 +103,10 @@ static void two_nics_or_skip(int port)
 				"\"%s\", \"backup_device_ip\": \"%s\", "
 				"\"host_port\": \"%d\", \"rank_id\": \"%d\" "
 				"}%s\n",
-				d, ips[s], ips2[s], port + r, r,
-				d + 1 < PER_VM ? "," : "");
+				d, ips[s],
+				r == 3 && bad_backup_rank3 ? bad_backup_rank3
+							   : ips2[s],
+				port + r, r, d + 1 < PER_VM ? "," : "");
 		}
 		fprintf(f, "  ] }%s\n", s ? "" : ",");
 	}
@@ -290,4 +300,84 @@ Test(nic_switch, backup_and_back, .timeout = 300)
 	fprintf(stderr, "vm%d: nic_switch: %.1f s\n", vm_index, now_s() - t0);
 	unlink(table_path);
 	sh("ip link set dev %s up", getenv("OHC_VM_NETDEV"));
+}
+
+/* stderr into a file during a call, read back (malloc'd). */
+struct capture {
+	int saved, fd;
+};
+
+static void capture_begin(struct capture *c)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/ohc_nic_switch_%d.log",
+		 (int)getpid());
+	c->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	unlink(path);
+	fflush(stderr);
+	c->saved = dup(2);
+	if (c->fd >= 0)
+		dup2(c->fd, 2);
+}
+
+static char *capture_end(struct capture *c)
+{
+	char *log = calloc(1, 65536);
+	ssize_t n = c->fd >= 0 ? pread(c->fd, log, 65535, 0) : 0;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	if (c->fd >= 0)
+		close(c->fd);
+	log[n > 0 ? n : 0] = 0;
+	return log;
+}
+
+static int bad_rank(int local, int nlocal, void *arg)
+{
+	int rank = vm_index * PER_VM + local, bad = 0;
+	uint32_t three = 3;
+	bool yes = true;
+	struct capture cap;
+	HcclComm comm;
+	HcclResult r;
+	char *log;
+
+	(void)nlocal;
+	(void)arg;
+	if (aclrtSetDevice(local) ||
+	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm))
+		OHC_RANK_FAIL("rank %d: init failed", rank);
+	bad |= rounds(comm, rank, "primary");
+	capture_begin(&cap);
+	r = HcclCommWorkingDevNicSet(comm, &three, &yes, 1);
+	log = capture_end(&cap);
+	fprintf(stderr, "rank %d: switch rank 3 to " BAD_IP ": %d\n%s", rank, r,
+		log);
+	if (r != HCCL_E_PARA || (rank == 3 && !strstr(log, BAD_IP)) ||
+	    (rank != 3 && !strstr(log, "rank 3"))) {
+		fprintf(stderr,
+			"rank %d: want HCCL_E_PARA naming rank 3 / "
+			"its IP\n",
+			rank);
+		bad = 1;
+	}
+	free(log);
+	bad |= rounds(comm, rank, "primary after the refused switch");
+	bad |= HcclCommDestroy(comm) != HCCL_SUCCESS;
+	bad |= ohc_vx_mr_live() != 0;
+	return bad;
+}
+
+Test(nic_switch, bad_backup, .timeout = 300)
+{
+	bad_backup_rank3 = BAD_IP;
+	two_nics_or_skip(38000);
+	setenv("HCCL_CONNECT_TIMEOUT", "60", 1);
+	setenv("HCCL_EXEC_TIMEOUT", "60", 1);
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, bad_rank, NULL, 240), 0);
+	unlink(table_path);
 }
