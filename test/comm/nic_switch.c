@@ -11,7 +11,7 @@
  * NIC; the same ops after, with rxe1's sent packets growing and rxe0's
  * not; VM 1 takes eth0 down and the ops still complete; eth0 comes back,
  * every rank switches back, and the traffic is on rxe0 again. No MR is
- * left after destroy.
+ * left after destroy, no fd either.
  *
  * bad_backup: rank 3's backup_device_ip is on no RDMA device; switching it
  * fails with HCCL_E_PARA on every rank, rank 3's log names its IP, and
@@ -257,11 +257,15 @@ static int nic_rank(int local, int nlocal, void *arg)
 	int link_rank = PER_VM; /* VM 1's first rank */
 	HcclResult async = HCCL_SUCCESS;
 	HcclComm comm;
+	int fds;
 
 	(void)nlocal;
 	(void)arg;
-	if (aclrtSetDevice(local) ||
-	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm))
+
+	if (aclrtSetDevice(local))
+		OHC_RANK_FAIL("rank %d: aclrtSetDevice failed", rank);
+	fds = ohc_test_count_fds();
+	if (HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm))
 		OHC_RANK_FAIL("rank %d: init failed", rank);
 	bad |= rounds(comm, rank, "primary");
 	bad |= !bad && switch_and_run(comm, rank, local, true, "backup");
@@ -280,9 +284,9 @@ static int nic_rank(int local, int nlocal, void *arg)
 	HcclGetCommAsyncError(comm, &async);
 	bad |= async != HCCL_SUCCESS;
 	bad |= HcclCommDestroy(comm) != HCCL_SUCCESS;
-	if (ohc_vx_mr_live()) {
-		fprintf(stderr, "rank %d: %ld MRs left\n", rank,
-			ohc_vx_mr_live());
+	if (ohc_vx_mr_live() || ohc_test_count_fds() != fds) {
+		fprintf(stderr, "rank %d: %ld MRs left, %d fds (%d before)\n",
+			rank, ohc_vx_mr_live(), ohc_test_count_fds(), fds);
 		bad = 1;
 	}
 	return bad;
