@@ -274,7 +274,7 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 	char *votes;
 	uint32_t me = comm->rank, nchanged = 0;
 	unsigned idx = 0;
-	int any_verbs = 0, failed;
+	int any_verbs = 0, failed, locked;
 	ohc_status_t status;
 	int32_t res;
 
@@ -290,20 +290,23 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 	}
 	mine = (void *)(votes + me * vlen);
 
-	/* no operation runs while we hold exec_lock */
-	pthread_mutex_lock(&comm->exec_lock);
+	/*
+	 * No operation runs while we hold exec_lock. One that runs holds it
+	 * and may wait for peers that are in this call: never block on it.
+	 */
+	locked = !__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE) &&
+		 pthread_mutex_trylock(&comm->exec_lock) == 0;
 	old = comm_verbs_iface(comm, &idx);
 	mine->has_verbs = old != NULL;
 	mine->status = nic_check(comm, ranks, backup, n, mine->want);
 	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
 	if (mine->status == OHC_OK &&
-	    __atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE)) {
+	    (!locked || __atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))) {
 		OHC_ERROR(OHC_SS_API,
-			  "rank %u: HcclCommWorkingDevNicSet on '%s': %u "
-			  "operation(s) in flight; synchronize the streams "
+			  "rank %u: HcclCommWorkingDevNicSet on '%s': "
+			  "operations in flight; synchronize the streams "
 			  "first",
-			  me, comm->name,
-			  __atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE));
+			  me, comm->name);
 		mine->status = OHC_ERR_BUSY;
 	} else if (mine->status == OHC_OK && failed) {
 		OHC_ERROR(OHC_SS_API,
@@ -391,7 +394,8 @@ out_state:
 out_drop:
 	nic_drop(comm, iface, neps);
 out:
-	pthread_mutex_unlock(&comm->exec_lock);
+	if (locked)
+		pthread_mutex_unlock(&comm->exec_lock);
 out_free:
 	free(votes);
 	free(addrs);

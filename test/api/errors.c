@@ -314,3 +314,46 @@ Test(errors, working_dev_nic_set)
 	for (int i = 0; i < 2; i++)
 		cr_expect_eq(HcclCommDestroy(c.comms[i]), HCCL_SUCCESS);
 }
+
+/* An operation queued on a stream: the switch is refused with
+ * HCCL_E_AGAIN on every rank, and the operation completes afterwards. */
+static int nic_busy_rank(int rank, int nranks, void *arg)
+{
+	HcclComm *comms = arg;
+	uint32_t ranks[2] = {0, 1};
+	bool backup[2] = {false, false};
+	float x = 42, y = 0;
+	aclrtStream st = NULL;
+	HcclResult r;
+	int bad = 0;
+
+	(void)nranks;
+	if (rank == 0) {
+		if (aclrtSetDevice(0) || aclrtCreateStream(&st) ||
+		    HcclRecv(&y, 1, HCCL_DATA_TYPE_FP32, 1, comms[0], st))
+			return 1;
+	}
+	r = HcclCommWorkingDevNicSet(comms[rank], ranks, backup, 2);
+	if (r != HCCL_E_AGAIN) {
+		fprintf(stderr, "rank %d: got %d, want HCCL_E_AGAIN\n", rank,
+			r);
+		bad = 1;
+	}
+	if (rank == 1)
+		return bad | (HcclSend(&x, 1, HCCL_DATA_TYPE_FP32, 0, comms[1],
+				       NULL) != HCCL_SUCCESS);
+	bad |= aclrtSynchronizeStream(st) != 0 || y != 42;
+	aclrtDestroyStream(st);
+	return bad;
+}
+
+Test(errors, working_dev_nic_set_busy)
+{
+	int32_t devs[2] = {0, 1};
+	HcclComm comms[2];
+
+	cr_assert_eq(HcclCommInitAll(2, devs, comms), HCCL_SUCCESS);
+	cr_expect_eq(ohc_test_thread_ranks(2, nic_busy_rank, comms), 0);
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
+}
