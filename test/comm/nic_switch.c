@@ -7,6 +7,10 @@
  * address (rxe1). White box (links the internal library) only to count
  * live MRs.
  *
+ * Every rank switches, not only some: the two wires are separate subnets
+ * (192.0.2.0/24, 192.0.3.0/24) with no route between them, so both ends
+ * of a pair must be on the same wire.
+ *
  * AllReduce + a Send/Recv ring before; every rank switches to its backup
  * NIC; the same ops after, with rxe1's sent packets growing and rxe0's
  * not; VM 1 takes eth0 down and the ops still complete; eth0 comes back,
