@@ -378,9 +378,8 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 	iface = NULL;
 	if (status == OHC_OK)
 		OHC_INFO(OHC_SS_INIT,
-			 "rank %u: '%s' switched %u rank(s) between NICs; this "
-			 "rank "
-			 "uses its %s NIC",
+			 "rank %u: '%s' switched %u rank(s) between NICs; "
+			 "this rank uses its %s NIC",
 			 me, comm->name, nchanged,
 			 (mine->want[me] ? mine->want[me] == 2
 					 : comm->on_backup[me])
