@@ -48,7 +48,8 @@ echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
 [ "$rc" = 0 ] || exit "$rc"
 
 # Two VMs with two wires (eth0/rxe0 and eth1/rxe1): ranks switched to their
-# backup NIC and back (about 40 s with the boot).
+# backup NIC and back (about 40 s with the boot; 20 s of it a switch that
+# must fail on a down link).
 start=$(date +%s)
 ci/soft-roce/run-vm.sh --vms 2 --nics 2 --rw "$build" --timeout 300 -- \
 	"$build"/test/test_comm_nic_switch -j1 || rc=$?

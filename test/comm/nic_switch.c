@@ -13,8 +13,12 @@
  *
  * AllReduce + a Send/Recv ring before; every rank switches to its backup
  * NIC; the same ops after, with rxe1's sent packets growing and rxe0's
- * not; VM 1 takes eth0 down and the ops still complete; eth0 comes back,
- * every rank switches back, and the traffic is on rxe0 again. No MR is
+ * not; VM 1 takes eth0 down and the ops still complete; a switch back to
+ * the primary NICs now fails on every rank (connection setup over the down
+ * link, bounded by HCCL_CONNECT_TIMEOUT) and changes nothing: the ops
+ * still complete on rxe1; eth0 comes back, every
+ * rank switches back, and the traffic is on rxe0 again. The bootstrap
+ * (host_ip) runs over eth1, as a management network would stay up. No MR is
  * left after destroy, no fd either.
  *
  * bad_backup: rank 3's backup_device_ip is on no RDMA device; switching it
@@ -98,7 +102,7 @@ static void two_nics_or_skip(int port)
 		fprintf(f,
 			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
 			"\"device\": [\n",
-			s, ips[s]);
+			s, ips2[s]);
 		for (int d = 0; d < PER_VM; d++) {
 			int r = s * PER_VM + d;
 
@@ -234,6 +238,31 @@ static int switch_and_run(HcclComm comm, int rank, int local, bool backup,
 	return bad;
 }
 
+/*
+ * Switching back to the primary NICs while VM 1's eth0 is down fails on
+ * every rank within HCCL_CONNECT_TIMEOUT (rxe0 keeps the GID of its down
+ * link, so it opens; the connection setup over eth0 is what fails), and
+ * changes nothing: the ops still run on the backup NICs.
+ */
+static int refused_back(HcclComm comm, int rank)
+{
+	uint32_t ranks[NR] = {0, 1, 2, 3};
+	bool flags[NR] = {false, false, false, false};
+	double t = now_s();
+	HcclResult r;
+
+	r = HcclCommWorkingDevNicSet(comm, ranks, flags, NR);
+	fprintf(stderr,
+		"rank %d: switch back with eth0 down in vm1: %d in "
+		"%.2f s\n",
+		rank, r, now_s() - t);
+	if (r != HCCL_E_ROCE_CONNECT && r != HCCL_E_TIMEOUT) {
+		fprintf(stderr, "rank %d: want a connection error\n", rank);
+		return 1;
+	}
+	return rounds(comm, rank, "backup after the refused switch back");
+}
+
 /* Bring eth0 back and wait until rxe0 has its GID again. */
 static int link_up(void)
 {
@@ -265,7 +294,6 @@ static int nic_rank(int local, int nlocal, void *arg)
 
 	(void)nlocal;
 	(void)arg;
-
 	if (aclrtSetDevice(local))
 		OHC_RANK_FAIL("rank %d: aclrtSetDevice failed", rank);
 	fds = ohc_test_count_fds();
@@ -277,6 +305,7 @@ static int nic_rank(int local, int nlocal, void *arg)
 		bad |= sh("ip link set dev %s down", getenv("OHC_VM_NETDEV")) !=
 		       0;
 	bad |= !bad && rounds(comm, rank, "backup, eth0 down in vm1");
+	bad |= !bad && refused_back(comm, rank);
 	if (rank == link_rank && link_up()) {
 		fprintf(stderr, "rank %d: eth0 or rxe0's GID not back\n", rank);
 		bad = 1;
@@ -301,7 +330,8 @@ Test(nic_switch, backup_and_back, .timeout = 300)
 	double t0 = now_s();
 
 	two_nics_or_skip(37000);
-	setenv("HCCL_CONNECT_TIMEOUT", "60", 1);
+	/* bounds the refused switch back (and the init, fast here) */
+	setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
 	setenv("HCCL_EXEC_TIMEOUT", "60", 1);
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, nic_rank, NULL, 240), 0);
