@@ -189,6 +189,9 @@ void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
 	params->ring_bytes = (size_t)ohc_env()->shm_ring_kb * 1024;
 	params->spin = 0;
 	params->device_ip = device_ip && device_ip[0] ? device_ip : NULL;
+	params->device_ip_key = device_ip == comm->cfg.backup_ip
+					? "backup_device_ip"
+					: "device_ip";
 	params->rdma_tc = comm->cfg.rdma_tc;
 	params->rdma_sl = comm->cfg.rdma_sl;
 }

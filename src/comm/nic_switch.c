@@ -166,8 +166,7 @@ static ohc_status_t nic_open(struct ohc_comm *comm, struct ohc_iface *old,
 	if (status < 0) {
 		OHC_ERROR(OHC_SS_API,
 			  "rank %u: HcclCommWorkingDevNicSet: cannot open the "
-			  "%s NIC %s of rank %u (no RDMA device has this IP?): "
-			  "%s",
+			  "%s NIC %s of rank %u: %s",
 			  comm->rank, backup ? "backup" : "primary",
 			  ip[0] ? ip : "(default)", comm->rank,
 			  ohc_status_str(status));

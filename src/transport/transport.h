@@ -56,6 +56,7 @@ struct ohc_transport_params {
 	size_t ring_bytes;     /* shm: bytes per pair ring */
 	unsigned spin;         /* polls before sleeping */
 	const char *device_ip; /* verbs: the rank's RDMA IP (rank table), or NULL */
+	const char *device_ip_key; /* its rank-table key, for errors */
 	uint32_t rdma_tc;      /* verbs: traffic class */
 	uint32_t rdma_sl;      /* verbs: service level */
 };

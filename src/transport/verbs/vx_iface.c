@@ -891,7 +891,8 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	}
 	if (params->device_ip && params->device_ip[0]) {
 		ip = params->device_ip;
-		origin = "device_ip";
+		origin = params->device_ip_key ? params->device_ip_key
+					       : "device_ip";
 	} else if (env->if_ip[0]) {
 		ip = env->if_ip;
 		origin = "HCCL_IF_IP";
