@@ -4,7 +4,9 @@
 # (every rank pair over rxe), then coll.two_node, comm.two_node_faults and
 # coll.random's two_vms cases across TWO VMs (two ranks each: shm inside a
 # VM, verbs across; a peer killed, a link taken down, a QP driven to error,
-# 5 % loss), from an existing build folder.
+# 5 % loss), then comm.nic_switch across two VMs with two wires each
+# (HcclCommWorkingDevNicSet onto rxe1 and back), from an existing build
+# folder.
 # Exit status is the first failure's (124/125: a VM timed out / failed).
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
 #   OHC_VM_SUITES      ctest -R regex (default: the suites below)
@@ -43,4 +45,13 @@ ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 900 -- \
 	 "$0"/test/test_coll_random -j1 --filter random/two_vms' \
 	"$build" || rc=$?
 echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
+[ "$rc" = 0 ] || exit "$rc"
+
+# Two VMs with two wires (eth0/rxe0 and eth1/rxe1): ranks switched to their
+# backup NIC and back (about 40 s with the boot; 20 s of it a switch that
+# must fail on a down link).
+start=$(date +%s)
+ci/soft-roce/run-vm.sh --vms 2 --nics 2 --rw "$build" --timeout 300 -- \
+	"$build"/test/test_comm_nic_switch -j1 || rc=$?
+echo "vm-suites: two VMs, two NICs: exit $rc after $(($(date +%s) - start)) s"
 exit "$rc"

@@ -287,6 +287,8 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 	/* the verbs transport picks its RDMA device by this address */
 	snprintf(cfg.device_ip, sizeof(cfg.device_ip), "%s",
 		 rt->ranks[rank].device_ip);
+	snprintf(cfg.backup_ip, sizeof(cfg.backup_ip), "%s",
+		 rt->ranks[rank].backup_device_ip);
 	root_ip = ranktable_root_ip(rt);
 	port = rt->ranks[0].host_port > 0
 		       ? (uint16_t)rt->ranks[0].host_port
@@ -675,6 +677,19 @@ OHC_API HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
 	NOT_NULL(asyncError, __func__);
 	*asyncError = ohc_status_to_hccl(ohc_comm_async_error(c));
 	return HCCL_SUCCESS;
+}
+
+OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
+					    bool *useBackup, uint32_t nRanks)
+{
+	struct ohc_comm *c;
+
+	OHC_API_ENTRY(__func__);
+	GET_COMM(c, comm, __func__);
+	NOT_NULL(ranks, __func__);
+	NOT_NULL(useBackup, __func__);
+	return ohc_status_to_hccl(
+		ohc_comm_nic_set(c, ranks, useBackup, nRanks));
 }
 
 OHC_API uint32_t HcclGetCommConfigCapability(void)

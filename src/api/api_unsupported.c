@@ -40,13 +40,3 @@ OHC_API HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
 	(void)status;
 	return not_supported(__func__);
 }
-
-OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
-					    bool *useBackup, uint32_t nRanks)
-{
-	(void)comm;
-	(void)ranks;
-	(void)useBackup;
-	(void)nRanks;
-	return not_supported(__func__);
-}

@@ -166,11 +166,35 @@ static void comm_free(struct ohc_comm *comm)
 	free(comm->eps);
 	free(comm->ep_tp);
 	free(comm->host_of);
+	free(comm->on_backup);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
 	ohc_plan_cache_fini(&comm->plans);
 	free(comm);
+}
+
+void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
+			char *hostid, struct ohc_transport_params *params)
+{
+	int dev = comm->device;
+
+	snprintf(hostid, 256, "%s", ohc_bootstrap_hostid(comm->bs, comm->rank));
+	memset(params, 0, sizeof(*params));
+	params->rank = comm->rank;
+	params->nranks = comm->nranks;
+	params->session = comm->session;
+	params->hostid = hostid;
+	params->numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
+	params->ring_bytes = (size_t)ohc_env()->shm_ring_kb * 1024;
+	params->cma_bytes = (size_t)ohc_env()->shm_cma_kb * 1024;
+	params->spin = 0;
+	params->device_ip = device_ip && device_ip[0] ? device_ip : NULL;
+	params->device_ip_key = device_ip == comm->cfg.backup_ip
+					? "backup_device_ip"
+					: "device_ip";
+	params->rdma_tc = comm->cfg.rdma_tc;
+	params->rdma_sl = comm->cfg.rdma_sl;
 }
 
 /*
@@ -189,22 +213,9 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 	struct ohc_transport_params params;
 	char hostid[256];
 	ohc_status_t status = OHC_OK;
-	int dev = comm->device;
 
-	snprintf(hostid, sizeof(hostid), "%s",
-		 ohc_bootstrap_hostid(comm->bs, comm->rank));
-	memset(&params, 0, sizeof(params));
-	params.rank = comm->rank;
-	params.nranks = comm->nranks;
-	params.session = session;
-	params.hostid = hostid;
-	params.numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
-	params.ring_bytes = (size_t)env->shm_ring_kb * 1024;
-	params.cma_bytes = (size_t)env->shm_cma_kb * 1024;
-	params.spin = 0;
-	params.device_ip = comm->cfg.device_ip[0] ? comm->cfg.device_ip : NULL;
-	params.rdma_tc = comm->cfg.rdma_tc;
-	params.rdma_sl = comm->cfg.rdma_sl;
+	comm->session = session;
+	ohc_comm_tp_params(comm, comm->cfg.device_ip, hostid, &params);
 
 	recs = calloc((size_t)comm->nranks * ntp, sizeof(*recs));
 	eps_by_tp = calloc(comm->nranks, sizeof(*eps_by_tp));

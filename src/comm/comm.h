@@ -8,6 +8,7 @@
  * operations. Created collectively from a bootstrap; destroyed locally.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "algo/algo.h"
@@ -42,6 +43,7 @@ struct ohc_comm_cfg {
 	uint64_t symwin_max_gb;
 	uint32_t sq_depth;
 	char device_ip[64]; /* the rank's RDMA IP (rank table), "" if none */
+	char backup_ip[64]; /* its backup_device_ip (rank table), "" if none */
 };
 
 /* Fill c with the environment's values (and built-in defaults). */
@@ -72,6 +74,8 @@ struct ohc_comm {
 	uint32_t *host_of;              /* host index per rank; NULL: one */
 	uint32_t nhosts;
 	uint64_t spin_ns;               /* idle polling before sleeping */
+	uint64_t session;               /* transports' session token */
+	uint8_t *on_backup;             /* per rank: NIC switched; NULL: none */
 
 	pthread_mutex_t lock;           /* with idle_cond: waits for idle */
 	pthread_cond_t idle_cond;       /* signalled when inflight hits 0 */
@@ -184,6 +188,25 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
  * printed at OPENHCCL_DEBUG=INFO on destroy.
  */
 void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p);
+
+/*
+ * HcclCommWorkingDevNicSet (nic_switch.c): collective; ranks[i] moves to
+ * its backup NIC (backup[i]) or back to its primary one. Every rank passes
+ * the same arrays, with no operation in flight. Verbs endpoints are
+ * rebuilt on the new devices; shm and self links stay. Errors leave the
+ * communicator as it was: OHC_ERR_INVALID (bad or differing arguments, a
+ * rank without a usable backup device), OHC_ERR_BUSY (operations in
+ * flight), or a connection error.
+ */
+ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
+			      const bool *backup, uint32_t n);
+
+/*
+ * Transport parameters of comm's rank (hostid must hold 256 bytes);
+ * device_ip is the IP its verbs iface binds to, or NULL.
+ */
+void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
+			char *hostid, struct ohc_transport_params *params);
 
 /* Sticky asynchronous error of the communicator (OHC_OK if none). */
 ohc_status_t ohc_comm_async_error(struct ohc_comm *comm);

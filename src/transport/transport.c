@@ -65,6 +65,11 @@ static void stub_ep_fini(struct ohc_ep *ep)
 	(void)ep;
 }
 
+static void stub_ep_quiesce(struct ohc_ep *ep)
+{
+	(void)ep;
+}
+
 static ohc_status_t stub_ep_post(struct ohc_ep *ep, struct ohc_req *req)
 {
 	(void)ep;
@@ -174,6 +179,7 @@ static void registry_init(void)
 		FILL(ops, iface_reachable, stub_iface_reachable);
 		FILL(ops, ep_init, stub_ep_init);
 		FILL(ops, iface_connect, stub_iface_connect);
+		FILL(ops, ep_quiesce, stub_ep_quiesce);
 		FILL(ops, ep_fini, stub_ep_fini);
 		FILL(ops, ep_send, stub_ep_post);
 		FILL(ops, ep_recv, stub_ep_post);

@@ -57,6 +57,7 @@ struct ohc_transport_params {
 	size_t cma_bytes;      /* shm: CMA reads from this size, 0 = never */
 	unsigned spin;         /* polls before sleeping */
 	const char *device_ip; /* verbs: the rank's RDMA IP (rank table), or NULL */
+	const char *device_ip_key; /* its rank-table key, for errors */
 	uint32_t rdma_tc;      /* verbs: traffic class */
 	uint32_t rdma_sl;      /* verbs: service level */
 };
@@ -90,6 +91,13 @@ struct ohc_transport_ops {
 	ohc_status_t (*iface_connect)(struct ohc_iface *iface,
 				      struct ohc_ep **eps, unsigned n,
 				      uint64_t deadline);
+	/*
+	 * Wait (bounded) until every work request ep posted is complete, so
+	 * that ep_fini needs nothing more from the peer: peers that tear
+	 * down a pair quiesce both ends first, then fini (the NIC switch).
+	 * Stub: nothing to wait for.
+	 */
+	void (*ep_quiesce)(struct ohc_ep *ep);
 	/* Tear down one ep; pending requests are canceled first. */
 	void (*ep_fini)(struct ohc_ep *ep);
 

@@ -57,6 +57,9 @@ ohc_status_t ohc_zc_deactivate(void *va);
  */
 void ohc_zc_owner_release(const void *owner);
 
+/* Exported blocks and windows registered with iface (mem_reg). */
+unsigned ohc_zc_iface_users(const struct ohc_iface *iface);
+
 /* ---- the registration cache, used by operations ---- */
 
 /*

@@ -411,6 +411,24 @@ ohc_status_t ohc_zc_deactivate(void *va)
 	return OHC_OK;
 }
 
+unsigned ohc_zc_iface_users(const struct ohc_iface *iface)
+{
+	struct ohc_list *pos;
+	unsigned n = 0;
+
+	ohc_zc_lock();
+	ohc_list_for_each(pos, &regions)
+	{
+		struct ohc_zc_region *r =
+			ohc_container_of(pos, struct ohc_zc_region, node);
+
+		for (unsigned i = 0; i < r->ntp; i++)
+			n += r->tp_iface[i] == iface;
+	}
+	ohc_zc_unlock();
+	return n;
+}
+
 void ohc_zc_owner_release(const void *owner)
 {
 	unsigned nwin = ohc_zc_win_release_owner(owner), nblk = 0;

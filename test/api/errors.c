@@ -5,6 +5,7 @@
  * tables and environment values. Black box, through the shipped libraries.
  */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
+
+#include "helpers/ohc_test.h"
 
 static HcclComm one_rank_comm(void)
 {
@@ -227,4 +230,130 @@ Test(errors, strings_capability_config)
 	v.value = 0;
 	cr_expect_eq(HcclGetConfig(HCCL_DETERMINISTIC, &v), HCCL_SUCCESS);
 	cr_expect_eq(v.value, 1);
+}
+
+/*
+ * HcclCommWorkingDevNicSet's argument checks, on communicators without
+ * RDMA links (thread ranks: every link is in-process): bad input fails the
+ * same way on every rank; a good call succeeds with a warning (nothing to
+ * switch) and the communicator keeps working. The switch itself is
+ * test/comm/nic_switch.c, in two Soft-RoCE VMs.
+ */
+struct nic_case {
+	HcclComm comms[2];
+	uint32_t ranks[2][2];
+	bool backup[2][2];
+	uint32_t n;
+	HcclResult want;
+};
+
+static int nic_rank(int rank, int nranks, void *arg)
+{
+	struct nic_case *c = arg;
+	HcclResult r;
+	float x = 1, y = 0;
+
+	(void)nranks;
+	r = HcclCommWorkingDevNicSet(c->comms[rank], c->ranks[rank],
+				     c->backup[rank], c->n);
+	if (r != c->want) {
+		fprintf(stderr, "rank %d: got %d, want %d\n", rank, r, c->want);
+		return 1;
+	}
+	/* the communicator still works, whatever the verdict */
+	r = HcclAllReduce(&x, &y, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
+			  c->comms[rank], NULL);
+	return r != HCCL_SUCCESS || y != 2;
+}
+
+static void nic_run(struct nic_case *c, uint32_t n, uint32_t r0a, uint32_t r0b,
+		    uint32_t r1a, uint32_t r1b, bool b, HcclResult want)
+{
+	c->n = n;
+	c->ranks[0][0] = r0a;
+	c->ranks[0][1] = r0b;
+	c->ranks[1][0] = r1a;
+	c->ranks[1][1] = r1b;
+	for (int i = 0; i < 2; i++)
+		c->backup[i][0] = c->backup[i][1] = b;
+	c->want = want;
+	cr_expect_eq(ohc_test_thread_ranks(2, nic_rank, c), 0,
+		     "n %u ranks {%u,%u}/{%u,%u} backup %d", n, r0a, r0b, r1a,
+		     r1b, b);
+}
+
+Test(errors, working_dev_nic_set)
+{
+	HcclComm one = one_rank_comm();
+	int32_t devs[2] = {0, 1};
+	struct nic_case c;
+	uint32_t r = 0;
+	bool b = false;
+
+	cr_expect_eq(HcclCommWorkingDevNicSet(NULL, &r, &b, 1), HCCL_E_PTR);
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, NULL, &b, 1), HCCL_E_PTR);
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, &r, NULL, 1), HCCL_E_PTR);
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, &r, &b, 0), HCCL_E_PARA);
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, &r, &b, 2), HCCL_E_PARA);
+	r = 1;
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, &r, &b, 1), HCCL_E_PARA);
+	r = 0;
+	b = true; /* no rank table: no backup_device_ip */
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, &r, &b, 1), HCCL_E_PARA);
+	b = false;
+	cr_expect_eq(HcclCommWorkingDevNicSet(one, &r, &b, 1), HCCL_SUCCESS);
+	cr_expect_eq(HcclCommDestroy(one), HCCL_SUCCESS);
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(HcclCommInitAll(2, devs, c.comms), HCCL_SUCCESS);
+	nic_run(&c, 2, 1, 1, 1, 1, false, HCCL_E_PARA); /* duplicate */
+	nic_run(&c, 1, 0, 0, 1, 0, false, HCCL_E_PARA); /* ranks differ */
+	nic_run(&c, 2, 0, 1, 0, 1, true, HCCL_E_PARA);	/* no backup IP */
+	nic_run(&c, 2, 0, 5, 0, 5, false, HCCL_E_PARA); /* rank 5 of 2 */
+	nic_run(&c, 2, 1, 0, 1, 0, false, HCCL_SUCCESS);
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(HcclCommDestroy(c.comms[i]), HCCL_SUCCESS);
+}
+
+/* An operation queued on a stream: the switch is refused with
+ * HCCL_E_AGAIN on every rank, and the operation completes afterwards. */
+static int nic_busy_rank(int rank, int nranks, void *arg)
+{
+	HcclComm *comms = arg;
+	uint32_t ranks[2] = {0, 1};
+	bool backup[2] = {false, false};
+	float x = 42, y = 0;
+	aclrtStream st = NULL;
+	HcclResult r;
+	int bad = 0;
+
+	(void)nranks;
+	if (rank == 0) {
+		if (aclrtSetDevice(0) || aclrtCreateStream(&st) ||
+		    HcclRecv(&y, 1, HCCL_DATA_TYPE_FP32, 1, comms[0], st))
+			return 1;
+	}
+	r = HcclCommWorkingDevNicSet(comms[rank], ranks, backup, 2);
+	if (r != HCCL_E_AGAIN) {
+		fprintf(stderr, "rank %d: got %d, want HCCL_E_AGAIN\n", rank,
+			r);
+		bad = 1;
+	}
+	if (rank == 1)
+		return bad | (HcclSend(&x, 1, HCCL_DATA_TYPE_FP32, 0, comms[1],
+				       NULL) != HCCL_SUCCESS);
+	bad |= aclrtSynchronizeStream(st) != 0 || y != 42;
+	aclrtDestroyStream(st);
+	return bad;
+}
+
+Test(errors, working_dev_nic_set_busy)
+{
+	int32_t devs[2] = {0, 1};
+	HcclComm comms[2];
+
+	cr_assert_eq(HcclCommInitAll(2, devs, comms), HCCL_SUCCESS);
+	cr_expect_eq(ohc_test_thread_ranks(2, nic_busy_rank, comms), 0);
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
 }

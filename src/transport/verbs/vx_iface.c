@@ -891,7 +891,8 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	}
 	if (params->device_ip && params->device_ip[0]) {
 		ip = params->device_ip;
-		origin = "device_ip";
+		origin = params->device_ip_key ? params->device_ip_key
+					       : "device_ip";
 	} else if (env->if_ip[0]) {
 		ip = env->if_ip;
 		origin = "HCCL_IF_IP";
@@ -1032,14 +1033,12 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	return OHC_OK;
 }
 
-static void vx_ep_fini(struct ohc_ep *ep)
+/* Let our last writes land (bounded): then the peer's QPs may go away. */
+static void vx_ep_quiesce(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
 
-	fail_queue(&e->sendq, OHC_ERR_CANCELED);
-	fail_queue(&e->recvq, OHC_ERR_CANCELED);
-	/* let our last writes land before the QPs go away */
 	if (e->connected && !e->broken) {
 		uint64_t deadline = ohc_deadline_after_ms(VX_DRAIN_MS);
 		int pending = 0;
@@ -1070,6 +1069,16 @@ static void vx_ep_fini(struct ohc_ep *ep)
 				pending |= e->qps[i].sq_inflight != 0;
 		}
 	}
+}
+
+static void vx_ep_fini(struct ohc_ep *ep)
+{
+	struct ohc_verbs_ep *e = vx_ep(ep);
+	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
+
+	fail_queue(&e->sendq, OHC_ERR_CANCELED);
+	fail_queue(&e->recvq, OHC_ERR_CANCELED);
+	vx_ep_quiesce(ep);
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		if (e->qps[i].qp)
 			ohc_vx_destroy_qp(e->qps[i].qp);
@@ -1498,6 +1507,7 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.iface_reachable = vx_iface_reachable,
 	.ep_init = vx_ep_init,
 	.iface_connect = vx_iface_connect,
+	.ep_quiesce = vx_ep_quiesce,
 	.ep_fini = vx_ep_fini,
 	.ep_send = vx_ep_send,
 	.ep_recv = vx_ep_recv,
