@@ -667,10 +667,11 @@ static int misuse_rank(int rank, int nranks, void *p)
 		       "deactivating memory of an op in flight accepted");
 	}
 	EXPECT(!aclrtSynchronizeStream(stream), "sync");
-	/* still active and still zero-copy after the refusals */
+	/* still active and still zero-copy after the refusals (verbs too) */
 	s0 = stats_of(comm);
-	EXPECT(!HcclAllReduce(a.va, b.va, 1000, HCCL_DATA_TYPE_INT32,
-			      HCCL_REDUCE_SUM, comm, stream) &&
+	EXPECT(!HcclAllReduce(a.va, b.va, zc_count(nranks),
+			      HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm,
+			      stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "allreduce");
 	s1 = stats_of(comm);
