@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: vm-suites.sh BUILD_DIR}
 [ -d "$build" ] || { echo "vm-suites: no build folder $build" >&2; exit 2; }
-suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync)|api\.doctor_rdma)$'}
+suites=${OHC_VM_SUITES:-'^(unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync)|api\.doctor_rdma|comm\.zerocopy)$'}
 
 bash ci/soft-roce/prepare.sh
 start=$(date +%s)
@@ -42,7 +42,8 @@ ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 900 -- \
 	OHC_TEST_CASES="${OHC_TEST_CASES_TWO_VMS:-200}" bash -c \
 	'"$0"/test/test_coll_two_node -j1 &&
 	 "$0"/test/test_comm_two_node_faults -j1 &&
-	 "$0"/test/test_coll_random -j1 --filter random/two_vms' \
+	 "$0"/test/test_coll_random -j1 --filter random/two_vms &&
+	 "$0"/test/test_comm_zerocopy -j1 --filter zerocopy/two_vms' \
 	"$build" || rc=$?
 echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
 [ "$rc" = 0 ] || exit "$rc"

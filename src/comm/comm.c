@@ -600,21 +600,21 @@ static int op_extents(const struct ohc_coll_args *a, size_t *slen_p,
 }
 
 /*
- * Ops on exported memory of a one-host communicator use algorithms that
- * send only out of the user's buffers (no scratch), so that every message
- * can go zero-copy; the usual selection when those decline, on several
- * hosts (verbs does not read exported memory yet) or when HCCL_ALGO says
- * otherwise.
+ * Ops on exported memory use algorithms that send only out of the user's
+ * buffers (no scratch), so that every message can go zero-copy (shm peers
+ * read the sender's memory, verbs rendezvous writes into the receiver's);
+ * the usual selection when those decline or when HCCL_ALGO says
+ * otherwise. Over RDMA that selection builds unsliced: a pipeline slice
+ * below OPENHCCL_RDMA_RNDV_KB would travel through the slots.
  */
 static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 			       const struct ohc_algo **algo_p)
 {
 	const struct ohc_coll_args *a = &op->args;
 	const struct ohc_algo *pick = NULL;
+	struct ohc_coll_args unsliced;
 
-	/* one host: every peer reads our exported memory (shm or self) */
-	if (op->zc.n && op->comm->nhosts < 2 &&
-	    !(a->algo_override && a->algo_override[0])) {
+	if (op->zc.n && !(a->algo_override && a->algo_override[0])) {
 		switch (a->op) {
 		case OHC_COLL_ALLREDUCE:
 			pick = &ohc_algo_allreduce_ring;
@@ -640,6 +640,11 @@ static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 	if (pick) { /* declined: start over with the usual selection */
 		ohc_sched_fini(s);
 		ohc_sched_init(s);
+	}
+	if (op->zc.n && a->link == OHC_LINK_RDMA && !a->pipeline_slices) {
+		unsliced = *a;
+		unsliced.pipeline_slices = 1;
+		a = &unsliced;
 	}
 	return ohc_algo_build(a, s, algo_p);
 }

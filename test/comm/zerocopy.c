@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Zero-copy memory (HcclCommSetMemoryRange & co.) and symmetric windows
- * between real processes over shm (the activated-memory tests also over
- * verbs with HCCL_INTRA_ROCE_ENABLE=1 in the Soft-RoCE VM: messages from
- * OPENHCCL_RDMA_RNDV_KB up are RDMA-written into the peer's buffer):
- * collectives on exported memory are correct and move no byte through staging
- * (ohc_comm_stats), peers load and store through HcclSymWinGetPeerPointer,
- * every misuse gets its error and changes nothing, and nothing leaks (fds,
+ * between real processes over shm, over verbs with HCCL_INTRA_ROCE_ENABLE=1
+ * in the Soft-RoCE VM (messages from OPENHCCL_RDMA_RNDV_KB up are
+ * RDMA-written into the peer's buffer), and across two VMs (two_vms: two
+ * ranks per VM, shm inside, verbs across; skipped elsewhere): collectives
+ * on activated memory and on windows are correct and move no byte through
+ * staging (ohc_comm_stats) but the few a reduction over verbs must,
+ * same-host peers load and store through HcclSymWinGetPeerPointer, every
+ * misuse gets its error and changes nothing, and nothing leaks (fds,
  * mappings).
  */
 #include <criterion/criterion.h>
@@ -30,7 +32,13 @@
 
 struct proc_arg {
 	HcclRootInfo root;
+	char table[128]; /* two VMs: the rank table ("": root info) */
+	int vm;		 /* two VMs: this VM's index */
+	ohc_test_rank_fn fn;
 };
+
+#define PER_VM 2
+static int per_vm; /* two VMs: ranks per VM (0: one host) */
 
 #define FAIL(...)                                                              \
 	do {                                                                   \
@@ -105,6 +113,44 @@ static struct ohc_xfer_stats stats_of(HcclComm comm)
 
 	ohc_comm_stats((struct ohc_comm *)comm, &st);
 	return st;
+}
+
+static int device_of(int rank)
+{
+	return per_vm ? rank % per_vm : rank % 4;
+}
+
+/*
+ * Does the pair go over verbs? Every pair with HCCL_INTRA_ROCE_ENABLE=1
+ * (the Soft-RoCE VM stage), pairs on different VMs in two_vms, else none.
+ */
+static int over_verbs(int a, int b)
+{
+	const char *roce = getenv("HCCL_INTRA_ROCE_ENABLE");
+
+	if (a == b)
+		return 0;
+	if (roce && !strcmp(roce, "1"))
+		return 1;
+	return per_vm && a / per_vm != b / per_vm;
+}
+
+static int any_verbs(int rank, int nranks)
+{
+	for (int p = 0; p < nranks; p++)
+		if (over_verbs(rank, p))
+			return 1;
+	return 0;
+}
+
+/*
+ * Elements per rank and block of the zero-copy checks: every message of
+ * the zero-copy algorithms (ring chunks: n / nranks elements) reaches the
+ * default OPENHCCL_RDMA_RNDV_KB (256 KiB), so verbs writes it in place.
+ */
+static size_t zc_count(int nranks)
+{
+	return (size_t)nranks * 65541 + 3;
 }
 
 /*
@@ -192,9 +238,50 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 	return bad;
 }
 
+/*
+ * Bytes run_colls must move through staging at n >= zc_count elements:
+ * none, but where a reduction into its own destination (dst = dst OP
+ * message) comes over verbs, which needs a landing buffer: the direct
+ * ReduceScatter's steps after the first, step k from rank - k.
+ */
+static uint64_t staged_expected(int rank, int nranks, size_t n)
+{
+	uint64_t bytes = 0;
+
+	for (int k = 2; k < nranks; k++)
+		if (over_verbs(rank, (rank + nranks - k) % nranks))
+			bytes += n * 4;
+	return bytes;
+}
+
+/* run_colls on exported memory; the counters prove zero copies. */
+static int run_colls_zc(HcclComm comm, aclrtStream stream, int rank, int nranks,
+			int32_t *in, int32_t *out, size_t n, const char *what)
+{
+	struct ohc_xfer_stats s0 = stats_of(comm), s1;
+	uint64_t want = staged_expected(rank, nranks, n), got[3];
+	int bad = run_colls(comm, stream, rank, nranks, in, out, n);
+
+	s1 = stats_of(comm);
+	for (int i = 0; i < 3; i++)
+		got[i] = s1.bytes[i] - s0.bytes[i];
+	EXPECT(got[OHC_PATH_STAGED] == want && !got[OHC_PATH_DIRECT] &&
+		       got[OHC_PATH_ZC],
+	       "%s, n %zu: %llu bytes staged (%llu expected), %llu direct, "
+	       "%llu zero-copy",
+	       what, n, (unsigned long long)got[OHC_PATH_STAGED],
+	       (unsigned long long)want,
+	       (unsigned long long)got[OHC_PATH_DIRECT],
+	       (unsigned long long)got[OHC_PATH_ZC]);
+	return bad;
+}
+
 static int rank_setup(int rank, int nranks, struct proc_arg *a,
 		      HcclComm *comm_p)
 {
+	if (a->table[0])
+		return HcclCommInitClusterInfo(a->table, (uint32_t)rank,
+					       comm_p) != HCCL_SUCCESS;
 	return HcclCommInitRootInfo((uint32_t)nranks, &a->root, (uint32_t)rank,
 				    comm_p) != HCCL_SUCCESS;
 }
@@ -205,6 +292,7 @@ static void run_procs(int nranks, ohc_test_rank_fn fn)
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	cr_assert_neq(a, MAP_FAILED);
+	memset(a, 0, sizeof(*a));
 	cr_assert_eq(HcclGetRootInfo(&a->root), HCCL_SUCCESS);
 	cr_assert_eq(ohc_test_fork_ranks(nranks, fn, a, 120), 0);
 	cr_assert_eq(ohc_test_shm_leftovers(), 0);
@@ -215,7 +303,7 @@ static void run_procs(int nranks, ohc_test_rank_fn fn)
 
 static int activated_rank(int rank, int nranks, void *p)
 {
-	const size_t n_big = (256u << 10) + 3, n_small = 5;
+	const size_t n_big = zc_count(nranks), n_small = 5;
 	struct ohc_xfer_stats s0, s1;
 	aclrtStream stream;
 	HcclComm comm;
@@ -223,18 +311,13 @@ static int activated_rank(int rank, int nranks, void *p)
 	int32_t *plain_in, *plain_out;
 	char *range;
 	int bad = 0, fds0, maps0;
-	/* every peer over RDMA (the Soft-RoCE VM): see README, verbs */
-	const char *roce = getenv("HCCL_INTRA_ROCE_ENABLE");
-	int verbs = roce && !strcmp(roce, "1");
 
-	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
 	    aclrtCreateStream(&stream))
 		return 1;
 	fds0 = ohc_test_count_fds();
 	maps0 = count_maps();
-	if (HcclCommInitRootInfo((uint32_t)nranks,
-				 &((struct proc_arg *)p)->root, (uint32_t)rank,
-				 &comm))
+	if (rank_setup(rank, nranks, p, &comm))
 		return 1;
 	/* 32 MiB of address space: in = 8 MiB at 0, out = 16 MiB at 8 MiB */
 	if (aclrtReserveMemAddress((void **)&range, 32 * MIB, 0, NULL, 1) ||
@@ -251,34 +334,15 @@ static int activated_rank(int rank, int nranks, void *p)
 					  0) == HCCL_SUCCESS,
 	       "activate out");
 
-	for (int k = 0; k < 2; k++) {
-		size_t n = k ? n_small : n_big;
-		uint64_t staged_ok = 0;
-
-		s0 = stats_of(comm);
-		bad += run_colls(comm, stream, rank, nranks, in.va, out.va, n);
-		s1 = stats_of(comm);
-		if (verbs && k) /* below OPENHCCL_RDMA_RNDV_KB: the slots */
-			continue;
-		/*
-		 * verbs: a reduction into its own destination (dst = dst OP
-		 * message) needs a landing buffer; the direct ReduceScatter
-		 * does that in its steps after the first, (nranks - 2) blocks.
-		 */
-		if (verbs)
-			staged_ok = (uint64_t)(nranks - 2) * n * 4;
-		EXPECT(s1.bytes[OHC_PATH_STAGED] - s0.bytes[OHC_PATH_STAGED] ==
-				       staged_ok &&
-			       s1.bytes[OHC_PATH_DIRECT] ==
-				       s0.bytes[OHC_PATH_DIRECT],
-		       "n %zu: %llu bytes staged (%llu expected), %llu direct "
-		       "on activated memory",
-		       n, (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
-		       (unsigned long long)staged_ok,
-		       (unsigned long long)(s1.bytes[1] - s0.bytes[1]));
-		EXPECT(s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC],
-		       "n %zu: nothing went zero-copy", n);
-	}
+	bad += run_colls_zc(comm, stream, rank, nranks, in.va, out.va, n_big,
+			    "activated memory");
+	/* small: over verbs below OPENHCCL_RDMA_RNDV_KB, through the slots */
+	if (any_verbs(rank, nranks))
+		bad += run_colls(comm, stream, rank, nranks, in.va, out.va,
+				 n_small);
+	else
+		bad += run_colls_zc(comm, stream, rank, nranks, in.va, out.va,
+				    n_small, "activated memory");
 
 	/* The same on ordinary memory: staged or CMA, never zero-copy. */
 	plain_in = malloc(8 * MIB);
@@ -345,8 +409,7 @@ Test(zerocopy, activated_collectives_procs2, .timeout = 180)
 
 static int window_rank(int rank, int nranks, void *p)
 {
-	const size_t wsize = 4 * MIB;
-	struct ohc_xfer_stats s0, s1;
+	const size_t wsize = 16 * MIB, n = zc_count(nranks);
 	HcclCommSymWindow win = NULL, w2 = NULL, wbad = (HcclCommSymWindow)1;
 	aclrtStream stream;
 	HcclComm comm;
@@ -357,13 +420,13 @@ static int window_rank(int rank, int nranks, void *p)
 	int bad = 0, fds0, maps0;
 	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
 
-	if (aclInit(NULL) || aclrtSetDevice(rank % 4) ||
+	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
 	    aclrtCreateStream(&stream))
 		return 1;
 	fds0 = ohc_test_count_fds();
 	maps0 = count_maps();
 	if (rank_setup(rank, nranks, p, &comm) ||
-	    aclrtReserveMemAddress((void **)&range, 8 * MIB, 0, NULL, 1) ||
+	    aclrtReserveMemAddress((void **)&range, 32 * MIB, 0, NULL, 1) ||
 	    pmem_map(&m, range, wsize) || pmem_map(&m2, range + wsize, 2 * MIB))
 		return 1;
 	memset(m.va, 0, wsize);
@@ -400,15 +463,24 @@ static int window_rank(int rank, int nranks, void *p)
 				 &off) == HCCL_E_NOT_FOUND,
 	       "get across the window's end");
 
-	/* store into the right neighbour's window, load after a barrier */
+	/*
+	 * store into the right neighbour's window, load after a barrier;
+	 * a peer over verbs has no load/store address
+	 */
 	{
 		int32_t *peer = NULL, *mine = m.va;
 
-		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
-						(void **)&peer) ==
-				       HCCL_SUCCESS &&
-			       peer,
-		       "peer pointer");
+		if (over_verbs(rank, right))
+			EXPECT(HcclSymWinGetPeerPointer(
+				       win, 4096, (uint32_t)right,
+				       (void **)&peer) == HCCL_E_NOT_SUPPORT,
+			       "peer pointer over verbs");
+		else
+			EXPECT(HcclSymWinGetPeerPointer(
+				       win, 4096, (uint32_t)right,
+				       (void **)&peer) == HCCL_SUCCESS &&
+				       peer,
+			       "peer pointer");
 		EXPECT(HcclSymWinGetPeerPointer(win, 0, (uint32_t)nranks,
 						(void **)&peer) == HCCL_E_PARA,
 		       "peer rank out of range");
@@ -418,15 +490,12 @@ static int window_rank(int rank, int nranks, void *p)
 		EXPECT(HcclSymWinGetPeerPointer(wbad, 0, 0, (void **)&peer) ==
 			       HCCL_E_PARA,
 		       "bogus handle");
-		EXPECT(HcclSymWinGetPeerPointer(win, 4096, (uint32_t)right,
-						(void **)&peer) == HCCL_SUCCESS,
-		       "peer pointer");
-		for (int i = 0; i < 1000; i++)
+		for (int i = 0; i < 1000 && !over_verbs(rank, right); i++)
 			peer[i] = rank * K + i;
 		EXPECT(!HcclBarrier(comm, stream) &&
 			       !aclrtSynchronizeStream(stream),
 		       "barrier");
-		for (int i = 0; i < 1000; i++)
+		for (int i = 0; i < 1000 && !over_verbs(rank, left); i++)
 			if (mine[1024 + i] != left * K + i) {
 				FAIL("window[%d] = %d, want %d", i,
 				     mine[1024 + i], left * K + i);
@@ -440,18 +509,9 @@ static int window_rank(int rank, int nranks, void *p)
 		       "own pointer");
 	}
 
-	/* collectives on window buffers go zero-copy */
-	s0 = stats_of(comm);
-	bad += run_colls(comm, stream, rank, nranks, m.va,
-			 (int32_t *)((char *)m.va + 2 * MIB), 1000);
-	s1 = stats_of(comm);
-	EXPECT(s1.bytes[OHC_PATH_STAGED] == s0.bytes[OHC_PATH_STAGED] &&
-		       s1.bytes[OHC_PATH_DIRECT] == s0.bytes[OHC_PATH_DIRECT] &&
-		       s1.bytes[OHC_PATH_ZC] > s0.bytes[OHC_PATH_ZC],
-	       "window ops: %llu staged, %llu direct, %llu zero-copy",
-	       (unsigned long long)(s1.bytes[0] - s0.bytes[0]),
-	       (unsigned long long)(s1.bytes[1] - s0.bytes[1]),
-	       (unsigned long long)(s1.bytes[2] - s0.bytes[2]));
+	/* collectives on window buffers go zero-copy: in at 0, out at 8 MiB */
+	bad += run_colls_zc(comm, stream, rank, nranks, m.va,
+			    (int32_t *)((char *)m.va + 8 * MIB), n, "window");
 
 	/* not while an op in flight uses it */
 	if (rank != 0)
@@ -493,6 +553,42 @@ static int window_rank(int rank, int nranks, void *p)
 Test(zerocopy, windows_procs3, .timeout = 180)
 {
 	run_procs(3, window_rank);
+}
+
+/* ---- two VMs: two ranks per VM, shm inside, verbs across ---- */
+
+static int two_vm_rank(int local, int nlocal, void *p)
+{
+	struct proc_arg *a = p;
+
+	return a->fn(a->vm * nlocal + local, 2 * nlocal, p);
+}
+
+static void run_two_vms(struct proc_arg *a, ohc_test_rank_fn fn, int port)
+{
+	snprintf(a->table, sizeof(a->table), "/tmp/ohc_zc_two_vms_%d.json",
+		 (int)getpid());
+	a->vm = ohc_test_two_vm_table(a->table, PER_VM, port);
+	if (a->vm < 0)
+		cr_skip_test("needs two hosts: ci/soft-roce/run-vm.sh --vms 2");
+	a->fn = fn;
+	per_vm = PER_VM;
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, two_vm_rank, a, 280), 0);
+	unlink(a->table);
+	cr_expect_eq(ohc_test_shm_leftovers(), 0);
+}
+
+Test(zerocopy, two_vms, .timeout = 600)
+{
+	struct proc_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(a, MAP_FAILED);
+	memset(a, 0, sizeof(*a));
+	run_two_vms(a, activated_rank, 37000);
+	run_two_vms(a, window_rank, 37100);
+	munmap(a, sizeof(*a));
 }
 
 /* ---- misuse of ranges and blocks ---- */
@@ -571,10 +667,11 @@ static int misuse_rank(int rank, int nranks, void *p)
 		       "deactivating memory of an op in flight accepted");
 	}
 	EXPECT(!aclrtSynchronizeStream(stream), "sync");
-	/* still active and still zero-copy after the refusals */
+	/* still active and still zero-copy after the refusals (verbs too) */
 	s0 = stats_of(comm);
-	EXPECT(!HcclAllReduce(a.va, b.va, 1000, HCCL_DATA_TYPE_INT32,
-			      HCCL_REDUCE_SUM, comm, stream) &&
+	EXPECT(!HcclAllReduce(a.va, b.va, zc_count(nranks),
+			      HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm,
+			      stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "allreduce");
 	s1 = stats_of(comm);
