@@ -214,7 +214,8 @@ Test(simulate, four_thousand_ranks_are_cheap)
 	double limit = 20.0;
 
 #if defined(__SANITIZE_ADDRESS__)
-	limit *= 4; /* the tool is instrumented too */
+	limit *= 10; /* the tool is instrumented, unoptimized, too:
+		       * 93 s measured in the Debug ASan build */
 #endif
 	run_sim(args, &r);
 	cr_assert_eq(r.status, 0, "%s", r.out);
