@@ -215,7 +215,7 @@ Test(simulate, four_thousand_ranks_are_cheap)
 
 #if defined(__SANITIZE_ADDRESS__)
 	limit *= 10; /* the tool is instrumented, unoptimized, too:
-		       * 93 s measured in the Debug ASan build */
+		      * 93 s measured in the Debug ASan build */
 #endif
 	run_sim(args, &r);
 	cr_assert_eq(r.status, 0, "%s", r.out);
