@@ -49,14 +49,6 @@ struct shared {
 	int destroyed[NR];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The mismatched call: rank ODD alone differs in one argument. */
 static HcclResult odd_call(enum what w, int rank, float *send, float *recv,
 			   HcclComm comm, aclrtStream stream)
@@ -122,13 +114,13 @@ static void mismatch(struct shared *sh, enum what w, int rank, HcclComm comm,
 		ok &= recv[i] == (float)(NR * (NR + 1) / 2);
 	sh->warmup_ok[rank] = ret == HCCL_SUCCESS && ok;
 
-	t0 = now_s();
+	t0 = ohc_test_now_s();
 	ret = odd_call(w, rank, send, recv, comm, stream);
 	if (ret == HCCL_SUCCESS && stream) {
 		sh->stream_failed[rank] = aclrtSynchronizeStream(stream) != 0;
 		HcclGetCommAsyncError(comm, &ret);
 	}
-	sh->took[rank] = now_s() - t0;
+	sh->took[rank] = ohc_test_now_s() - t0;
 	sh->result[rank] = ret;
 }
 

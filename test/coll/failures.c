@@ -31,14 +31,6 @@ struct shared {
 	int async_err[NR];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int kill_rank(int rank, struct shared *sh, int use_stream)
 {
 	size_t n = 4u << 20; /* 16 MiB of fp32 */
@@ -59,7 +51,7 @@ static int kill_rank(int rank, struct shared *sh, int use_stream)
 
 		if (rank == VICTIM && it == 3)
 			raise(SIGKILL); /* mid-sequence, peers are in flight */
-		t0 = now_s();
+		t0 = ohc_test_now_s();
 		ret = HcclAllReduce(buf, buf, n, HCCL_DATA_TYPE_FP32,
 				    HCCL_REDUCE_SUM, comm, stream);
 		if (ret == HCCL_SUCCESS && stream &&
@@ -71,7 +63,7 @@ static int kill_rank(int rank, struct shared *sh, int use_stream)
 		if (it > 1000)
 			return 1; /* never noticed */
 	}
-	sh->detect_s[rank] = now_s() - t0;
+	sh->detect_s[rank] = ohc_test_now_s() - t0;
 	HcclGetCommAsyncError(comm, (HcclResult *)&sh->async_err[rank]);
 	/* later operations on the failed communicator fail at once */
 	if (HcclAllReduce(buf, buf, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
@@ -151,11 +143,11 @@ static int absent_rank(int rank, int nranks, void *p)
 {
 	struct absent *a = p;
 	HcclComm comm = NULL;
-	double t0 = now_s();
+	double t0 = ohc_test_now_s();
 
 	(void)nranks;
 	a->result[rank] = HcclCommInitRootInfo(NR, &a->root, rank, &comm);
-	a->took[rank] = now_s() - t0;
+	a->took[rank] = ohc_test_now_s() - t0;
 	return a->result[rank] == HCCL_SUCCESS;
 }
 

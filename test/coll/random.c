@@ -1090,19 +1090,11 @@ static int env_int(const char *name, int dflt)
 	return v && *v ? atoi(v) : dflt;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int run_cases(const struct run_cfg *cfg, const struct rank_env *e,
 		     int nranks)
 {
 	int bad = 0, skipped = 0, ran = 0;
-	double t0 = now_s();
+	double t0 = ohc_test_now_s();
 
 	for (int i = 0; i < cfg->ncases; i++) {
 		struct rcase c;
@@ -1137,7 +1129,7 @@ static int run_cases(const struct run_cfg *cfg, const struct rank_env *e,
 		fprintf(stderr,
 			"random[%s]: %d ranks, %d cases run, %d skipped as "
 			"known failing, %.1f s\n",
-			e->mode, nranks, ran, skipped, now_s() - t0);
+			e->mode, nranks, ran, skipped, ohc_test_now_s() - t0);
 	return bad;
 }
 

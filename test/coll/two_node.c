@@ -30,49 +30,14 @@ static int vm_index;
 /* Skip unless in one of two VMs; write the shared rank table. */
 static void two_vms_or_skip(int port)
 {
-	const char *count = getenv("OHC_VM_COUNT");
-	const char *ip = getenv("OHC_VM_IP"), *peer = getenv("OHC_VM_PEER_IP");
 	const char *ips[2];
-	FILE *f;
 
-	if (!count || strcmp(count, "2") || !ip || !peer || !*peer)
+	if (ohc_test_vm_ips("OHC_VM_IP", "OHC_VM_PEER_IP", ips) < 0)
 		cr_skip_test("needs two hosts: ci/soft-roce/run-vm.sh --vms 2");
-	vm_index = atoi(getenv("OHC_VM_INDEX") ? getenv("OHC_VM_INDEX") : "0");
-	ips[vm_index] = ip;
-	ips[1 - vm_index] = peer;
 	snprintf(table_path, sizeof(table_path), "/tmp/ohc_two_node_%d.json",
 		 (int)getpid());
-	f = fopen(table_path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "{ \"status\": \"completed\", \"version\": \"1.0\", "
-		   "\"server_count\": \"2\", \"server_list\": [\n");
-	for (int s = 0; s < 2; s++) {
-		fprintf(f,
-			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
-			"\"device\": [\n",
-			s, ips[s]);
-		for (int d = 0; d < PER_VM; d++) {
-			int r = s * PER_VM + d;
-
-			fprintf(f,
-				"    { \"device_id\": \"%d\", \"device_ip\": "
-				"\"%s\", \"host_port\": \"%d\", \"rank_id\": "
-				"\"%d\" }%s\n",
-				d, ips[s], port + r, r,
-				d + 1 < PER_VM ? "," : "");
-		}
-		fprintf(f, "  ] }%s\n", s ? "" : ",");
-	}
-	fprintf(f, "] }\n");
-	fclose(f);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	vm_index = ohc_test_two_vm_table(table_path, PER_VM, port);
+	cr_assert(vm_index >= 0, "cannot write %s", table_path);
 }
 
 static int check_allreduce(HcclComm comm, int rank, size_t count)
@@ -188,15 +153,15 @@ static int kill_rank(int local, int nlocal, void *arg)
 		if (it == 3) {
 			if (rank == VICTIM)
 				raise(SIGKILL);
-			t0 = now_s();
+			t0 = ohc_test_now_s();
 		}
 		r = HcclAllReduce(buf, buf, count, HCCL_DATA_TYPE_INT32,
 				  HCCL_REDUCE_SUM, comm, NULL);
 	}
 	HcclGetCommAsyncError(comm, &async);
 	fprintf(stderr, "rank %d: failed after %.2f s: %d, async error %d\n",
-		rank, now_s() - t0, r, async);
-	if (r == HCCL_SUCCESS || now_s() - t0 > EXEC_TIMEOUT_S + 5 ||
+		rank, ohc_test_now_s() - t0, r, async);
+	if (r == HCCL_SUCCESS || ohc_test_now_s() - t0 > EXEC_TIMEOUT_S + 5 ||
 	    (async != HCCL_E_REMOTE && async != HCCL_E_TIMEOUT))
 		return 1;
 	HcclCommDestroy(comm);

@@ -28,7 +28,6 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,73 +52,28 @@ static const char *bad_backup_rank3; /* backup_device_ip override */
 
 #define BAD_IP "192.0.3.250" /* on eth1's subnet, on no host */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "vm%d: $ %s\n", vm_index, cmd);
-	return system(cmd);
-}
-
 /* Skip unless in one of two VMs with two NICs; write the rank table. */
 static void two_nics_or_skip(int port)
 {
-	const char *count = getenv("OHC_VM_COUNT");
-	const char *ip = getenv("OHC_VM_IP"), *peer = getenv("OHC_VM_PEER_IP");
-	const char *ip2 = getenv("OHC_VM_IP2");
-	const char *peer2 = getenv("OHC_VM_PEER_IP2");
-	const char *ips[2], *ips2[2];
-	FILE *f;
+	const char *ips[2], *ips2[2], *dev[NR], *backup[NR];
 
-	if (!count || strcmp(count, "2") || !ip || !peer || !ip2 || !peer2 ||
-	    !*peer2 || !getenv("OHC_VM_NETDEV"))
+	vm_index = ohc_test_vm_ips("OHC_VM_IP", "OHC_VM_PEER_IP", ips);
+	if (vm_index < 0 ||
+	    ohc_test_vm_ips("OHC_VM_IP2", "OHC_VM_PEER_IP2", ips2) < 0 ||
+	    !getenv("OHC_VM_NETDEV"))
 		cr_skip_test("needs two hosts with two NICs each: "
 			     "ci/soft-roce/run-vm.sh --vms 2 --nics 2");
-	vm_index = atoi(getenv("OHC_VM_INDEX") ? getenv("OHC_VM_INDEX") : "0");
-	ips[vm_index] = ip;
-	ips[1 - vm_index] = peer;
-	ips2[vm_index] = ip2;
-	ips2[1 - vm_index] = peer2;
+	for (int r = 0; r < NR; r++) {
+		dev[r] = ips[r / PER_VM];
+		backup[r] = r == 3 && bad_backup_rank3 ? bad_backup_rank3
+						       : ips2[r / PER_VM];
+	}
 	snprintf(table_path, sizeof(table_path), "/tmp/ohc_nic_switch_%d.json",
 		 (int)getpid());
-	f = fopen(table_path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "{ \"status\": \"completed\", \"version\": \"1.0\", "
-		   "\"server_count\": \"2\", \"server_list\": [\n");
-	for (int s = 0; s < 2; s++) {
-		fprintf(f,
-			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
-			"\"device\": [\n",
-			s, ips2[s]);
-		for (int d = 0; d < PER_VM; d++) {
-			int r = s * PER_VM + d;
-
-			fprintf(f,
-				"    { \"device_id\": \"%d\", \"device_ip\": "
-				"\"%s\", \"backup_device_ip\": \"%s\", "
-				"\"host_port\": \"%d\", \"rank_id\": \"%d\" "
-				"}%s\n",
-				d, ips[s],
-				r == 3 && bad_backup_rank3 ? bad_backup_rank3
-							   : ips2[s],
-				port + r, r, d + 1 < PER_VM ? "," : "");
-		}
-		fprintf(f, "  ] }%s\n", s ? "" : ",");
-	}
-	fprintf(f, "] }\n");
-	fclose(f);
+	/* host_ip on eth1: the bootstrap outlives eth0 going down */
+	cr_assert_eq(ohc_test_write_vm_table(table_path, PER_VM, port, ips2,
+					     dev, backup),
+		     0, "cannot write %s", table_path);
 }
 
 /* Packets rxe device dev has sent (its hw counter), or -1. */
@@ -183,7 +137,7 @@ static HcclResult round_trip(HcclComm comm, int rank)
 
 static int rounds(HcclComm comm, int rank, const char *what)
 {
-	double t = now_s();
+	double t = ohc_test_now_s();
 
 	for (int i = 0; i < ROUNDS; i++) {
 		HcclResult r = round_trip(comm, rank);
@@ -195,7 +149,7 @@ static int rounds(HcclComm comm, int rank, const char *what)
 		}
 	}
 	fprintf(stderr, "rank %d: %s: %d rounds in %.2f s\n", rank, what,
-		ROUNDS, now_s() - t);
+		ROUNDS, ohc_test_now_s() - t);
 	return 0;
 }
 
@@ -209,7 +163,7 @@ static int switch_and_run(HcclComm comm, int rank, int local, bool backup,
 	uint32_t ranks[NR] = {0, 1, 2, 3};
 	bool flags[NR];
 	long long on0, off0, on1, off1;
-	double t = now_s();
+	double t = ohc_test_now_s();
 	HcclResult r;
 	int bad = 0;
 
@@ -217,7 +171,7 @@ static int switch_and_run(HcclComm comm, int rank, int local, bool backup,
 		flags[i] = backup;
 	r = HcclCommWorkingDevNicSet(comm, ranks, flags, NR);
 	fprintf(stderr, "rank %d: switch to %s: %d in %.2f s\n", rank,
-		backup ? "backup" : "primary", r, now_s() - t);
+		backup ? "backup" : "primary", r, ohc_test_now_s() - t);
 	if (r != HCCL_SUCCESS)
 		return 1;
 	on0 = sent_pkts(on);
@@ -248,14 +202,14 @@ static int refused_back(HcclComm comm, int rank)
 {
 	uint32_t ranks[NR] = {0, 1, 2, 3};
 	bool flags[NR] = {false, false, false, false};
-	double t = now_s();
+	double t = ohc_test_now_s();
 	HcclResult r;
 
 	r = HcclCommWorkingDevNicSet(comm, ranks, flags, NR);
 	fprintf(stderr,
 		"rank %d: switch back with eth0 down in vm1: %d in "
 		"%.2f s\n",
-		rank, r, now_s() - t);
+		rank, r, ohc_test_now_s() - t);
 	if (r != HCCL_E_ROCE_CONNECT && r != HCCL_E_TIMEOUT) {
 		fprintf(stderr, "rank %d: want a connection error\n", rank);
 		return 1;
@@ -267,17 +221,17 @@ static int refused_back(HcclComm comm, int rank)
 static int link_up(void)
 {
 	const char *gid = getenv("OHC_VM_GID_INDEX");
-	double end = now_s() + 20;
+	double end = ohc_test_now_s() + 20;
 
-	if (sh("ip link set dev %s up", getenv("OHC_VM_NETDEV")))
+	if (ohc_test_sh("ip link set dev %s up", getenv("OHC_VM_NETDEV")))
 		return -1;
-	while (now_s() < end) {
-		if (sh("grep -q ACTIVE "
-		       "/sys/class/infiniband/rxe0/ports/1/state "
-		       "&& ! grep -q "
-		       "'^0000:0000:0000:0000:0000:0000:0000:0000' "
-		       "/sys/class/infiniband/rxe0/ports/1/gids/%s",
-		       gid ? gid : "1") == 0)
+	while (ohc_test_now_s() < end) {
+		if (ohc_test_sh("grep -q ACTIVE "
+				"/sys/class/infiniband/rxe0/ports/1/state "
+				"&& ! grep -q "
+				"'^0000:0000:0000:0000:0000:0000:0000:0000' "
+				"/sys/class/infiniband/rxe0/ports/1/gids/%s",
+				gid ? gid : "1") == 0)
 			return 0;
 		usleep(200000);
 	}
@@ -302,8 +256,8 @@ static int nic_rank(int local, int nlocal, void *arg)
 	bad |= rounds(comm, rank, "primary");
 	bad |= !bad && switch_and_run(comm, rank, local, true, "backup");
 	if (!bad && rank == link_rank)
-		bad |= sh("ip link set dev %s down", getenv("OHC_VM_NETDEV")) !=
-		       0;
+		bad |= ohc_test_sh("ip link set dev %s down",
+				   getenv("OHC_VM_NETDEV")) != 0;
 	bad |= !bad && rounds(comm, rank, "backup, eth0 down in vm1");
 	bad |= !bad && refused_back(comm, rank);
 	if (rank == link_rank && link_up()) {
@@ -327,7 +281,7 @@ static int nic_rank(int local, int nlocal, void *arg)
 
 Test(nic_switch, backup_and_back, .timeout = 300)
 {
-	double t0 = now_s();
+	double t0 = ohc_test_now_s();
 
 	two_nics_or_skip(37000);
 	/* bounds the refused switch back (and the init, fast here) */
@@ -335,9 +289,10 @@ Test(nic_switch, backup_and_back, .timeout = 300)
 	setenv("HCCL_EXEC_TIMEOUT", "60", 1);
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, nic_rank, NULL, 240), 0);
-	fprintf(stderr, "vm%d: nic_switch: %.1f s\n", vm_index, now_s() - t0);
+	fprintf(stderr, "vm%d: nic_switch: %.1f s\n", vm_index,
+		ohc_test_now_s() - t0);
 	unlink(table_path);
-	sh("ip link set dev %s up", getenv("OHC_VM_NETDEV"));
+	ohc_test_sh("ip link set dev %s up", getenv("OHC_VM_NETDEV"));
 }
 
 /* stderr into a file during a call, read back (malloc'd). */

@@ -19,7 +19,6 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,65 +44,21 @@ static const char *bad_ip_rank3; /* device_ip override for rank 3 */
 /* Skip unless in one of two VMs; write the shared rank table. */
 static void two_vms_or_skip(int port)
 {
-	const char *count = getenv("OHC_VM_COUNT");
 	const char *ip = getenv("OHC_VM_IP"), *peer = getenv("OHC_VM_PEER_IP");
-	const char *ips[2];
-	FILE *f;
+	const char *ips[2], *dev[NR];
 
-	if (!count || strcmp(count, "2") || !ip || !peer || !*peer ||
-	    !getenv("OHC_VM_NETDEV") || strcmp(ip, peer) == 0)
+	vm_index = ohc_test_vm_ips("OHC_VM_IP", "OHC_VM_PEER_IP", ips);
+	if (vm_index < 0 || !getenv("OHC_VM_NETDEV") || strcmp(ip, peer) == 0)
 		cr_skip_test("needs two hosts: ci/soft-roce/run-vm.sh --vms 2 "
 			     "(qemu mode)");
-	vm_index = atoi(getenv("OHC_VM_INDEX") ? getenv("OHC_VM_INDEX") : "0");
-	ips[vm_index] = ip;
-	ips[1 - vm_index] = peer;
+	for (int r = 0; r < NR; r++)
+		dev[r] =
+			r == 3 && bad_ip_rank3 ? bad_ip_rank3 : ips[r / PER_VM];
 	snprintf(table_path, sizeof(table_path),
 		 "/tmp/ohc_two_node_faults_%d.json", (int)getpid());
-	f = fopen(table_path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "{ \"status\": \"completed\", \"version\": \"1.0\", "
-		   "\"server_count\": \"2\", \"server_list\": [\n");
-	for (int s = 0; s < 2; s++) {
-		fprintf(f,
-			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
-			"\"device\": [\n",
-			s, ips[s]);
-		for (int d = 0; d < PER_VM; d++) {
-			int r = s * PER_VM + d;
-
-			fprintf(f,
-				"    { \"device_id\": \"%d\", \"device_ip\": "
-				"\"%s\", \"host_port\": \"%d\", \"rank_id\": "
-				"\"%d\" }%s\n",
-				d,
-				r == 3 && bad_ip_rank3 ? bad_ip_rank3 : ips[s],
-				port + r, r, d + 1 < PER_VM ? "," : "");
-		}
-		fprintf(f, "  ] }%s\n", s ? "" : ",");
-	}
-	fprintf(f, "] }\n");
-	fclose(f);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Run a shell command built from fmt; its exit status. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "vm%d: $ %s\n", vm_index, cmd);
-	return system(cmd);
+	cr_assert_eq(ohc_test_write_vm_table(table_path, PER_VM, port, ips, dev,
+					     NULL),
+		     0, "cannot write %s", table_path);
 }
 
 /* stderr into a file while a rank runs, so its log can be checked. */
@@ -220,17 +175,18 @@ static int link_up(void)
 {
 	const char *dev = getenv("OHC_VM_RDMA_DEV");
 	const char *gid = getenv("OHC_VM_GID_INDEX");
-	double end = now_s() + 20;
+	double end = ohc_test_now_s() + 20;
 
-	if (sh("ip link set dev %s up", getenv("OHC_VM_NETDEV")))
+	if (ohc_test_sh("ip link set dev %s up", getenv("OHC_VM_NETDEV")))
 		return -1;
-	while (now_s() < end) {
-		if (sh("grep -q ACTIVE /sys/class/infiniband/%s/ports/1/state "
-		       "&& ! grep -q "
-		       "'^0000:0000:0000:0000:0000:0000:0000:0000' "
-		       "/sys/class/infiniband/%s/ports/1/gids/%s",
-		       dev ? dev : "rxe0", dev ? dev : "rxe0",
-		       gid ? gid : "1") == 0)
+	while (ohc_test_now_s() < end) {
+		if (ohc_test_sh("grep -q ACTIVE "
+				"/sys/class/infiniband/%s/ports/1/state "
+				"&& ! grep -q "
+				"'^0000:0000:0000:0000:0000:0000:0000:0000' "
+				"/sys/class/infiniband/%s/ports/1/gids/%s",
+				dev ? dev : "rxe0", dev ? dev : "rxe0",
+				gid ? gid : "1") == 0)
 			return 0;
 		usleep(200000);
 	}
@@ -244,7 +200,7 @@ static int fault_rank(int local, int nlocal, void *arg)
 	HcclResult r = HCCL_SUCCESS, async = HCCL_SUCCESS;
 	struct capture cap;
 	HcclComm comm;
-	double t0 = now_s(), took;
+	double t0 = ohc_test_now_s(), took;
 	char *log;
 	int it;
 
@@ -257,17 +213,17 @@ static int fault_rank(int local, int nlocal, void *arg)
 	}
 	for (it = 0; it < 200 && r == HCCL_SUCCESS; it++) {
 		if (it == TRIGGER_IT) {
-			t0 = now_s();
+			t0 = ohc_test_now_s();
 			if (f == F_LINK_DOWN && rank == LINK_RANK)
-				sh("ip link set dev %s down",
-				   getenv("OHC_VM_NETDEV"));
+				ohc_test_sh("ip link set dev %s down",
+					    getenv("OHC_VM_NETDEV"));
 			if (f == F_QP_ERROR && rank == QP_RANK)
 				ohc_vx_fault_arm(OHC_VX_POST_SEND, 0,
 						 OHC_VX_FAULT_QP_ERR);
 		}
 		r = round_trip(comm, rank, COUNT);
 	}
-	took = now_s() - t0;
+	took = ohc_test_now_s() - t0;
 	HcclGetCommAsyncError(comm, &async);
 	fprintf(stderr,
 		"rank %d: failed at iteration %d after %.2f s: error %d, "
@@ -325,26 +281,28 @@ static void fault_env(void)
 Test(two_node_faults, link_down, .timeout = 240)
 {
 	enum fault f = F_LINK_DOWN;
-	double t0 = now_s();
+	double t0 = ohc_test_now_s();
 
 	two_vms_or_skip(33000);
 	fault_env();
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
-	fprintf(stderr, "vm%d: link_down: %.1f s\n", vm_index, now_s() - t0);
+	fprintf(stderr, "vm%d: link_down: %.1f s\n", vm_index,
+		ohc_test_now_s() - t0);
 	unlink(table_path);
 }
 
 Test(two_node_faults, qp_error, .timeout = 240)
 {
 	enum fault f = F_QP_ERROR;
-	double t0 = now_s();
+	double t0 = ohc_test_now_s();
 
 	two_vms_or_skip(34000);
 	fault_env();
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
-	fprintf(stderr, "vm%d: qp_error: %.1f s\n", vm_index, now_s() - t0);
+	fprintf(stderr, "vm%d: qp_error: %.1f s\n", vm_index,
+		ohc_test_now_s() - t0);
 	unlink(table_path);
 }
 
@@ -365,11 +323,11 @@ static int loss_rank(int local, int nlocal, void *arg)
 	for (int rep = 0; rep < 1; rep++)
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]);
 		     c++) {
-			double t = now_s();
+			double t = ohc_test_now_s();
 			HcclResult r = round_trip(comm, rank, counts[c]);
 
 			fprintf(stderr, "rank %d: count %zu: %d in %.2f s\n",
-				rank, counts[c], r, now_s() - t);
+				rank, counts[c], r, ohc_test_now_s() - t);
 			bad |= r != HCCL_SUCCESS;
 		}
 	bad |= HcclBarrier(comm, NULL) != HCCL_SUCCESS;
@@ -381,16 +339,18 @@ static void rxe_counters(const char *when)
 {
 	const char *dev = getenv("OHC_VM_RDMA_DEV");
 
-	sh("cd /sys/class/infiniband/%s/ports/1/hw_counters 2>/dev/null && "
-	   "grep -H . *retry* *seq* *nak* *duplicate* *send_err* "
-	   "*completer* 2>/dev/null | tr '\\n' ' ' | sed 's/^/%s: /'; echo",
-	   dev ? dev : "rxe0", when);
+	ohc_test_sh("cd /sys/class/infiniband/%s/ports/1/hw_counters "
+		    "2>/dev/null && "
+		    "grep -H . *retry* *seq* *nak* *duplicate* *send_err* "
+		    "*completer* 2>/dev/null | tr '\\n' ' ' | sed 's/^/%s: /'; "
+		    "echo",
+		    dev ? dev : "rxe0", when);
 }
 
 Test(two_node_faults, netem_loss, .timeout = 600)
 {
 	const char *nd, *loss;
-	double t0 = now_s();
+	double t0 = ohc_test_now_s();
 	int failed;
 
 	two_vms_or_skip(35000);
@@ -405,7 +365,8 @@ Test(two_node_faults, netem_loss, .timeout = 600)
 	setenv("HCCL_EXEC_TIMEOUT", "300", 1);
 	if (strcmp(loss, "0"))
 		cr_assert_eq(
-			sh("tc qdisc add dev %s root netem loss %s", nd, loss),
+			ohc_test_sh("tc qdisc add dev %s root netem loss %s",
+				    nd, loss),
 			0,
 			"tc netem (sch_netem in the VM, tc on the host "
 			"root)");
@@ -414,11 +375,13 @@ Test(two_node_faults, netem_loss, .timeout = 600)
 	failed = ohc_test_fork_ranks(PER_VM, loss_rank, NULL, 540);
 	rxe_counters("after");
 	if (strcmp(loss, "0")) {
-		sh("tc -s qdisc show dev %s | head -3 | tr '\\n' ' '; echo",
-		   nd);
-		sh("tc qdisc del dev %s root", nd);
+		ohc_test_sh("tc -s qdisc show dev %s | head -3 | tr '\\n' ' '; "
+			    "echo",
+			    nd);
+		ohc_test_sh("tc qdisc del dev %s root", nd);
 	}
-	fprintf(stderr, "vm%d: netem_loss: %.1f s\n", vm_index, now_s() - t0);
+	fprintf(stderr, "vm%d: netem_loss: %.1f s\n", vm_index,
+		ohc_test_now_s() - t0);
 	cr_expect_eq(failed, 0);
 	unlink(table_path);
 }
@@ -433,7 +396,7 @@ static int bad_ip_rank(int local, int nlocal, void *arg)
 	struct capture cap;
 	HcclComm comm = NULL;
 	HcclResult r;
-	double t0 = now_s(), took;
+	double t0 = ohc_test_now_s(), took;
 	char *log;
 
 	(void)nlocal;
@@ -442,7 +405,7 @@ static int bad_ip_rank(int local, int nlocal, void *arg)
 	r = aclrtSetDevice(local) ? HCCL_E_INTERNAL
 				  : HcclCommInitClusterInfo(
 					    table_path, (uint32_t)rank, &comm);
-	took = now_s() - t0;
+	took = ohc_test_now_s() - t0;
 	if (r == HCCL_SUCCESS)
 		HcclCommDestroy(comm);
 	log = capture_end(&cap, rank);

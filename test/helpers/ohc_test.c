@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,8 @@ int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 				left--;
 				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 					fprintf(stderr,
-						"rank %d failed (status 0x%x)\n",
+						"rank %d failed (status "
+						"0x%x)\n",
 						r, st);
 					failed++;
 				}
@@ -136,15 +138,25 @@ int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg)
 
 const struct ohc_test_pair ohc_test_reduce_pairs[] = {
 #define ALL4(t)                                                                \
-	{t, HCCL_REDUCE_SUM}, {t, HCCL_REDUCE_MAX}, {t, HCCL_REDUCE_MIN}
-	ALL4(HCCL_DATA_TYPE_INT8),   {HCCL_DATA_TYPE_INT8, HCCL_REDUCE_PROD},
-	ALL4(HCCL_DATA_TYPE_INT16),  ALL4(HCCL_DATA_TYPE_INT32),
+	{t, HCCL_REDUCE_SUM}, {t, HCCL_REDUCE_MAX},                            \
+	{                                                                      \
+		t, HCCL_REDUCE_MIN                                             \
+	}
+	ALL4(HCCL_DATA_TYPE_INT8),
+	{HCCL_DATA_TYPE_INT8, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_INT16),
+	ALL4(HCCL_DATA_TYPE_INT32),
 	{HCCL_DATA_TYPE_INT32, HCCL_REDUCE_PROD},
-	ALL4(HCCL_DATA_TYPE_INT64),  {HCCL_DATA_TYPE_INT64, HCCL_REDUCE_PROD},
-	ALL4(HCCL_DATA_TYPE_UINT64), {HCCL_DATA_TYPE_UINT64, HCCL_REDUCE_PROD},
-	ALL4(HCCL_DATA_TYPE_FP16),   {HCCL_DATA_TYPE_FP16, HCCL_REDUCE_PROD},
-	ALL4(HCCL_DATA_TYPE_FP32),   {HCCL_DATA_TYPE_FP32, HCCL_REDUCE_PROD},
-	ALL4(HCCL_DATA_TYPE_FP64),   {HCCL_DATA_TYPE_FP64, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_INT64),
+	{HCCL_DATA_TYPE_INT64, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_UINT64),
+	{HCCL_DATA_TYPE_UINT64, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_FP16),
+	{HCCL_DATA_TYPE_FP16, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_FP32),
+	{HCCL_DATA_TYPE_FP32, HCCL_REDUCE_PROD},
+	ALL4(HCCL_DATA_TYPE_FP64),
+	{HCCL_DATA_TYPE_FP64, HCCL_REDUCE_PROD},
 	ALL4(HCCL_DATA_TYPE_BFP16),
 #undef ALL4
 };
@@ -182,9 +194,9 @@ size_t ohc_test_dtype_size(HcclDataType t)
 const char *ohc_test_dtype_name(HcclDataType t)
 {
 	static const char *names[] = {
-		"int8",   "int16",  "int32", "fp16",    "fp32",    "int64",
-		"uint64", "uint8",  "uint16", "uint32", "fp64",    "bf16",
-		"int128", "?",      "hif8",  "fp8e4m3", "fp8e5m2", "fp8e8m0"};
+		"int8",	  "int16", "int32",  "fp16",	"fp32",	   "int64",
+		"uint64", "uint8", "uint16", "uint32",	"fp64",	   "bf16",
+		"int128", "?",	   "hif8",   "fp8e4m3", "fp8e5m2", "fp8e8m0"};
 	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
 }
 
@@ -288,8 +300,8 @@ static int64_t wrap(HcclDataType t, int64_t v, int is_unsigned_max)
 	}
 }
 
-void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
-		     int nranks, size_t count, uint64_t salt)
+void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op, int nranks,
+		     size_t count, uint64_t salt)
 {
 	ohc_test_expect_at(buf, dtype, op, nranks, 0, count, salt);
 }
@@ -365,12 +377,12 @@ uint64_t ohc_test_seed(const char *what)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		seed = ((uint64_t)ts.tv_sec * 1000003u) ^
-		       (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+		seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^
+		       ((uint64_t)getpid() << 32);
 		seed &= 0xffffffffffffull; /* short enough to retype */
 	}
-	fprintf(stderr, "%s: seed %llu (rerun with OHC_TEST_SEED=%llu)\n",
-		what, (unsigned long long)seed, (unsigned long long)seed);
+	fprintf(stderr, "%s: seed %llu (rerun with OHC_TEST_SEED=%llu)\n", what,
+		(unsigned long long)seed, (unsigned long long)seed);
 	return seed;
 }
 
@@ -439,20 +451,50 @@ const char *ohc_test_tool_path(const char *rel)
 	return buf;
 }
 
-int ohc_test_two_vm_table(const char *path, int per_vm, int port)
+double ohc_test_now_s(void)
 {
-	const char *count = getenv("OHC_VM_COUNT"), *idx = getenv("OHC_VM_INDEX");
-	const char *ip = getenv("OHC_VM_IP"), *peer = getenv("OHC_VM_PEER_IP");
-	const char *ips[2];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ohc_test_sh(const char *fmt, ...)
+{
+	const char *vm = getenv("OHC_VM_INDEX");
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vm%s: $ %s\n", vm ? vm : "0", cmd);
+	return system(cmd);
+}
+
+int ohc_test_vm_ips(const char *ip_var, const char *peer_var,
+		    const char *ips[2])
+{
+	const char *count = getenv("OHC_VM_COUNT"),
+		   *idx = getenv("OHC_VM_INDEX");
+	const char *ip = getenv(ip_var), *peer = getenv(peer_var);
 	int vm;
-	FILE *f;
 
 	if (!count || strcmp(count, "2") || !ip || !*ip || !peer || !*peer)
 		return -1;
 	vm = idx && !strcmp(idx, "1") ? 1 : 0;
 	ips[vm] = ip;
 	ips[1 - vm] = peer;
-	f = fopen(path, "w");
+	return vm;
+}
+
+int ohc_test_write_vm_table(const char *path, int per_vm, int port,
+			    const char *const host_ip[2],
+			    const char *const *device_ip,
+			    const char *const *backup_ip)
+{
+	FILE *f = fopen(path, "w");
+
 	if (!f)
 		return -1;
 	fprintf(f, "{ \"status\": \"completed\", \"version\": \"1.0\", "
@@ -461,19 +503,42 @@ int ohc_test_two_vm_table(const char *path, int per_vm, int port)
 		fprintf(f,
 			"  { \"server_id\": \"vm%d\", \"host_ip\": \"%s\", "
 			"\"device\": [\n",
-			s, ips[s]);
+			s, host_ip[s]);
 		for (int d = 0; d < per_vm; d++) {
 			int r = s * per_vm + d;
 
 			fprintf(f,
 				"    { \"device_id\": \"%d\", \"device_ip\": "
-				"\"%s\", \"host_port\": \"%d\", \"rank_id\": "
-				"\"%d\" }%s\n",
-				d, ips[s], port + r, r,
-				d + 1 < per_vm ? "," : "");
+				"\"%s\", ",
+				d, device_ip[r]);
+			if (backup_ip)
+				fprintf(f, "\"backup_device_ip\": \"%s\", ",
+					backup_ip[r]);
+			fprintf(f,
+				"\"host_port\": \"%d\", \"rank_id\": \"%d\" "
+				"}%s\n",
+				port + r, r, d + 1 < per_vm ? "," : "");
 		}
 		fprintf(f, "  ] }%s\n", s ? "" : ",");
 	}
 	fprintf(f, "] }\n");
-	return fclose(f) ? -1 : vm;
+	return fclose(f) ? -1 : 0;
+}
+
+int ohc_test_two_vm_table(const char *path, int per_vm, int port)
+{
+	const char *ips[2], **dev;
+	int vm = ohc_test_vm_ips("OHC_VM_IP", "OHC_VM_PEER_IP", ips);
+
+	if (vm < 0)
+		return -1;
+	dev = calloc(2 * (size_t)per_vm, sizeof(*dev));
+	if (!dev)
+		return -1;
+	for (int r = 0; r < 2 * per_vm; r++)
+		dev[r] = ips[r / per_vm];
+	if (ohc_test_write_vm_table(path, per_vm, port, ips, dev, NULL))
+		vm = -1;
+	free(dev);
+	return vm;
 }

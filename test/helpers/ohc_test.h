@@ -83,8 +83,8 @@ void ohc_test_fill(void *buf, HcclDataType dtype, HcclReduceOp op, int rank,
 		   size_t count, uint64_t salt);
 
 /* Compute the expected reduction over nranks of ohc_test_fill inputs. */
-void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op,
-		     int nranks, size_t count, uint64_t salt);
+void ohc_test_expect(void *buf, HcclDataType dtype, HcclReduceOp op, int nranks,
+		     size_t count, uint64_t salt);
 
 /* Elements [first, first + count) of that reduction, into buf[0..count). */
 void ohc_test_expect_at(void *buf, HcclDataType dtype, HcclReduceOp op,
@@ -116,6 +116,30 @@ uint64_t ohc_test_big_count(void);
  * the file cannot be written.
  */
 int ohc_test_two_vm_table(const char *path, int per_vm, int port);
+
+/* Seconds on the monotonic clock. */
+double ohc_test_now_s(void);
+
+/* Run the shell command built from fmt (logged to stderr); its status. */
+int ohc_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The two addresses of the VM pair from the variables ip_var (this VM's)
+ * and peer_var (the other's): ips[i] is VM i's. Returns this VM's index,
+ * or -1 outside two VMs or when either variable is unset or empty.
+ */
+int ohc_test_vm_ips(const char *ip_var, const char *peer_var,
+		    const char *ips[2]);
+
+/*
+ * The rank table of ohc_test_two_vm_table with the addresses given:
+ * host_ip[i] for VM i, device_ip[r] and, unless backup_ip is NULL,
+ * backup_device_ip backup_ip[r] for rank r. 0, or -1 if not written.
+ */
+int ohc_test_write_vm_table(const char *path, int per_vm, int port,
+			    const char *const host_ip[2],
+			    const char *const *device_ip,
+			    const char *const *backup_ip);
 
 /* Entries of /dev/shm whose name mentions ohc or hccl. */
 int ohc_test_shm_leftovers(void);
