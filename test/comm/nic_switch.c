@@ -94,53 +94,12 @@ static long long sent_pkts(const char *dev)
 	return v;
 }
 
-/* AllReduce, then Send to rank+1 / Recv from rank-1; results checked. */
-static HcclResult round_trip(HcclComm comm, int rank)
-{
-	int32_t *s = malloc(COUNT * 4), *r = malloc(COUNT * 4);
-	int right = (rank + 1) % NR, left = (rank + NR - 1) % NR;
-	HcclResult ret;
-
-	for (size_t i = 0; i < COUNT; i++)
-		s[i] = (int32_t)(i * 3 + (size_t)rank * 1000);
-	ret = HcclAllReduce(s, r, COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
-			    comm, NULL);
-	for (size_t i = 0; i < COUNT && ret == HCCL_SUCCESS; i++)
-		if (r[i] !=
-		    (int32_t)(NR * i * 3 + 1000 * (NR * (NR - 1) / 2))) {
-			fprintf(stderr, "rank %d: allreduce [%zu] wrong\n",
-				rank, i);
-			ret = HCCL_E_INTERNAL;
-		}
-	if (ret == HCCL_SUCCESS && rank % 2 == 0) {
-		ret = HcclSend(s, COUNT, HCCL_DATA_TYPE_INT32, right, comm,
-			       NULL);
-		if (ret == HCCL_SUCCESS)
-			ret = HcclRecv(r, COUNT, HCCL_DATA_TYPE_INT32, left,
-				       comm, NULL);
-	} else if (ret == HCCL_SUCCESS) {
-		ret = HcclRecv(r, COUNT, HCCL_DATA_TYPE_INT32, left, comm,
-			       NULL);
-		if (ret == HCCL_SUCCESS)
-			ret = HcclSend(s, COUNT, HCCL_DATA_TYPE_INT32, right,
-				       comm, NULL);
-	}
-	for (size_t i = 0; i < COUNT && ret == HCCL_SUCCESS; i++)
-		if (r[i] != (int32_t)(i * 3 + (size_t)left * 1000)) {
-			fprintf(stderr, "rank %d: ring [%zu] wrong\n", rank, i);
-			ret = HCCL_E_INTERNAL;
-		}
-	free(s);
-	free(r);
-	return ret;
-}
-
 static int rounds(HcclComm comm, int rank, const char *what)
 {
 	double t = ohc_test_now_s();
 
 	for (int i = 0; i < ROUNDS; i++) {
-		HcclResult r = round_trip(comm, rank);
+		HcclResult r = ohc_test_ring_round(comm, rank, NR, COUNT);
 
 		if (r != HCCL_SUCCESS) {
 			fprintf(stderr, "rank %d: %s: round %d failed: %d\n",

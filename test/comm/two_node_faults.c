@@ -101,50 +101,6 @@ static char *capture_end(struct capture *c, int rank)
 	return log;
 }
 
-/* One round: AllReduce, then Send to rank+1 / Recv from rank-1 (crosses
- * the wire from ranks 1 and 3). Checks the results; 0 or an HCCL error
- * (HCCL_E_INTERNAL for a wrong result). */
-static HcclResult round_trip(HcclComm comm, int rank, size_t count)
-{
-	int32_t *s = malloc(count * 4), *r = malloc(count * 4);
-	int right = (rank + 1) % NR, left = (rank + NR - 1) % NR;
-	HcclResult ret;
-
-	for (size_t i = 0; i < count; i++)
-		s[i] = (int32_t)(i * 3 + (size_t)rank * 1000);
-	ret = HcclAllReduce(s, r, count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
-			    comm, NULL);
-	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
-		if (r[i] !=
-		    (int32_t)(NR * i * 3 + 1000 * (NR * (NR - 1) / 2))) {
-			fprintf(stderr, "rank %d: allreduce %zu: [%zu] wrong\n",
-				rank, count, i);
-			ret = HCCL_E_INTERNAL;
-		}
-	if (ret == HCCL_SUCCESS && rank % 2 == 0) {
-		ret = HcclSend(s, count, HCCL_DATA_TYPE_INT32, right, comm,
-			       NULL);
-		if (ret == HCCL_SUCCESS)
-			ret = HcclRecv(r, count, HCCL_DATA_TYPE_INT32, left,
-				       comm, NULL);
-	} else if (ret == HCCL_SUCCESS) {
-		ret = HcclRecv(r, count, HCCL_DATA_TYPE_INT32, left, comm,
-			       NULL);
-		if (ret == HCCL_SUCCESS)
-			ret = HcclSend(s, count, HCCL_DATA_TYPE_INT32, right,
-				       comm, NULL);
-	}
-	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
-		if (r[i] != (int32_t)(i * 3 + (size_t)left * 1000)) {
-			fprintf(stderr, "rank %d: ring %zu: [%zu] wrong\n",
-				rank, count, i);
-			ret = HCCL_E_INTERNAL;
-		}
-	free(s);
-	free(r);
-	return ret;
-}
-
 /* ---- faults that must end in an error ------------------------------ */
 
 /* 1 if the log names a rank other than self ("rank N", "peer N"). */
@@ -221,7 +177,7 @@ static int fault_rank(int local, int nlocal, void *arg)
 				ohc_vx_fault_arm(OHC_VX_POST_SEND, 0,
 						 OHC_VX_FAULT_QP_ERR);
 		}
-		r = round_trip(comm, rank, COUNT);
+		r = ohc_test_ring_round(comm, rank, NR, COUNT);
 	}
 	took = ohc_test_now_s() - t0;
 	HcclGetCommAsyncError(comm, &async);
@@ -324,7 +280,8 @@ static int loss_rank(int local, int nlocal, void *arg)
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]);
 		     c++) {
 			double t = ohc_test_now_s();
-			HcclResult r = round_trip(comm, rank, counts[c]);
+			HcclResult r =
+				ohc_test_ring_round(comm, rank, NR, counts[c]);
 
 			fprintf(stderr, "rank %d: count %zu: %d in %.2f s\n",
 				rank, counts[c], r, ohc_test_now_s() - t);

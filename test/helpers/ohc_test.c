@@ -472,6 +472,49 @@ int ohc_test_sh(const char *fmt, ...)
 	return system(cmd);
 }
 
+HcclResult ohc_test_ring_round(HcclComm comm, int rank, int nranks,
+			       size_t count)
+{
+	int32_t *s = malloc(count * 4 + 4), *r = malloc(count * 4 + 4);
+	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+	size_t base = 1000 * (size_t)(nranks * (nranks - 1) / 2);
+	HcclResult ret = s && r ? HCCL_SUCCESS : HCCL_E_MEMORY;
+
+	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
+		s[i] = (int32_t)(i * 3 + (size_t)rank * 1000);
+	if (ret == HCCL_SUCCESS)
+		ret = HcclAllReduce(s, r, count, HCCL_DATA_TYPE_INT32,
+				    HCCL_REDUCE_SUM, comm, NULL);
+	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
+		if (r[i] != (int32_t)((size_t)nranks * i * 3 + base)) {
+			fprintf(stderr, "rank %d: allreduce %zu: [%zu] wrong\n",
+				rank, count, i);
+			ret = HCCL_E_INTERNAL;
+		}
+	if (ret == HCCL_SUCCESS && rank % 2 == 0) {
+		ret = HcclSend(s, count, HCCL_DATA_TYPE_INT32, right, comm,
+			       NULL);
+		if (ret == HCCL_SUCCESS)
+			ret = HcclRecv(r, count, HCCL_DATA_TYPE_INT32, left,
+				       comm, NULL);
+	} else if (ret == HCCL_SUCCESS) {
+		ret = HcclRecv(r, count, HCCL_DATA_TYPE_INT32, left, comm,
+			       NULL);
+		if (ret == HCCL_SUCCESS)
+			ret = HcclSend(s, count, HCCL_DATA_TYPE_INT32, right,
+				       comm, NULL);
+	}
+	for (size_t i = 0; i < count && ret == HCCL_SUCCESS; i++)
+		if (r[i] != (int32_t)(i * 3 + (size_t)left * 1000)) {
+			fprintf(stderr, "rank %d: ring %zu: [%zu] wrong\n",
+				rank, count, i);
+			ret = HCCL_E_INTERNAL;
+		}
+	free(s);
+	free(r);
+	return ret;
+}
+
 int ohc_test_vm_ips(const char *ip_var, const char *peer_var,
 		    const char *ips[2])
 {

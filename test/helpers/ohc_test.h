@@ -117,6 +117,15 @@ uint64_t ohc_test_big_count(void);
  */
 int ohc_test_two_vm_table(const char *path, int per_vm, int port);
 
+/*
+ * One round on comm (nranks ranks): an int32 AllReduce of count elements,
+ * then a ring of Send to rank + 1 / Recv from rank - 1 (even ranks send
+ * first); both results checked. HCCL_SUCCESS, the call's error, or
+ * HCCL_E_INTERNAL for a wrong result (logged with rank and index).
+ */
+HcclResult ohc_test_ring_round(HcclComm comm, int rank, int nranks,
+			       size_t count);
+
 /* Seconds on the monotonic clock. */
 double ohc_test_now_s(void);
 
