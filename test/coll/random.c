@@ -1470,7 +1470,7 @@ Test(random, threads6_sub, .timeout = 600)
 /* ---- two hosts ------------------------------------------------------ */
 
 #define VM_PER 2
-#define VM_PORT 46200
+#define VM_PORT 26000
 
 struct vm_run {
 	struct run_cfg *cfg;

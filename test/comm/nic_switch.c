@@ -242,7 +242,7 @@ Test(nic_switch, backup_and_back, .timeout = 300)
 {
 	double t0 = ohc_test_now_s();
 
-	two_nics_or_skip(37000);
+	two_nics_or_skip(27000);
 	/* bounds the refused switch back (and the init, fast here) */
 	setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
 	setenv("HCCL_EXEC_TIMEOUT", "60", 1);
@@ -326,7 +326,7 @@ static int bad_rank(int local, int nlocal, void *arg)
 Test(nic_switch, bad_backup, .timeout = 300)
 {
 	bad_backup_rank3 = BAD_IP;
-	two_nics_or_skip(38000);
+	two_nics_or_skip(28000);
 	setenv("HCCL_CONNECT_TIMEOUT", "60", 1);
 	setenv("HCCL_EXEC_TIMEOUT", "60", 1);
 	ohc_test_fork_settle();

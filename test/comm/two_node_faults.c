@@ -239,7 +239,7 @@ Test(two_node_faults, link_down, .timeout = 240)
 	enum fault f = F_LINK_DOWN;
 	double t0 = ohc_test_now_s();
 
-	two_vms_or_skip(33000);
+	two_vms_or_skip(21000);
 	fault_env();
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
@@ -253,7 +253,7 @@ Test(two_node_faults, qp_error, .timeout = 240)
 	enum fault f = F_QP_ERROR;
 	double t0 = ohc_test_now_s();
 
-	two_vms_or_skip(34000);
+	two_vms_or_skip(22000);
 	fault_env();
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
@@ -310,7 +310,7 @@ Test(two_node_faults, netem_loss, .timeout = 600)
 	double t0 = ohc_test_now_s();
 	int failed;
 
-	two_vms_or_skip(35000);
+	two_vms_or_skip(23000);
 	/* measured (ci/soft-roce/README.md): whole 64 KiB slots per WRITE
 	 * fail with "retry counter exceeded" at 5 % loss, 1-2 KiB writes
 	 * pass; a short timeout keeps each lost round short, but 134 ms
@@ -388,7 +388,7 @@ static int bad_ip_rank(int local, int nlocal, void *arg)
 Test(two_node_faults, device_ip_without_rdma_device, .timeout = 240)
 {
 	bad_ip_rank3 = BAD_IP;
-	two_vms_or_skip(36000);
+	two_vms_or_skip(24000);
 	/* the same-host peer of rank 3 waits for it this long (shm) */
 	setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
 	ohc_test_fork_settle();

@@ -586,8 +586,8 @@ Test(zerocopy, two_vms, .timeout = 600)
 
 	cr_assert_neq(a, MAP_FAILED);
 	memset(a, 0, sizeof(*a));
-	run_two_vms(a, activated_rank, 37000);
-	run_two_vms(a, window_rank, 37100);
+	run_two_vms(a, activated_rank, 25000);
+	run_two_vms(a, window_rank, 25100);
 	munmap(a, sizeof(*a));
 }
 

@@ -113,7 +113,9 @@ uint64_t ohc_test_big_count(void);
  * every device_ip the VM's address) with per_vm ranks each (VM i holds
  * ranks i * per_vm ..; host_port = port + rank) and return this VM's
  * index, 0 or 1. Returns -1 outside two VMs (OHC_VM_COUNT != 2) or when
- * the file cannot be written.
+ * the file cannot be written. Keep port + ranks below 32768, Linux's
+ * default ephemeral range: a connection's local port there can hold the
+ * root's port (seen: "every port of port 37000 is in use").
  */
 int ohc_test_two_vm_table(const char *path, int per_vm, int port);
 
