@@ -24,7 +24,11 @@
 #       ib_write_bw instead (the device's floor); -a / -w win
 #   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
 #       instead of the network's defaults (hccl_simulate --alpha/--bw)
-# ITERS (20) and WARMUP (5); BUILD_DIR (build/bench).
+#   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
+#       this machine's, nproc; -x: 0, a CPU per rank); more ranks than
+#       CPUs take turns, which the simulator prices (--wake-us, --turn-kb)
+# ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
+# hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nps="2 4 8"
@@ -40,8 +44,9 @@ iters=${ITERS:-20}
 warmup=${WARMUP:-5}
 alpha=""
 bw=""
+cores=""
 col=3
-while getopts "n:o:b:e:f:r:N:x:a:w:Ph" c; do
+while getopts "n:o:b:e:f:r:N:x:a:w:c:Ph" c; do
 	case $c in
 	n) nps=$OPTARG ;;
 	o) ops=$OPTARG ;;
@@ -53,6 +58,7 @@ while getopts "n:o:b:e:f:r:N:x:a:w:Ph" c; do
 	x) from=$OPTARG ;;
 	a) alpha=$OPTARG ;;
 	w) bw=$OPTARG ;;
+	c) cores=$OPTARG ;;
 	P) col=2 ;;
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
@@ -74,6 +80,7 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 	fi
 else
 	net=${net:-shm}
+	cores=${cores:-$(nproc)}
 fi
 
 sim=$build/tools/simulate/hccl_simulate
@@ -145,6 +152,7 @@ for np in $nps; do
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
+			${cores:+--cores "$cores"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true
 		while read -r b alg m p _; do
 			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')

@@ -304,6 +304,63 @@ Test(simulate, measure_compares_with_the_model)
 	free(r.out);
 }
 
+/* The first model value of the 1024-byte row of the only table in out. */
+static double first_model(const char *out)
+{
+	const char *p = strstr(out, "\n        1024 ");
+	double us = 0;
+
+	cr_assert(p, "no 1024-byte row:\n%s", out);
+	cr_assert(sscanf(p, " 1024 %lf", &us) == 1, "%s", out);
+	return us;
+}
+
+/*
+ * --cores: 8 ranks on 2 CPUs take turns (s = 4): alpha + wake x s, the
+ * bandwidth terms x s plus a turn per turn-kb, the reduction x s; on 8
+ * CPUs nothing changes. --gamma and --copy set the host speeds.
+ */
+Test(simulate, ranks_sharing_cpus_pay_turns)
+{
+	static struct run r;
+	char *shared[] = {"--op",     "allreduce", "--ranks", "8",
+			  "-b",	      "1K",	   "-e",      "1K",
+			  "--no-sim", "--gamma",   "20",      "--copy",
+			  "40",	      "--cores",   "2",	      "--wake-us",
+			  "10",	      "--turn-kb", "64",      NULL};
+	struct ohc_cost_params c = *ohc_cost_params_get(OHC_LINK_SHM);
+	const struct ohc_algo *al =
+		algo_named(OHC_COLL_ALLREDUCE, "recursive_doubling");
+	double want, got;
+
+	c.gamma_us = 1e-3 / 20;
+	c.copy_us = 1e-3 / 40;
+	run_sim(shared + 0, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "ranks share 2 CPUs per host"), "%s", r.out);
+	got = first_model(r.out);
+	c.alpha_us += 10 * 4.0;
+	c.beta_us = c.beta_us * 4 + 10 * 4.0 / (64 * 1024);
+	c.gamma_us *= 4;
+	c.copy_us *= 4;
+	want = al->cost(&c, 1024, 8);
+	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g\n%s", got,
+		  want, r.out);
+
+	shared[14] = "8"; /* a CPU per rank: the constants as they are */
+	run_sim(shared, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(!strstr(r.out, "ranks share"), "%s", r.out);
+	c = *ohc_cost_params_get(OHC_LINK_SHM);
+	c.gamma_us = 1e-3 / 20;
+	c.copy_us = 1e-3 / 40;
+	want = al->cost(&c, 1024, 8);
+	got = first_model(r.out);
+	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g\n%s", got,
+		  want, r.out);
+	free(r.out);
+}
+
 Test(simulate, bad_arguments_are_clear_errors)
 {
 	static const struct {
@@ -324,6 +381,10 @@ Test(simulate, bad_arguments_are_clear_errors)
 		  "4", NULL},
 		 "cannot open /nonexistent"},
 		{{"extra", NULL}, "unexpected argument 'extra'"},
+		{{"--cores", "-1", NULL}, "--cores '-1'"},
+		{{"--wake-us", "x", NULL}, "--wake-us 'x'"},
+		{{"--turn-kb", "0", NULL}, "--turn-kb '0'"},
+		{{"--gamma", "0", NULL}, "--gamma '0'"},
 	};
 	static struct run r;
 

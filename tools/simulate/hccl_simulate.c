@@ -52,15 +52,15 @@ static struct net nets[] = {
 	{"roce100",
 	 "100 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {2.5, 1.0 / 12000.0, 2.5e-4, 1.0e-4}},
+	 {2.5, 1.0 / 12000.0, 5.0e-5, 5.0e-5}},
 	{"roce200",
 	 "200 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {2.0, 1.0 / 24000.0, 2.5e-4, 1.0e-4}},
+	 {2.0, 1.0 / 24000.0, 5.0e-5, 5.0e-5}},
 	{"roce400",
 	 "400 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {2.0, 1.0 / 48000.0, 2.5e-4, 1.0e-4}},
+	 {2.0, 1.0 / 48000.0, 5.0e-5, 5.0e-5}},
 };
 
 /* The collectives the tool covers, with hccl_test's sizing of data_size. */
@@ -93,6 +93,9 @@ struct opts {
 	int no_sim;
 	uint32_t ppn; /* ranks per host on RDMA networks; 0: one per host */
 	const char *measure;
+	uint32_t cores;	   /* CPUs per host; 0: one CPU per rank */
+	double wake_us;	   /* --cores: a scheduler turn per sharing rank */
+	double turn_bytes; /* --cores: bytes a rank streams per turn */
 };
 
 /* One simulated call: what every rank's args are. */
@@ -189,6 +192,45 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
 }
 
 /*
+ * Ranks that share a host's CPUs (--cores): with s = ranks per host /
+ * cores above 1, the library stops spinning (comm.c) and ranks take
+ * turns on the CPUs. Every message then waits about a scheduler turn
+ * per sharing rank (wake_us x s), a rank copies and reduces at 1/s of a
+ * CPU, and a stream of bytes pays a turn for every turn_bytes (a sender
+ * runs ahead into the shared ring, then waits for the receiver's turn).
+ * The constants are measured (bench/sim_validate.sh); the library's own
+ * selection prices a CPU per rank, the case it is tuned for.
+ */
+static struct ohc_cost_params share_cpus(const struct opts *o,
+					 const struct ohc_cost_params *base,
+					 uint32_t per_host)
+{
+	struct ohc_cost_params c = *base;
+	double s = o->cores ? (double)per_host / o->cores : 0;
+
+	if (s <= 1.0)
+		return c;
+	c.alpha_us += o->wake_us * s;
+	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
+	c.gamma_us *= s;
+	c.copy_us *= s;
+	return c;
+}
+
+/* The network as n ranks see it: nt with its CPUs shared (--cores). */
+static struct net net_for(const struct opts *o, const struct net *nt,
+			  uint32_t n)
+{
+	struct net eff = *nt;
+	uint32_t per_host = n;
+
+	if (nt->link == OHC_LINK_RDMA)
+		per_host = o->ppn ? (o->ppn < n ? o->ppn : n) : 1;
+	eff.c = share_cpus(o, &nt->c, per_host);
+	return eff;
+}
+
+/*
  * Time al's schedules: forced through the library's own selection path
  * (HCCL_ALGO naming al), so they are built exactly as the library builds
  * them (agreement messages woven in for rooted ops, say). OHC_ERR_UNSUPPORTED
@@ -200,6 +242,7 @@ static ohc_status_t simulate(const struct opts *o, const struct ohc_algo *al,
 {
 	struct ohc_sim sim = {0};
 	struct ohc_sim_stats st0;
+	struct ohc_cost_params intra;
 	char force[96];
 	ohc_status_t status;
 
@@ -212,7 +255,9 @@ static ohc_status_t simulate(const struct opts *o, const struct ohc_algo *al,
 	sim.cost = &nt->c;
 	sim.timing = 1;
 	sim.host_of = c->host_of;
-	sim.cost_intra = ohc_cost_params_get(OHC_LINK_SHM);
+	intra = share_cpus(o, ohc_cost_params_get(OHC_LINK_SHM),
+			   o->ppn && o->ppn < n ? o->ppn : n);
+	sim.cost_intra = &intra;
 	sim.stats = calloc(n, sizeof(*sim.stats));
 	if (!sim.stats) {
 		c->force = NULL;
@@ -317,9 +362,11 @@ static uint32_t *make_hosts(const struct opts *o, const struct net *nt,
 	return h;
 }
 
-static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
-			uint32_t n)
+static void print_table(const struct opts *o, unsigned oi,
+			const struct net *net, uint32_t n)
 {
+	struct net eff = net_for(o, net, n);
+	const struct net *nt = &eff;
 	uint32_t nhosts, *host_of = make_hosts(o, nt, n, &nhosts);
 	struct row row;
 	const struct ohc_algo *algos[MAX_ALGOS];
@@ -338,6 +385,10 @@ static void print_table(const struct opts *o, unsigned oi, const struct net *nt,
 		printf("%u hosts of up to %u ranks: messages inside a host at "
 		       "the shm constants\n",
 		       nhosts, o->ppn);
+	if (nt->c.alpha_us != net->c.alpha_us)
+		printf("ranks share %u CPUs per host: the constants above "
+		       "include the turns (--cores)\n",
+		       o->cores);
 	printf("cells: model%s us; * selection's choice (cheapest model)%s\n",
 	       o->no_sim ? "" : " / simulated",
 	       o->no_sim ? "" : ", + fastest simulated");
@@ -455,8 +506,9 @@ static int fit(const struct fit_pt *pts, unsigned n, double *alpha_p,
 static int measure(const struct opts *o)
 {
 	unsigned oi = o->op_idx[0];
-	const struct net *nt = &nets[o->net_idx[0]];
 	uint32_t n = o->ranks[0], nhosts;
+	struct net eff = net_for(o, &nets[o->net_idx[0]], n);
+	const struct net *nt = &eff;
 	uint32_t *host_of = make_hosts(o, nt, n, &nhosts);
 	FILE *f = fopen(o->measure, "r");
 	char line[512];
@@ -692,7 +744,16 @@ static void usage(FILE *out)
 		"  --alpha US, --bw GB/s  override the networks' per-message "
 		"cost and\n"
 		"           bandwidth (calibration from measurements, e.g. "
-		"ib_write_lat/bw)\n");
+		"ib_write_lat/bw)\n"
+		"  --gamma GB/s, --copy GB/s  override the reduction and "
+		"local copy speeds\n"
+		"  --cores N  CPUs per host: more ranks than that on a host "
+		"take turns\n"
+		"           (default 0: a CPU per rank)\n"
+		"  --wake-us US, --turn-kb KB  with --cores: a scheduler turn "
+		"per sharing\n"
+		"           rank and message (25), bytes streamed per turn "
+		"(1024)\n");
 }
 
 int main(int argc, char **argv)
@@ -711,6 +772,11 @@ int main(int argc, char **argv)
 		{"ppn", required_argument, NULL, 'P'},
 		{"alpha", required_argument, NULL, 'A'},
 		{"bw", required_argument, NULL, 'B'},
+		{"gamma", required_argument, NULL, 'G'},
+		{"copy", required_argument, NULL, 'C'},
+		{"cores", required_argument, NULL, 'c'},
+		{"wake-us", required_argument, NULL, 'W'},
+		{"turn-kb", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -719,7 +785,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	const char *opspec = "all", *netspec = "shm", *rankspec = "8";
 	int c, op_given = 0, ranks_given = 0;
-	double alpha = -1, bw = -1;
+	double alpha = -1, bw = -1, gamma = -1, copy = -1, turn_kb = 1024;
 	char *end;
 
 	for (unsigned i = 0; i < OHC_ARRAY_SIZE(ops); i++)
@@ -733,6 +799,7 @@ int main(int argc, char **argv)
 	o.factor = 8;
 	o.esize = 4;
 	o.mode = OHC_SIM_EAGER;
+	o.wake_us = 25;
 	while ((c = getopt_long(argc, argv, "b:e:f:d:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -826,6 +893,43 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'G':
+		case 'C':
+		case 'W':
+		case 'T': {
+			double *v = c == 'G'   ? &gamma
+				    : c == 'C' ? &copy
+				    : c == 'W' ? &o.wake_us
+					       : &turn_kb;
+
+			errno = 0;
+			*v = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(*v >= 0) ||
+			    (c != 'W' && *v == 0)) {
+				fprintf(stderr,
+					"hccl_simulate: --%s '%s': need a "
+					"number %s\n",
+					c == 'G'   ? "gamma"
+					: c == 'C' ? "copy"
+					: c == 'W' ? "wake-us"
+						   : "turn-kb",
+					optarg, c == 'W' ? ">= 0" : "> 0");
+				return 2;
+			}
+			break;
+		}
+		case 'c':
+			errno = 0;
+			o.cores = (uint32_t)strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg ||
+			    optarg[0] == '-' || o.cores > MAX_RANKS) {
+				fprintf(stderr,
+					"hccl_simulate: --cores '%s': CPUs "
+					"per host, 0..%u\n",
+					optarg, MAX_RANKS);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -859,7 +963,12 @@ int main(int argc, char **argv)
 			nt->c.alpha_us = alpha;
 		if (bw > 0)
 			nt->c.beta_us = 1e-3 / bw; /* us per byte */
+		if (gamma > 0)
+			nt->c.gamma_us = 1e-3 / gamma;
+		if (copy > 0)
+			nt->c.copy_us = 1e-3 / copy;
 	}
+	o.turn_bytes = turn_kb * 1024;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o.measure) {
 		if (!op_given || !ranks_given || o.nops != 1 || o.nnets != 1 ||
