@@ -25,8 +25,10 @@
 #   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
 #       instead of the network's defaults (hccl_simulate --alpha/--bw)
 #   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
-#       this machine's, nproc; -x: 0, a CPU per rank); more ranks than
-#       CPUs take turns, which the simulator prices (--wake-us, --turn-kb)
+#       this machine's, nproc; -x: 0, a CPU per rank, and with -c all
+#       ranks on one host, as compare.sh -R's one VM, -c 2 for its two
+#       vCPUs); more ranks than CPUs take turns, which the simulator
+#       prices (--wake-us, --turn-kb)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -152,7 +154,8 @@ for np in $nps; do
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
-			${cores:+--cores "$cores"} ${SIM_ARGS:-} \
+			${cores:+--cores "$cores"} \
+			${from:+${cores:+--host-ranks "$np"}} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true
 		while read -r b alg m p _; do
 			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')

@@ -93,9 +93,10 @@ struct opts {
 	int no_sim;
 	uint32_t ppn; /* ranks per host on RDMA networks; 0: one per host */
 	const char *measure;
-	uint32_t cores;	   /* CPUs per host; 0: one CPU per rank */
-	double wake_us;	   /* --cores: a scheduler turn per sharing rank */
-	double turn_bytes; /* --cores: bytes a rank streams per turn */
+	uint32_t cores;	     /* CPUs per host; 0: one CPU per rank */
+	uint32_t host_ranks; /* ranks sharing a host's CPUs; 0: by --ppn */
+	double wake_us;	     /* --cores: a scheduler turn per sharing rank */
+	double turn_bytes;   /* --cores: bytes a rank streams per turn */
 };
 
 /* One simulated call: what every rank's args are. */
@@ -224,7 +225,9 @@ static struct net net_for(const struct opts *o, const struct net *nt,
 	struct net eff = *nt;
 	uint32_t per_host = n;
 
-	if (nt->link == OHC_LINK_RDMA)
+	if (o->host_ranks)
+		per_host = o->host_ranks < n ? o->host_ranks : n;
+	else if (nt->link == OHC_LINK_RDMA)
 		per_host = o->ppn ? (o->ppn < n ? o->ppn : n) : 1;
 	eff.c = share_cpus(o, &nt->c, per_host);
 	return eff;
@@ -753,7 +756,12 @@ static void usage(FILE *out)
 		"  --wake-us US, --turn-kb KB  with --cores: a scheduler turn "
 		"per sharing\n"
 		"           rank and message (25), bytes streamed per turn "
-		"(1024)\n");
+		"(1024)\n"
+		"  --host-ranks N  with --cores: ranks sharing one host's "
+		"CPUs (default:\n"
+		"           all on shm, --ppn on RDMA networks; e.g. every "
+		"rank of an rxe\n"
+		"           loopback run in one VM)\n");
 }
 
 int main(int argc, char **argv)
@@ -777,6 +785,7 @@ int main(int argc, char **argv)
 		{"cores", required_argument, NULL, 'c'},
 		{"wake-us", required_argument, NULL, 'W'},
 		{"turn-kb", required_argument, NULL, 'T'},
+		{"host-ranks", required_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -919,17 +928,23 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'c':
+		case 'H': {
+			uint32_t *v = c == 'c' ? &o.cores : &o.host_ranks;
+
 			errno = 0;
-			o.cores = (uint32_t)strtoul(optarg, &end, 10);
+			*v = (uint32_t)strtoul(optarg, &end, 10);
 			if (errno || *end || end == optarg ||
-			    optarg[0] == '-' || o.cores > MAX_RANKS) {
+			    optarg[0] == '-' || *v > MAX_RANKS) {
 				fprintf(stderr,
-					"hccl_simulate: --cores '%s': CPUs "
-					"per host, 0..%u\n",
-					optarg, MAX_RANKS);
+					"hccl_simulate: --%s '%s': %s per "
+					"host, 0..%u\n",
+					c == 'c' ? "cores" : "host-ranks",
+					optarg, c == 'c' ? "CPUs" : "ranks",
+					MAX_RANKS);
 				return 2;
 			}
 			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
