@@ -140,8 +140,14 @@ int ohc_comm_name_clash(const char *name, uint32_t rank, int device)
 	return clash;
 }
 
-/* Spare ops kept per communicator (see struct ohc_comm). */
-#define OP_POOL_MAX 128
+/*
+ * Spare ops kept per communicator (see struct ohc_comm): about the most
+ * ops an application keeps queued (~4 MiB at most, reached only by one
+ * that queued as many at once), so that a deep queue recycles its ops
+ * instead of freeing them on the worker and allocating them again on the
+ * submitting thread, the costly cross-thread case for malloc.
+ */
+#define OP_POOL_MAX 16384
 
 /* A spare op of comm, or NULL (none, or another submitter is taking). */
 static struct ohc_op *op_pool_take(struct ohc_comm *comm)
@@ -775,6 +781,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	if (run == &s)
 		ohc_sched_fini(&s);
 	for (int i = 0; i < 3; i++) {
+		if (!st.msgs[i]) /* most ops use one path: skip the others */
+			continue;
 		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
 				   __ATOMIC_RELAXED);
 		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],

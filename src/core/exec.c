@@ -144,7 +144,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 {
 	unsigned pending = 0, polls = 0;
 	uint64_t idle_since = 0;
-	uint64_t next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
+	uint64_t next_check = 0; /* from the first idle sleep on */
 	ohc_status_t status;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -245,6 +245,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				    OHC_ERR_TIMEOUT);
 			return OHC_ERR_TIMEOUT;
 		}
+		if (!next_check)
+			next_check = idle_since + EXEC_WAIT_MS * 1000000ull;
 		if (ohc_time_ns() >= next_check) {
 			for (unsigned i = 0; i < n; i++) {
 				struct ohc_ep *ep;
