@@ -140,6 +140,70 @@ int ohc_comm_name_clash(const char *name, uint32_t rank, int device)
 	return clash;
 }
 
+/*
+ * Spare ops kept per communicator (see struct ohc_comm): about the most
+ * ops an application keeps queued (~4 MiB at most, reached only by one
+ * that queued as many at once), so that a deep queue recycles its ops
+ * instead of freeing them on the worker and allocating them again on the
+ * submitting thread, the costly cross-thread case for malloc.
+ */
+#define OP_POOL_MAX 16384
+
+/* A spare op of comm, or NULL (none, or another submitter is taking). */
+static struct ohc_op *op_pool_take(struct ohc_comm *comm)
+{
+	struct ohc_op *op;
+
+	if (__atomic_exchange_n(&comm->op_pool_taking, 1, __ATOMIC_ACQUIRE))
+		return NULL;
+	op = __atomic_load_n(&comm->op_pool, __ATOMIC_ACQUIRE);
+	while (op && !__atomic_compare_exchange_n(
+			     &comm->op_pool, &op, op->pool_next, 0,
+			     __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+		;
+	__atomic_store_n(&comm->op_pool_taking, 0, __ATOMIC_RELEASE);
+	if (op)
+		__atomic_fetch_sub(&comm->op_pool_n, 1, __ATOMIC_RELAXED);
+	return op;
+}
+
+/*
+ * Free op or keep it for reuse. The caller still holds the op's count in
+ * comm->inflight (if it took one), so comm outlives this call.
+ */
+static void op_free(struct ohc_comm *comm, struct ohc_op *op)
+{
+	struct ohc_op *top;
+
+	if (!op->poolable || __atomic_load_n(&comm->op_pool_n,
+					     __ATOMIC_RELAXED) >= OP_POOL_MAX) {
+		free(op);
+		return;
+	}
+	__atomic_fetch_add(&comm->op_pool_n, 1, __ATOMIC_RELAXED);
+	top = __atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED);
+	do
+		op->pool_next = top;
+	while (!__atomic_compare_exchange_n(&comm->op_pool, &top, op, 0,
+					    __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/* Comm is idle (no op in flight, none being submitted). */
+static void op_pool_fini(struct ohc_comm *comm)
+{
+	struct ohc_op *op = comm->op_pool;
+
+	while (op) {
+		struct ohc_op *next = op->pool_next;
+
+		free(op);
+		op = next;
+	}
+	comm->op_pool = NULL;
+	comm->op_pool_n = 0;
+}
+
 static void comm_close_transports(struct ohc_comm *comm)
 {
 	if (comm->eps) {
@@ -171,6 +235,7 @@ static void comm_free(struct ohc_comm *comm)
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
 	ohc_plan_cache_fini(&comm->plans);
+	op_pool_fini(comm);
 	free(comm);
 }
 
@@ -716,6 +781,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	if (run == &s)
 		ohc_sched_fini(&s);
 	for (int i = 0; i < 3; i++) {
+		if (!st.msgs[i]) /* most ops use one path: skip the others */
+			continue;
 		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
 				   __ATOMIC_RELAXED);
 		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
@@ -729,12 +796,21 @@ out:
 }
 
 /*
- * The decrement stays under the lock: a destroy waiting for idleness may
- * free the communicator as soon as it sees zero, so the last op out must
- * be done with the lock by then. (Launching only increments, lock-free.)
+ * The last decrement (to zero) stays under the lock: a destroy waiting
+ * for idleness may free the communicator as soon as it sees zero, so the
+ * last op out must be done with the lock by then. Any other decrement
+ * leaves an op in flight, which keeps the communicator alive, and needs
+ * no lock. (Launching only increments, lock-free.)
  */
 static void op_done(struct ohc_comm *comm)
 {
+	unsigned n = __atomic_load_n(&comm->inflight, __ATOMIC_RELAXED);
+
+	while (n > 1)
+		if (__atomic_compare_exchange_n(&comm->inflight, &n, n - 1, 0,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			return;
 	pthread_mutex_lock(&comm->lock);
 	if (__atomic_sub_fetch(&comm->inflight, 1, __ATOMIC_ACQ_REL) == 0)
 		pthread_cond_broadcast(&comm->idle_cond);
@@ -765,10 +841,11 @@ static int op_task_run(struct ohc_rt_task *task)
 static void op_task_release(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
+	struct ohc_comm *comm = op->comm;
 
 	ohc_zc_unpin(&op->zc);
-	op_done(op->comm);
-	free(op);
+	op_free(comm, op); /* before op_done: comm may go right after */
+	op_done(comm);
 }
 
 /*
@@ -790,9 +867,12 @@ struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 		if (*arrays[i])
 			tail += vbytes;
 	tail += (size_t)args->nitems * sizeof(*args->items);
-	op = calloc(1, sizeof(*op) + tail);
-	if (!op)
+	op = tail ? NULL : op_pool_take(comm);
+	if (op)
+		memset(op, 0, sizeof(*op));
+	else if (!(op = calloc(1, sizeof(*op) + tail)))
 		return NULL;
+	op->poolable = !tail;
 	op->comm = comm;
 	op->args = *args;
 	p = op->tail;
@@ -872,8 +952,8 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 	if (!stream) {
 		status = comm_execute(comm, op);
 		ohc_zc_unpin(&op->zc);
+		op_free(comm, op);
 		op_done(comm);
-		free(op);
 		return status;
 	}
 	ret = ohc_rt_stream_submit(stream, &op->task);
@@ -882,8 +962,8 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 				      "error %d)",
 			  op->task.name, stream, ret);
 		ohc_zc_unpin(&op->zc);
+		op_free(comm, op);
 		op_done(comm);
-		free(op);
 		return OHC_ERR_INVALID;
 	}
 	return OHC_OK;

@@ -90,6 +90,16 @@ struct ohc_comm {
 	struct ohc_list link;           /* process registry */
 	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
 	struct ohc_plan_cache plans;    /* recent schedules; exec_lock */
+
+	/*
+	 * Spare ops without a tail, recycled instead of calloc/free per op:
+	 * a stack pushed lock-free by whoever finishes an op and popped by
+	 * one submitter at a time (op_pool_taking), so a pop never sees a
+	 * node taken and pushed back under it (no ABA).
+	 */
+	struct ohc_op *op_pool;         /* atomic: stack top */
+	unsigned op_pool_n;             /* atomic: about how many are spare */
+	int op_pool_taking;             /* atomic: 1 while a submitter pops */
 };
 
 /*
@@ -142,6 +152,8 @@ struct ohc_op {
 	struct ohc_op *group_next; /* pending in an open group */
 	void *group_stream;
 	struct ohc_zc_pin zc;      /* exported memory pinned while in flight */
+	struct ohc_op *pool_next;  /* in comm->op_pool */
+	bool poolable;             /* no tail: may be recycled */
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 

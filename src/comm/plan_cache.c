@@ -38,10 +38,13 @@ int ohc_plan_key_of(const struct ohc_coll_args *args, int zc,
 struct ohc_plan *ohc_plan_cache_find(struct ohc_plan_cache *c,
 				     const struct ohc_plan_key *key)
 {
-	for (unsigned i = 0; i < OHC_PLAN_CACHE_SLOTS; i++) {
+	/* the slot of the last hit first: loops repeat one operation */
+	for (unsigned n = 0; n < OHC_PLAN_CACHE_SLOTS; n++) {
+		unsigned i = (c->last + n) % OHC_PLAN_CACHE_SLOTS;
 		struct ohc_plan *p = &c->plans[i];
 
 		if (p->valid && !memcmp(&p->key, key, sizeof(*key))) {
+			c->last = i;
 			c->hits++;
 			return p;
 		}

@@ -11,6 +11,16 @@
 
 #define EXEC_WAIT_MS 100     /* longest single sleep: bounds check latency */
 #define EXEC_STACK_REQS 64
+#define EXEC_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
+#define EXEC_YIELD_MASK_MAX 1023 /* yield at least every 1024 polls */
+
+/*
+ * Idle polls between two yields of this thread, minus one: 16 while
+ * yielding lets other threads run (a peer preempted onto our CPU), twice
+ * as many after each yield that returned at once (nobody else wanted the
+ * CPU: the syscall only delayed our reaction to the peer's message).
+ */
+static __thread unsigned yield_mask = 15;
 
 static void sig_diff(const struct ohc_sig *ours, const struct ohc_sig *theirs,
 		     char *buf, size_t len)
@@ -143,8 +153,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			      unsigned n, unsigned step, struct ohc_req *reqs)
 {
 	unsigned pending = 0, polls = 0;
-	uint64_t idle_since = 0;
-	uint64_t next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
+	uint64_t idle_since = 0, now;
+	uint64_t next_check = 0; /* from the first idle sleep on */
 	ohc_status_t status;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -217,14 +227,22 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		/* read the clock every 16th idle poll: it is not free */
 		if ((++polls & 15) && x->spin_ns)
 			continue;
-		if (ohc_time_ns() - idle_since < x->spin_ns) {
+		now = ohc_time_ns();
+		if (now - idle_since < x->spin_ns) {
 			/*
 			 * Let a peer that was preempted onto our CPU run.
 			 * Measured on a loaded 2-core host (all_reduce_test -np
 			 * 2, 8 B..4 KiB): yielding every 16 polls beat every
 			 * 64 by ~1.5x and polling 2 us before yielding by ~2x.
 			 */
+			if (polls & yield_mask)
+				continue;
 			sched_yield();
+			if (ohc_time_ns() - now < EXEC_YIELD_QUICK_NS)
+				yield_mask = OHC_MIN(yield_mask * 2 + 1,
+						     EXEC_YIELD_MASK_MAX);
+			else
+				yield_mask = 15;
 			continue;
 		}
 
@@ -245,6 +263,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				    OHC_ERR_TIMEOUT);
 			return OHC_ERR_TIMEOUT;
 		}
+		if (!next_check)
+			next_check = idle_since + EXEC_WAIT_MS * 1000000ull;
 		if (ohc_time_ns() >= next_check) {
 			for (unsigned i = 0; i < n; i++) {
 				struct ohc_ep *ep;

@@ -180,6 +180,7 @@ struct ohc_rt_stream {
 	bool stop_on_failure; /* lock */
 	bool closing; /* no new tasks; worker exits when drained; lock */
 	bool busy;    /* a task runs (worker or synchronizer); lock */
+	bool worker_waits; /* the worker sleeps on work_cond; lock */
 	bool caller_runs; /* synchronize runs queued tasks itself */
 	pthread_t thread;
 };

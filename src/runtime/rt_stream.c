@@ -16,6 +16,15 @@
 #include "runtime/rt_internal.h"
 #include "util/config.h"
 
+/*
+ * Bumped under the registry lock whenever a stream leaves the registry: a
+ * thread that found a handle registered at generation g knows it still is
+ * while the generation reads g (the lock-free ohc_rt_stream_valid).
+ */
+static uint64_t stream_gen;		  /* atomic */
+static __thread const void *valid_handle; /* last handle found live */
+static __thread uint64_t valid_gen;	  /* stream_gen when found */
+
 #define SYNC_NOOP_FLAGS                                                        \
 	(ACL_STREAM_PERSISTENT | ACL_STREAM_DEVICE_USE_ONLY |                  \
 	 ACL_STREAM_CPU_SCHEDULE)
@@ -88,8 +97,11 @@ static void *stream_worker(void *arg)
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		/* a synchronizing thread may hold the token (busy) */
-		while (s->busy || (!s->head && !s->closing))
+		while (s->busy || (!s->head && !s->closing)) {
+			s->worker_waits = true;
 			pthread_cond_wait(&s->work_cond, &s->lock);
+			s->worker_waits = false;
+		}
 		if (!s->head)
 			break;
 		run_head_locked(s);
@@ -163,6 +175,7 @@ void ohc_rt_stream_shutdown(struct ohc_rt_stream *s, bool force)
 	if (!s->is_default) {
 		pthread_mutex_lock(&ohc_rt_reg_lock);
 		ohc_rt_reg_del_locked(&s->super);
+		__atomic_fetch_add(&stream_gen, 1, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&ohc_rt_reg_lock);
 	}
 	pthread_mutex_lock(&s->lock);
@@ -251,7 +264,8 @@ aclError ohc_rt_stream_push(struct ohc_rt_stream *s, struct ohc_rt_task *task,
 	s->enq_seq++;
 	if (seq_p)
 		*seq_p = s->enq_seq;
-	pthread_cond_signal(&s->work_cond);
+	if (s->worker_waits) /* else it looks at the queue before waiting */
+		pthread_cond_signal(&s->work_cond);
 	pthread_mutex_unlock(&s->lock);
 	return ACL_SUCCESS;
 }
@@ -356,13 +370,22 @@ OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task)
 
 OHC_API int ohc_rt_stream_valid(void *stream)
 {
+	uint64_t gen;
 	int ok;
 
 	if (!stream)
 		return 0;
+	if (stream == valid_handle &&
+	    __atomic_load_n(&stream_gen, __ATOMIC_ACQUIRE) == valid_gen)
+		return 1;
 	pthread_mutex_lock(&ohc_rt_reg_lock);
+	gen = __atomic_load_n(&stream_gen, __ATOMIC_RELAXED);
 	ok = ohc_rt_reg_find_locked(stream, OHC_RT_KIND_STREAM) != NULL;
 	pthread_mutex_unlock(&ohc_rt_reg_lock);
+	if (ok) {
+		valid_handle = stream;
+		valid_gen = gen;
+	}
 	return ok;
 }
 
