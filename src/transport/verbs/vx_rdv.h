@@ -20,9 +20,12 @@
  * The sender numbers its large sends the same way and matches the k-th
  * with CTS k:
  *  - direct: it compares the signatures, then writes the message in up
- *    to nqps stripes, one RDMA WRITE_WITH_IMM per QP (immediate
- *    OHC_VX_IMM_RDV | stripes << 16 | k mod N); the receive completes
- *    when all stripes landed, the send when all were acknowledged.
+ *    to nqps stripes, one per QP, each ending in an RDMA WRITE_WITH_IMM
+ *    (immediate OHC_VX_IMM_RDV | stripes << 16 | k mod N); with
+ *    OPENHCCL_RDMA_WRITE_KB a stripe is plain RDMA WRITEs of that size
+ *    and the immediate comes with its last piece (posted in batches as
+ *    the send queue has room). The receive completes when all stripes
+ *    landed, the send when all were acknowledged.
  *  - eager: the message travels through the slot ring as usual, each
  *    header flagged with k, so the receiver routes it to its request
  *    whatever else is queued; the header's signature is checked there.
@@ -84,7 +87,12 @@ void ohc_vx_mem_dereg(struct ohc_iface *iface, void *handle);
 struct vx_rdv_tx {
 	struct ohc_req *req;
 	struct vx_mr *mr;
-	uint32_t left; /* stripes not yet acknowledged */
+	uint32_t left;	/* stripes not yet acknowledged */
+	uint32_t ns;	/* stripes (one per QP) */
+	size_t chunk;	/* bytes per stripe (the last may be shorter) */
+	size_t posted;	/* bytes posted so far, stripe after stripe */
+	uint64_t raddr; /* the destination, from the CTS */
+	uint32_t rkey;
 };
 
 struct vx_rdv_rx {
