@@ -12,12 +12,12 @@
 #include "util/log.h"
 
 enum field_kind {
-	F_INT,	  /* decimal integer in [min, max] */
-	F_BOOL,	  /* 0/1, true/false (case-insensitive) */
-	F_STR,	  /* free string, length-checked */
+	F_INT,    /* decimal integer in [min, max] */
+	F_BOOL,   /* 0/1, true/false (case-insensitive) */
+	F_STR,    /* free string, length-checked */
 	F_DETERM, /* false/true/strict */
 	F_FAMILY, /* AF_INET/AF_INET6 */
-	F_LOG,	  /* owned by util/log.c, listed for the dump */
+	F_LOG,    /* owned by util/log.c, listed for the dump */
 };
 
 struct field {
@@ -31,18 +31,12 @@ struct field {
 };
 
 #define INT_F(n, d, doc, f, lo, hi)                                            \
-	{                                                                      \
-		n, d, doc, F_INT, offsetof(struct ohc_env, f), 0, lo, hi       \
-	}
+	{n, d, doc, F_INT, offsetof(struct ohc_env, f), 0, lo, hi}
 #define BOOL_F(n, d, doc, f)                                                   \
-	{                                                                      \
-		n, d, doc, F_BOOL, offsetof(struct ohc_env, f), 0, 0, 1        \
-	}
+	{n, d, doc, F_BOOL, offsetof(struct ohc_env, f), 0, 0, 1}
 #define STR_F(n, doc, f)                                                       \
-	{                                                                      \
-		n, "", doc, F_STR, offsetof(struct ohc_env, f),                \
-			sizeof(((struct ohc_env *)0)->f), 0, 0                 \
-	}
+	{n, "", doc, F_STR, offsetof(struct ohc_env, f),                      \
+	 sizeof(((struct ohc_env *)0)->f), 0, 0}
 
 static const struct field fields[] = {
 	INT_F("HCCL_CONNECT_TIMEOUT", "120",
@@ -64,8 +58,8 @@ static const struct field fields[] = {
 	BOOL_F("HCCL_WHITELIST_DISABLE", "1",
 	       "0 = accept bootstrap peers only from HCCL_WHITELIST_FILE",
 	       whitelist_disable),
-	STR_F("HCCL_WHITELIST_FILE",
-	      "JSON {\"host_ip\": [...]} of allowed peers", whitelist_file),
+	STR_F("HCCL_WHITELIST_FILE", "JSON {\"host_ip\": [...]} of allowed peers",
+	      whitelist_file),
 	INT_F("HCCL_EXEC_TIMEOUT", "1836",
 	      "seconds a rank waits for peers inside an operation (0 = never)",
 	      exec_timeout_s, 0, 2147483647),
