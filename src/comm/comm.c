@@ -235,6 +235,7 @@ static void comm_free(struct ohc_comm *comm)
 	pthread_cond_destroy(&comm->idle_cond);
 	pthread_mutex_destroy(&comm->exec_lock);
 	ohc_plan_cache_fini(&comm->plans);
+	free(comm->spare);
 	op_pool_fini(comm);
 	free(comm);
 }
@@ -714,6 +715,29 @@ static ohc_status_t comm_build(struct ohc_op *op, struct ohc_sched *s,
 	return ohc_algo_build(a, s, algo_p);
 }
 
+/*
+ * Large scratch (recursive halving's partials, say) is kept for the next
+ * schedule instead of freed: a fresh allocation of megabytes comes from
+ * mmap, and every op then faulted its pages in again (a quarter of a
+ * 4 MiB ReduceScatter's time at 4 ranks). The largest is kept, up to
+ * SPARE_MAX, and offered to the next build (ohc_sched_offer). Under
+ * exec_lock.
+ */
+#define SPARE_MIN ((size_t)128 << 10)
+#define SPARE_MAX ((size_t)256 << 20)
+
+static void scratch_keep(struct ohc_comm *comm, struct ohc_sched *s)
+{
+	if (!s->scratch || s->scratch_cap < SPARE_MIN ||
+	    s->scratch_cap > SPARE_MAX || s->scratch_cap <= comm->spare_bytes)
+		return;
+	free(comm->spare);
+	comm->spare = s->scratch;
+	comm->spare_bytes = s->scratch_cap;
+	s->scratch = NULL;
+	s->scratch_bytes = s->scratch_cap = 0;
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
@@ -746,7 +770,12 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		algo = plan->algo;
 	} else {
 		ohc_sched_init(&s);
+		ohc_sched_offer(comm->spare, comm->spare_bytes);
 		status = comm_build(op, &s, &algo);
+		if (!ohc_sched_offer_end()) { /* taken (or none): not ours */
+			comm->spare = NULL;
+			comm->spare_bytes = 0;
+		}
 		if (status < 0) {
 			ohc_sched_fini(&s);
 			goto out;
@@ -778,8 +807,10 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		x.mem_ctx = &op->zc;
 	}
 	status = ohc_exec_run(&x, run);
-	if (run == &s)
+	if (run == &s) {
+		scratch_keep(comm, &s);
 		ohc_sched_fini(&s);
+	}
 	for (int i = 0; i < 3; i++) {
 		if (!st.msgs[i]) /* most ops use one path: skip the others */
 			continue;

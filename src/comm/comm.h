@@ -90,6 +90,8 @@ struct ohc_comm {
 	struct ohc_list link;           /* process registry */
 	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
 	struct ohc_plan_cache plans;    /* recent schedules; exec_lock */
+	void *spare;                    /* scratch kept for reuse; exec_lock */
+	size_t spare_bytes;
 
 	/*
 	 * Spare ops without a tail, recycled instead of calloc/free per op:

@@ -125,19 +125,44 @@ void ohc_sched_step(struct ohc_sched *s)
 	s->step_end[s->nsteps++] = s->nxfers;
 }
 
+static __thread void *offer;
+static __thread size_t offer_bytes;
+
+void ohc_sched_offer(void *mem, size_t bytes)
+{
+	offer = mem;
+	offer_bytes = bytes;
+}
+
+void *ohc_sched_offer_end(void)
+{
+	void *mem = offer;
+
+	offer = NULL;
+	offer_bytes = 0;
+	return mem;
+}
+
 void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes)
 {
 	if (s->status)
 		return NULL;
 	free(s->scratch);
 	s->scratch = NULL;
-	s->scratch_bytes = 0;
+	s->scratch_bytes = s->scratch_cap = 0;
+	/* not for much less: a cached schedule would pin the rest */
+	if (offer && offer_bytes >= bytes && bytes >= offer_bytes / 2) {
+		s->scratch_cap = offer_bytes;
+		s->scratch_bytes = bytes;
+		s->scratch = ohc_sched_offer_end();
+		return s->scratch;
+	}
 	if (posix_memalign(&s->scratch, 64, bytes ? bytes : 64)) {
 		s->scratch = NULL;
 		s->status = OHC_ERR_NO_MEMORY;
 		return NULL;
 	}
-	s->scratch_bytes = bytes;
+	s->scratch_bytes = s->scratch_cap = bytes;
 	return s->scratch;
 }
 

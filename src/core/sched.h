@@ -53,6 +53,7 @@ struct ohc_sched {
 	ohc_status_t status; /* first allocation failure, sticky */
 	void *scratch;       /* owned, freed by ohc_sched_fini */
 	size_t scratch_bytes;
+	size_t scratch_cap;  /* what scratch can hold (>= scratch_bytes) */
 };
 
 void ohc_sched_init(struct ohc_sched *s);
@@ -77,6 +78,14 @@ void ohc_sched_step(struct ohc_sched *s);
  * (and s->status set) on failure. Call once per schedule.
  */
 void *ohc_sched_scratch(struct ohc_sched *s, size_t bytes);
+/*
+ * Offer mem (bytes, from posix_memalign) to the next ohc_sched_scratch
+ * of this thread that fits in it and needs at least half of it, which
+ * then owns it (scratch_cap says its size); ohc_sched_offer_end withdraws the offer and returns mem if
+ * nobody took it, else NULL (the taker owns it, and may have freed it).
+ */
+void ohc_sched_offer(void *mem, size_t bytes);
+void *ohc_sched_offer_end(void);
 
 /* Most slices ohc_sched_pipeline accepts. */
 #define OHC_SCHED_MAX_SLICES 1024u

@@ -2579,3 +2579,34 @@ Test(select, slice_count)
 		     4, "3 rounds, one more for the agreement");
 	cr_assert_eq(al, &ohc_algo_bcast_binomial);
 }
+
+/*
+ * Scratch offered by the communicator (ohc_sched_offer): taken by a
+ * schedule that needs at least half of it, which then owns it with its
+ * whole size; left to the offerer otherwise.
+ */
+Test(algos, scratch_offer_is_taken_only_when_it_fits)
+{
+	struct ohc_sched s;
+	void *mem = NULL;
+
+	cr_assert_eq(posix_memalign(&mem, 64, 1 << 20), 0);
+	ohc_sched_init(&s);
+	ohc_sched_offer(mem, 1 << 20);
+	cr_assert_neq(ohc_sched_scratch(&s, 100 << 10), mem,
+		      "a tenth of the offer must not take it");
+	cr_assert_eq(s.scratch_cap, 100u << 10);
+	cr_assert_eq(ohc_sched_scratch(&s, 600 << 10), mem);
+	cr_assert_eq(s.scratch_bytes, 600u << 10);
+	cr_assert_eq(s.scratch_cap, 1u << 20);
+	cr_assert_null(ohc_sched_offer_end(), "the schedule owns it now");
+	ohc_sched_fini(&s); /* frees mem */
+
+	cr_assert_eq(posix_memalign(&mem, 64, 1 << 20), 0);
+	ohc_sched_init(&s);
+	ohc_sched_offer(mem, 1 << 20);
+	cr_assert_neq(ohc_sched_scratch(&s, 2 << 20), mem, "too small");
+	cr_assert_eq(ohc_sched_offer_end(), mem, "still the offerer's");
+	ohc_sched_fini(&s);
+	free(mem);
+}
