@@ -94,6 +94,7 @@ struct ohc_verbs_iface {
 	uint32_t wr_bytes, wr_per_slot; /* largest WRITE WR, WRs per slot */
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
 	struct vx_mr_cache mrc;
+	struct vx_land land[OHC_VX_LAND_MAX];
 	/* waiting */
 	int wake_fd;
 	int armed;	      /* CQ notification requested, not yet delivered */
