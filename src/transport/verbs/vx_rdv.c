@@ -321,9 +321,10 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	struct vx_rdv_tx *t = &e->rdv.tx[slot];
 	unsigned n = 0;
 
-	while (t->written < req->len && t->sent - t->freed < t->nchunk &&
-	       room(vi, e, t->qpi)) {
-		size_t clen = OHC_MIN((size_t)t->chunk, req->len - t->written);
+	while (t->written < req->len && t->sent - t->freed < t->land_n &&
+	       room(vi, e, t->land_qpi)) {
+		size_t clen =
+			OHC_MIN((size_t)t->land_chunk, req->len - t->written);
 		struct ibv_send_wr wr;
 		struct ibv_sge sg;
 		int rc;
@@ -335,13 +336,14 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl(OHC_VX_IMM_RDV | 1u << 16 | slot);
 		wr.wr.rdma.remote_addr =
-			t->addr + (t->sent % t->nchunk) * (uint64_t)t->chunk;
+			t->raddr +
+			(t->sent % t->land_n) * (uint64_t)t->land_chunk;
 		wr.wr.rdma.rkey = t->rkey;
 		wr.sg_list = &sg;
 		wr.num_sge = 1;
-		rc = rdv_post(e, t->qpi, &wr, WR_KIND_RDV, slot);
+		rc = rdv_post(e, t->land_qpi, &wr, WR_KIND_RDV, slot);
 		if (rc) {
-			post_failed(e, t->qpi, rc);
+			post_failed(e, t->land_qpi, rc);
 			return n;
 		}
 		t->left++;
@@ -372,11 +374,11 @@ static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		return 0;
 	t->req = req;
 	t->land = 1;
-	t->qpi = seq % e->nqps;
-	t->addr = cts->addr;
+	t->land_qpi = seq % e->nqps;
+	t->raddr = cts->addr;
 	t->rkey = cts->rkey;
-	t->chunk = cts->land_chunk;
-	t->nchunk = cts->land_n;
+	t->land_chunk = cts->land_chunk;
+	t->land_n = cts->land_n;
 	tx_land(vi, e, req);
 	return 1;
 }

@@ -123,10 +123,11 @@ struct vx_rdv_tx {
 	struct ohc_req *req;
 	struct vx_mr *mr;
 	uint32_t left; /* stripes (landing: chunks) not yet acknowledged */
+	uint64_t raddr; /* from the CTS: the destination or landing ring */
+	uint32_t rkey;
 	/* landing: the receiver's ring, chunks written and granted */
 	int land;
-	uint32_t qpi, rkey, chunk, nchunk;
-	uint64_t addr;
+	uint32_t land_qpi, land_chunk, land_n;
 	uint64_t written;     /* bytes */
 	uint64_t sent, freed; /* chunks written, chunks the receiver freed */
 };
