@@ -18,16 +18,19 @@
 #       script (BUILD_DIR/sim-validate) or of `bench/compare.sh -R`
 #       (build/bench/compare-rxe, raw.ohc.OP.NP.*), there against -N rxe
 #       calibrated from the same run's point-to-point numbers there:
-#       alpha = HcclSend/Recv's smallest half round trip, bandwidth = its
-#       best one-way MB/s (the transport's own costs, what the model's
-#       alpha and beta stand for); -P: ib_write_lat's t_avg and
-#       ib_write_bw instead (the device's floor); -a / -w win
+#       alpha = HcclSend/Recv's half round trip at 1 KiB (the smallest
+#       message that is not inline: under emulation an inline one costs
+#       20x less, no collective message is one), bandwidth = its best
+#       one-way MB/s (the transport's own costs, what the model's alpha
+#       and beta stand for); -P: ib_write_lat's t_avg and ib_write_bw
+#       instead (the device's floor); -a / -w win. All ranks ran in one
+#       VM on one rxe device: the simulator shares its bandwidth among
+#       them (hccl_simulate --host-ranks)
 #   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
 #       instead of the network's defaults (hccl_simulate --alpha/--bw)
 #   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
-#       this machine's, nproc; -x: 0, a CPU per rank, and with -c all
-#       ranks on one host, as compare.sh -R's one VM, -c 2 for its two
-#       vCPUs); more ranks than CPUs take turns, which the simulator
+#       this machine's, nproc; -x: 0, a CPU per rank; -c 2 for the VM's
+#       two vCPUs); more ranks than CPUs take turns, which the simulator
 #       prices (--wake-us, --turn-kb)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
@@ -71,8 +74,9 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
 	if [ -z "$alpha" ] && [ -s "$from/p2p.lat" ]; then
 		alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
-			m = $c + 0 } END { print m }' "$from/p2p.lat")
-		echo "alpha $alpha us: smallest $what latency, $from/p2p.lat"
+			m = $c + 0 } $1 == 1024 && $c != "-" { k = $c + 0 }
+			END { print (k != "" ? k : m) }' "$from/p2p.lat")
+		echo "alpha $alpha us: $what latency at 1 KiB (else the smallest), $from/p2p.lat"
 	fi
 	if [ -z "$bw" ] && [ -s "$from/p2p.bw" ]; then
 		bw=$(awk -v c="$col" '$c != "-" && $c + 0 > m { m = $c + 0 }
@@ -155,7 +159,7 @@ for np in $nps; do
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
 			${cores:+--cores "$cores"} \
-			${from:+${cores:+--host-ranks "$np"}} ${SIM_ARGS:-} \
+			${from:+--host-ranks "$np"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true
 		while read -r b alg m p _; do
 			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')

@@ -5,7 +5,14 @@
  * iterations, MB/s average with MB = 2^20 bytes) so bench/verbs_p2p.sh
  * can put them side by side. The transport is whatever the communicator
  * picks: HCCL_INTRA_ROCE_ENABLE=1 makes it verbs.
- * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP]
+ *
+ * Bandwidth runs like hccl_test: each rank enqueues all ITERS messages on
+ * a stream (aclrtCreateStream) and synchronizes once at the end, so
+ * consecutive messages may overlap as ib_write_bw's do (it keeps up to 128
+ * writes in flight). OHC_BENCH_SYNC=1 runs each message as its own
+ * synchronous call (NULL stream) instead, as this benchmark did before.
+ * The latency mode (lat) is always synchronous.
+ * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP] [lat]
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -35,22 +42,28 @@ static double now_s(void)
 }
 
 /* one message of the sweep: a one-way send, or a ping-pong round trip */
-static HcclResult one_msg(HcclComm comm, char *buf, size_t b, int rank, int lat)
+static HcclResult one_msg(HcclComm comm, char *buf, size_t b, int rank, int lat,
+			  aclrtStream st)
 {
 	HcclResult r;
 
 	if (rank == 0) {
-		r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1, comm, NULL);
+		r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1, comm, st);
 		if (r == HCCL_SUCCESS && lat)
-			r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 1, comm,
-				     NULL);
+			r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 1, comm, st);
 	} else {
-		r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0, comm, NULL);
+		r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0, comm, st);
 		if (r == HCCL_SUCCESS && lat)
-			r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 0, comm,
-				     NULL);
+			r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 0, comm, st);
 	}
 	return r;
+}
+
+/* Wait for what was enqueued on st (nothing to do without a stream). */
+static HcclResult drain(aclrtStream st)
+{
+	return st && aclrtSynchronizeStream(st) ? HCCL_E_INTERNAL
+						: HCCL_SUCCESS;
 }
 
 static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
@@ -58,10 +71,14 @@ static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
 {
 	HcclComm comm;
 	char *buf = malloc(maxb);
+	const char *sync = getenv("OHC_BENCH_SYNC");
+	aclrtStream st = NULL;
 	int k = 0;
 
 	if (!buf || aclrtSetDevice(rank) ||
 	    HcclCommInitRootInfo(2, &sh->root, (uint32_t)rank, &comm))
+		return 1;
+	if (!lat && !(sync && atoi(sync)) && aclrtCreateStream(&st))
 		return 1;
 	memset(buf, rank + 1, maxb);
 	for (size_t b = minb; b <= maxb; b *= 2, k++) {
@@ -72,11 +89,13 @@ static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
 
 			if (i == warmup) {
 				/* both ranks start the timed part together */
-				if (HcclBarrier(comm, NULL))
+				if (drain(st) || HcclBarrier(comm, NULL))
 					return 1;
 				t0 = now_s();
 			}
-			r = one_msg(comm, buf, b, rank, lat);
+			r = one_msg(comm, buf, b, rank, lat, st);
+			if (r == HCCL_SUCCESS && i + 1 == warmup + iters)
+				r = drain(st);
 			if (r != HCCL_SUCCESS) {
 				fprintf(stderr,
 					"rank %d: %s of %zu bytes: %d\n", rank,
@@ -97,6 +116,8 @@ static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
 	/* the sender's last message may still be in flight: end together */
 	if (HcclBarrier(comm, NULL))
 		return 1;
+	if (st)
+		aclrtDestroyStream(st);
 	HcclCommDestroy(comm);
 	free(buf);
 	return 0;

@@ -5,6 +5,10 @@
 # side with the ratio. Without an RDMA device here it runs itself inside
 # the Soft-RoCE VM (ci/soft-roce/run-vm.sh); numbers there are TCG
 # emulation, so only the ratio means anything.
+# The HcclSend/Recv side enqueues each size's messages on a stream and
+# synchronizes once (hccl_test's way; ib_write_bw keeps 128 writes in
+# flight too); OHC_BENCH_SYNC=1 in a variant makes each message its own
+# synchronous call (NULL stream), as before.
 # usage: bench/verbs_p2p.sh [BUILD_DIR=build/bench-verbs]
 #   BYTES_PER_SIZE (default 32 MiB) bytes moved per size and run;
 #   REPS (default 2) alternating runs per tool, the best one counts;
@@ -42,19 +46,31 @@ echo "$hdr"
 # The machines are shared and TCG is noisy: each tool runs REPS times,
 # alternating, and the best run of each counts.
 reps=${REPS:-2}
+# Every run is bounded (a client that came before its server was
+# listening, a stuck rank): a missing number counts as 0 and is logged.
 ib_run() {
-	ib_write_bw -d "$dev" -x "$gid" -s "$1" -n "$2" >/dev/null 2>&1 &
-	local srv=$!
-	sleep 1
-	ib_write_bw -d "$dev" -x "$gid" -s "$1" -n "$2" "$ip" 2>/dev/null |
-		awk -v s="$1" '$1 == s { print $4 }'
+	local srv bw="" t=0
+	timeout 300 ib_write_bw -d "$dev" -x "$gid" -s "$1" -n "$2" \
+		>/dev/null 2>&1 &
+	srv=$!
+	while [ -z "$bw" ] && [ $t -lt 5 ] && kill -0 "$srv" 2>/dev/null; do
+		sleep 1
+		t=$((t + 1))
+		bw=$(timeout 300 ib_write_bw -d "$dev" -x "$gid" -s "$1" \
+			-n "$2" "$ip" 2>/dev/null |
+			awk -v s="$1" '$1 == s { print $4 }')
+	done
 	wait "$srv" || true
+	echo "${bw:-0}"
 }
 ohc_run() { # VARIANT_ENV SIZE ITERS
-	local envs=()
+	local envs=() t0=$SECONDS bw
 	[ -n "$1" ] && IFS=, read -r -a envs <<<"$1"
-	env "${envs[@]}" HCCL_INTRA_ROCE_ENABLE=1 "$bench" "$2" "$2" "$3" 3 |
-		awk -v s="$2" '$1 == s { print $3 }'
+	bw=$(env "${envs[@]}" HCCL_INTRA_ROCE_ENABLE=1 timeout 300 "$bench" \
+		"$2" "$2" "$3" 3 | awk -v s="$2" '$1 == s { print $3 }')
+	echo "verbs_p2p: $2 B ${1:-default}: ${bw:-FAILED} MB/s in" \
+		"$((SECONDS - t0)) s" >&2
+	echo "${bw:-0}"
 }
 best() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { print (a > b ? a : b) }'; }
 for ((s = 64 << 10; s <= 4 << 20; s *= 2)); do

@@ -101,7 +101,8 @@ static const struct field fields[] = {
 	      "receive slots per RDMA connection and direction (credits)",
 	      rdma_slots, 4, 1024),
 	INT_F("OPENHCCL_RDMA_SLOT_KB", "64",
-	      "KiB per RDMA slot (largest fragment, 64-byte header included)",
+	      "KiB of payload per RDMA slot (largest fragment; a 64-byte "
+	      "header comes on top)",
 	      rdma_slot_kb, 4, 16384),
 	INT_F("OPENHCCL_RDMA_RNDV_KB", "256",
 	      "messages of this many KiB and more go by rendezvous: RDMA "

@@ -385,6 +385,7 @@ Test(simulate, bad_arguments_are_clear_errors)
 		{{"--wake-us", "x", NULL}, "--wake-us 'x'"},
 		{{"--turn-kb", "0", NULL}, "--turn-kb '0'"},
 		{{"--gamma", "0", NULL}, "--gamma '0'"},
+		{{"--host-ranks", "x", NULL}, "--host-ranks 'x'"},
 	};
 	static struct run r;
 

@@ -303,7 +303,6 @@ static int sizes_rank(int rank, int nranks, void *arg)
 	uint8_t *sb[N], *rb[N];
 	int peer = 1 - rank;
 
-	(void)arg;
 	if (rank_up(c, rank, nranks))
 		return 1;
 	for (int i = 0; i < N; i++) {
@@ -334,6 +333,12 @@ static int sizes_rank(int rank, int nranks, void *arg)
 		CHECK(bad < 0, "size %zu: byte %ld wrong", sizes[i], bad);
 		CHECK(rb[i][sizes[i]] == 0xee, "size %zu: wrote past the end",
 		      sizes[i]);
+		/* arg: the rendezvous threshold, whose messages must land
+		 * straight in the destination */
+		CHECK(!arg || sizes[i] < *(const size_t *)arg ||
+			      rreq[i].path == OHC_PATH_DIRECT,
+		      "size %zu: path %d, want direct", sizes[i],
+		      (int)rreq[i].path);
 		free(sb[i]);
 		free(rb[i]);
 	}
@@ -351,16 +356,22 @@ Test(verbs, sizes_both_directions_small_ring)
 }
 
 /* Each slot written as several WRs (OPENHCCL_RDMA_WRITE_KB, for lossy
- * links): 1 KiB writes into 8 KiB slots over 2 QPs, every size arrives. */
+ * links): 1 KiB writes into 8 KiB slots over 2 QPs, every size arrives;
+ * the rendezvous ones (256 KiB and more) still land directly, their
+ * stripes written in 1 KiB pieces (3 MiB: 3072 WRs, in batches as the
+ * send queues drain). */
 Test(verbs, sizes_split_writes)
 {
+	static const size_t rndv = 256 * KIB;
+
 	NEED_RDMA();
 	small_rings();
 	setenv("OPENHCCL_RDMA_WRITE_KB", "1", 1);
+	setenv("OPENHCCL_RDMA_RNDV_KB", "256", 1);
 	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
 	ohc_env_reload();
 	ohc_test_fork_settle();
-	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, NULL, 240), 0);
+	cr_assert_eq(ohc_test_fork_ranks(2, sizes_rank, (void *)&rndv, 240), 0);
 }
 
 Test(verbs, sizes_both_directions_default_ring)
@@ -889,6 +900,16 @@ Test(verbs, rendezvous_landing_reductions)
 {
 	NEED_RDMA();
 	rdv_env("2");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, landing_rank, NULL, 280), 0);
+}
+
+Test(verbs, rendezvous_landing_reductions_in_pieces)
+{
+	NEED_RDMA();
+	rdv_env("2");
+	setenv("OPENHCCL_RDMA_WRITE_KB", "64", 1); /* 4 pieces per chunk */
+	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, landing_rank, NULL, 280), 0);
 }

@@ -218,7 +218,12 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 	return c;
 }
 
-/* The network as n ranks see it: nt with its CPUs shared (--cores). */
+/*
+ * The network as n ranks see it: nt with its CPUs shared (--cores), and
+ * with --host-ranks on an RDMA network, the host's one device shared by
+ * its ranks (every rank of these algorithms sends at once: each gets its
+ * share of the bandwidth).
+ */
 static struct net net_for(const struct opts *o, const struct net *nt,
 			  uint32_t n)
 {
@@ -229,7 +234,9 @@ static struct net net_for(const struct opts *o, const struct net *nt,
 		per_host = o->host_ranks < n ? o->host_ranks : n;
 	else if (nt->link == OHC_LINK_RDMA)
 		per_host = o->ppn ? (o->ppn < n ? o->ppn : n) : 1;
-	eff.c = share_cpus(o, &nt->c, per_host);
+	if (o->host_ranks && nt->link == OHC_LINK_RDMA)
+		eff.c.beta_us *= per_host;
+	eff.c = share_cpus(o, &eff.c, per_host);
 	return eff;
 }
 
@@ -757,11 +764,13 @@ static void usage(FILE *out)
 		"per sharing\n"
 		"           rank and message (25), bytes streamed per turn "
 		"(1024)\n"
-		"  --host-ranks N  with --cores: ranks sharing one host's "
-		"CPUs (default:\n"
-		"           all on shm, --ppn on RDMA networks; e.g. every "
-		"rank of an rxe\n"
-		"           loopback run in one VM)\n");
+		"  --host-ranks N  ranks sharing one host's CPUs (with "
+		"--cores) and, on\n"
+		"           RDMA networks, its device's bandwidth (default: "
+		"all on shm,\n"
+		"           --ppn on RDMA networks, the device not shared); "
+		"e.g. every rank\n"
+		"           of an rxe loopback run in one VM\n");
 }
 
 int main(int argc, char **argv)

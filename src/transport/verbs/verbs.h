@@ -92,6 +92,7 @@ struct ohc_verbs_iface {
 	uint32_t timeout, retry_cnt, tc, sl;
 	uint32_t max_inline;		/* bytes a send may inline (all QPs) */
 	uint32_t wr_bytes, wr_per_slot; /* largest WRITE WR, WRs per slot */
+	uint32_t rdv_wr_bytes;		/* largest rendezvous WRITE WR */
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
 	struct vx_mr_cache mrc;
 	struct vx_land land[OHC_VX_LAND_MAX];

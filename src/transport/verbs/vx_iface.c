@@ -851,7 +851,9 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	vi->session = params->session;
 	vi->nqps = (uint32_t)env->rdma_qps_per_conn;
 	vi->slots = (uint32_t)env->rdma_slots;
-	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024;
+	/* the header on top of the payload: a message of exactly the slot
+	 * size (64 KiB by default) is one fragment */
+	vi->slot_bytes = (uint32_t)env->rdma_slot_kb * 1024 + OHC_VX_HDR;
 	vi->max_inline = VX_MAX_INLINE;
 	/* WRs per slot: a lost packet makes rxe resend everything from it to
 	 * the next ACK (one per WR), and each failed round costs a retry:
@@ -862,10 +864,12 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 					    vi->slot_bytes)
 			: vi->slot_bytes;
 	vi->wr_per_slot = (vi->slot_bytes + vi->wr_bytes - 1) / vi->wr_bytes;
-	/* rendezvous writes are whole stripes: not with capped writes */
-	vi->rndv_bytes = env->rdma_write_kb
-				 ? 0
-				 : (uint32_t)env->rdma_rndv_kb * 1024;
+	/* rendezvous stripes go in pieces of the same cap (else in pieces
+	 * of 1 GiB, below rxe's largest message) */
+	vi->rdv_wr_bytes = env->rdma_write_kb
+				   ? (uint32_t)env->rdma_write_kb * 1024
+				   : 1u << 30;
+	vi->rndv_bytes = (uint32_t)env->rdma_rndv_kb * 1024;
 	vi->sq_depth = vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 16;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data

@@ -15,8 +15,16 @@
 
 #define RDV_FLAG (1ull << 63) /* in a header's rdv field */
 #define RDV_STRIPE_MIN (32u * 1024u)
+#define RDV_BATCH 64	/* WRs per ibv_post_send of a stripe in pieces */
 #define WR_KIND_SEND 1u /* as in vx_iface.c */
 #define WR_KIND_RDV 3u
+
+static uint64_t wr_id(const struct ohc_verbs_ep *e, uint32_t qpi, unsigned kind,
+		      uint32_t low)
+{
+	return (uint64_t)e->super.peer << 32 | (uint64_t)qpi << 24 |
+	       (uint64_t)kind << 20 | (low & 0xfffff);
+}
 
 static uint32_t req_seq(const struct ohc_req *req)
 {
@@ -220,23 +228,21 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	return n;
 }
 
-/* Write the message of a direct CTS; 0 if it must wait for room. */
-static int tx_direct(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		     struct ohc_req *req, const struct vx_rdv_cts *cts)
+/* Take up the message of a direct CTS: register the source, plan the
+ * stripes; -1 if that failed (the ep is failed). */
+static int tx_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		    struct ohc_req *req, const struct vx_rdv_cts *cts)
 {
-	uint32_t slot = req_seq(req) % OHC_VX_RDV_N;
-	struct vx_rdv_tx *t = &e->rdv.tx[slot];
-	size_t len = req->len, chunk;
+	struct vx_rdv_tx *t = &e->rdv.tx[req_seq(req) % OHC_VX_RDV_N];
+	size_t len = req->len;
 	uint32_t ns = e->nqps;
 	int zc;
 
 	if (len / RDV_STRIPE_MIN < ns)
 		ns = (uint32_t)OHC_MAX(len / RDV_STRIPE_MIN, 1);
-	chunk = ((len + ns - 1) / ns + 63) & ~(size_t)63;
-	ns = (uint32_t)((len + chunk - 1) / chunk);
-	for (uint32_t i = 0; i < ns; i++)
-		if (!room(vi, e, i))
-			return 0;
+	memset(t, 0, sizeof(*t));
+	t->chunk = ((len + ns - 1) / ns + 63) & ~(size_t)63;
+	t->ns = (uint32_t)((len + t->chunk - 1) / t->chunk);
 	t->mr = ohc_vx_mr_get(vi, req->sbuf, len, 0, &zc);
 	if (!t->mr) {
 		char why[160];
@@ -248,28 +254,80 @@ static int tx_direct(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		return -1;
 	}
 	t->req = req;
-	t->left = ns;
-	for (uint32_t i = 0; i < ns; i++) {
-		size_t off = (size_t)i * chunk;
-		struct ibv_send_wr wr;
-		struct ibv_sge sg;
+	t->left = t->ns;
+	t->raddr = cts->addr;
+	t->rkey = cts->rkey;
+	return 1;
+}
+
+/*
+ * Post what the send queues take of the message of table entry slot:
+ * stripe i on QP i, in pieces of at most rdv_wr_bytes (plain RDMA WRITEs,
+ * the last one WRITE_WITH_IMM), one ibv_post_send per batch, each batch's
+ * last WR signaled (so the queue drains). 1: all posted; 0: the rest waits
+ * for room; -1: failed.
+ */
+static int tx_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		   uint32_t slot)
+{
+	struct vx_rdv_tx *t = &e->rdv.tx[slot];
+	size_t len = t->req->len;
+
+	while (t->posted < len) {
+		uint32_t i = (uint32_t)(t->posted / t->chunk);
+		size_t off = t->posted;
+		size_t end = OHC_MIN((size_t)(i + 1) * t->chunk, len);
+		struct ohc_vx_qp *q = &e->qps[i];
+		struct ibv_send_wr wrs[RDV_BATCH];
+		struct ibv_sge sgs[RDV_BATCH];
+		uint32_t n = 0, max, used = q->sq_inflight + q->nchain + 1;
+		unsigned kind;
 		int rc;
 
-		sg.addr = (uintptr_t)req->sbuf + off;
-		sg.length = (uint32_t)OHC_MIN(chunk, len - off);
-		sg.lkey = ohc_vx_mr_lkey(t->mr);
-		memset(&wr, 0, sizeof(wr));
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.imm_data = htonl(OHC_VX_IMM_RDV | ns << 16 | slot);
-		wr.wr.rdma.remote_addr = cts->addr + off;
-		wr.wr.rdma.rkey = cts->rkey;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		rc = rdv_post(e, i, &wr, WR_KIND_RDV, slot);
+		if (used >= vi->sq_depth)
+			return 0;
+		max = OHC_MIN(vi->sq_depth - used, RDV_BATCH);
+		/* the covered count of the last WR must fit its wr_id */
+		if (q->unsig + max > 0xfff)
+			max = q->unsig < 0xfff ? 0xfff - q->unsig : 1;
+		memset(wrs, 0, sizeof(wrs[0]) * max);
+		while (n < max && off < end) {
+			size_t piece = OHC_MIN(end - off, vi->rdv_wr_bytes);
+
+			sgs[n].addr = (uintptr_t)t->req->sbuf + off;
+			sgs[n].length = (uint32_t)piece;
+			sgs[n].lkey = ohc_vx_mr_lkey(t->mr);
+			wrs[n].opcode = IBV_WR_RDMA_WRITE;
+			wrs[n].wr.rdma.remote_addr = t->raddr + off;
+			wrs[n].wr.rdma.rkey = t->rkey;
+			wrs[n].sg_list = &sgs[n];
+			wrs[n].num_sge = 1;
+			/* unsignaled WRs complete too when flushed */
+			wrs[n].wr_id = wr_id(e, i, WR_KIND_SEND, 0);
+			wrs[n].next = &wrs[n + 1];
+			off += piece;
+			n++;
+		}
+		wrs[n - 1].next = NULL;
+		wrs[n - 1].send_flags = IBV_SEND_SIGNALED;
+		kind = off == end ? WR_KIND_RDV : WR_KIND_SEND;
+		if (kind == WR_KIND_RDV) { /* the stripe's end */
+			wrs[n - 1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			wrs[n - 1].imm_data =
+				htonl(OHC_VX_IMM_RDV | t->ns << 16 | slot);
+		}
+		wrs[n - 1].wr_id =
+			wr_id(e, i, kind,
+			      (kind == WR_KIND_RDV ? slot << 12 : 0) |
+				      (q->unsig + n));
+		rc = ohc_vx_post_send(q->qp, wrs);
 		if (rc) {
 			post_failed(e, i, rc);
 			return -1;
 		}
+		q->sq_inflight += n;
+		q->unsig = 0;
+		t->posted = off;
 	}
 	return 1;
 }
@@ -312,39 +370,53 @@ static unsigned rx_grants(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 /*
  * Landing: write the chunks the receiver's ring has room for, from the
- * send buffer itself; returns the chunks written.
+ * send buffer itself, each in pieces of at most rdv_wr_bytes (plain RDMA
+ * WRITEs, the last one WRITE_WITH_IMM); returns the chunks written.
  */
 static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			struct ohc_req *req)
 {
 	uint32_t slot = req_seq(req) % OHC_VX_RDV_N;
 	struct vx_rdv_tx *t = &e->rdv.tx[slot];
+	struct ohc_vx_qp *q = &e->qps[t->land_qpi];
 	unsigned n = 0;
 
-	while (t->written < req->len && t->sent - t->freed < t->land_n &&
-	       room(vi, e, t->land_qpi)) {
+	while (t->written < req->len && t->sent - t->freed < t->land_n) {
 		size_t clen =
 			OHC_MIN((size_t)t->land_chunk, req->len - t->written);
-		struct ibv_send_wr wr;
-		struct ibv_sge sg;
-		int rc;
+		size_t pieces =
+			(clen + vi->rdv_wr_bytes - 1) / vi->rdv_wr_bytes;
+		uint64_t base = t->raddr +
+				(t->sent % t->land_n) * (uint64_t)t->land_chunk;
 
-		sg.addr = (uintptr_t)req->sbuf + t->written;
-		sg.length = (uint32_t)clen;
-		sg.lkey = ohc_vx_mr_lkey(t->mr);
-		memset(&wr, 0, sizeof(wr));
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.imm_data = htonl(OHC_VX_IMM_RDV | 1u << 16 | slot);
-		wr.wr.rdma.remote_addr =
-			t->raddr +
-			(t->sent % t->land_n) * (uint64_t)t->land_chunk;
-		wr.wr.rdma.rkey = t->rkey;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		rc = rdv_post(e, t->land_qpi, &wr, WR_KIND_RDV, slot);
-		if (rc) {
-			post_failed(e, t->land_qpi, rc);
-			return n;
+		if (q->sq_inflight + q->nchain + pieces + 1 > vi->sq_depth)
+			break; /* the send queue drains first */
+		for (size_t off = 0; off < clen;) {
+			size_t piece = OHC_MIN(clen - off, vi->rdv_wr_bytes);
+			int last = off + piece == clen, rc;
+			struct ibv_send_wr wr;
+			struct ibv_sge sg;
+
+			sg.addr = (uintptr_t)req->sbuf + t->written + off;
+			sg.length = (uint32_t)piece;
+			sg.lkey = ohc_vx_mr_lkey(t->mr);
+			memset(&wr, 0, sizeof(wr));
+			wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM
+					 : IBV_WR_RDMA_WRITE;
+			if (last)
+				wr.imm_data =
+					htonl(OHC_VX_IMM_RDV | 1u << 16 | slot);
+			wr.wr.rdma.remote_addr = base + off;
+			wr.wr.rdma.rkey = t->rkey;
+			wr.sg_list = &sg;
+			wr.num_sge = 1;
+			rc = rdv_post(e, t->land_qpi, &wr,
+				      last ? WR_KIND_RDV : WR_KIND_SEND, slot);
+			if (rc) {
+				post_failed(e, t->land_qpi, rc);
+				return n;
+			}
+			off += piece;
 		}
 		t->left++;
 		t->sent++;
@@ -398,9 +470,15 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 		p = p->next;
 		if (r->tx[slot].req == req) {
-			/* written, waiting for the acks (landing: grants) */
-			if (r->tx[slot].land)
+			if (r->tx[slot].land) { /* what the grants allow */
 				n += tx_land(vi, e, req);
+				continue;
+			}
+			if (r->tx[slot].posted == req->len)
+				continue; /* written, waiting for the acks */
+			if (tx_post(vi, e, slot) <= 0)
+				break; /* the rest waits for room */
+			n++;
 			continue;
 		}
 		if (!r->cts_ok[slot] || cts->seq != seq)
@@ -444,11 +522,13 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		}
 		if (r->tx[slot].req)
 			break; /* the slot's previous send awaits its acks */
-		rc = tx_direct(vi, e, req, cts);
-		if (rc <= 0)
+		if (tx_start(vi, e, req, cts) < 0)
 			break;
 		r->cts_ok[slot] = 0;
 		n++;
+		rc = tx_post(vi, e, slot);
+		if (rc <= 0)
+			break;
 	}
 	return n;
 }

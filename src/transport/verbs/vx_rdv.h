@@ -22,16 +22,20 @@
  * The sender numbers its large sends the same way and matches the k-th
  * with CTS k:
  *  - direct: it compares the signatures, then writes the message in up
- *    to nqps stripes, one RDMA WRITE_WITH_IMM per QP (immediate
- *    OHC_VX_IMM_RDV | stripes << 16 | k mod N); the receive completes
- *    when all stripes landed, the send when all were acknowledged.
+ *    to nqps stripes, one per QP, each ending in an RDMA WRITE_WITH_IMM
+ *    (immediate OHC_VX_IMM_RDV | stripes << 16 | k mod N); with
+ *    OPENHCCL_RDMA_WRITE_KB a stripe is plain RDMA WRITEs of that size
+ *    and the immediate comes with its last piece (posted in batches as
+ *    the send queue has room). The receive completes when all stripes
+ *    landed, the send when all were acknowledged.
  *  - landing, when the source lies in exported memory (req->smem; else
  *    the sender declines and goes eager): the receiver's landing buffer
  *    is a ring of land_n chunks of land_chunk bytes. The sender writes
  *    the message chunk by chunk, chunk i from its own buffer (its MR, no
- *    copy) into ring entry i mod land_n, one RDMA WRITE_WITH_IMM each
- *    (immediate OHC_VX_IMM_RDV | 1 << 16 | k mod N), all on QP k mod
- *    nqps so they land in order, at most land_n ahead of the receiver.
+ *    copy) into ring entry i mod land_n, ending in an RDMA
+ *    WRITE_WITH_IMM (immediate OHC_VX_IMM_RDV | 1 << 16 | k mod N; in
+ *    OPENHCCL_RDMA_WRITE_KB pieces like a stripe), all on QP k mod nqps
+ *    so they land in order, at most land_n ahead of the receiver.
  *    The receiver reduces each chunk straight out of the ring into the
  *    destination (ohc_req_deliver) and, if the sender still has chunks
  *    it may not write yet, grants one more: a zero-length WRITE_WITH_IMM
@@ -122,7 +126,10 @@ void ohc_vx_land_fini(struct ohc_verbs_iface *vi);
 struct vx_rdv_tx {
 	struct ohc_req *req;
 	struct vx_mr *mr;
-	uint32_t left; /* stripes (landing: chunks) not yet acknowledged */
+	uint32_t left;	/* stripes (landing: chunks) not yet acknowledged */
+	uint32_t ns;	/* stripes (one per QP) */
+	size_t chunk;	/* bytes per stripe (the last may be shorter) */
+	size_t posted;	/* bytes posted so far, stripe after stripe */
 	uint64_t raddr; /* from the CTS: the destination or landing ring */
 	uint32_t rkey;
 	/* landing: the receiver's ring, chunks written and granted */
