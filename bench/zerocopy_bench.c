@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Zero-copy vs staged collectives over shm, in one run: nranks forked
- * processes run AllGather and AllReduce (fp32 sum) on ordinary memory
- * (aclrtMalloc: ring or CMA) and on activated VMM memory
+ * processes run AllGather, AllReduce and ReduceScatter (fp32 sum) on
+ * ordinary memory (aclrtMalloc: ring or CMA) and on activated VMM memory
  * (HcclCommActivateCommMemory: receivers read the senders' memfds
  * through their own mapping), per size, and rank 0 prints the time per
  * op of both and their ratio (staged / zero-copy: > 1 means zero-copy is
- * faster). Sizes are the bytes of the op's output. The two variants run
- * in alternating rounds of iters ops; each reports its best round's
- * average (the machine is shared: the best round is the least disturbed).
+ * faster). With HCCL_INTRA_ROCE_ENABLE=1 (the Soft-RoCE VM) the same
+ * over verbs: zero-copy is then RDMA into the peer's buffer (or its
+ * landing buffer, for reductions). The two variants may use different
+ * algorithms (zero-copy ops pick the ones that send only out of user
+ * buffers). Sizes are the bytes of the op's output (ReduceScatter: of
+ * its input). The two variants run in alternating rounds of iters ops;
+ * each reports its best round's average (the machine is shared: the best
+ * round is the least disturbed).
  *
  * usage: ohc_zerocopy_bench [nranks=2] [minbytes=1M] [maxbytes=64M]
- *                           [iters=20]
+ *                           [iters=20] [ops=allgather,allreduce,reducescatter]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +37,11 @@ static HcclRootInfo *root;
 static size_t min_b = MIB, max_b = 64 * MIB;
 static int iters = 20;
 static const int rounds = 5;
+static const char *ops = "allgather,allreduce,reducescatter";
+
+enum op { OP_AG, OP_AR, OP_RS };
+static const char *const op_names[] = {"allgather", "allreduce",
+				       "reducescatter"};
 
 static double now_us(void)
 {
@@ -56,10 +66,10 @@ static int map_block(void *va, size_t size, aclrtDrvMemHandle *h_p)
 }
 
 /* Average microseconds of one op (after 3 warm-up ops). */
-static double time_op(HcclComm comm, int ag, void *in, void *out, size_t bytes,
-		      int nranks)
+static double time_op(HcclComm comm, enum op op, void *in, void *out,
+		      size_t bytes, int nranks)
 {
-	size_t n = ag ? bytes / 4 / nranks : bytes / 4;
+	size_t n = op == OP_AR ? bytes / 4 : bytes / 4 / nranks;
 	double t0 = 0;
 
 	for (int i = -3; i < iters; i++) {
@@ -67,12 +77,15 @@ static double time_op(HcclComm comm, int ag, void *in, void *out, size_t bytes,
 			HcclBarrier(comm, NULL);
 			t0 = now_us();
 		}
-		if (ag)
+		if (op == OP_AG)
 			HcclAllGather(in, out, n, HCCL_DATA_TYPE_FP32, comm,
 				      NULL);
-		else
+		else if (op == OP_AR)
 			HcclAllReduce(in, out, n, HCCL_DATA_TYPE_FP32,
 				      HCCL_REDUCE_SUM, comm, NULL);
+		else
+			HcclReduceScatter(in, out, n, HCCL_DATA_TYPE_FP32,
+					  HCCL_REDUCE_SUM, comm, NULL);
 	}
 	return (now_us() - t0) / iters;
 }
@@ -101,26 +114,27 @@ static int rank_main(int rank, int nranks)
 	memset(pout, 0, blk);
 	memset(range + blk, 0, blk);
 	if (rank == 0)
-		printf("%-10s %12s %14s %14s %8s\n", "op", "bytes", "staged_us",
+		printf("%-13s %12s %14s %14s %8s\n", "op", "bytes", "staged_us",
 		       "zerocopy_us", "ratio");
-	for (int ag = 1; ag >= 0; ag--) {
+	for (int op = OP_AG; op <= OP_RS; op++) {
+		if (!strstr(ops, op_names[op]))
+			continue;
 		for (size_t b = min_b; b <= max_b; b *= 2) {
 			double st = 1e300, zc = 1e300;
 
 			for (int k = 0; k < rounds; k++) {
-				double t =
-					time_op(comm, ag, pin, pout, b, nranks);
+				double t = time_op(comm, (enum op)op, pin, pout,
+						   b, nranks);
 
 				st = t < st ? t : st;
-				t = time_op(comm, ag, range, range + blk, b,
-					    nranks);
+				t = time_op(comm, (enum op)op, range,
+					    range + blk, b, nranks);
 				zc = t < zc ? t : zc;
 			}
 
 			if (rank == 0)
-				printf("%-10s %12zu %14.1f %14.1f %8.2f\n",
-				       ag ? "allgather" : "allreduce", b, st,
-				       zc, st / zc);
+				printf("%-13s %12zu %14.1f %14.1f %8.2f\n",
+				       op_names[op], b, st, zc, st / zc);
 		}
 	}
 	fflush(stdout);
@@ -149,6 +163,8 @@ int main(int argc, char **argv)
 		max_b = strtoull(argv[3], NULL, 0);
 	if (argc > 4)
 		iters = atoi(argv[4]);
+	if (argc > 5)
+		ops = argv[5];
 	if (nranks < 2 || min_b < 4096 || max_b < min_b || iters < 1) {
 		fprintf(stderr,
 			"usage: %s [nranks>=2] [minbytes>=4096] "

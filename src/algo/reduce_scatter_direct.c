@@ -6,9 +6,12 @@
  * step k rank r sends block (r + k) of its input to rank r + k and
  * reduces rank (r - k)'s block r into its output (the first step from
  * its own block r). Every message leaves the sender's input buffer, so
- * when that buffer is exported the receiver reduces straight out of it:
- * no partial ever travels through scratch (the ring's partials do). Same
- * bytes per link as the ring, at the price of all-pairs messages.
+ * when that buffer is exported the receiver reduces straight out of it
+ * (over verbs the steps after the first, which reduce into the output
+ * itself, land in the transport's registered landing buffer, written
+ * from the sender's input, and are reduced from there): no partial ever
+ * travels through scratch (the ring's partials do). Same bytes per link
+ * as the ring, at the price of all-pairs messages.
  *
  * Not in the automatic selection: the communicator asks for it for ops
  * whose buffers are exported (src/zerocopy/README.md). The output may be

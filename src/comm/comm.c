@@ -570,7 +570,7 @@ err_free:
 
 void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
 {
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < OHC_PATH_N; i++) {
 		stats_p->bytes[i] = __atomic_load_n(&comm->stats.bytes[i],
 						    __ATOMIC_RELAXED);
 		stats_p->msgs[i] = __atomic_load_n(&comm->stats.msgs[i],
@@ -588,11 +588,14 @@ void ohc_comm_destroy(struct ohc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 	OHC_INFO(OHC_SS_MEM,
 		 "rank %u: communicator '%s' received %llu bytes staged, "
-		 "%llu direct (CMA/same process), %llu zero-copy; schedules "
-		 "built %llu times, reused %llu times",
-		 comm->rank, comm->name, (unsigned long long)st->bytes[0],
-		 (unsigned long long)st->bytes[1],
-		 (unsigned long long)st->bytes[2],
+		 "%llu direct (CMA/same process), %llu zero-copy, %llu "
+		 "zero-copy into a landing buffer; schedules built %llu "
+		 "times, reused %llu times",
+		 comm->rank, comm->name,
+		 (unsigned long long)st->bytes[OHC_PATH_STAGED],
+		 (unsigned long long)st->bytes[OHC_PATH_DIRECT],
+		 (unsigned long long)st->bytes[OHC_PATH_ZC],
+		 (unsigned long long)st->bytes[OHC_PATH_LANDING],
 		 (unsigned long long)comm->plans.misses,
 		 (unsigned long long)comm->plans.hits);
 	ohc_zc_owner_release(comm);
@@ -811,7 +814,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		scratch_keep(comm, &s);
 		ohc_sched_fini(&s);
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < OHC_PATH_N; i++) {
 		if (!st.msgs[i]) /* most ops use one path: skip the others */
 			continue;
 		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],

@@ -295,7 +295,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 	}
 	if (x->stats) {
 		for (unsigned i = 0; i < n; i++) {
-			if (xf[i].kind != OHC_XFER_RECV || reqs[i].path > 2)
+			if (xf[i].kind != OHC_XFER_RECV ||
+			    reqs[i].path >= OHC_PATH_N)
 				continue;
 			x->stats->bytes[reqs[i].path] += xf[i].len;
 			x->stats->msgs[reqs[i].path]++;

@@ -17,8 +17,8 @@
 
 /* Bytes received per path (enum ohc_path), summed by the executor. */
 struct ohc_xfer_stats {
-	uint64_t bytes[3];
-	uint64_t msgs[3];
+	uint64_t bytes[OHC_PATH_N];
+	uint64_t msgs[OHC_PATH_N];
 };
 
 /*

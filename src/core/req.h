@@ -60,6 +60,11 @@ enum ohc_path {
 	OHC_PATH_STAGED = 0, /* through an intermediate buffer (ring, bounce) */
 	OHC_PATH_DIRECT = 1, /* one copy out of the sender (CMA, in-process) */
 	OHC_PATH_ZC = 2,     /* one copy through a shared mapping (exported) */
+	/* RDMA-written from the sender's exported buffer into the receiving
+	 * transport's registered landing buffer, reduced from there into
+	 * the destination (dst = dst OP message): no copy on either side */
+	OHC_PATH_LANDING = 3,
+	OHC_PATH_N
 };
 
 /*

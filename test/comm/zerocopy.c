@@ -6,9 +6,10 @@
  * RDMA-written into the peer's buffer), and across two VMs (two_vms: two
  * ranks per VM, shm inside, verbs across; skipped elsewhere): collectives
  * on activated memory and on windows are correct and move no byte through
- * staging (ohc_comm_stats) but the few a reduction over verbs must,
- * same-host peers load and store through HcclSymWinGetPeerPointer, every
- * misuse gets its error and changes nothing, and nothing leaks (fds,
+ * staging (ohc_comm_stats): reductions into their own destination over
+ * verbs come through a landing buffer, counted as such, the rest
+ * zero-copy; same-host peers load and store through HcclSymWinGetPeerPointer,
+ * every misuse gets its error and changes nothing, and nothing leaks (fds,
  * mappings).
  */
 #include <criterion/criterion.h>
@@ -23,6 +24,8 @@
 #include <hccl/hccl_comm.h>
 #include <hccl/hccl_sym_win.h>
 
+#include "algo/patterns/partition.h"
+#include "algo/patterns/ring.h"
 #include "comm/comm.h"
 #include "helpers/ohc_test.h"
 #include "zerocopy/zc.h"
@@ -153,13 +156,33 @@ static size_t zc_count(int nranks)
 	return (size_t)nranks * 65541 + 3;
 }
 
+/* With OHC_TEST_ZC_STATS set: print the bytes op moved per path. */
+static void note(HcclComm comm, int rank, const char *op,
+		 struct ohc_xfer_stats *prev)
+{
+	struct ohc_xfer_stats now = stats_of(comm);
+	unsigned long long d[OHC_PATH_N];
+
+	for (int i = 0; i < OHC_PATH_N; i++)
+		d[i] = now.bytes[i] - prev->bytes[i];
+	if (getenv("OHC_TEST_ZC_STATS"))
+		fprintf(stderr,
+			"rank %d: %-20s staged %9llu direct %9llu zero-copy "
+			"%9llu landing %9llu\n",
+			rank, op, d[OHC_PATH_STAGED], d[OHC_PATH_DIRECT],
+			d[OHC_PATH_ZC], d[OHC_PATH_LANDING]);
+	*prev = now;
+}
+
 /*
  * The five collectives with inputs at in and outputs at out (int32 sum),
- * checked against closed forms. n elements per rank and block.
+ * and an AllReduce in place in in, checked against closed forms. n
+ * elements per rank and block.
  */
 static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 		     int32_t *in, int32_t *out, size_t n)
 {
+	struct ohc_xfer_stats st = stats_of(comm);
 	int bad = 0;
 
 	/* AllReduce */
@@ -169,6 +192,7 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 			      comm, stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "allreduce failed");
+	note(comm, rank, "AllReduce", &st);
 	for (size_t i = 0; i < n; i++) {
 		int32_t want =
 			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
@@ -182,6 +206,7 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 	EXPECT(!HcclAllGather(in, out, n, HCCL_DATA_TYPE_INT32, comm, stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "allgather failed");
+	note(comm, rank, "AllGather", &st);
 	for (int r = 0; r < nranks; r++)
 		for (size_t i = 0; i < n; i++)
 			if (out[r * n + i] != r * K + (int32_t)i) {
@@ -197,6 +222,7 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 				  HCCL_REDUCE_SUM, comm, stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "reducescatter failed");
+	note(comm, rank, "ReduceScatter", &st);
 	for (size_t i = 0; i < n; i++) {
 		int32_t want =
 			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
@@ -214,6 +240,7 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 			      stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "broadcast failed");
+	note(comm, rank, "Broadcast", &st);
 	for (size_t i = 0; i < n; i++)
 		if (out[i] != 7 * (int32_t)i + 5) {
 			FAIL("broadcast[%zu] = %d", i, out[i]);
@@ -227,6 +254,7 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 			     HCCL_DATA_TYPE_INT32, comm, stream) &&
 		       !aclrtSynchronizeStream(stream),
 	       "alltoall failed");
+	note(comm, rank, "AlltoAll", &st);
 	for (int q = 0; q < nranks; q++)
 		for (size_t i = 0; i < n; i++)
 			if (out[q * n + i] != q * K + rank * 7 + (int32_t)i) {
@@ -235,44 +263,76 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 				q = nranks;
 				break;
 			}
+	/* AllReduce in place */
+	for (size_t i = 0; i < n; i++)
+		in[i] = rank * K + 3 * (int32_t)i;
+	EXPECT(!HcclAllReduce(in, in, n, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+			      comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "allreduce in place failed");
+	note(comm, rank, "AllReduce in place", &st);
+	for (size_t i = 0; i < n; i++) {
+		int32_t want =
+			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
+				  (int64_t)nranks * 3 * (int64_t)i);
+		if (in[i] != want) {
+			FAIL("allreduce in place[%zu] = %d, want %d", i, in[i],
+			     want);
+			break;
+		}
+	}
 	return bad;
 }
 
 /*
- * Bytes run_colls must move through staging at n >= zc_count elements:
- * none, but where a reduction into its own destination (dst = dst OP
- * message) comes over verbs, which needs a landing buffer: the direct
- * ReduceScatter's steps after the first, step k from rank - k.
+ * Bytes of run_colls at n >= zc_count elements that come through a
+ * landing buffer: the reductions into their own destination (dst = dst
+ * OP message) that come over verbs, where the message cannot land in
+ * its destination. The direct ReduceScatter's steps after the first
+ * (step k from rank - k) and the reduce-scatter half of the in-place
+ * ring AllReduce (every step from the left).
  */
-static uint64_t staged_expected(int rank, int nranks, size_t n)
+static uint64_t landing_expected(int rank, int nranks, size_t n)
 {
+	uint32_t r = (uint32_t)rank, nr = (uint32_t)nranks;
 	uint64_t bytes = 0;
 
 	for (int k = 2; k < nranks; k++)
 		if (over_verbs(rank, (rank + nranks - k) % nranks))
 			bytes += n * 4;
+	if (over_verbs(rank, (int)ohc_ring_left(r, nr)))
+		for (uint32_t st = 0; st + 1 < nr; st++)
+			bytes += ohc_part_count(
+					 n, nr,
+					 ohc_ring_rs_recv_chunk(r, st, nr)) *
+				 4;
 	return bytes;
 }
 
-/* run_colls on exported memory; the counters prove zero copies. */
+/*
+ * run_colls on exported memory; the counters prove zero copies: nothing
+ * staged or copied out of the sender, the reductions above through a
+ * landing buffer, everything else zero-copy.
+ */
 static int run_colls_zc(HcclComm comm, aclrtStream stream, int rank, int nranks,
 			int32_t *in, int32_t *out, size_t n, const char *what)
 {
 	struct ohc_xfer_stats s0 = stats_of(comm), s1;
-	uint64_t want = staged_expected(rank, nranks, n), got[3];
+	uint64_t want = landing_expected(rank, nranks, n), got[OHC_PATH_N];
 	int bad = run_colls(comm, stream, rank, nranks, in, out, n);
 
 	s1 = stats_of(comm);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < OHC_PATH_N; i++)
 		got[i] = s1.bytes[i] - s0.bytes[i];
-	EXPECT(got[OHC_PATH_STAGED] == want && !got[OHC_PATH_DIRECT] &&
-		       got[OHC_PATH_ZC],
-	       "%s, n %zu: %llu bytes staged (%llu expected), %llu direct, "
-	       "%llu zero-copy",
+	EXPECT(!got[OHC_PATH_STAGED] && !got[OHC_PATH_DIRECT] &&
+		       got[OHC_PATH_ZC] && got[OHC_PATH_LANDING] == want,
+	       "%s, n %zu: %llu bytes staged, %llu direct, %llu zero-copy, "
+	       "%llu through a landing buffer (%llu expected)",
 	       what, n, (unsigned long long)got[OHC_PATH_STAGED],
-	       (unsigned long long)want,
 	       (unsigned long long)got[OHC_PATH_DIRECT],
-	       (unsigned long long)got[OHC_PATH_ZC]);
+	       (unsigned long long)got[OHC_PATH_ZC],
+	       (unsigned long long)got[OHC_PATH_LANDING],
+	       (unsigned long long)want);
 	return bad;
 }
 
@@ -352,6 +412,8 @@ static int activated_rank(int rank, int nranks, void *p)
 			 n_big);
 	s1 = stats_of(comm);
 	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC] &&
+		       s1.bytes[OHC_PATH_LANDING] ==
+			       s0.bytes[OHC_PATH_LANDING] &&
 		       s1.bytes[OHC_PATH_STAGED] + s1.bytes[OHC_PATH_DIRECT] >
 			       s0.bytes[OHC_PATH_STAGED] +
 				       s0.bytes[OHC_PATH_DIRECT],

@@ -810,6 +810,111 @@ Test(verbs, rendezvous_one_qp)
 }
 
 /*
+ * Reductions into their own destination (REDUCE) from exported memory
+ * (smem set) land in the receiver's landing buffers: the sender writes
+ * chunk by chunk from its buffer, at most OHC_VX_LAND_CHUNKS ahead, the
+ * receiver reduces each and grants its room back. Both directions, two
+ * QPs, misaligned, sizes around the chunk size and up to 17 chunks, more
+ * such receives than landing buffers (the first OHC_VX_LAND_MAX get one,
+ * later ones one freed meanwhile or the slots), and one from ordinary
+ * memory, which the sender declines (the slots, staged). No MR is left.
+ */
+static int landing_rank(int rank, int nranks, void *arg)
+{
+	static const size_t sizes[] = {
+		64 * KIB,    256 * KIB,	   256 * KIB + 1, 1 * MIB + 17,
+		4 * MIB + 3, 96 * KIB + 5, 2 * MIB,	  300 * KIB,
+	};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	struct rctx cc, *c = &cc;
+	struct ohc_req sreq[N], rreq[N], *all[2 * N];
+	uint8_t *sb[N], *rb[N];
+	int peer = 1 - rank, landed = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int i = 0; i < N; i++) {
+		sb[i] = malloc(sizes[i] + 8);
+		rb[i] = malloc(sizes[i] + 8);
+		CHECK(sb[i] && rb[i], "malloc");
+		sb[i] += i % 3;
+		rb[i] += i % 3;
+		fill(sb[i], sizes[i], rank, i);
+		fill(rb[i], sizes[i], rank, 100 + i);
+		rb[i][sizes[i]] = 0xee;
+		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		rreq[i].kind = OHC_RECV_REDUCE;
+		rreq[i].reduce = add_u8;
+		rreq[i].esize = 1;
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
+		      "ep_recv %d", i);
+		all[i] = &rreq[i];
+	}
+	for (int i = 0; i < N; i++) {
+		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		if (i != N - 1) /* the transport only tests smem for NULL */
+			sreq[i].smem = &sreq[i].smem_buf;
+		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
+		      "ep_send %d", i);
+		all[N + i] = &sreq[i];
+	}
+	CHECK(drive(c, all, 2 * N, 120000) == 0, "landing: timeout");
+	for (int i = 0; i < N; i++) {
+		CHECK(sreq[i].status == OHC_OK && rreq[i].status == OHC_OK,
+		      "msg %d (%zu bytes): send %s, recv %s", i, sizes[i],
+		      ohc_status_str(sreq[i].status),
+		      ohc_status_str(rreq[i].status));
+		for (size_t j = 0; j < sizes[i]; j++)
+			if (rb[i][j] !=
+			    (uint8_t)(pat(j, rank, 100 + i) + pat(j, peer, i)))
+				FAIL("msg %d (%zu bytes): byte %zu wrong", i,
+				     sizes[i], j);
+		CHECK(rb[i][sizes[i]] == 0xee, "msg %d: wrote past the end", i);
+		if (i < (int)OHC_VX_LAND_MAX)
+			CHECK(rreq[i].path == OHC_PATH_LANDING,
+			      "msg %d: path %d, want landing", i,
+			      (int)rreq[i].path);
+		else if (i == N - 1)
+			CHECK(rreq[i].path == OHC_PATH_STAGED,
+			      "msg %d: path %d, want staged", i,
+			      (int)rreq[i].path);
+		else
+			CHECK(rreq[i].path == OHC_PATH_LANDING ||
+				      rreq[i].path == OHC_PATH_STAGED,
+			      "msg %d: path %d", i, (int)rreq[i].path);
+		landed += rreq[i].path == OHC_PATH_LANDING;
+		free(sb[i] - i % 3);
+		free(rb[i] - i % 3);
+	}
+	fprintf(stderr,
+		"rank %d: %d of %d reductions through a landing "
+		"buffer\n",
+		rank, landed, N);
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, rendezvous_landing_reductions)
+{
+	NEED_RDMA();
+	rdv_env("2");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, landing_rank, NULL, 280), 0);
+}
+
+Test(verbs, rendezvous_landing_reductions_in_pieces)
+{
+	NEED_RDMA();
+	rdv_env("2");
+	setenv("OPENHCCL_RDMA_WRITE_KB", "64", 1); /* 4 pieces per chunk */
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, landing_rank, NULL, 280), 0);
+}
+
+/*
  * Cancel and fini while rendezvous are pending. Ranks 0 and 1 post large
  * receives from each other (their CTS went, their buffers are
  * registered) but never send; rank 2's large sends to rank 0 wait for a

@@ -95,6 +95,7 @@ struct ohc_verbs_iface {
 	uint32_t rdv_wr_bytes;		/* largest rendezvous WRITE WR */
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
 	struct vx_mr_cache mrc;
+	struct vx_land land[OHC_VX_LAND_MAX];
 	/* waiting */
 	int wake_fd;
 	int armed;	      /* CQ notification requested, not yet delivered */

@@ -26,7 +26,7 @@
 
 #define VX_BLOB_MAGIC 0x4f484356u /* "OHCV" */
 #define VX_CONN_MAGIC 0x4f484343u /* "OHCC" */
-#define VX_VERSION 2u
+#define VX_VERSION 3u
 #define VX_MAX_INLINE 256u
 #define VX_POLL_BATCH 32
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
@@ -816,6 +816,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 		close(vi->listen_fd);
 	if (vi->wake_fd >= 0)
 		close(vi->wake_fd);
+	ohc_vx_land_fini(vi);
 	ohc_vx_mr_cache_fini(vi);
 	if (vi->cq) {
 		if (vi->armed && ohc_vx_get_cq_event(vi->ch) == 0)
@@ -874,10 +875,12 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	 * Between two polls of ours a peer can land at most `slots` data
 	 * fragments (its credits), `slots` credit messages (one per slot of
 	 * ours it consumed) and per rendezvous in flight (at most
-	 * OHC_VX_RDV_N each way) a CTS or a stripe: keep that many receives
-	 * posted at all times.
+	 * OHC_VX_RDV_N each way) a CTS or a stripe, and per landing buffer
+	 * of either side its chunks or their grants: keep that many
+	 * receives posted at all times.
 	 */
-	vi->rq_depth = 2 * vi->slots + 2 * OHC_VX_RDV_N + 16;
+	vi->rq_depth = 2 * vi->slots + 2 * OHC_VX_RDV_N +
+		       2 * OHC_VX_LAND_MAX * OHC_VX_LAND_CHUNKS + 16;
 	vi->timeout = (uint32_t)env->rdma_timeout;
 	vi->retry_cnt = (uint32_t)env->rdma_retry_cnt;
 	vi->tc = params->rdma_tc;

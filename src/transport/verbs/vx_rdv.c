@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "transport/verbs/verbs.h"
 #include "util/compiler.h"
@@ -108,6 +109,58 @@ static int lands_direct(const struct ohc_req *req)
 	       (d + req->len <= s2 || s2 + req->len <= d);
 }
 
+/* ---- landing buffers ------------------------------------------------ */
+
+#define LAND_BYTES ((size_t)OHC_VX_LAND_CHUNK * OHC_VX_LAND_CHUNKS)
+
+/* A free landing buffer, allocated and registered at first need; NULL
+ * if all are taken or one cannot be made (the receive then goes eager). */
+static struct vx_land *land_take(struct ohc_verbs_iface *vi)
+{
+	for (unsigned i = 0; i < OHC_VX_LAND_MAX; i++) {
+		struct vx_land *l = &vi->land[i];
+		void *p;
+
+		if (l->busy)
+			continue;
+		if (!l->buf) {
+			p = mmap(NULL, LAND_BYTES, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				return NULL;
+			l->mr = ohc_vx_reg_mr(vi->pd, p, LAND_BYTES,
+					      IBV_ACCESS_LOCAL_WRITE |
+						      IBV_ACCESS_REMOTE_WRITE);
+			if (!l->mr) {
+				OHC_WARN(OHC_SS_VERBS,
+					 "rank %u: cannot register a landing "
+					 "buffer: %s; reductions go through "
+					 "the slots",
+					 vi->super.rank, strerror(errno));
+				munmap(p, LAND_BYTES);
+				return NULL;
+			}
+			l->buf = p;
+		}
+		l->busy = 1;
+		return l;
+	}
+	return NULL;
+}
+
+void ohc_vx_land_fini(struct ohc_verbs_iface *vi)
+{
+	for (unsigned i = 0; i < OHC_VX_LAND_MAX; i++) {
+		struct vx_land *l = &vi->land[i];
+
+		if (l->mr)
+			ohc_vx_dereg_mr(l->mr);
+		if (l->buf)
+			munmap(l->buf, LAND_BYTES);
+		memset(l, 0, sizeof(*l));
+	}
+}
+
 /* Write the CTS of the next receive(s) that may have one. */
 static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
@@ -132,6 +185,8 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		memset(x, 0, sizeof(*x));
 		if (lands_direct(req))
 			x->mr = ohc_vx_mr_get(vi, req->dst, req->len, 1, &zc);
+		else if (req->esize)
+			x->land = land_take(vi);
 		x->req = req;
 		x->zc = zc;
 		cts = (struct vx_rdv_cts *)(e->ctrl_out +
@@ -143,6 +198,11 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (x->mr) {
 			cts->addr = (uintptr_t)req->dst;
 			cts->rkey = ohc_vx_mr_rkey(x->mr);
+		} else if (x->land) {
+			cts->addr = (uintptr_t)x->land->buf;
+			cts->rkey = x->land->mr->rkey;
+			cts->land_chunk = OHC_VX_LAND_CHUNK;
+			cts->land_n = OHC_VX_LAND_CHUNKS;
 		}
 		memset(&wr, 0, sizeof(wr));
 		sg.addr = (uintptr_t)cts;
@@ -272,6 +332,129 @@ static int tx_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	return 1;
 }
 
+/* Landing: grant the senders the chunks their receivers freed. */
+static unsigned rx_grants(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	struct vx_rdv *r = &e->rdv;
+	unsigned n = 0;
+
+	for (uint32_t slot = 0; slot < OHC_VX_RDV_N && r->grants_due; slot++) {
+		struct vx_rdv_rx *x = &r->rx[slot];
+
+		while (x->grants && room(vi, e, 0)) {
+			struct ibv_send_wr wr;
+			int rc;
+
+			memset(&wr, 0, sizeof(wr));
+			wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			wr.imm_data = htonl(OHC_VX_IMM_RDV | OHC_VX_IMM_CTS |
+					    OHC_VX_IMM_GRANT | slot);
+			wr.wr.rdma.remote_addr =
+				e->rem_ring + e->ring_len +
+				(uint64_t)slot * OHC_VX_CTS_BYTES;
+			wr.wr.rdma.rkey = e->rem_rkey;
+			rc = rdv_post(e, 0, &wr, WR_KIND_SEND, 0);
+			if (rc) {
+				post_failed(e, 0, rc);
+				return n;
+			}
+			x->grants--;
+			r->grants_due--;
+			n++;
+		}
+		if (x->grants)
+			break; /* no room: the next progress goes on */
+	}
+	return n;
+}
+
+/*
+ * Landing: write the chunks the receiver's ring has room for, from the
+ * send buffer itself, each in pieces of at most rdv_wr_bytes (plain RDMA
+ * WRITEs, the last one WRITE_WITH_IMM); returns the chunks written.
+ */
+static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			struct ohc_req *req)
+{
+	uint32_t slot = req_seq(req) % OHC_VX_RDV_N;
+	struct vx_rdv_tx *t = &e->rdv.tx[slot];
+	struct ohc_vx_qp *q = &e->qps[t->land_qpi];
+	unsigned n = 0;
+
+	while (t->written < req->len && t->sent - t->freed < t->land_n) {
+		size_t clen =
+			OHC_MIN((size_t)t->land_chunk, req->len - t->written);
+		size_t pieces =
+			(clen + vi->rdv_wr_bytes - 1) / vi->rdv_wr_bytes;
+		uint64_t base = t->raddr +
+				(t->sent % t->land_n) * (uint64_t)t->land_chunk;
+
+		if (q->sq_inflight + q->nchain + pieces + 1 > vi->sq_depth)
+			break; /* the send queue drains first */
+		for (size_t off = 0; off < clen;) {
+			size_t piece = OHC_MIN(clen - off, vi->rdv_wr_bytes);
+			int last = off + piece == clen, rc;
+			struct ibv_send_wr wr;
+			struct ibv_sge sg;
+
+			sg.addr = (uintptr_t)req->sbuf + t->written + off;
+			sg.length = (uint32_t)piece;
+			sg.lkey = ohc_vx_mr_lkey(t->mr);
+			memset(&wr, 0, sizeof(wr));
+			wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM
+					 : IBV_WR_RDMA_WRITE;
+			if (last)
+				wr.imm_data =
+					htonl(OHC_VX_IMM_RDV | 1u << 16 | slot);
+			wr.wr.rdma.remote_addr = base + off;
+			wr.wr.rdma.rkey = t->rkey;
+			wr.sg_list = &sg;
+			wr.num_sge = 1;
+			rc = rdv_post(e, t->land_qpi, &wr,
+				      last ? WR_KIND_RDV : WR_KIND_SEND, slot);
+			if (rc) {
+				post_failed(e, t->land_qpi, rc);
+				return n;
+			}
+			off += piece;
+		}
+		t->left++;
+		t->sent++;
+		t->written += clen;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A landing CTS for a send from exported memory: take the send buffer's
+ * registration and start writing. 0: decline (not exported, or no
+ * registration), the message goes eager.
+ */
+static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			 struct ohc_req *req, const struct vx_rdv_cts *cts)
+{
+	uint32_t seq = req_seq(req), slot = seq % OHC_VX_RDV_N;
+	struct vx_rdv_tx *t = &e->rdv.tx[slot];
+	int zc;
+
+	if (!cts->land_n)
+		return 0;
+	memset(t, 0, sizeof(*t));
+	t->mr = ohc_vx_mr_get(vi, req->sbuf, req->len, 0, &zc);
+	if (!t->mr)
+		return 0;
+	t->req = req;
+	t->land = 1;
+	t->land_qpi = seq % e->nqps;
+	t->raddr = cts->addr;
+	t->rkey = cts->rkey;
+	t->land_chunk = cts->land_chunk;
+	t->land_n = cts->land_n;
+	tx_land(vi, e, req);
+	return 1;
+}
+
 /* Match large sends with the CTS that came. */
 static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
@@ -287,6 +470,10 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 		p = p->next;
 		if (r->tx[slot].req == req) {
+			if (r->tx[slot].land) { /* what the grants allow */
+				n += tx_land(vi, e, req);
+				continue;
+			}
 			if (r->tx[slot].posted == req->len)
 				continue; /* written, waiting for the acks */
 			if (tx_post(vi, e, slot) <= 0)
@@ -315,7 +502,17 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			n++;
 			continue;
 		}
-		if (!cts->addr) { /* eager: through the slots, flagged */
+		if (cts->land_chunk && req->smem) {
+			if (r->tx[slot].req)
+				break; /* the slot's previous send: acks */
+			if (tx_land_start(vi, e, req, cts)) {
+				r->cts_ok[slot] = 0;
+				n++;
+				continue;
+			}
+		}
+		if (!cts->addr || cts->land_chunk) {
+			/* eager: through the slots, flagged */
 			r->cts_ok[slot] = 0;
 			ohc_list_del(&req->link);
 			req->tp_priv = (void *)(uintptr_t)(RDV_FLAG | seq);
@@ -344,15 +541,59 @@ unsigned ohc_vx_rdv_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		return 0;
 	if (!ohc_list_empty(&e->rdv.rxq))
 		n += rx_cts(vi, e);
+	if (!e->broken && e->rdv.grants_due)
+		n += rx_grants(vi, e);
 	if (!e->broken && !ohc_list_empty(&e->rdv.txq))
 		n += tx_match(vi, e);
 	return n;
 }
 
-static void rx_release(struct ohc_verbs_iface *vi, struct vx_rdv_rx *x)
+static void rx_release(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+		       struct vx_rdv_rx *x)
 {
 	ohc_vx_mr_put(vi, x->mr);
+	if (x->land)
+		x->land->busy = 0;
+	r->grants_due -= x->grants;
 	memset(x, 0, sizeof(*x));
+}
+
+/*
+ * Landing: the next chunk of x's message is in the ring: reduce it into
+ * the destination, grant its room back if the sender still needs it,
+ * complete the receive with the last chunk.
+ */
+static void rx_land_chunk(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			  struct vx_rdv_rx *x)
+{
+	struct ohc_req *req = x->req;
+	uint64_t off = (uint64_t)x->seen * OHC_VX_LAND_CHUNK;
+	uint64_t chunks =
+		(req->len + OHC_VX_LAND_CHUNK - 1) / OHC_VX_LAND_CHUNK;
+	size_t clen;
+
+	if (off >= req->len) {
+		ohc_vx_ep_fail(e, 0, "protocol error: landing overrun");
+		return;
+	}
+	clen = OHC_MIN((size_t)OHC_VX_LAND_CHUNK, req->len - off);
+	ohc_req_deliver(req, off,
+			x->land->buf + (size_t)(x->seen % OHC_VX_LAND_CHUNKS) *
+					       OHC_VX_LAND_CHUNK,
+			clen);
+	x->seen++;
+	if (off + clen < req->len) {
+		if (x->seen + OHC_VX_LAND_CHUNKS <= chunks) {
+			x->grants++;
+			e->rdv.grants_due++;
+		}
+		return;
+	}
+	req->done = req->len;
+	req->path = OHC_PATH_LANDING;
+	ohc_list_del(&req->link);
+	rx_release(vi, &e->rdv, x);
+	ohc_req_complete(req, OHC_OK);
 }
 
 void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -367,6 +608,17 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		ohc_vx_ep_fail(e, 0, "protocol error: bad rendezvous slot");
 		return;
 	}
+	if ((imm & OHC_VX_IMM_CTS) && (imm & OHC_VX_IMM_GRANT)) {
+		struct vx_rdv_tx *t = &r->tx[slot];
+
+		if (!t->req || !t->land || t->freed == t->sent) {
+			ohc_vx_ep_fail(e, 0,
+				       "protocol error: unexpected grant");
+			return;
+		}
+		t->freed++;
+		return;
+	}
 	if (imm & OHC_VX_IMM_CTS) {
 		memcpy(&r->cts[slot],
 		       e->ctrl_in + (size_t)slot * OHC_VX_CTS_BYTES,
@@ -376,6 +628,10 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 	x = &r->rx[slot];
 	req = x->req;
+	if (req && x->land) {
+		rx_land_chunk(vi, e, x);
+		return;
+	}
 	if (!req || !x->mr) {
 		ohc_vx_ep_fail(e, 0,
 			       "protocol error: unexpected rendezvous "
@@ -390,7 +646,7 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	req->done = req->len;
 	req->path = x->zc ? OHC_PATH_ZC : OHC_PATH_DIRECT;
 	ohc_list_del(&req->link);
-	rx_release(vi, x);
+	rx_release(vi, r, x);
 	ohc_req_complete(req, OHC_OK);
 }
 
@@ -405,7 +661,7 @@ void ohc_vx_rdv_acked(struct ohc_verbs_ep *e, uint32_t slot)
 		return;
 	t = &e->rdv.tx[slot];
 	req = t->req;
-	if (!req || --t->left)
+	if (!req || --t->left || (t->land && t->written < req->len))
 		return;
 	req->done = req->len;
 	ohc_list_del(&req->link);
@@ -430,7 +686,7 @@ void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	struct vx_rdv_rx *x = &e->rdv.rx[req_seq(req) % OHC_VX_RDV_N];
 
 	if (x->req == req)
-		rx_release(vi, x);
+		rx_release(vi, &e->rdv, x);
 }
 
 void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -441,7 +697,7 @@ void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	for (unsigned i = 0; i < OHC_VX_RDV_N; i++) {
 		ohc_vx_mr_put(vi, r->tx[i].mr);
 		memset(&r->tx[i], 0, sizeof(r->tx[i]));
-		rx_release(vi, &r->rx[i]);
+		rx_release(vi, r, &r->rx[i]);
 		r->cts_ok[i] = 0;
 	}
 	if (!r->txq.next) /* never initialized */

@@ -15,8 +15,10 @@
  * OHC_VX_IMM_RDV | OHC_VX_IMM_CTS | k mod N). The CTS carries the
  * receive's signature and length and either the destination (address,
  * rkey: a COPY receive, or a REDUCE_TO whose operand does not overlap
- * the destination, and whose buffer could be registered) or "eager"
- * (REDUCE, registration failed).
+ * the destination, and whose buffer could be registered), a landing
+ * buffer (a reduction into its own destination: REDUCE, or REDUCE_TO
+ * overlapping its operand; land_chunk != 0) or "eager" (registration
+ * failed, no landing buffer free).
  * The sender numbers its large sends the same way and matches the k-th
  * with CTS k:
  *  - direct: it compares the signatures, then writes the message in up
@@ -26,6 +28,20 @@
  *    and the immediate comes with its last piece (posted in batches as
  *    the send queue has room). The receive completes when all stripes
  *    landed, the send when all were acknowledged.
+ *  - landing, when the source lies in exported memory (req->smem; else
+ *    the sender declines and goes eager): the receiver's landing buffer
+ *    is a ring of land_n chunks of land_chunk bytes. The sender writes
+ *    the message chunk by chunk, chunk i from its own buffer (its MR, no
+ *    copy) into ring entry i mod land_n, ending in an RDMA
+ *    WRITE_WITH_IMM (immediate OHC_VX_IMM_RDV | 1 << 16 | k mod N; in
+ *    OPENHCCL_RDMA_WRITE_KB pieces like a stripe), all on QP k mod nqps
+ *    so they land in order, at most land_n ahead of the receiver.
+ *    The receiver reduces each chunk straight out of the ring into the
+ *    destination (ohc_req_deliver) and, if the sender still has chunks
+ *    it may not write yet, grants one more: a zero-length WRITE_WITH_IMM
+ *    with OHC_VX_IMM_RDV | OHC_VX_IMM_CTS | OHC_VX_IMM_GRANT | k mod N.
+ *    The receive completes with its last chunk (path OHC_PATH_LANDING),
+ *    the send when every chunk was acknowledged.
  *  - eager: the message travels through the slot ring as usual, each
  *    header flagged with k, so the receiver routes it to its request
  *    whatever else is queued; the header's signature is checked there.
@@ -46,7 +62,12 @@
 #define OHC_VX_RDV_N 64u /* rendezvous past CTS per direction */
 #define OHC_VX_IMM_RDV 0x80000000u
 #define OHC_VX_IMM_CTS 0x40000000u
+#define OHC_VX_IMM_GRANT 0x20000000u /* with OHC_VX_IMM_CTS */
 #define OHC_VX_CTS_BYTES 64u
+/* landing buffers: per iface, taken by a receive for its lifetime */
+#define OHC_VX_LAND_CHUNK (256u * 1024u)
+#define OHC_VX_LAND_CHUNKS 4u /* chunks per buffer */
+#define OHC_VX_LAND_MAX 4u    /* buffers per iface */
 
 struct ohc_verbs_iface;
 struct ohc_verbs_ep;
@@ -82,24 +103,49 @@ ohc_status_t ohc_vx_mem_reg(struct ohc_iface *iface, void *addr, size_t len,
 			    const struct ohc_mem_desc *desc, void **handle_p);
 void ohc_vx_mem_dereg(struct ohc_iface *iface, void *handle);
 
+/* ---- landing buffers (vx_rdv.c) ------------------------------------ */
+
+/*
+ * Registered memory a reduction into its own destination lands in
+ * before it is reduced (dst = dst OP message cannot land in dst). Up to
+ * OHC_VX_LAND_MAX per iface, each OHC_VX_LAND_CHUNKS chunks, allocated
+ * and registered at first need, kept until iface close. Used by the
+ * progress thread only.
+ */
+struct vx_land {
+	char *buf; /* NULL: not allocated yet */
+	struct ibv_mr *mr;
+	int busy; /* taken by a receive */
+};
+
+/* Free every landing buffer (iface close: no ep uses them any more). */
+void ohc_vx_land_fini(struct ohc_verbs_iface *vi);
+
 /* ---- rendezvous (vx_rdv.c) ----------------------------------------- */
 
 struct vx_rdv_tx {
 	struct ohc_req *req;
 	struct vx_mr *mr;
-	uint32_t left;	/* stripes not yet acknowledged */
+	uint32_t left;	/* stripes (landing: chunks) not yet acknowledged */
 	uint32_t ns;	/* stripes (one per QP) */
 	size_t chunk;	/* bytes per stripe (the last may be shorter) */
 	size_t posted;	/* bytes posted so far, stripe after stripe */
-	uint64_t raddr; /* the destination, from the CTS */
+	uint64_t raddr; /* from the CTS: the destination or landing ring */
 	uint32_t rkey;
+	/* landing: the receiver's ring, chunks written and granted */
+	int land;
+	uint32_t land_qpi, land_chunk, land_n;
+	uint64_t written;     /* bytes */
+	uint64_t sent, freed; /* chunks written, chunks the receiver freed */
 };
 
 struct vx_rdv_rx {
 	struct ohc_req *req;
-	struct vx_mr *mr; /* NULL: eager */
-	uint32_t seen;	  /* stripes landed */
-	int zc;		  /* the destination is exported memory */
+	struct vx_mr *mr;     /* NULL: eager or landing */
+	struct vx_land *land; /* landing buffer, or NULL */
+	uint32_t seen;	      /* stripes (landing: chunks) landed */
+	uint32_t grants;      /* landing: grants not yet written */
+	int zc;		      /* the destination is exported memory */
 };
 
 struct vx_rdv_cts {
@@ -107,9 +153,12 @@ struct vx_rdv_cts {
 	uint64_t len;
 	uint64_t addr; /* 0: eager */
 	uint32_t rkey;
-	uint32_t seq; /* the full rendezvous number */
-	uint64_t pad;
+	uint32_t seq;	     /* the full rendezvous number */
+	uint32_t land_chunk; /* 0: addr is the destination, else landing */
+	uint32_t land_n;     /* chunks in the landing ring */
 };
+
+_Static_assert(sizeof(struct vx_rdv_cts) <= OHC_VX_CTS_BYTES, "CTS fits");
 
 /* Per ep and direction. */
 struct vx_rdv {
@@ -124,6 +173,7 @@ struct vx_rdv {
 	uint32_t rx_seq;     /* numbers given to receives */
 	uint32_t rx_cts;     /* CTS written (numbers below it) */
 	struct vx_rdv_rx rx[OHC_VX_RDV_N];
+	uint32_t grants_due; /* sum of rx[].grants */
 	/* a header-only fragment telling the receiver of a desync */
 	struct ohc_req probe;
 };
