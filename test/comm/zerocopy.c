@@ -175,6 +175,36 @@ static void note(HcclComm comm, int rank, const char *op,
 }
 
 /*
+ * AllReduce (sum) of in[i] = rank * K + step * i into dst (in: in place),
+ * checked; the failures found.
+ */
+static int allreduce_checked(HcclComm comm, aclrtStream stream, int rank,
+			     int nranks, int32_t *in, int32_t *dst, size_t n,
+			     int32_t step, const char *what,
+			     struct ohc_xfer_stats *st)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		in[i] = rank * K + step * (int32_t)i;
+	EXPECT(!HcclAllReduce(in, dst, n, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+			      comm, stream) &&
+		       !aclrtSynchronizeStream(stream),
+	       "%s failed", what);
+	note(comm, rank, what, st);
+	for (size_t i = 0; i < n; i++) {
+		int32_t want =
+			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
+				  (int64_t)nranks * step * (int64_t)i);
+		if (dst[i] != want) {
+			FAIL("%s[%zu] = %d, want %d", what, i, dst[i], want);
+			break;
+		}
+	}
+	return bad;
+}
+
+/*
  * The five collectives with inputs at in and outputs at out (int32 sum),
  * and an AllReduce in place in in, checked against closed forms. n
  * elements per rank and block.
@@ -186,22 +216,8 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 	int bad = 0;
 
 	/* AllReduce */
-	for (size_t i = 0; i < n; i++)
-		in[i] = rank * K + (int32_t)i;
-	EXPECT(!HcclAllReduce(in, out, n, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
-			      comm, stream) &&
-		       !aclrtSynchronizeStream(stream),
-	       "allreduce failed");
-	note(comm, rank, "AllReduce", &st);
-	for (size_t i = 0; i < n; i++) {
-		int32_t want =
-			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
-				  (int64_t)nranks * (int64_t)i);
-		if (out[i] != want) {
-			FAIL("allreduce[%zu] = %d, want %d", i, out[i], want);
-			break;
-		}
-	}
+	bad += allreduce_checked(comm, stream, rank, nranks, in, out, n, 1,
+				 "AllReduce", &st);
 	/* AllGather */
 	EXPECT(!HcclAllGather(in, out, n, HCCL_DATA_TYPE_INT32, comm, stream) &&
 		       !aclrtSynchronizeStream(stream),
@@ -264,23 +280,8 @@ static int run_colls(HcclComm comm, aclrtStream stream, int rank, int nranks,
 				break;
 			}
 	/* AllReduce in place */
-	for (size_t i = 0; i < n; i++)
-		in[i] = rank * K + 3 * (int32_t)i;
-	EXPECT(!HcclAllReduce(in, in, n, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
-			      comm, stream) &&
-		       !aclrtSynchronizeStream(stream),
-	       "allreduce in place failed");
-	note(comm, rank, "AllReduce in place", &st);
-	for (size_t i = 0; i < n; i++) {
-		int32_t want =
-			(int32_t)((int64_t)K * nranks * (nranks - 1) / 2 +
-				  (int64_t)nranks * 3 * (int64_t)i);
-		if (in[i] != want) {
-			FAIL("allreduce in place[%zu] = %d, want %d", i, in[i],
-			     want);
-			break;
-		}
-	}
+	bad += allreduce_checked(comm, stream, rank, nranks, in, in, n, 3,
+				 "AllReduce in place", &st);
 	return bad;
 }
 
