@@ -94,14 +94,16 @@ struct ohc_comm {
 	size_t spare_bytes;
 
 	/*
-	 * Spare ops without a tail, recycled instead of calloc/free per op:
-	 * a stack pushed lock-free by whoever finishes an op and popped by
-	 * one submitter at a time (op_pool_taking), so a pop never sees a
-	 * node taken and pushed back under it (no ABA).
+	 * Spare ops without a tail, carved from slabs (comm.c) and recycled
+	 * instead of calloc/free per op: a stack pushed lock-free by whoever
+	 * finishes an op and popped by one submitter at a time
+	 * (op_pool_taking), so a pop never sees a node taken and pushed back
+	 * under it (no ABA). The slabs are unmapped with the communicator.
 	 */
 	struct ohc_op *op_pool;         /* atomic: stack top */
-	unsigned op_pool_n;             /* atomic: about how many are spare */
 	int op_pool_taking;             /* atomic: 1 while a submitter pops */
+	struct ohc_op_slab *op_slabs;   /* under op_pool_taking */
+	unsigned op_slab_ops;           /* ops carved; under op_pool_taking */
 };
 
 /*
@@ -155,13 +157,15 @@ struct ohc_op {
 	void *group_stream;
 	struct ohc_zc_pin zc;      /* exported memory pinned while in flight */
 	struct ohc_op *pool_next;  /* in comm->op_pool */
-	bool poolable;             /* no tail: may be recycled */
+	bool pooled;               /* from a slab: back to the pool */
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 
 /* Allocate an op with private copies of args' arrays and items. */
 struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 			    const struct ohc_coll_args *args);
+/* Free an op that was never launched (back to its pool, or free()). */
+void ohc_op_free(struct ohc_op *op);
 /* Assign the op its sequence number and run or enqueue it; takes op. */
 ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream);
 

@@ -152,7 +152,7 @@ static void free_list(struct ohc_op *op)
 	while (op) {
 		struct ohc_op *next = op->group_next;
 
-		free(op);
+		ohc_op_free(op);
 		op = next;
 	}
 }
@@ -191,7 +191,7 @@ static ohc_status_t launch_p2p_batch(struct ohc_op **list_p)
 		items[n].peer = op->args.peer;
 		n++;
 		*link = op->group_next;
-		free(op);
+		ohc_op_free(op);
 	}
 	args.items = items;
 	args.nitems = n;
