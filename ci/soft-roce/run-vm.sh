@@ -47,7 +47,11 @@
 # failure the tails of the VMs' logs are printed.
 #
 # Environment: OHC_VM_ACCEL (default tcg; kvm only where it really works:
-# a /dev/kvm without VT-x hangs), OHC_SOFTROCE_CACHE (see prepare.sh).
+# a /dev/kvm without VT-x hangs), OHC_SOFTROCE_CACHE (see prepare.sh),
+# OHC_VM_CLOCKSOURCE (default tsc, booted with tsc=reliable: the guest
+# kernel would otherwise pick HPET, which the vDSO cannot read, making
+# every clock_gettime a system call plus an emulated MMIO read; empty
+# leaves the choice to the kernel).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -244,6 +248,10 @@ else
 	# shellcheck source=/dev/null
 	. "$cache/current.env"
 	accel=${OHC_VM_ACCEL:-tcg}
+	# TSC, not HPET: the vDSO reads it (see the header). TCG gives every
+	# vCPU the host's TSC, so tsc=reliable (no sync check, no watchdog
+	# against HPET) holds.
+	clocksource=${OHC_VM_CLOCKSOURCE-tsc}
 	[ -n "$mem" ] || mem=$([ "$nvms" = 1 ] && echo 2048 || echo 1024)
 	smp=$([ "$nvms" = 1 ] && echo 2 || echo 1)
 
@@ -270,6 +278,10 @@ else
 	start_vm() {
 		local i=$1 d=$results/vm$1 append sock args j
 		append="console=ttyS0 panic=-1 no_timer_check quiet loglevel=4 vmindex=$i vmcount=$nvms vmmtu=$mtu vmrxe=$want_rxe"
+		if [ -n "$clocksource" ]; then
+			append+=" clocksource=$clocksource"
+			[ "$clocksource" != tsc ] || append+=" tsc=reliable"
+		fi
 		if [ -n "$rw_list" ]; then
 			append+=" vmrw=$(printf '%s' "$rw_list" | base64 -w0)"
 		fi

@@ -857,10 +857,12 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.eps = comm->eps;
 	x.ifaces = comm->ifaces;
 	x.nifaces = comm->nifaces;
-	x.deadline = comm->cfg.exec_timeout_s
-			     ? ohc_deadline_after_ms(
-				       (uint64_t)comm->cfg.exec_timeout_s * 1000)
-			     : OHC_DEADLINE_NEVER;
+	/* second-scale: the coarse clock (no clocksource read per op) */
+	x.deadline =
+		comm->cfg.exec_timeout_s
+			? ohc_deadline_coarse_after_ms(
+				  (uint64_t)comm->cfg.exec_timeout_s * 1000)
+			: OHC_DEADLINE_NEVER;
 	x.spin_ns = comm->spin_ns;
 	x.abort_flag = &comm->abort_flag;
 	x.reduce = ohc_reduce_get(op->args.dtype, op->args.redop);

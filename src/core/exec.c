@@ -22,6 +22,22 @@
  */
 static __thread unsigned yield_mask = 15;
 
+/*
+ * Let a peer that was preempted onto our CPU run. Measured on a loaded
+ * 2-core host (all_reduce_test -np 2, 8 B..4 KiB): yielding every 16 polls
+ * beat every 64 by ~1.5x and polling 2 us before yielding by ~2x.
+ */
+static void exec_yield(void)
+{
+	uint64_t t0 = ohc_time_ns();
+
+	sched_yield();
+	if (ohc_time_ns() - t0 < EXEC_YIELD_QUICK_NS)
+		yield_mask = OHC_MIN(yield_mask * 2 + 1, EXEC_YIELD_MASK_MAX);
+	else
+		yield_mask = 15;
+}
+
 static void sig_diff(const struct ohc_sig *ours, const struct ohc_sig *theirs,
 		     char *buf, size_t len)
 {
@@ -87,9 +103,10 @@ static unsigned exec_progress(struct ohc_exec *x)
 	return n;
 }
 
-static void exec_sleep(struct ohc_exec *x)
+/* Sleep until something may have moved; now: an ohc_time_ns() value. */
+static void exec_sleep(struct ohc_exec *x, uint64_t now)
 {
-	int ms = ohc_deadline_left_ms(x->deadline, EXEC_WAIT_MS);
+	int ms = ohc_deadline_left_ms_at(x->deadline, now, EXEC_WAIT_MS);
 
 	if (ms <= 0)
 		return;
@@ -152,8 +169,9 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			      unsigned n, unsigned step, struct ohc_req *reqs)
 {
-	unsigned pending = 0, polls = 0;
+	unsigned pending = 0, polls = 0, idle = 0, check = 16;
 	uint64_t idle_since = 0, now;
+	int spinning = 1;	 /* until a reading says the spin is over */
 	uint64_t next_check = 0; /* from the first idle sleep on */
 	ohc_status_t status;
 
@@ -218,33 +236,41 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			break;
 		if (moved) {
 			idle_since = 0;
+			idle = 0;
+			check = 16;
+			spinning = 1;
 			continue;
 		}
-		if (!idle_since) {
-			idle_since = ohc_time_ns();
+		/*
+		 * Idle. The clock is read at the check-th idle poll of the
+		 * spell only (every poll when not spinning), and that reading
+		 * serves the spin, the deadline, the peer checks and the
+		 * sleep: clock_gettime is a system call plus a device read
+		 * where the clocksource has no vDSO reader (HPET in the TCG
+		 * VMs: ~7 per HcclSend/Recv message on the two ranks there).
+		 * A message that arrives within 16 polls costs none. The spin
+		 * counts from the first reading (poll 16) and the polls
+		 * between readings double while spinning (16, 32, 64...), so
+		 * it ends within twice OPENHCCL_SPIN_US; sleeping, one
+		 * reading per 16 polls (each ends in a sleep anyway).
+		 */
+		polls++;
+		if (x->spin_ns && ++idle < check) {
+			if (spinning && !(polls & yield_mask))
+				exec_yield();
 			continue;
 		}
-		/* read the clock every 16th idle poll: it is not free */
-		if ((++polls & 15) && x->spin_ns)
-			continue;
 		now = ohc_time_ns();
-		if (now - idle_since < x->spin_ns) {
-			/*
-			 * Let a peer that was preempted onto our CPU run.
-			 * Measured on a loaded 2-core host (all_reduce_test -np
-			 * 2, 8 B..4 KiB): yielding every 16 polls beat every
-			 * 64 by ~1.5x and polling 2 us before yielding by ~2x.
-			 */
-			if (polls & yield_mask)
-				continue;
-			sched_yield();
-			if (ohc_time_ns() - now < EXEC_YIELD_QUICK_NS)
-				yield_mask = OHC_MIN(yield_mask * 2 + 1,
-						     EXEC_YIELD_MASK_MAX);
-			else
-				yield_mask = 15;
+		if (!idle_since)
+			idle_since = now;
+		spinning = now - idle_since < x->spin_ns;
+		if (spinning) {
+			check = idle * 2;
+			if (!(polls & yield_mask))
+				exec_yield();
 			continue;
 		}
+		check = idle + 16;
 
 		/* Idle: check abort, deadline and peers, then sleep. */
 		if (x->abort_flag &&
@@ -257,7 +283,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				    OHC_ERR_CANCELED);
 			return OHC_ERR_CANCELED;
 		}
-		if (ohc_deadline_passed(x->deadline)) {
+		if (x->deadline != OHC_DEADLINE_NEVER && now >= x->deadline) {
 			exec_log_waiting(x, xf, reqs, n, step);
 			exec_cancel(x, xf, reqs, n, OHC_ERR_TIMEOUT,
 				    OHC_ERR_TIMEOUT);
@@ -265,7 +291,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		}
 		if (!next_check)
 			next_check = idle_since + EXEC_WAIT_MS * 1000000ull;
-		if (ohc_time_ns() >= next_check) {
+		if (now >= next_check) {
 			for (unsigned i = 0; i < n; i++) {
 				struct ohc_ep *ep;
 
@@ -289,9 +315,9 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 					return status;
 				}
 			}
-			next_check = ohc_time_ns() + EXEC_WAIT_MS * 1000000ull;
+			next_check = now + EXEC_WAIT_MS * 1000000ull;
 		}
-		exec_sleep(x);
+		exec_sleep(x, now);
 	}
 	if (x->stats) {
 		for (unsigned i = 0; i < n; i++) {
