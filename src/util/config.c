@@ -130,8 +130,10 @@ static const struct field fields[] = {
 	      "through the ring (two copies, pipelined); 0 = never",
 	      shm_cma_kb, 0, 16777216),
 	INT_F("OPENHCCL_SPIN_US", "-1",
-	      "microseconds a waiting rank polls before it sleeps (-1 = auto: "
-	      "50 when this host's ranks fit its CPUs, else 0)",
+	      "microseconds a waiting rank polls before it sleeps, at least "
+	      "(the clock is read at doubling poll counts, so up to twice "
+	      "that); -1 = auto: 50 when this host's ranks fit its CPUs, "
+	      "else 0",
 	      spin_us, -1, 1000000),
 	INT_F("OPENHCCL_PIPELINE_SLICES", "0",
 	      "slices of pipelined schedules (chain broadcast/reduce): 0 = "
