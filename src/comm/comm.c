@@ -192,14 +192,16 @@ static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 	slab->next = comm->op_slabs;
 	comm->op_slabs = slab;
 	comm->op_slab_ops += n;
-	for (unsigned i = 1; i < n; i++) {
-		struct ohc_op *top =
-			__atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED);
+	if (n > 1) { /* ops 1..n-1 as one chain, pushed at once */
+		struct ohc_op *last = slab_op(slab, n - 1), *top;
 
+		for (unsigned i = 1; i + 1 < n; i++)
+			slab_op(slab, i)->pool_next = slab_op(slab, i + 1);
+		top = __atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED);
 		do
-			slab_op(slab, i)->pool_next = top;
+			last->pool_next = top;
 		while (!__atomic_compare_exchange_n(
-			&comm->op_pool, &top, slab_op(slab, i), 0,
+			&comm->op_pool, &top, slab_op(slab, 1), 0,
 			__ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	}
 	return slab_op(slab, 0);

@@ -163,3 +163,59 @@ Test(allreduce, threads4, .timeout = 600)
 		cr_assert_eq(HcclCommDestroy(thread_comms[i]), HCCL_SUCCESS);
 	aclFinalize();
 }
+
+/*
+ * A queue deeper than the communicator's op slabs hold (16384): 20000
+ * AllReduces enqueued before one synchronize, each on its own int32 slot,
+ * so that slab ops, recycled ops and the calloc'd ops past the cap all
+ * carry a result that is checked.
+ */
+#define DEEP_OPS 20000
+
+static int deep_rank(int rank, int nranks, void *p)
+{
+	int32_t *send = malloc(DEEP_OPS * sizeof(int32_t)),
+		*recv = calloc(DEEP_OPS, sizeof(int32_t));
+	aclrtStream stream = NULL;
+	int bad = 0;
+
+	(void)p;
+	if (!send || !recv || aclrtSetDevice(rank) ||
+	    aclrtCreateStream(&stream)) {
+		free(send);
+		free(recv);
+		return 1;
+	}
+	for (int i = 0; i < DEEP_OPS; i++)
+		send[i] = i + rank;
+	for (int i = 0; i < DEEP_OPS && !bad; i++)
+		bad = HcclAllReduce(&send[i], &recv[i], 1, HCCL_DATA_TYPE_INT32,
+				    HCCL_REDUCE_SUM, thread_comms[rank],
+				    stream) != HCCL_SUCCESS;
+	if (aclrtSynchronizeStream(stream) != ACL_SUCCESS)
+		bad++;
+	/* sum over ranks r of (i + r) */
+	for (int i = 0; i < DEEP_OPS && !bad; i++)
+		if (recv[i] != i * nranks + nranks * (nranks - 1) / 2) {
+			fprintf(stderr, "rank %d: op %d gave %d\n", rank, i,
+				recv[i]);
+			bad++;
+		}
+	aclrtDestroyStream(stream);
+	aclrtResetDevice(rank);
+	free(send);
+	free(recv);
+	return bad;
+}
+
+Test(allreduce, threads2_deep_queue, .timeout = 600)
+{
+	int32_t devs[2] = {0, 1};
+
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll(2, devs, thread_comms), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(2, deep_rank, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(HcclCommDestroy(thread_comms[i]), HCCL_SUCCESS);
+	aclFinalize();
+}
