@@ -169,6 +169,19 @@ static struct ohc_op *slab_op(struct ohc_op_slab *slab, unsigned i)
 					 (size_t)i * sizeof(struct ohc_op));
 }
 
+/* Push the chain first..last (linked by pool_next) onto comm's pool. */
+static void pool_push(struct ohc_comm *comm, struct ohc_op *first,
+		      struct ohc_op *last)
+{
+	struct ohc_op *top = __atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED);
+
+	do
+		last->pool_next = top;
+	while (!__atomic_compare_exchange_n(&comm->op_pool, &top, first, 0,
+					    __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
 /*
  * Map the next slab, keep one op for the caller and push the rest (the
  * caller holds op_pool_taking). NULL when the cap is reached or mmap fails.
@@ -193,16 +206,9 @@ static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 	comm->op_slabs = slab;
 	comm->op_slab_ops += n;
 	if (n > 1) { /* ops 1..n-1 as one chain, pushed at once */
-		struct ohc_op *last = slab_op(slab, n - 1), *top;
-
 		for (unsigned i = 1; i + 1 < n; i++)
 			slab_op(slab, i)->pool_next = slab_op(slab, i + 1);
-		top = __atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED);
-		do
-			last->pool_next = top;
-		while (!__atomic_compare_exchange_n(
-			&comm->op_pool, &top, slab_op(slab, 1), 0,
-			__ATOMIC_RELEASE, __ATOMIC_RELAXED));
+		pool_push(comm, slab_op(slab, 1), slab_op(slab, n - 1));
 	}
 	return slab_op(slab, 0);
 }
@@ -234,18 +240,10 @@ static struct ohc_op *op_pool_take(struct ohc_comm *comm)
  */
 static void op_free(struct ohc_comm *comm, struct ohc_op *op)
 {
-	struct ohc_op *top;
-
-	if (!op->pooled) {
+	if (op->pooled)
+		pool_push(comm, op, op);
+	else
 		free(op);
-		return;
-	}
-	top = __atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED);
-	do
-		op->pool_next = top;
-	while (!__atomic_compare_exchange_n(&comm->op_pool, &top, op, 0,
-					    __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
 }
 
 void ohc_op_free(struct ohc_op *op)
