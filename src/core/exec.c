@@ -283,7 +283,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				    OHC_ERR_CANCELED);
 			return OHC_ERR_CANCELED;
 		}
-		if (x->deadline != OHC_DEADLINE_NEVER && now >= x->deadline) {
+		if (ohc_deadline_passed_at(x->deadline, now)) {
 			exec_log_waiting(x, xf, reqs, n, step);
 			exec_cancel(x, xf, reqs, n, OHC_ERR_TIMEOUT,
 				    OHC_ERR_TIMEOUT);

@@ -76,9 +76,16 @@ static inline int ohc_deadline_left_ms(uint64_t deadline, int cap_ms)
 	return ohc_deadline_left_ms_at(deadline, ohc_time_ns(), cap_ms);
 }
 
+/* The deadline has passed at time now (an ohc_time_ns() value). */
+static inline int ohc_deadline_passed_at(uint64_t deadline, uint64_t now)
+{
+	return deadline != OHC_DEADLINE_NEVER && now >= deadline;
+}
+
 static inline int ohc_deadline_passed(uint64_t deadline)
 {
-	return deadline != OHC_DEADLINE_NEVER && ohc_time_ns() >= deadline;
+	return deadline != OHC_DEADLINE_NEVER &&
+	       ohc_deadline_passed_at(deadline, ohc_time_ns());
 }
 
 #endif
