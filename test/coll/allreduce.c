@@ -152,16 +152,25 @@ static int thread_rank(int rank, int nranks, void *p)
 	return bad;
 }
 
-Test(allreduce, threads4, .timeout = 600)
+/* nranks thread ranks on devices 0..nranks-1 (thread_comms) running fn. */
+static void run_threads(int nranks, ohc_test_rank_fn fn)
 {
-	int32_t devs[4] = {0, 1, 2, 3};
+	int32_t devs[8];
 
+	for (int i = 0; i < nranks; i++)
+		devs[i] = i;
 	cr_assert_eq(aclInit(NULL), 0);
-	cr_assert_eq(HcclCommInitAll(4, devs, thread_comms), HCCL_SUCCESS);
-	cr_assert_eq(ohc_test_thread_ranks(4, thread_rank, NULL), 0);
-	for (int i = 0; i < 4; i++)
+	cr_assert_eq(HcclCommInitAll((uint32_t)nranks, devs, thread_comms),
+		     HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(nranks, fn, NULL), 0);
+	for (int i = 0; i < nranks; i++)
 		cr_assert_eq(HcclCommDestroy(thread_comms[i]), HCCL_SUCCESS);
 	aclFinalize();
+}
+
+Test(allreduce, threads4, .timeout = 600)
+{
+	run_threads(4, thread_rank);
 }
 
 /*
@@ -210,12 +219,5 @@ static int deep_rank(int rank, int nranks, void *p)
 
 Test(allreduce, threads2_deep_queue, .timeout = 600)
 {
-	int32_t devs[2] = {0, 1};
-
-	cr_assert_eq(aclInit(NULL), 0);
-	cr_assert_eq(HcclCommInitAll(2, devs, thread_comms), HCCL_SUCCESS);
-	cr_assert_eq(ohc_test_thread_ranks(2, deep_rank, NULL), 0);
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(HcclCommDestroy(thread_comms[i]), HCCL_SUCCESS);
-	aclFinalize();
+	run_threads(2, deep_rank);
 }
