@@ -13,6 +13,58 @@
 #define EXEC_STACK_REQS 64
 #define EXEC_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
 #define EXEC_YIELD_MASK_MAX 1023 /* yield at least every 1024 polls */
+#define EXEC_STEP_WINDOW 64	 /* steps per look at how waits end */
+#define EXEC_YIELD_STEPS 4096	 /* steps in the yielding regime */
+
+/*
+ * Whether a spinning thread yields its CPU. Both choices lose about an
+ * order of magnitude in one setting (all_reduce_test -np 2 -b 8 on 2
+ * cores):
+ *  - a busy process beside us (another program, the application's own
+ *    compute threads): a yield hands it our CPU for a time slice (8-16 us
+ *    measured), every wait, while the peer we wait for runs on the other
+ *    CPU anyway. Spinning: 0.9-1.2 us per call; yielding: 6-8 us.
+ *  - the thread beside us is what we wait for (a peer rank, or the ranks
+ *    of a second job on the same CPUs): without a yield every wait runs
+ *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
+ *    6 us per call; spinning: 45-100 us.
+ * So each thread starts spinning without yields and watches how its
+ * steps end: when more than one in eight of its last 64 ran out the spin
+ * waiting, it yields while it spins for its next 4096 steps, then tries
+ * again. Beside a busy process the spin runs out about once per time
+ * slice it takes (thousands of steps); beside the thread we wait for,
+ * in about every other step.
+ */
+static __thread unsigned yield_steps;	/* steps left in the yield regime */
+static __thread unsigned window_steps;	/* steps in the current window */
+static __thread unsigned window_spent;	/* of which ran out the spin */
+static unsigned long yield_regimes;	/* switches to yielding, all threads */
+
+/* A step completed (spent: one of its waits ran out the spin). */
+static void exec_step_seen(int spent)
+{
+	if (yield_steps) {
+		yield_steps--;
+		return;
+	}
+	window_spent += spent;
+	if (++window_steps < EXEC_STEP_WINDOW)
+		return;
+	if (window_spent * 8 > EXEC_STEP_WINDOW) {
+		yield_steps = EXEC_YIELD_STEPS;
+		__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
+		OHC_DEBUG(OHC_SS_COLL,
+			  "%u of the last %u steps ran out the spin: yielding "
+			  "for the next %u",
+			  window_spent, EXEC_STEP_WINDOW, EXEC_YIELD_STEPS);
+	}
+	window_steps = window_spent = 0;
+}
+
+unsigned long ohc_exec_yield_regimes(void)
+{
+	return __atomic_load_n(&yield_regimes, __ATOMIC_RELAXED);
+}
 
 /*
  * Idle polls between two yields of this thread, minus one: 16 while
@@ -22,11 +74,7 @@
  */
 static __thread unsigned yield_mask = 15;
 
-/*
- * Let a peer that was preempted onto our CPU run. Measured on a loaded
- * 2-core host (all_reduce_test -np 2, 8 B..4 KiB): yielding every 16 polls
- * beat every 64 by ~1.5x and polling 2 us before yielding by ~2x.
- */
+/* Let a thread sharing our CPU run (the yield regime only). */
 static void exec_yield(void)
 {
 	uint64_t t0 = ohc_time_ns();
@@ -169,10 +217,11 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			      unsigned n, unsigned step, struct ohc_req *reqs)
 {
-	unsigned pending = 0, polls = 0, idle = 0, check = 16;
+	unsigned pending = 0, posted, polls = 0, idle = 0, check = 16;
 	uint64_t idle_since = 0, now;
 	int spinning = 1;	 /* until a reading says the spin is over */
 	uint64_t next_check = 0; /* from the first idle sleep on */
+	int spent = 0;		 /* a wait ran out the spin */
 	ohc_status_t status;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -196,6 +245,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		pending++;
 	}
 
+	posted = pending;
 	while (pending) {
 		unsigned moved = exec_progress(x);
 
@@ -256,20 +306,21 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		 */
 		polls++;
 		if (x->spin_ns && ++idle < check) {
-			if (spinning && !(polls & yield_mask))
+			if (spinning && yield_steps && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}
 		now = ohc_time_ns();
 		if (!idle_since)
 			idle_since = now;
-		spinning = now - idle_since < x->spin_ns;
-		if (spinning) {
+		if (spinning && now - idle_since < x->spin_ns) {
 			check = idle * 2;
-			if (!(polls & yield_mask))
+			if (yield_steps && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}
+		spent |= spinning && x->spin_ns; /* the spin ran out */
+		spinning = 0;
 		check = idle + 16;
 
 		/* Idle: check abort, deadline and peers, then sleep. */
@@ -319,6 +370,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		}
 		exec_sleep(x, now);
 	}
+	if (x->spin_ns && posted)
+		exec_step_seen(spent);
 	if (x->stats) {
 		for (unsigned i = 0; i < n; i++) {
 			if (xf[i].kind != OHC_XFER_RECV ||
