@@ -29,11 +29,13 @@
  *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
  *    6 us per call; spinning: 45-100 us.
  * So each thread starts spinning without yields and watches how its
- * steps end: when more than one in eight of its last 64 ran out the spin
+ * steps end: as soon as more than 8 of (up to) 64 ran out the spin
  * waiting, it yields while it spins for its next 4096 steps, then tries
- * again. Beside a busy process the spin runs out about once per time
- * slice it takes (thousands of steps); beside the thread we wait for,
- * in about every other step.
+ * again (a try costs up to 9 spins: 2-4 % of the stretch beside a second
+ * job; a stretch too many costs 4096 yields beside a busy process).
+ * Beside a busy process the spin runs out about once per time slice the
+ * process takes (thousands of steps); beside the thread we wait for, in
+ * about every other step.
  */
 static __thread unsigned yield_steps;	/* steps left in the yield regime */
 static __thread unsigned window_steps;	/* steps in the current window */
@@ -48,15 +50,17 @@ static void exec_step_seen(int spent)
 		return;
 	}
 	window_spent += spent;
-	if (++window_steps < EXEC_STEP_WINDOW)
-		return;
+	window_steps++;
 	if (window_spent * 8 > EXEC_STEP_WINDOW) {
+		/* each such step cost a whole spin: switch at once */
 		yield_steps = EXEC_YIELD_STEPS;
 		__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
 		OHC_DEBUG(OHC_SS_COLL,
-			  "%u of the last %u steps ran out the spin: yielding "
-			  "for the next %u",
-			  window_spent, EXEC_STEP_WINDOW, EXEC_YIELD_STEPS);
+			  "%u of %u steps ran out the spin: yielding for the "
+			  "next %u",
+			  window_spent, window_steps, yield_steps);
+	} else if (window_steps < EXEC_STEP_WINDOW) {
+		return;
 	}
 	window_steps = window_spent = 0;
 }
