@@ -23,7 +23,8 @@
  *  - a busy process beside us (another program, the application's own
  *    compute threads): a yield hands it our CPU for a time slice (8-16 us
  *    measured), every wait, while the peer we wait for runs on the other
- *    CPU anyway. Spinning: 0.9-1.2 us per call; yielding: 6-8 us.
+ *    CPU anyway. Spinning: 0.9-1.2 us per call (more on a host
+ *    with other load coming and going); yielding: 6-8 us.
  *  - the thread beside us is what we wait for (a peer rank, or the ranks
  *    of a second job on the same CPUs): without a yield every wait runs
  *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
