@@ -593,6 +593,16 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		}
 		tail = ohc_shm_ring_tail_acquire(sep->rx);
 		if (tail == sep->rx_head) {
+			/*
+			 * The producer publishes its last records before it
+			 * cancels, so after seeing the cancel read the tail
+			 * again: the first reading may predate both (a
+			 * consumer preempted between the two loads saw a
+			 * peer that completed its last send and then left).
+			 */
+			if (ohc_shm_ring_prod_err(sep->rx) &&
+			    ohc_shm_ring_tail_acquire(sep->rx) != tail)
+				continue;
 			if (ohc_shm_ring_prod_err(sep->rx) &&
 			    !ohc_list_empty(&sep->recvs))
 				shm_rx_fail(sep, peer_stop_reason(sep),
