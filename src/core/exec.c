@@ -13,6 +13,7 @@
 #define EXEC_STACK_REQS 64
 #define EXEC_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
 #define EXEC_YIELD_MASK_MAX 1023 /* yield at least every 1024 polls */
+#define EXEC_LONG_WAIT_NS 50000 /* a wait this long: the peer is not running */
 #define EXEC_STEP_WINDOW 64	 /* steps per look at how waits end */
 #define EXEC_YIELD_STEPS 4096	 /* steps in the yielding regime */
 
@@ -29,41 +30,47 @@
  *    of a second job on the same CPUs): without a yield every wait runs
  *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
  *    6 us per call; spinning: 45-100 us.
- * So each thread starts spinning without yields and watches how its
- * steps end: as soon as more than 8 of (up to) 64 ran out the spin
- * waiting, it yields while it spins for its next 4096 steps, then tries
- * again (a try costs up to 9 spins: 2-4 % of the stretch beside a second
- * job; a stretch too many costs 4096 yields beside a busy process).
- * Beside a busy process the spin runs out about once per time slice the
- * process takes (thousands of steps); beside the thread we wait for, in
- * about every other step.
+ * So each thread starts spinning without yields and watches its waits:
+ * as soon as 9 of (up to) 64 steps waited longer than 50 us (or than
+ * the spin, if that is shorter), it yields while it spins, from that
+ * wait on, for its next 4096 steps, then tries again. A try costs up to
+ * 9 long waits (2-4 % of a stretch beside a second job); a stretch too
+ * many costs 4096 yields beside a busy process, which makes a wait that
+ * long about once per time slice it takes (thousands of steps). With a
+ * long OPENHCCL_SPIN_US a rank then polls through the slices its peer
+ * loses to a busy process instead of sleeping, as MPI libraries do.
  */
 static __thread unsigned yield_steps;	/* steps left in the yield regime */
 static __thread unsigned window_steps;	/* steps in the current window */
-static __thread unsigned window_spent;	/* of which ran out the spin */
+static __thread unsigned window_spent;	/* of which waited long */
 static unsigned long yield_regimes;	/* switches to yielding, all threads */
 
-/* A step completed (spent: one of its waits ran out the spin). */
-static void exec_step_seen(int spent)
+/*
+ * A step's wait went on past EXEC_LONG_WAIT_NS or ran out the spin (once
+ * per step): the 9th in a window switches to yielding at once, in this
+ * very wait.
+ */
+static void exec_wait_long(void)
+{
+	if (yield_steps || ++window_spent * 8 <= EXEC_STEP_WINDOW)
+		return;
+	yield_steps = EXEC_YIELD_STEPS;
+	__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
+	OHC_DEBUG(OHC_SS_COLL,
+		  "%u of %u steps waited long: yielding for the next %u",
+		  window_spent, window_steps + 1, yield_steps);
+	window_steps = window_spent = 0;
+}
+
+/* A step completed. */
+static void exec_step_seen(void)
 {
 	if (yield_steps) {
 		yield_steps--;
 		return;
 	}
-	window_spent += spent;
-	window_steps++;
-	if (window_spent * 8 > EXEC_STEP_WINDOW) {
-		/* each such step cost a whole spin: switch at once */
-		yield_steps = EXEC_YIELD_STEPS;
-		__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
-		OHC_DEBUG(OHC_SS_COLL,
-			  "%u of %u steps ran out the spin: yielding for the "
-			  "next %u",
-			  window_spent, window_steps, yield_steps);
-	} else if (window_steps < EXEC_STEP_WINDOW) {
-		return;
-	}
-	window_steps = window_spent = 0;
+	if (++window_steps >= EXEC_STEP_WINDOW)
+		window_steps = window_spent = 0;
 }
 
 unsigned long ohc_exec_yield_regimes(void)
@@ -226,7 +233,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 	uint64_t idle_since = 0, now;
 	int spinning = 1;	 /* until a reading says the spin is over */
 	uint64_t next_check = 0; /* from the first idle sleep on */
-	int spent = 0;		 /* a wait ran out the spin */
+	int spent = 0;		 /* a wait went on long (exec_wait_long) */
 	ohc_status_t status;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -318,13 +325,17 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		now = ohc_time_ns();
 		if (!idle_since)
 			idle_since = now;
+		if (spinning && x->spin_ns && !spent &&
+		    now - idle_since >= OHC_MIN(x->spin_ns, EXEC_LONG_WAIT_NS)) {
+			spent = 1;
+			exec_wait_long();
+		}
 		if (spinning && now - idle_since < x->spin_ns) {
 			check = idle * 2;
 			if (yield_steps && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}
-		spent |= spinning && x->spin_ns; /* the spin ran out */
 		spinning = 0;
 		check = idle + 16;
 
@@ -376,7 +387,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		exec_sleep(x, now);
 	}
 	if (x->spin_ns && posted)
-		exec_step_seen(spent);
+		exec_step_seen();
 	if (x->stats) {
 		for (unsigned i = 0; i < n; i++) {
 			if (xf[i].kind != OHC_XFER_RECV ||
