@@ -165,6 +165,13 @@ const char *ohc_config_raw(const char *name)
 	return getenv(name);
 }
 
+int ohc_config_is_set(const char *name)
+{
+	const char *val = ohc_config_raw(name);
+
+	return val && *val;
+}
+
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
 			   int64_t *out_p)
 {
@@ -329,7 +336,7 @@ void ohc_env_dump(FILE *out)
 	for (size_t i = 0; i < OHC_ARRAY_SIZE(fields); i++) {
 		const struct field *f = &fields[i];
 		const char *val = ohc_config_raw(f->name);
-		int set = val && *val;
+		int set = ohc_config_is_set(f->name);
 
 		fprintf(out, "%-30s = %-16s (%s)  # %s\n", f->name,
 			set ? val : f->def, set ? "environment" : "default",
