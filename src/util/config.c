@@ -108,10 +108,11 @@ static const struct field fields[] = {
 	      "messages of this many KiB and more go by rendezvous: RDMA "
 	      "writes straight into the receiver's buffer (0: never)",
 	      rdma_rndv_kb, 0, 1048576),
-	INT_F("OPENHCCL_RDMA_MR_CACHE", "0",
-	      "unused user-buffer registrations kept for reuse (0: released "
-	      "when the message completes; keep only if buffers are never "
-	      "freed while cached)",
+	INT_F("OPENHCCL_RDMA_MR_CACHE", "64",
+	      "unused user-buffer registrations kept for reuse, each checked "
+	      "against /proc/self/pagemap when reused (0: released when the "
+	      "message completes); unset: 64 where that check works "
+	      "(CAP_SYS_ADMIN), else 0",
 	      rdma_mr_cache, 0, 4096),
 	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
 	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
