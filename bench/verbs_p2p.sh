@@ -14,7 +14,9 @@
 #   REPS (default 2) alternating runs per tool, the best one counts;
 #   VARIANTS (default below) the HcclSend/Recv configurations compared,
 #     space-separated NAME[:VAR=VAL[,VAR=VAL...]]: "eager" is the slot
-#     path alone (what every size used before the rendezvous).
+#     path alone (what every size used before the rendezvous),
+#     "rdv-nocache" registers and deregisters every rendezvous buffer,
+#     "rdv" is the default (its registration cache on: the VM is root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -38,7 +40,7 @@ ip=${OHC_VM_IP:-127.0.0.1}
 bench=$build/bench/ohc_verbs_p2p_bench
 [ -x "$bench" ] || { echo "no $bench: build it first" >&2; exit 2; }
 
-variants=${VARIANTS:-"eager:OPENHCCL_RDMA_RNDV_KB=0 rdv rdv+cache:OPENHCCL_RDMA_MR_CACHE=8 rdv+cache+4qp:OPENHCCL_RDMA_MR_CACHE=8,HCCL_RDMA_QPS_PER_CONNECTION=4"}
+variants=${VARIANTS:-"eager:OPENHCCL_RDMA_RNDV_KB=0 rdv-nocache:OPENHCCL_RDMA_MR_CACHE=0 rdv rdv+4qp:HCCL_RDMA_QPS_PER_CONNECTION=4"}
 read -r -a vlist <<<"$variants"
 hdr=$(printf '%-9s %-6s %11s' bytes iters ib_write_bw)
 for v in "${vlist[@]}"; do hdr+=$(printf ' %20s' "${v%%:*}"); done

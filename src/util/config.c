@@ -108,10 +108,11 @@ static const struct field fields[] = {
 	      "messages of this many KiB and more go by rendezvous: RDMA "
 	      "writes straight into the receiver's buffer (0: never)",
 	      rdma_rndv_kb, 0, 1048576),
-	INT_F("OPENHCCL_RDMA_MR_CACHE", "0",
-	      "unused user-buffer registrations kept for reuse (0: released "
-	      "when the message completes; keep only if buffers are never "
-	      "freed while cached)",
+	INT_F("OPENHCCL_RDMA_MR_CACHE", "64",
+	      "unused user-buffer registrations kept for reuse, each checked "
+	      "against /proc/self/pagemap when reused (0: released when the "
+	      "message completes); unset: 64 where that check works "
+	      "(CAP_SYS_ADMIN), else 0",
 	      rdma_mr_cache, 0, 4096),
 	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
 	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
@@ -163,6 +164,13 @@ static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 const char *ohc_config_raw(const char *name)
 {
 	return getenv(name);
+}
+
+int ohc_config_is_set(const char *name)
+{
+	const char *val = ohc_config_raw(name);
+
+	return val && *val;
 }
 
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
@@ -329,7 +337,7 @@ void ohc_env_dump(FILE *out)
 	for (size_t i = 0; i < OHC_ARRAY_SIZE(fields); i++) {
 		const struct field *f = &fields[i];
 		const char *val = ohc_config_raw(f->name);
-		int set = val && *val;
+		int set = ohc_config_is_set(f->name);
 
 		fprintf(out, "%-30s = %-16s (%s)  # %s\n", f->name,
 			set ? val : f->def, set ? "environment" : "default",

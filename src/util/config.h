@@ -50,7 +50,7 @@ struct ohc_env {
 	int64_t rdma_slots;           /* OPENHCCL_RDMA_SLOTS */
 	int64_t rdma_slot_kb;         /* OPENHCCL_RDMA_SLOT_KB */
 	int64_t rdma_rndv_kb;         /* OPENHCCL_RDMA_RNDV_KB */
-	int64_t rdma_mr_cache;        /* OPENHCCL_RDMA_MR_CACHE */
+	int64_t rdma_mr_cache;        /* OPENHCCL_RDMA_MR_CACHE (see vx_mr.c) */
 	int64_t rdma_write_kb;        /* OPENHCCL_RDMA_WRITE_KB, 0 = slot */
 	/* OpenHCCL's own */
 	char hostid[256];             /* OPENHCCL_HOSTID */
@@ -91,6 +91,12 @@ ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p);
 
 /* The raw value of a table variable (NULL if unset); the only getenv(). */
 const char *ohc_config_raw(const char *name);
+/*
+ * 1 if the environment gives the variable a value (set, not empty): its
+ * ohc_env() field came from there, not from the default. For variables
+ * whose unset default depends on the machine (OPENHCCL_RDMA_MR_CACHE).
+ */
+int ohc_config_is_set(const char *name);
 
 /* Parse helpers shared with other validators (rank table, config). */
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,

@@ -142,6 +142,10 @@ Test(doctor, reports_rdma_devices_or_their_absence)
 	run_doctor(NULL, NULL, &r);
 	cr_assert(strstr(r.out, "== RDMA devices =="), "%s", r.out);
 	cr_assert(strstr(r.out, "== locked memory"), "%s", r.out);
+	cr_assert(strstr(r.out, "pagemap shows page frames") ||
+			  strstr(r.out, "pagemap hides page frames") ||
+			  strstr(r.out, "OPENHCCL_RDMA_MR_CACHE=0: no RDMA"),
+		  "the registration cache's line:\n%s", r.out);
 	cr_assert(strstr(r.out, "== cross-memory attach"), "%s", r.out);
 	cr_assert(strstr(r.out, "== hugepages"), "%s", r.out);
 	cr_assert(strstr(r.out, "== NUMA"), "%s", r.out);

@@ -26,6 +26,7 @@
 #include "transport/transport.h"
 #include "transport/verbs/verbs.h"
 #include "util/config.h"
+#include "util/pagemap.h"
 #include "util/time.h"
 
 #define MAXR 4
@@ -697,6 +698,7 @@ static void rdv_env(const char *qps)
 	unsetenv("OPENHCCL_RDMA_SLOT_KB");
 	setenv("OPENHCCL_RDMA_RNDV_KB", "64", 1);
 	setenv("HCCL_RDMA_QPS_PER_CONNECTION", qps, 1);
+	unsetenv("OPENHCCL_RDMA_MR_CACHE"); /* the default */
 	ohc_env_reload();
 }
 
@@ -705,7 +707,9 @@ static void rdv_env(const char *qps)
  * flight than rendezvous slots (OHC_VX_RDV_N), reductions among them
  * (REDUCE goes eager, flagged; REDUCE_TO lands in place, then reduces),
  * both directions at once: data right, COPY and REDUCE_TO receives
- * direct (no staging), the REDUCE staged, no MR left.
+ * direct (no staging), the REDUCE staged. Afterwards no MR is in use:
+ * arg NULL, the default cache keeps 64 (where the pagemap check works,
+ * else none), none found stale; arg: OPENHCCL_RDMA_MR_CACHE=0 keeps none.
  */
 #define RDV_MSGS 80
 static int rdv_rank(int rank, int nranks, void *arg)
@@ -722,8 +726,9 @@ static int rdv_rank(int rank, int nranks, void *arg)
 	size_t len[RDV_MSGS];
 	int peer = 1 - rank;
 	uint8_t *zeros = calloc(1, 70 * KIB);
+	struct ohc_verbs_iface *vi;
+	unsigned want = arg || !ohc_pagemap_usable() ? 0u : 64u;
 
-	(void)arg;
 	if (rank_up(c, rank, nranks))
 		return 1;
 	for (int i = 0; i < RDV_MSGS; i++) {
@@ -787,8 +792,12 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		free(rb[i] - i % 3);
 	}
 	free(zeros);
-	CHECK(ohc_vx_mr_cached((struct ohc_verbs_iface *)c->iface) == 0,
-	      "MRs still cached with OPENHCCL_RDMA_MR_CACHE=0");
+	vi = (struct ohc_verbs_iface *)c->iface;
+	CHECK(ohc_vx_mr_cached(vi) == want,
+	      "%u MRs cached, want %u (OPENHCCL_RDMA_MR_CACHE %s)",
+	      ohc_vx_mr_cached(vi), want, arg ? "=0" : "unset");
+	CHECK(ohc_vx_mr_stale(vi) == 0, "%lu entries stale",
+	      ohc_vx_mr_stale(vi));
 	barrier(nranks);
 	return rank_down(c);
 }
@@ -801,12 +810,14 @@ Test(verbs, rendezvous_sizes_misaligned_many_in_flight)
 	cr_assert_eq(ohc_test_fork_ranks(2, rdv_rank, NULL, 280), 0);
 }
 
-Test(verbs, rendezvous_one_qp)
+Test(verbs, rendezvous_one_qp_no_cache)
 {
 	NEED_RDMA();
 	rdv_env("1");
+	setenv("OPENHCCL_RDMA_MR_CACHE", "0", 1);
+	ohc_env_reload();
 	ohc_test_fork_settle();
-	cr_assert_eq(ohc_test_fork_ranks(2, rdv_rank, NULL, 280), 0);
+	cr_assert_eq(ohc_test_fork_ranks(2, rdv_rank, "", 280), 0);
 }
 
 /*
@@ -981,6 +992,8 @@ Test(verbs, rendezvous_cancel_and_fini_leave_no_mr)
 {
 	NEED_RDMA();
 	rdv_env("2");
+	/* no cache: a released MR is deregistered, not kept for reuse */
+	setenv("OPENHCCL_RDMA_MR_CACHE", "0", 1);
 	setenv("OPENHCCL_DEBUG", "ERROR", 1);
 	ohc_env_reload();
 	ohc_test_fork_settle();
@@ -1050,4 +1063,106 @@ Test(verbs, rendezvous_desync_and_exported_memory)
 	rdv_env("2");
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, rdv_sig_rank, NULL, 120), 0);
+}
+
+/*
+ * The registration cache is on by default (where /proc/self/pagemap shows
+ * PFNs) and safe: rank 0 sends a rendezvous-size message from S into
+ * rank 1's R; again from the same buffers (a cache hit: no new MR, no
+ * stale entry); then both unmap their buffer and map fresh memory at the
+ * same address, and the third message must land in the new R, with the
+ * new S's data: both caches found their entry stale (the old pages are
+ * still pinned by it, so the PFNs differ). Last, rank 1 receives into
+ * another buffer while its first ibv_reg_mr fails: the unused cached
+ * entries are dropped and the registration retried, so it still lands
+ * directly.
+ */
+static int remap_rank(int rank, int nranks, void *arg)
+{
+	const size_t len = 512 * KIB;
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t *buf, *fresh, *other;
+	int peer = 1 - rank;
+	long live = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	vi = (struct ohc_verbs_iface *)c->iface;
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	other = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(buf != MAP_FAILED && other != MAP_FAILED, "mmap");
+	for (int round = 0; round < 4; round++) {
+		uint8_t *b = round == 3 && rank == 1 ? other : buf;
+
+		if (round == 2) { /* same address, new pages */
+			CHECK(munmap(buf, len) == 0, "munmap");
+			fresh = mmap(buf, len, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				     -1, 0);
+			CHECK(fresh == buf, "mmap at %p gave %p", (void *)buf,
+			      (void *)fresh);
+		}
+		if (round == 3 && rank == 1)
+			ohc_vx_fault_arm(OHC_VX_REG_MR, 0, ENOMEM);
+		if (rank == 0) {
+			fill(b, len, rank, round);
+			req_send(&q, b, len, (uint64_t)round);
+			CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK,
+			      "ep_send");
+		} else {
+			memset(b, 0xee, len);
+			req_recv(&q, b, len, (uint64_t)round);
+			CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK,
+			      "ep_recv");
+		}
+		CHECK(drive(c, all, 1, 60000) == 0, "round %d: timeout", round);
+		ohc_vx_fault_clear();
+		CHECK(q.status == OHC_OK, "round %d: %s", round,
+		      ohc_status_str(q.status));
+		if (rank == 1) {
+			long bad = verify(b, len, peer, round);
+
+			CHECK(bad < 0, "round %d: byte %ld wrong", round, bad);
+			CHECK(q.path == OHC_PATH_DIRECT, "round %d: path %d",
+			      round, (int)q.path);
+		}
+		/* kept for reuse; stale only after the remap */
+		CHECK(ohc_vx_mr_cached(vi) == 1, "round %d: %u MRs cached",
+		      round, ohc_vx_mr_cached(vi));
+		CHECK(ohc_vx_mr_stale(vi) == (round < 2 ? 0u : 1u),
+		      "round %d: %lu stale entries", round,
+		      ohc_vx_mr_stale(vi));
+		if (round == 1)
+			CHECK(ohc_vx_mr_live() == live,
+			      "round 1 registered again: %ld MRs, %ld before",
+			      ohc_vx_mr_live(), live);
+		live = ohc_vx_mr_live();
+		barrier(nranks);
+	}
+	munmap(buf, len);
+	munmap(other, len);
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, rendezvous_cache_sees_remapped_buffers)
+{
+	NEED_RDMA();
+	if (!ohc_pagemap_usable())
+		cr_skip_test("/proc/self/pagemap shows no PFNs here (no "
+			     "CAP_SYS_ADMIN): the cache is off by default");
+	unsetenv("OPENHCCL_RDMA_SLOTS");
+	unsetenv("OPENHCCL_RDMA_SLOT_KB");
+	unsetenv("OPENHCCL_RDMA_RNDV_KB"); /* 256 KiB */
+	unsetenv("OPENHCCL_RDMA_MR_CACHE");
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, remap_rank, NULL, 120), 0);
 }

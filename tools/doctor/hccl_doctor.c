@@ -26,6 +26,7 @@
 #include "comm/bootstrap/bs_internal.h"
 #include "doctor.h"
 #include "util/config.h"
+#include "util/pagemap.h"
 
 /* ---- printing ---- */
 
@@ -146,6 +147,34 @@ static void check_memlock(struct dr_report *rep, int have_rdma)
 			"only matters for RDMA: `ulimit -l unlimited` or "
 			"memlock in /etc/security/limits.conf",
 			"%s", msg);
+}
+
+/*
+ * The verbs registration cache is on by default only where a cached
+ * entry can be checked at reuse: /proc/self/pagemap shows PFNs.
+ */
+static void check_mr_cache(void)
+{
+	long long n = (long long)ohc_env()->rdma_mr_cache;
+	int set = ohc_config_is_set("OPENHCCL_RDMA_MR_CACHE");
+
+	if (set && !n)
+		dr_info("OPENHCCL_RDMA_MR_CACHE=0: no RDMA registration "
+			"cache, each large message registers its buffers");
+	else if (ohc_pagemap_usable())
+		dr_ok("/proc/self/pagemap shows page frames: up to %lld "
+		      "unused RDMA registrations stay cached, each checked "
+		      "when reused",
+		      n);
+	else if (!set)
+		dr_info("/proc/self/pagemap hides page frames (no "
+			"CAP_SYS_ADMIN): no RDMA registration cache, each "
+			"large message registers its buffers");
+	else
+		dr_info("/proc/self/pagemap hides page frames (no "
+			"CAP_SYS_ADMIN): the %lld cached RDMA registrations "
+			"are reused unchecked; keep buffers alive",
+			n);
 }
 
 /* ---- CMA ---- */
@@ -525,6 +554,7 @@ int main(int argc, char **argv)
 	printf("hccl_doctor: OpenHCCL preflight checks\n");
 	ndevs = dr_rdma_scan(&rep, shm_only, ports, DR_MAX_DEVS, &nports);
 	check_memlock(&rep, ndevs > 0);
+	check_mr_cache();
 	check_cma(&rep);
 	check_hugepages(&rep);
 	check_numa(&rep);

@@ -79,7 +79,10 @@ struct vx_mr_cache {
 	pthread_mutex_t lock;
 	struct ohc_list entries; /* least recently used first */
 	unsigned n, idle;	 /* entries, of which unused and cached */
-	unsigned max_idle;	 /* OPENHCCL_RDMA_MR_CACHE */
+	unsigned max_idle;	 /* OPENHCCL_RDMA_MR_CACHE, or its default */
+	int pm_fd;		 /* /proc/self/pagemap; -1: reuse unchecked */
+	size_t page;		 /* one pagemap entry per page of this size */
+	unsigned long stale;	 /* entries found remapped at reuse */
 	int inited;
 };
 
@@ -98,6 +101,8 @@ uint32_t ohc_vx_mr_lkey(const struct vx_mr *m);
 uint32_t ohc_vx_mr_rkey(const struct vx_mr *m);
 /* Registrations cached (in use or not), for tests. */
 unsigned ohc_vx_mr_cached(struct ohc_verbs_iface *vi);
+/* Cached registrations dropped because their address was remapped. */
+unsigned long ohc_vx_mr_stale(struct ohc_verbs_iface *vi);
 /* transport ops mem_reg / mem_dereg */
 ohc_status_t ohc_vx_mem_reg(struct ohc_iface *iface, void *addr, size_t len,
 			    const struct ohc_mem_desc *desc, void **handle_p);
