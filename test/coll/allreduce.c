@@ -183,38 +183,9 @@ Test(allreduce, threads4, .timeout = 600)
 
 static int deep_rank(int rank, int nranks, void *p)
 {
-	int32_t *send = malloc(DEEP_OPS * sizeof(int32_t)),
-		*recv = calloc(DEEP_OPS, sizeof(int32_t));
-	aclrtStream stream = NULL;
-	int bad = 0;
-
 	(void)p;
-	if (!send || !recv || aclrtSetDevice(rank) ||
-	    aclrtCreateStream(&stream)) {
-		free(send);
-		free(recv);
-		return 1;
-	}
-	for (int i = 0; i < DEEP_OPS; i++)
-		send[i] = i + rank;
-	for (int i = 0; i < DEEP_OPS && !bad; i++)
-		bad = HcclAllReduce(&send[i], &recv[i], 1, HCCL_DATA_TYPE_INT32,
-				    HCCL_REDUCE_SUM, thread_comms[rank],
-				    stream) != HCCL_SUCCESS;
-	if (aclrtSynchronizeStream(stream) != ACL_SUCCESS)
-		bad++;
-	/* sum over ranks r of (i + r) */
-	for (int i = 0; i < DEEP_OPS && !bad; i++)
-		if (recv[i] != i * nranks + nranks * (nranks - 1) / 2) {
-			fprintf(stderr, "rank %d: op %d gave %d\n", rank, i,
-				recv[i]);
-			bad++;
-		}
-	aclrtDestroyStream(stream);
-	aclrtResetDevice(rank);
-	free(send);
-	free(recv);
-	return bad;
+	return ohc_test_slot_allreduces(thread_comms[rank], rank, nranks,
+					DEEP_OPS, 1);
 }
 
 Test(allreduce, threads2_deep_queue, .timeout = 600)

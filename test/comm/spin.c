@@ -22,37 +22,8 @@ static HcclComm comms[2];
 
 static int spin_rank(int rank, int nranks, void *p)
 {
-	int32_t *send = malloc(SPIN_OPS * sizeof(int32_t)),
-		*recv = calloc(SPIN_OPS, sizeof(int32_t));
-	aclrtStream stream = NULL;
-	int bad = 0;
-
 	(void)p;
-	if (!send || !recv || aclrtSetDevice(rank) ||
-	    aclrtCreateStream(&stream)) {
-		free(send);
-		free(recv);
-		return 1;
-	}
-	for (int i = 0; i < SPIN_OPS; i++)
-		send[i] = 3 * i + rank;
-	for (int i = 0; i < SPIN_OPS && !bad; i++)
-		bad = HcclAllReduce(&send[i], &recv[i], 1, HCCL_DATA_TYPE_INT32,
-				    HCCL_REDUCE_SUM, comms[rank],
-				    stream) != HCCL_SUCCESS;
-	if (aclrtSynchronizeStream(stream) != ACL_SUCCESS)
-		bad++;
-	for (int i = 0; i < SPIN_OPS && !bad; i++)
-		if (recv[i] != 2 * 3 * i + nranks * (nranks - 1) / 2) {
-			fprintf(stderr, "rank %d: op %d gave %d\n", rank, i,
-				recv[i]);
-			bad++;
-		}
-	aclrtDestroyStream(stream);
-	aclrtResetDevice(rank);
-	free(send);
-	free(recv);
-	return bad;
+	return ohc_test_slot_allreduces(comms[rank], rank, nranks, SPIN_OPS, 3);
 }
 
 Test(spin, one_cpu_two_ranks_yield, .timeout = 300)

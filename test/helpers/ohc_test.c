@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <acl/acl.h>
+
 #include "helpers/ohc_test.h"
 
 void ohc_test_fork_settle(void)
@@ -584,4 +586,40 @@ int ohc_test_two_vm_table(const char *path, int per_vm, int port)
 		vm = -1;
 	free(dev);
 	return vm;
+}
+
+int ohc_test_slot_allreduces(HcclComm comm, int rank, int nranks, int nops,
+			     int mult)
+{
+	int32_t *send = malloc((size_t)nops * sizeof(int32_t)),
+		*recv = calloc((size_t)nops, sizeof(int32_t));
+	aclrtStream stream = NULL;
+	int bad = 0;
+
+	if (!send || !recv || aclrtSetDevice(rank) ||
+	    aclrtCreateStream(&stream)) {
+		free(send);
+		free(recv);
+		return 1;
+	}
+	for (int i = 0; i < nops; i++)
+		send[i] = i * mult + rank;
+	for (int i = 0; i < nops && !bad; i++)
+		bad = HcclAllReduce(&send[i], &recv[i], 1, HCCL_DATA_TYPE_INT32,
+				    HCCL_REDUCE_SUM, comm,
+				    stream) != HCCL_SUCCESS;
+	if (aclrtSynchronizeStream(stream) != ACL_SUCCESS)
+		bad++;
+	/* sum over ranks r of (i * mult + r) */
+	for (int i = 0; i < nops && !bad; i++)
+		if (recv[i] != i * mult * nranks + nranks * (nranks - 1) / 2) {
+			fprintf(stderr, "rank %d: op %d gave %d\n", rank, i,
+				recv[i]);
+			bad++;
+		}
+	aclrtDestroyStream(stream);
+	aclrtResetDevice(rank);
+	free(send);
+	free(recv);
+	return bad;
 }

@@ -32,6 +32,15 @@ void ohc_test_fork_settle(void);
 int ohc_test_thread_ranks(int nranks, ohc_test_rank_fn fn, void *arg);
 
 /*
+ * For a thread rank of comm (device rank): nops one-element int32 sum
+ * AllReduces, slot i sending i * mult + rank, all enqueued on a new stream
+ * before one synchronize, then every slot checked. Returns the number of
+ * failures (the first wrong slot is printed).
+ */
+int ohc_test_slot_allreduces(HcclComm comm, int rank, int nranks, int nops,
+			     int mult);
+
+/*
  * For ranks forked by ohc_test_fork_ranks: rank 0 makes nroots root infos
  * (HcclGetRootInfo) in memory shared with the others (MAP_SHARED), then
  * sets *ready; the others wait for it at most timeout_s seconds. Making
