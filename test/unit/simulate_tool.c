@@ -361,6 +361,43 @@ Test(simulate, ranks_sharing_cpus_pay_turns)
 	free(r.out);
 }
 
+/*
+ * --host-ranks on an RDMA network: a hardware device (roce100) is shared
+ * by its host's ranks; rxe's work runs on the sending CPU, so with
+ * --cores and a CPU per rank (4 ranks, 4 CPUs) it is not shared at all,
+ * while without --cores it still is (the old pricing, kept).
+ */
+static double model_1k(const char *net, const char *host_ranks,
+		       const char *cores)
+{
+	struct run r = {0};
+	char *args[] = {"--op",		"allgather",	"--ranks", "4",
+			"-b",		"1K",		"-e",	   "1K",
+			"--no-sim",	"--net",	(char *)net,
+			"--host-ranks", (char *)host_ranks, "--cores",
+			(char *)cores,	NULL};
+	double us;
+
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	us = first_model(r.out);
+	free(r.out);
+	return us;
+}
+
+Test(simulate, rxe_device_is_shared_only_through_cpus)
+{
+	double alone = model_1k("rxe", "1", "4");
+
+	cr_assert_float_eq(model_1k("rxe", "4", "4"), alone, 1e-6 * alone,
+			   "rxe, 4 ranks on 4 CPUs priced as sharing a device");
+	cr_assert_gt(model_1k("rxe", "4", "0"), alone * 1.01,
+		     "rxe without --cores: the device is shared");
+	cr_assert_gt(model_1k("roce100", "4", "4"),
+		     model_1k("roce100", "1", "4") * 1.01,
+		     "roce100: 4 ranks share one device");
+}
+
 Test(simulate, bad_arguments_are_clear_errors)
 {
 	static const struct {
