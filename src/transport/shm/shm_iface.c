@@ -593,6 +593,10 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		}
 		tail = ohc_shm_ring_tail_acquire(sep->rx);
 		if (tail == sep->rx_head) {
+			ohc_status_t why;
+
+			if (!ohc_shm_ring_prod_err(sep->rx))
+				break;
 			/*
 			 * The producer publishes its last records before it
 			 * cancels, so after seeing the cancel read the tail
@@ -600,18 +604,17 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			 * consumer preempted between the two loads saw a
 			 * peer that completed its last send and then left).
 			 */
-			if (ohc_shm_ring_prod_err(sep->rx) &&
-			    ohc_shm_ring_tail_acquire(sep->rx) != tail)
+			if (ohc_shm_ring_tail_acquire(sep->rx) != tail)
 				continue;
-			if (ohc_shm_ring_prod_err(sep->rx) &&
-			    !ohc_list_empty(&sep->recvs))
-				shm_rx_fail(sep, peer_stop_reason(sep),
-					    peer_stop_reason(sep) ==
-							    OHC_ERR_DESYNC
+			if (!ohc_list_empty(&sep->recvs)) {
+				why = peer_stop_reason(sep);
+				shm_rx_fail(sep, why,
+					    why == OHC_ERR_DESYNC
 						    ? "the peer stopped on a "
 						      "mismatched operation"
 						    : "the peer canceled its "
 						      "sends");
+			}
 			break;
 		}
 		pos = sep->rx_head % sep->rx_bytes;
