@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <inttypes.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,68 +10,142 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define EXEC_WAIT_MS 100     /* longest single sleep: bounds check latency */
+#define EXEC_WAIT_MS 100 /* longest single sleep: bounds check latency */
 #define EXEC_STACK_REQS 64
 #define EXEC_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
 #define EXEC_YIELD_MASK_MAX 1023 /* yield at least every 1024 polls */
-#define EXEC_LONG_WAIT_NS 50000 /* a wait this long: the peer is not running */
-#define EXEC_STEP_WINDOW 64	 /* steps per look at how waits end */
-#define EXEC_YIELD_STEPS 4096	 /* steps in the yielding regime */
+#define EXEC_LONG_WAIT_NS 50000	 /* a wait this long: the peer is not running  \
+				  */
+#define PACE_WINDOW 64		 /* steps per look at how waits end */
+#define PACE_TRIAL 16		 /* steps a trial of the other mode runs */
+#define PACE_STRETCH_MIN 256   /* steps before a mode that won is tried again */
+#define PACE_STRETCH_MAX 65536 /* ... after it kept winning */
+#define PACE_MEASURE 4096      /* a mode's mean step: over its last 4-8K */
 
 /*
- * Whether a spinning thread yields its CPU. Both choices lose about an
- * order of magnitude in one setting (all_reduce_test -np 2 -b 8 on 2
+ * Pacing: whether a spinning thread yields its CPU. Both choices lose about
+ * an order of magnitude in one setting (all_reduce_test -np 2 -b 8 on 2
  * cores):
- *  - a busy process beside us (another program, the application's own
- *    compute threads): a yield hands it our CPU for a time slice (8-16 us
- *    measured), every wait, while the peer we wait for runs on the other
- *    CPU anyway. Spinning: 0.9-1.2 us per call (more on a host
- *    with other load coming and going); yielding: 6-8 us.
+ *  - a busy process beside us (another program, a compiler, the
+ *    application's own compute threads): a yield hands it our CPU for a
+ *    time slice (8-16 us measured), every wait, while the peer we wait for
+ *    runs on the other CPU anyway. Spinning: 0.9-1.2 us per call;
+ *    yielding: 6-8 us.
  *  - the thread beside us is what we wait for (a peer rank, or the ranks
  *    of a second job on the same CPUs): without a yield every wait runs
  *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
  *    6 us per call; spinning: 45-100 us.
- * So each thread starts spinning without yields and watches its waits:
- * as soon as 9 of (up to) 64 steps waited longer than 50 us (or than
- * the spin, if that is shorter), it yields while it spins, from that
- * wait on, for its next 4096 steps, then tries again. A try costs up to
- * 9 long waits (2-4 % of a stretch beside a second job); a stretch too
- * many costs 4096 yields beside a busy process, which makes a wait that
- * long about once per time slice it takes (thousands of steps). With a
- * long OPENHCCL_SPIN_US a rank then polls through the slices its peer
- * loses to a busy process instead of sleeping, as MPI libraries do.
+ * Long waits happen in both (a peer that loses its CPU to a busy process
+ * for a slice makes them too), so they only say when to look: the thread
+ * then measures. It spins without yields until 9 of (up to) 64 steps
+ * waited longer than 50 us (or than the spin, if that is shorter), then
+ * tries yielding for 16 steps, from that very wait on, and keeps the mode
+ * whose mean step (wall clock, over the kept mode's last 4-8K steps)
+ * was shorter; the trial must be a third faster to win. A yielding stretch then
+ * lasts 256 steps and ends in a trial of spinning; a spinning one watches its
+ * waits again after as many steps. Each trial that the kept mode wins doubles
+ * its stretch, up to 65536 steps, so a wrong trial costs at most 16 steps in
+ * that many.
  */
-static __thread unsigned yield_steps;	/* steps left in the yield regime */
-static __thread unsigned window_steps;	/* steps in the current window */
-static __thread unsigned window_spent;	/* of which waited long */
-static unsigned long yield_regimes;	/* switches to yielding, all threads */
+static __thread struct exec_pace {
+	bool yielding;	  /* the mode in force, on trial or not */
+	unsigned trial;	  /* steps left in a trial of it, 0 = none */
+	unsigned hold;	  /* steps before the next look (stretch) */
+	unsigned stretch; /* what hold starts from after a trial */
+	uint64_t since; /* ohc_time_ns() at the measure's start, 0 = not yet */
+	unsigned steps; /* steps since */
+	uint64_t old_since; /* the measure before (kept: up to 2 x PACE_MEASURE)
+			     */
+	unsigned old_steps;
+	uint64_t kept_ns;   /* mean step of the mode a trial is against */
+	unsigned win_steps; /* the watch (spinning): steps in the window */
+	unsigned win_spent; /* ... and of them, waits that went on long */
+} pace;
+static unsigned long yield_regimes; /* switches to yielding, all threads */
+
+static void pace_restart(uint64_t now)
+{
+	pace.since = pace.old_since = now;
+	pace.steps = pace.old_steps = 0;
+}
+
+/* Try the other mode for PACE_TRIAL steps, from now on. */
+static void pace_try(uint64_t now)
+{
+	unsigned steps = pace.old_steps + pace.steps;
+
+	pace.kept_ns = (now - pace.old_since) / (steps ? steps : 1);
+	pace.yielding = !pace.yielding;
+	pace.trial = PACE_TRIAL;
+	pace_restart(now);
+}
+
+/* The trial ended: keep the faster mode. */
+static void pace_judge(uint64_t now)
+{
+	uint64_t tried_ns = (now - pace.since) / pace.steps;
+
+	if (tried_ns * 3 < pace.kept_ns * 2) {
+		pace.stretch = PACE_STRETCH_MIN;
+		if (pace.yielding)
+			__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
+		OHC_DEBUG(OHC_SS_COLL,
+			  "%s: %" PRIu64 " ns per step, against %" PRIu64
+			  " ns %s",
+			  pace.yielding ? "yielding"
+					: "spinning without yields",
+			  tried_ns, pace.kept_ns,
+			  pace.yielding ? "spinning" : "yielding");
+	} else {
+		pace.yielding = !pace.yielding;
+		pace.stretch =
+			OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
+				PACE_STRETCH_MAX);
+	}
+	pace.trial = 0;
+	pace.hold = pace.stretch;
+	pace.win_steps = pace.win_spent = 0;
+	pace_restart(now);
+}
 
 /*
  * A step's wait went on past EXEC_LONG_WAIT_NS or ran out the spin (once
- * per step): the 9th in a window switches to yielding at once, in this
- * very wait.
+ * per step). Spinning and watching, the 9th in a window starts a trial
+ * of yielding, in this very wait.
  */
-static void exec_wait_long(void)
+static void exec_wait_long(uint64_t now)
 {
-	if (yield_steps || ++window_spent * 8 <= EXEC_STEP_WINDOW)
+	if (pace.yielding || pace.trial || pace.hold || !pace.since ||
+	    ++pace.win_spent * 8 <= PACE_WINDOW)
 		return;
-	yield_steps = EXEC_YIELD_STEPS;
-	__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
-	OHC_DEBUG(OHC_SS_COLL,
-		  "%u of %u steps waited long: yielding for the next %u",
-		  window_spent, window_steps + 1, yield_steps);
-	window_steps = window_spent = 0;
+	pace_try(now);
 }
 
-/* A step completed. */
+/* A step that waited for peers completed. */
 static void exec_step_seen(void)
 {
-	if (yield_steps) {
-		yield_steps--;
+	if (!pace.since) {
+		pace_restart(ohc_time_ns());
 		return;
 	}
-	if (++window_steps >= EXEC_STEP_WINDOW)
-		window_steps = window_spent = 0;
+	pace.steps++;
+	if (pace.trial) {
+		if (!--pace.trial)
+			pace_judge(ohc_time_ns());
+		return;
+	}
+	if (pace.steps >= PACE_MEASURE) { /* the mean follows recent steps */
+		pace.old_since = pace.since;
+		pace.old_steps = pace.steps;
+		pace.since = ohc_time_ns();
+		pace.steps = 0;
+	}
+	if (pace.hold) {
+		if (!--pace.hold && pace.yielding)
+			pace_try(ohc_time_ns());
+	} else if (++pace.win_steps >= PACE_WINDOW) {
+		pace.win_steps = pace.win_spent = 0;
+	}
 }
 
 unsigned long ohc_exec_yield_regimes(void)
@@ -211,11 +286,10 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 		if ((xf[i].kind == OHC_XFER_SEND ||
 		     xf[i].kind == OHC_XFER_RECV) &&
 		    reqs[i].status == OHC_INPROGRESS) {
-			off += snprintf(peers + off, sizeof(peers) - off,
-					"%s%u (%s)", off ? ", " : "",
-					xf[i].peer,
-					xf[i].kind == OHC_XFER_SEND ? "send"
-								    : "recv");
+			off += snprintf(
+				peers + off, sizeof(peers) - off, "%s%u (%s)",
+				off ? ", " : "", xf[i].peer,
+				xf[i].kind == OHC_XFER_SEND ? "send" : "recv");
 			x->err_peer = xf[i].peer;
 		}
 	}
@@ -318,7 +392,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		 */
 		polls++;
 		if (x->spin_ns && ++idle < check) {
-			if (spinning && yield_steps && !(polls & yield_mask))
+			if (spinning && pace.yielding && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}
@@ -326,13 +400,14 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		if (!idle_since)
 			idle_since = now;
 		if (spinning && x->spin_ns && !spent &&
-		    now - idle_since >= OHC_MIN(x->spin_ns, EXEC_LONG_WAIT_NS)) {
+		    now - idle_since >=
+			    OHC_MIN(x->spin_ns, EXEC_LONG_WAIT_NS)) {
 			spent = 1;
-			exec_wait_long();
+			exec_wait_long(now);
 		}
 		if (spinning && now - idle_since < x->spin_ns) {
 			check = idle * 2;
-			if (yield_steps && !(polls & yield_mask))
+			if (pace.yielding && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}
@@ -368,15 +443,16 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				status = ep->iface->ops->ep_check(ep);
 				if (status < 0) {
 					x->err_peer = xf[i].peer;
-					OHC_ERROR(OHC_SS_COLL,
-						  "rank %u: %s: peer rank %u %s",
-						  x->rank, x->what, xf[i].peer,
-						  status == OHC_ERR_DESYNC
-							  ? "stopped on a "
-							    "mismatched "
-							    "operation"
-							  : "is gone or "
-							    "failed");
+					OHC_ERROR(
+						OHC_SS_COLL,
+						"rank %u: %s: peer rank %u %s",
+						x->rank, x->what, xf[i].peer,
+						status == OHC_ERR_DESYNC
+							? "stopped on a "
+							  "mismatched "
+							  "operation"
+							: "is gone or "
+							  "failed");
 					exec_cancel(x, xf, reqs, n, status,
 						    status);
 					return status;
