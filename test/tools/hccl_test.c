@@ -464,6 +464,7 @@ Test(tools, bad_arguments_fail, .timeout = 60)
 	static const char *const root[] = {"-r", "2", "-b", "8",
 					   "-e", "8", NULL};
 	static const char *const dtype[] = {"-d", "fp128", NULL};
+	static const char *const bind[] = {"--bind", "socket", NULL};
 	static struct run r;
 
 	ohc_test_fork_settle();
@@ -473,6 +474,10 @@ Test(tools, bad_arguments_fail, .timeout = 60)
 	run_tool("all_reduce_test", "2", dtype, &r);
 	cr_expect_neq(r.status, 0, "%s", r.out);
 	cr_expect_eq(r.nrows, 0);
+	run_tool("all_reduce_test", "2", bind, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "bad --bind socket: core or none"), "%s",
+		  r.out);
 }
 
 /* Under mpirun: root info by MPI_Bcast, one output, same verdicts. */

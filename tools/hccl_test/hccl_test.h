@@ -35,6 +35,8 @@ struct ht_opts {
 	int zero_copy, symmetric;
 	/* testing aid (--corrupt_rank R): rank R flips a result byte */
 	int corrupt_rank;
+	/* --bind none: -np leaves the ranks unbound */
+	int no_bind;
 };
 
 /* How a data size maps to the per-rank send and receive element counts. */
