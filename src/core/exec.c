@@ -14,10 +14,10 @@
 #define EXEC_STACK_REQS 64
 #define EXEC_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
 #define EXEC_YIELD_MASK_MAX 1023 /* yield at least every 1024 polls */
-#define EXEC_LONG_WAIT_NS 50000	 /* a wait this long: the peer is not running  \
-				  */
-#define PACE_WINDOW 64		 /* steps per look at how waits end */
-#define PACE_TRIAL 16		 /* steps a trial of the other mode runs */
+/* a wait this long: the peer is not running */
+#define EXEC_LONG_WAIT_NS 50000
+#define PACE_WINDOW 64	       /* steps per look at how waits end */
+#define PACE_TRIAL 16	       /* steps a trial of the other mode runs */
 #define PACE_STRETCH_MIN 256   /* steps before a mode that won is tried again */
 #define PACE_STRETCH_MAX 65536 /* ... after it kept winning */
 #define PACE_MEASURE 4096      /* a mode's mean step: over its last 4-8K */
