@@ -343,17 +343,35 @@ static ohc_status_t shm_post_check(struct ohc_shm_ep *sep)
 	return sep->err;
 }
 
+/*
+ * Free bytes of the ring, at least `need` if the consumer has freed them.
+ * The consumer's head is read only when our last reading of it shows less:
+ * a read per send moved its cache line to us and back each time (the
+ * consumer writes it after every record). An old reading is only smaller.
+ */
+static uint64_t tx_free(struct ohc_shm_ep *sep, uint64_t need)
+{
+	uint64_t free_b = sep->tx_bytes - (sep->tx_tail - sep->tx_head);
+
+	if (free_b >= need)
+		return free_b;
+	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
+	return sep->tx_bytes - (sep->tx_tail - sep->tx_head);
+}
+
 /* Decide what the front send can write now; *payload_p for PLAN_DATA. */
 static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
 			    uint64_t *payload_p)
 {
-	uint64_t head = ohc_shm_ring_head_acquire(sep->tx);
-	uint64_t free_b = sep->tx_bytes - (sep->tx_tail - head);
-	uint64_t contig = sep->tx_bytes - sep->tx_tail % sep->tx_bytes;
-	uint64_t avail = OHC_MIN(free_b, contig);
 	uint64_t rem = req->len - req->done;
 	uint64_t want = OHC_MIN(rem, sep->tx_max_frag);
 	uint64_t need = ohc_shm_rec_bytes(want), fit;
+	/* enough for any record this send may write here (a ZC one: 128) */
+	uint64_t free_b = tx_free(
+		sep,
+		OHC_MAX(need, ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))));
+	uint64_t contig = sep->tx_bytes - sep->tx_tail % sep->tx_bytes;
+	uint64_t avail = OHC_MIN(free_b, contig);
 
 	/* Exported source: the reader copies out of its mapping of it. */
 	if (req->done == 0 && req->smem && ohc_shm_ring_cma_ok(sep->tx)) {
