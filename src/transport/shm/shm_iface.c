@@ -584,6 +584,26 @@ static ohc_status_t rndv_step(struct ohc_shm_ep *sep, size_t *budget_p)
 	return OHC_OK;
 }
 
+/*
+ * Small records: ask for all their lines at once (header and payload, up
+ * to SHM_PREFETCH bytes of what the tail shows), so that they cross from
+ * the producer's cache in one round trip instead of one per line or pair
+ * of lines (the header is read before the payload's address is used).
+ * AllReduce, 2 ranks: 128-512 B went from 0.83-1.05 us to 0.59-0.77,
+ * 8-64 B unchanged. Prefetching the producer's next lines for writing
+ * (PREFETCHW) as well gained nothing more and cost some at 32-64 B.
+ */
+#define SHM_PREFETCH 512u
+static inline void rx_prefetch(const struct ohc_shm_ep *sep, uint64_t pos,
+			       uint64_t avail)
+{
+	const char *p = sep->rx_data + pos;
+
+	avail = OHC_MIN(avail, (uint64_t)SHM_PREFETCH);
+	for (uint64_t off = OHC_CACHELINE; off < avail; off += OHC_CACHELINE)
+		__builtin_prefetch(p + off, 0);
+}
+
 /* Consumer: drain records into posted receives; returns records read. */
 static unsigned shm_pull(struct ohc_shm_ep *sep)
 {
@@ -637,6 +657,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		}
 		pos = sep->rx_head % sep->rx_bytes;
 		contig = sep->rx_bytes - pos;
+		rx_prefetch(sep, pos, OHC_MIN(tail - sep->rx_head, contig));
 		memcpy(&rec, sep->rx_data + pos, sizeof(rec));
 		bytes = rec.kind == OHC_SHM_REC_PAD ? rec.frag_len
 			: rec.kind == OHC_SHM_REC_RNDV
