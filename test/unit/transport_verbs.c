@@ -467,6 +467,22 @@ Test(verbs, credits_under_pressure)
 	cr_assert_eq(ohc_test_fork_ranks(4, pressure_rank, NULL, 240), 0);
 }
 
+/* The connection to peer broke on its side: ep_check says so within 10 s
+ * (progressing meanwhile); 0, or 1 after reporting. */
+static int notices_broken_peer(struct rctx *c, int peer)
+{
+	uint64_t deadline = ohc_deadline_after_ms(10000);
+
+	while (c->ops->ep_check(c->eps[peer]) == OHC_OK &&
+	       !ohc_deadline_passed(deadline)) {
+		c->ops->iface_progress(c->iface);
+		usleep(10000);
+	}
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
+	      "peer did not notice the broken connection");
+	return 0;
+}
+
 /*
  * A QP forced into the error state through the wrapper seam: the posted
  * requests fail with OHC_ERR_REMOTE, ep_check says so, the log line names
@@ -479,7 +495,6 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 	struct ohc_req r1, r2, *all[2] = {&r1, &r2};
 	char buf[256], logpath[] = "/tmp/ohc-verbs-log-XXXXXX";
 	int peer = 1 - rank, logfd = -1, saved = -1;
-	uint64_t deadline;
 
 	(void)arg;
 	if (rank_up(c, rank, nranks))
@@ -526,14 +541,8 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 		unlink(logpath);
 	} else {
 		/* the peer's side fails too, within bounded time */
-		deadline = ohc_deadline_after_ms(10000);
-		while (c->ops->ep_check(c->eps[peer]) == OHC_OK &&
-		       !ohc_deadline_passed(deadline)) {
-			c->ops->iface_progress(c->iface);
-			usleep(10000);
-		}
-		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
-		      "peer did not notice the broken connection");
+		if (notices_broken_peer(c, peer))
+			return 1;
 	}
 	barrier(nranks);
 	return rank_down(c);
@@ -1394,7 +1403,6 @@ static int gather_err_rank(int rank, int nranks, void *arg)
 	struct ohc_req s, *all[1] = {&s};
 	uint8_t *buf = malloc(100 * KIB);
 	int peer = 1 - rank;
-	uint64_t deadline;
 
 	(void)arg;
 	if (rank_up(c, rank, nranks))
@@ -1416,14 +1424,8 @@ static int gather_err_rank(int rank, int nranks, void *arg)
 		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
 		      "ep_check");
 	} else {
-		deadline = ohc_deadline_after_ms(10000);
-		while (c->ops->ep_check(c->eps[peer]) == OHC_OK &&
-		       !ohc_deadline_passed(deadline)) {
-			c->ops->iface_progress(c->iface);
-			usleep(10000);
-		}
-		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
-		      "peer did not notice the broken connection");
+		if (notices_broken_peer(c, peer))
+			return 1;
 	}
 	barrier(nranks);
 	free(buf);
