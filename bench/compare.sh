@@ -289,6 +289,38 @@ p2p() {
 		done
 		echo "$s ${ib:--} ${ohc:--}" | tee -a "$out/p2p.bw"
 	done
+	wake
+}
+
+# wake: what a 1 KiB message costs when the ranks sleep in their waits,
+# for bench/sim_validate.sh -x (p2p.wake, "RANKS MODE US", best of
+# P2P_REPS; "cpus" holds nproc): xchg = one step of every rank
+# exchanging with rank ^ 1 at once (HcclBatchSendRecv, as a step of
+# recursive doubling), at 2 ranks (they spin) and at each even rank count
+# of the run (more ranks than CPUs sleep, comm.c); lat-sleep = the 2-rank
+# ping-pong's half round trip with OPENHCCL_SPIN_US=0 (a wake-up per
+# message, a CPU each)
+wake() {
+	local np r v pb=$build/bench/ohc_verbs_p2p_bench
+	nproc >"$out/cpus"
+	: >"$out/p2p.wake"
+	for np in $(printf '%s\n' 2 $nps | sort -nu); do
+		[ $((np % 2)) = 0 ] || continue
+		v=""
+		for ((r = 0; r < p2p_reps; r++)); do
+			v=$(pick min "$v" "$(HCCL_INTRA_ROCE_ENABLE=1 \
+				OHC_BENCH_RANKS=$np timeout 300 "$pb" 1024 \
+				1024 100 5 xchg | awk '$1 == 1024 { print $3 }')")
+		done
+		echo "$np xchg ${v:--}" | tee -a "$out/p2p.wake"
+	done
+	v=""
+	for ((r = 0; r < p2p_reps; r++)); do
+		v=$(pick min "$v" "$(HCCL_INTRA_ROCE_ENABLE=1 \
+			OPENHCCL_SPIN_US=0 timeout 120 "$pb" 1024 1024 100 5 \
+			lat | awk '$1 == 1024 { print $3 }')")
+	done
+	echo "2 lat-sleep ${v:--}" | tee -a "$out/p2p.wake"
 }
 
 # pick min|max A B: the better of two numbers, either may be empty
@@ -315,6 +347,14 @@ p2p_table() {
 	echo
 	echo "MB = 2^20 bytes; ib_write_bw's BW average; OpenHCCL's numbers from"
 	echo "bench/verbs_p2p.c (its \`lat\` ping-pong for the latency)."
+	[ -s "$out/p2p.wake" ] || return 0
+	echo
+	echo "| ranks | 1 KiB message, $(cat "$out/cpus" 2>/dev/null || echo "?") CPUs | us |"
+	echo "|---:|---|---:|"
+	awk '{ printf "| %s | %s | %s |\n", $1, $2 == "xchg" ?
+		"exchange step (HcclBatchSendRecv with rank ^ 1, all at once)" :
+		"ping-pong half round trip, OPENHCCL_SPIN_US=0", $3 }' \
+		"$out/p2p.wake"
 }
 
 # why STATUS ERRFILE: a failed run's exit status and first error lines

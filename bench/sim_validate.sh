@@ -29,9 +29,12 @@
 #   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
 #       instead of the network's defaults (hccl_simulate --alpha/--bw)
 #   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
-#       this machine's, nproc; -x: 0, a CPU per rank; -c 2 for the VM's
-#       two vCPUs); more ranks than CPUs take turns, which the simulator
-#       prices (--wake-us, --turn-kb)
+#       this machine's, nproc; -x: the run's nproc from DIR/cpus, else 0,
+#       a CPU per rank); more ranks than CPUs take turns, which the
+#       simulator prices (--wake-us, --turn-kb). -x calibrates the turn
+#       from the same run's DIR/p2p.wake (compare.sh -R): NP ranks on C
+#       CPUs pay the 1 KiB exchange step of NP ranks minus that of 2 ranks
+#       per message, --wake-us = that / (NP / C)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -84,10 +87,26 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 			"$from/p2p.bw")
 		echo "bandwidth $bw GB/s: best $what, $from/p2p.bw"
 	fi
+	if [ -z "$cores" ] && [ -s "$from/cpus" ]; then
+		cores=$(cat "$from/cpus")
+		echo "cores $cores: the run's nproc, $from/cpus"
+	fi
 else
 	net=${net:-shm}
 	cores=${cores:-$(nproc)}
 fi
+
+# wake NP: --wake-us for NP ranks sharing $cores CPUs, from the run's
+# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US"); empty: the
+# simulator's default (no -x, a CPU per rank, or not measured)
+wake() {
+	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
+		[ "$1" -gt "$cores" ] || return 0
+	awk -v np="$1" -v c="$cores" '$2 == "xchg" && $3 ~ /^[0-9.]+$/ {
+		x[$1] = $3 } END { if ((np in x) && (2 in x)) {
+		w = (x[np] - x[2]) / (np / c); if (w < 0) w = 0
+		printf "%.4g %s %s\n", w, x[np], x[2] } }' "$from/p2p.wake"
+}
 
 sim=$build/tools/simulate/hccl_simulate
 if [ ! -x "$sim" ] || [ -z "$from" ]; then
@@ -148,6 +167,11 @@ printf '%-15s %5s %10s %-20s %12s %12s %9s\n' op ranks bytes algorithm \
 bad=0
 total=0
 for np in $nps; do
+	wk=""
+	if read -r wk xn x2 < <(wake "$np") && [ -n "$wk" ]; then
+		echo "wake $wk us x $np/$cores ranks per CPU: $np ranks' 1 KiB" \
+			"exchange step $xn us - 2 ranks' $x2 us, $from/p2p.wake" >&2
+	fi
 	for op in $ops; do
 		files=("$src/raw.ohc.$op.$np".*)
 		[ -e "${files[0]}" ] || files=("$src/raw.$op.$np".*)
@@ -158,7 +182,7 @@ for np in $nps; do
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
-			${cores:+--cores "$cores"} \
+			${cores:+--cores "$cores"} ${wk:+--wake-us "$wk"} \
 			${from:+--host-ranks "$np"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true
 		while read -r b alg m p _; do

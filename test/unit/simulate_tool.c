@@ -398,6 +398,57 @@ Test(simulate, rxe_device_is_shared_only_through_cpus)
 		     "roce100: 4 ranks share one device");
 }
 
+/*
+ * The rxe pricing bench/sim_validate.sh -x calibrates: 4 ranks of one VM
+ * on 2 CPUs (s = 2) pay the wake given per message (--wake-us x s on top
+ * of --alpha), the bandwidth, reductions and copies at 1/s (the device not
+ * shared beyond that: its work is the CPUs'), a turn per turn-kb; on 4
+ * CPUs they spin and pay none of it.
+ */
+static double rxe_4ranks_1k(const char *cores, struct ohc_cost_params *c)
+{
+	struct run r = {0};
+	char *args[] = {"--op",	    "allgather", "--ranks",	"4",
+			"-b",	    "1K",	 "-e",		"1K",
+			"--no-sim", "--net",	 "rxe",		"--host-ranks",
+			"4",	    "--cores",	 (char *)cores, "--wake-us",
+			"200",	    "--alpha",	 "40",		"--bw",
+			"0.05",	    NULL};
+	double us;
+
+	*c = *ohc_cost_params_get(OHC_LINK_RDMA);
+	c->alpha_us = 40;
+	c->beta_us = 1e-3 / 0.05;
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	us = first_model(r.out);
+	free(r.out);
+	return us;
+}
+
+Test(simulate, rxe_ranks_beyond_cpus_pay_the_wake_given)
+{
+	const struct ohc_algo *al =
+		algo_named(OHC_COLL_ALLGATHER, "recursive_doubling");
+	struct ohc_cost_params c;
+	double got = rxe_4ranks_1k("2", &c), want;
+
+	c.alpha_us += 200 * 2.0;
+	c.beta_us = c.beta_us * 2 + 200 * 2.0 / (1024 * 1024);
+	c.gamma_us *= 2;
+	c.copy_us *= 2;
+	want = al->cost(&c, 1024, 4);
+	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g", got,
+		  want);
+	/* two steps of recursive doubling: two wakes of 400 us at least */
+	cr_assert_gt(got, 2 * (40 + 400.0), "model %g", got);
+
+	got = rxe_4ranks_1k("4", &c);
+	want = al->cost(&c, 1024, 4);
+	cr_assert(fabs(got - want) <= 1e-4 * want, "4 CPUs: model %g, want %g",
+		  got, want);
+}
+
 Test(simulate, bad_arguments_are_clear_errors)
 {
 	static const struct {
