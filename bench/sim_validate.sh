@@ -34,7 +34,8 @@
 #       simulator prices (--wake-us, --turn-kb). -x calibrates the turn
 #       from the same run's DIR/p2p.wake (compare.sh -R): NP ranks on C
 #       CPUs pay the 1 KiB exchange step of NP ranks minus that of 2 ranks
-#       per message, --wake-us = that / (NP / C)
+#       per message, --wake-us = that / (NP / C); shm keeps its fitted
+#       default
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -97,13 +98,15 @@ else
 fi
 
 # wake NP: --wake-us for NP ranks sharing $cores CPUs, from the run's
-# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US"); empty: the
-# simulator's default (no -x, a CPU per rank, or not measured)
+# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US", best per RANKS);
+# empty: the simulator's default (a CPU per rank, not measured, or shm
+# here: there the default is fitted, the exchange step too noisy)
 wake() {
 	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
 		[ "$1" -gt "$cores" ] || return 0
-	awk -v np="$1" -v c="$cores" '$2 == "xchg" && $3 ~ /^[0-9.]+$/ {
-		x[$1] = $3 } END { if ((np in x) && (2 in x)) {
+	awk -v np="$1" -v c="$cores" '$2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
+		(!($1 in x) || $3 + 0 < x[$1] + 0) { x[$1] = $3 }
+		END { if ((np in x) && (2 in x)) {
 		w = (x[np] - x[2]) / (np / c); if (w < 0) w = 0
 		printf "%.4g %s %s\n", w, x[np], x[2] } }' "$from/p2p.wake"
 }

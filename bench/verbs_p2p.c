@@ -18,8 +18,9 @@
  * are pair 0's. With more ranks than CPUs the library sleeps in its waits
  * (comm.c), so this measures what a message costs then. The exchange
  * mode (xchg) has both ranks of every pair send and receive at once
- * (HcclBatchSendRecv), as a step of recursive doubling does: the time is
- * one exchange, on rank 0's clock.
+ * (HcclBatchSendRecv), as a step of recursive doubling does, enqueued on
+ * a stream as hccl_test enqueues collectives: the time is one exchange,
+ * on rank 0's clock.
  * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP]
  *                            [lat|xchg]
  */
@@ -107,7 +108,7 @@ static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
 	    HcclCommInitRootInfo((uint32_t)nranks, &sh->root, (uint32_t)rank,
 				 &comm))
 		return 1;
-	if (mode == M_BW && !(sync && atoi(sync)) && aclrtCreateStream(&st))
+	if (mode != M_LAT && !(sync && atoi(sync)) && aclrtCreateStream(&st))
 		return 1;
 	memset(buf, rank + 1, 2 * maxb);
 	for (size_t b = minb; b <= maxb; b *= 2, k++) {
