@@ -194,7 +194,7 @@ for np in $nps; do
 		while read -r b alg m p q; do
 			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')
 			rs=$(awk -v m="$m" -v p="$q" 'BEGIN {
-				if (p ~ /^[0-9.]+$/) printf "%.2f", p / m; else print "-" }')
+				if (p ~ /^[0-9.eE+]+$/) printf "%.2f", p / m; else print "-" }')
 			flag=$(awk -v r="$r" 'BEGIN { print (r < 0.5 || r > 2) ? "OUTSIDE" : "" }')
 			total=$((total + 1))
 			[ -z "$flag" ] || bad=$((bad + 1))
