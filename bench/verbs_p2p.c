@@ -47,7 +47,9 @@ enum mode { M_BW, M_LAT, M_XCHG };
 
 struct shared {
 	HcclRootInfo root;
-	double mbps[64]; /* or us: half round trip (lat), exchange (xchg) */
+	double mbps[64];    /* or us: half round trip (lat), exchange (xchg) */
+	double slowest[64]; /* xchg: the best window of the slowest rank */
+	double dt[MAX_RANKS]; /* xchg: each rank's last window */
 	int fail;
 };
 
@@ -154,6 +156,19 @@ static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
 			if (r != HCCL_SUCCESS)
 				return msg_failed(nranks, rank, mode, b, r);
 			dt = now_s() - t0;
+			if (mode == M_XCHG && nranks > 2) {
+				/* the window of the rank that took longest */
+				double mx = 0;
+
+				sh->dt[rank] = dt;
+				if (HcclBarrier(comm, NULL))
+					return 1;
+				for (int q = 0; q < nranks; q++)
+					mx = sh->dt[q] > mx ? sh->dt[q] : mx;
+				mx = mx * 1e6 / iters;
+				if (rank == 0 && (!w || mx < sh->slowest[k]))
+					sh->slowest[k] = mx;
+			}
 			/*
 			 * lat: the round trips on the clock of the rank that
 			 * started them; xchg: rank 0's; bandwidth: the
@@ -231,6 +246,10 @@ int main(int argc, char **argv)
 		       ? " #bytes     #iterations    t_avg[usec]\n"
 		       : " #bytes     #iterations    BW average[MB/sec]\n");
 	for (size_t b = minb; b <= maxb; b *= 2, k++)
-		printf(" %-10zu %-14d %.2f\n", b, iters, sh->mbps[k]);
+		if (mode == M_XCHG && nranks > 2)
+			printf(" %-10zu %-14d %.2f (slowest rank %.2f)\n", b,
+			       iters, sh->mbps[k], sh->slowest[k]);
+		else
+			printf(" %-10zu %-14d %.2f\n", b, iters, sh->mbps[k]);
 	return 0;
 }
