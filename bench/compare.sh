@@ -289,6 +289,32 @@ p2p() {
 		done
 		echo "$s ${ib:--} ${ohc:--}" | tee -a "$out/p2p.bw"
 	done
+	: >"$out/p2p.wake"
+}
+
+# wake: what a 1 KiB message costs when the ranks sleep in their waits,
+# for bench/sim_validate.sh -x (p2p.wake, "RANKS MODE US"; "cpus" holds
+# nproc): xchg = one step of every rank exchanging with rank + N/2 at
+# once (HcclBatchSendRecv, as a step of recursive doubling), at 2 ranks
+# (they spin) and at each even rank count of the run (more ranks than
+# CPUs sleep, comm.c); lat-sleep = the 2-rank ping-pong's half round trip
+# with OPENHCCL_SPIN_US=0 (a wake-up per message, a CPU each). One line
+# per call (each round of runs calls it): the best 5-message window of 3.
+wake() {
+	local np pb=$build/bench/ohc_verbs_p2p_bench
+	nproc >"$out/cpus"
+	echo "== 1 KiB exchange steps on $dev (p2p.wake) =="
+	for np in $(printf '%s\n' 2 $nps | sort -nu); do
+		[ $((np % 2)) = 0 ] || continue
+		# pair 0's step, and the slowest rank's (xchg-slowest)
+		HCCL_INTRA_ROCE_ENABLE=1 OHC_BENCH_RANKS=$np timeout 300 "$pb" \
+			1024 1024 5 5 xchg 3 | awk -v np="$np" '$1 == 1024 {
+			print np, "xchg", $3; if ($6 != "") print np,
+			"xchg-slowest", $6 + 0 }' | tee -a "$out/p2p.wake"
+	done
+	echo "2 lat-sleep $(HCCL_INTRA_ROCE_ENABLE=1 OPENHCCL_SPIN_US=0 \
+		timeout 120 "$pb" 1024 1024 5 5 lat 3 |
+		awk '$1 == 1024 { print $3 }')" | tee -a "$out/p2p.wake"
 }
 
 # pick min|max A B: the better of two numbers, either may be empty
@@ -315,6 +341,21 @@ p2p_table() {
 	echo
 	echo "MB = 2^20 bytes; ib_write_bw's BW average; OpenHCCL's numbers from"
 	echo "bench/verbs_p2p.c (its \`lat\` ping-pong for the latency)."
+	[ -s "$out/p2p.wake" ] || return 0
+	echo
+	echo "| ranks | 1 KiB message, $(cat "$out/cpus" 2>/dev/null || echo "?") CPUs | us |"
+	echo "|---:|---|---:|"
+	# each rank count's and mode's best
+	awk '$3 ~ /^[0-9.]+$/ { k = $1 " " $2
+		if (!(k in v) || $3 + 0 < v[k] + 0) v[k] = $3 }
+		END { for (k in v) print k, v[k] }' "$out/p2p.wake" |
+		sort -k2,2r -k1,1n |
+		awk '{ printf "| %s | %s | %s |\n", $1, $2 == "xchg" ?
+		"exchange step (HcclBatchSendRecv with rank + N/2, all at once)" :
+		$2 == "xchg-slowest" ? "the same, its slowest rank" :
+		"ping-pong half round trip, OPENHCCL_SPIN_US=0", $3 }'
+	echo
+	echo "Best of the $(grep -c "^2 xchg " "$out/p2p.wake") rounds (one per run)."
 }
 
 # why STATUS ERRFILE: a failed run's exit status and first error lines
@@ -353,9 +394,13 @@ preflight() {
 impls="ohc $peers"
 [ "$runs" = 1 ] && [ "$rxe" = 1 ] && p2p
 [ "$runs" = 1 ] && [ "$rxe" = 1 ] && preflight
-[ "$runs" = 1 ] && for np in $nps; do
-	for op in $ops; do
-		for ((rep = 1; rep <= reps; rep++)); do
+# the runs: rep outermost, so a size's best of REPS samples minutes of
+# the run, not one burst of another load on the host (-R: each round
+# times p2p.wake's exchange steps again, beside its collectives)
+[ "$runs" = 1 ] && for ((rep = 1; rep <= reps; rep++)); do
+	[ "$rxe" = 1 ] && wake
+	for np in $nps; do
+		for op in $ops; do
 			for impl in $impls; do
 				raw=$out/raw.$impl.$op.$np.$rep
 				err=$out/err.$impl.$op.$np.$rep
@@ -374,7 +419,11 @@ impls="ohc $peers"
 				why "$st" "$err" >"$out/fail.$impl.$op.$np"
 			done
 		done
-		# bytes us busbw check per size: the best run, failed if any
+	done
+done
+# bytes us busbw check per size: the best run, failed if any
+[ "$runs" = 1 ] && for np in $nps; do
+	for op in $ops; do
 		for impl in $impls; do
 			awk -F'|' '$1 ~ /^[0-9]+ *$/ { gsub(/ /, "")
 				b = $1; if (!(b in us) || $2 + 0 < us[b] + 0) {

@@ -4,8 +4,10 @@
 # collective, runs OpenHCCL's hccl_test tool over shm (REPS interleaved
 # runs, best time per size), feeds the rows to `hccl_simulate --measure`
 # and prints predicted/measured per size (predicted = the model of the
-# algorithm the library selects; the simulation agrees with it), flagging
-# any ratio outside [0.5, 2]. Exit status 1 if one is.
+# algorithm the library selects), flagging any ratio outside [0.5, 2],
+# and simulated/measured (the simulation of its schedule: rooted ops add
+# their agreement messages, which the model leaves out). Exit status 1 if
+# a predicted ratio is outside.
 #
 # usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
 #                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]
@@ -29,9 +31,13 @@
 #   -a/-w  the simulator's alpha (us per message) and bandwidth (GB/s)
 #       instead of the network's defaults (hccl_simulate --alpha/--bw)
 #   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
-#       this machine's, nproc; -x: 0, a CPU per rank; -c 2 for the VM's
-#       two vCPUs); more ranks than CPUs take turns, which the simulator
-#       prices (--wake-us, --turn-kb)
+#       this machine's, nproc; -x: the run's nproc from DIR/cpus, else 0,
+#       a CPU per rank); more ranks than CPUs take turns, which the
+#       simulator prices (--wake-us, --turn-kb). -x calibrates the turn
+#       from the same run's DIR/p2p.wake (compare.sh -R): NP ranks on C
+#       CPUs pay the 1 KiB exchange step of NP ranks minus that of 2 ranks
+#       per message, --wake-us = that / (NP / C); shm keeps its fitted
+#       default
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -84,10 +90,28 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 			"$from/p2p.bw")
 		echo "bandwidth $bw GB/s: best $what, $from/p2p.bw"
 	fi
+	if [ -z "$cores" ] && [ -s "$from/cpus" ]; then
+		cores=$(cat "$from/cpus")
+		echo "cores $cores: the run's nproc, $from/cpus"
+	fi
 else
 	net=${net:-shm}
 	cores=${cores:-$(nproc)}
 fi
+
+# wake NP: --wake-us for NP ranks sharing $cores CPUs, from the run's
+# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US", best per RANKS);
+# empty: the simulator's default (a CPU per rank, not measured, or shm
+# here: there the default is fitted, the exchange step too noisy)
+wake() {
+	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
+		[ "$1" -gt "$cores" ] || return 0
+	awk -v np="$1" -v c="$cores" '$2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
+		(!($1 in x) || $3 + 0 < x[$1] + 0) { x[$1] = $3 }
+		END { if ((np in x) && (2 in x)) {
+		w = (x[np] - x[2]) / (np / c); if (w < 0) w = 0
+		printf "%.4g %s %s\n", w, x[np], x[2] } }' "$from/p2p.wake"
+}
 
 sim=$build/tools/simulate/hccl_simulate
 if [ ! -x "$sim" ] || [ -z "$from" ]; then
@@ -143,11 +167,17 @@ else
 	src=$from
 fi
 
-printf '%-15s %5s %10s %-20s %12s %12s %9s\n' op ranks bytes algorithm \
-	measured_us predicted_us pred/meas
+printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s\n' op ranks bytes \
+	algorithm measured_us predicted_us pred/meas simulated_us sim/meas
 bad=0
+sbad=0
 total=0
 for np in $nps; do
+	wk=""
+	if read -r wk xn x2 < <(wake "$np") && [ -n "$wk" ]; then
+		echo "wake $wk us x $np/$cores ranks per CPU: $np ranks' 1 KiB" \
+			"exchange step $xn us - 2 ranks' $x2 us, $from/p2p.wake" >&2
+	fi
 	for op in $ops; do
 		files=("$src/raw.ohc.$op.$np".*)
 		[ -e "${files[0]}" ] || files=("$src/raw.$op.$np".*)
@@ -158,21 +188,26 @@ for np in $nps; do
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
-			${cores:+--cores "$cores"} \
+			${cores:+--cores "$cores"} ${wk:+--wake-us "$wk"} \
 			${from:+--host-ranks "$np"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true
-		while read -r b alg m p _; do
+		while read -r b alg m p q; do
 			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')
+			rs=$(awk -v m="$m" -v p="$q" 'BEGIN {
+				if (p ~ /^[0-9.eE+]+$/) printf "%.2f", p / m; else print "-" }')
 			flag=$(awk -v r="$r" 'BEGIN { print (r < 0.5 || r > 2) ? "OUTSIDE" : "" }')
 			total=$((total + 1))
 			[ -z "$flag" ] || bad=$((bad + 1))
-			printf '%-15s %5s %10s %-20s %12s %12s %9s %s\n' "$op" "$np" \
-				"$b" "$alg" "$m" "$p" "$r" "$flag"
-		done < <(awk '$1 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/ { print $1, $2, $3, $4 }' \
+			awk -v r="$rs" 'BEGIN { exit !(r == "-" || r < 0.5 || r > 2) }' &&
+				sbad=$((sbad + 1))
+			printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s %s\n' \
+				"$op" "$np" "$b" "$alg" "$m" "$p" "$r" "$q" "$rs" "$flag"
+		done < <(awk '$1 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/ { print $1, $2, $3, $4, $5 }' \
 			"$work/sim.$op.$np")
 		grep -h '^fitted' "$work/sim.$op.$np" | sed "s/^/  $op np $np: /" >&2 || true
 	done
 done
 echo "$((total - bad)) of $total predictions within [0.5, 2] of the measured" \
-	"time (net $net, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+	"time (net $net, load average $(cut -d' ' -f1-3 /proc/loadavg));" \
+	"simulated: $((total - sbad)) of $total"
 [ "$bad" = 0 ]

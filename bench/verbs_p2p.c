@@ -12,7 +12,21 @@
  * writes in flight). OHC_BENCH_SYNC=1 runs each message as its own
  * synchronous call (NULL stream) instead, as this benchmark did before.
  * The latency mode (lat) is always synchronous.
- * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP] [lat]
+ *
+ * OHC_BENCH_RANKS=N (even, 2..64; default 2) forks N ranks into one
+ * communicator, rank r paired with r + N/2 (mod N), every pair at once;
+ * the numbers are pair 0's. With more ranks than CPUs the library sleeps
+ * in its waits (comm.c), so this measures what a message costs then. The
+ * exchange mode (xchg) has both ranks of every pair send and receive at
+ * once (HcclBatchSendRecv), as a step of recursive doubling does,
+ * enqueued on a stream as hccl_test enqueues collectives: the time is one
+ * exchange, on rank 0's clock. (The partner is N/2 away because a batch
+ * runs its items by ring distance, sending to r + k and receiving from
+ * r - k in step k: only at k = N/2 are both one step.)
+ * WINDOWS (1) times each size that many times, ITERS messages each,
+ * and reports the best (a window the host stalled drops out).
+ * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP]
+ *                            [bw|lat|xchg] [WINDOWS]
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -27,9 +41,15 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#define MAX_RANKS 64
+
+enum mode { M_BW, M_LAT, M_XCHG };
+
 struct shared {
 	HcclRootInfo root;
-	double mbps[64]; /* or us, half round trip (lat) */
+	double mbps[64];    /* or us: half round trip (lat), exchange (xchg) */
+	double slowest[64]; /* xchg: the best window of the slowest rank */
+	double dt[MAX_RANKS]; /* xchg: each rank's last window */
 	int fail;
 };
 
@@ -41,20 +61,35 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* one message of the sweep: a one-way send, or a ping-pong round trip */
-static HcclResult one_msg(HcclComm comm, char *buf, size_t b, int rank, int lat,
-			  aclrtStream st)
+/*
+ * One message of the sweep between rank and its partner rank + n/2: a
+ * one-way send (from the lower half), a ping-pong round trip (lat), or
+ * both ways at once (xchg: buf sends, buf + b receives).
+ */
+static HcclResult one_msg(HcclComm comm, char *buf, size_t b, int n, int rank,
+			  enum mode mode, aclrtStream st)
 {
+	uint32_t peer = (uint32_t)((rank + n / 2) % n);
 	HcclResult r;
 
-	if (rank == 0) {
-		r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 1, comm, st);
-		if (r == HCCL_SUCCESS && lat)
-			r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 1, comm, st);
+	if (mode == M_XCHG) {
+		HcclSendRecvItem it[2] = {
+			{HCCL_SEND, buf, b, HCCL_DATA_TYPE_INT8, peer},
+			{HCCL_RECV, buf + b, b, HCCL_DATA_TYPE_INT8, peer},
+		};
+
+		return HcclBatchSendRecv(it, 2, comm, st);
+	}
+	if (rank < n / 2) {
+		r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, peer, comm, st);
+		if (r == HCCL_SUCCESS && mode == M_LAT)
+			r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, peer, comm,
+				     st);
 	} else {
-		r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, 0, comm, st);
-		if (r == HCCL_SUCCESS && lat)
-			r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, 0, comm, st);
+		r = HcclRecv(buf, b, HCCL_DATA_TYPE_INT8, peer, comm, st);
+		if (r == HCCL_SUCCESS && mode == M_LAT)
+			r = HcclSend(buf, b, HCCL_DATA_TYPE_INT8, peer, comm,
+				     st);
 	}
 	return r;
 }
@@ -66,52 +101,91 @@ static HcclResult drain(aclrtStream st)
 						: HCCL_SUCCESS;
 }
 
-static int run_rank(struct shared *sh, int rank, size_t minb, size_t maxb,
-		    int iters, int warmup, int lat)
+/* rank's failure of its message of b bytes */
+static int msg_failed(int nranks, int rank, enum mode mode, size_t b,
+		      HcclResult r)
+{
+	fprintf(stderr, "rank %d: %s of %zu bytes: %d\n", rank,
+		mode == M_XCHG	     ? "HcclBatchSendRecv"
+		: rank >= nranks / 2 ? "HcclRecv"
+				     : "HcclSend",
+		b, (int)r);
+	return 1;
+}
+
+/*
+ * Each size: warmup messages, then windows of iters messages that every
+ * rank starts together (a barrier); the best window counts (the least
+ * time, the most bandwidth), so a window the host stalled drops out.
+ */
+static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
+		    size_t maxb, int iters, int warmup, int windows,
+		    enum mode mode)
 {
 	HcclComm comm;
-	char *buf = malloc(maxb);
+	char *buf = malloc(2 * maxb);
 	const char *sync = getenv("OHC_BENCH_SYNC");
 	aclrtStream st = NULL;
+	HcclResult r = HCCL_SUCCESS;
 	int k = 0;
 
 	if (!buf || aclrtSetDevice(rank) ||
-	    HcclCommInitRootInfo(2, &sh->root, (uint32_t)rank, &comm))
+	    HcclCommInitRootInfo((uint32_t)nranks, &sh->root, (uint32_t)rank,
+				 &comm))
 		return 1;
-	if (!lat && !(sync && atoi(sync)) && aclrtCreateStream(&st))
+	if (mode != M_LAT && !(sync && atoi(sync)) && aclrtCreateStream(&st))
 		return 1;
-	memset(buf, rank + 1, maxb);
+	memset(buf, rank + 1, 2 * maxb);
 	for (size_t b = minb; b <= maxb; b *= 2, k++) {
-		double t0 = 0;
+		for (int i = 0; i < warmup && r == HCCL_SUCCESS; i++)
+			r = one_msg(comm, buf, b, nranks, rank, mode, st);
+		if (r != HCCL_SUCCESS)
+			return msg_failed(nranks, rank, mode, b, r);
+		for (int w = 0; w < windows; w++) {
+			double t0, dt, v;
 
-		for (int i = 0; i < warmup + iters; i++) {
-			HcclResult r;
-
-			if (i == warmup) {
-				/* both ranks start the timed part together */
-				if (drain(st) || HcclBarrier(comm, NULL))
-					return 1;
-				t0 = now_s();
-			}
-			r = one_msg(comm, buf, b, rank, lat, st);
-			if (r == HCCL_SUCCESS && i + 1 == warmup + iters)
-				r = drain(st);
-			if (r != HCCL_SUCCESS) {
-				fprintf(stderr,
-					"rank %d: %s of %zu bytes: %d\n", rank,
-					rank ? "HcclRecv" : "HcclSend", b,
-					(int)r);
+			/* every rank starts the window together */
+			if (drain(st) || HcclBarrier(comm, NULL))
 				return 1;
+			t0 = now_s();
+			for (int i = 0; i < iters && r == HCCL_SUCCESS; i++)
+				r = one_msg(comm, buf, b, nranks, rank, mode,
+					    st);
+			if (r == HCCL_SUCCESS)
+				r = drain(st);
+			if (r != HCCL_SUCCESS)
+				return msg_failed(nranks, rank, mode, b, r);
+			dt = now_s() - t0;
+			if (mode == M_XCHG && nranks > 2) {
+				/* the window of the rank that took longest */
+				double mx = 0;
+
+				sh->dt[rank] = dt;
+				if (HcclBarrier(comm, NULL))
+					return 1;
+				for (int q = 0; q < nranks; q++)
+					mx = sh->dt[q] > mx ? sh->dt[q] : mx;
+				mx = mx * 1e6 / iters;
+				if (rank == 0 && (!w || mx < sh->slowest[k]))
+					sh->slowest[k] = mx;
 			}
+			/*
+			 * lat: the round trips on the clock of the rank that
+			 * started them; xchg: rank 0's; bandwidth: the
+			 * receiver's clock, the last byte arrived
+			 */
+			if (mode == M_LAT && rank == 0)
+				v = dt * 1e6 / iters / 2;
+			else if (mode == M_XCHG && rank == 0)
+				v = dt * 1e6 / iters;
+			else if (mode == M_BW && rank == nranks / 2)
+				v = (double)b * iters / dt / (1024.0 * 1024.0);
+			else
+				continue;
+			if (!w ||
+			    (mode == M_BW ? v > sh->mbps[k] : v < sh->mbps[k]))
+				sh->mbps[k] = v;
 		}
-		/* the round trips, on the clock of the rank that started them
-		 */
-		if (lat && rank == 0)
-			sh->mbps[k] = (now_s() - t0) * 1e6 / iters / 2;
-		/* the receiver's clock: the last byte arrived */
-		if (!lat && rank == 1)
-			sh->mbps[k] = (double)b * iters / (now_s() - t0) /
-				      (1024.0 * 1024.0);
 	}
 	/* the sender's last message may still be in flight: end together */
 	if (HcclBarrier(comm, NULL))
@@ -129,26 +203,36 @@ int main(int argc, char **argv)
 	size_t maxb = argc > 2 ? strtoull(argv[2], NULL, 0) : 4u << 20;
 	int iters = argc > 3 ? atoi(argv[3]) : 100;
 	int warmup = argc > 4 ? atoi(argv[4]) : 5;
-	int lat = argc > 5 && !strcmp(argv[5], "lat");
+	const char *m = argc > 5 ? argv[5] : "";
+	enum mode mode = !strcmp(m, "lat")    ? M_LAT
+			 : !strcmp(m, "xchg") ? M_XCHG
+					      : M_BW;
+	const char *env = getenv("OHC_BENCH_RANKS");
+	int nranks = env ? atoi(env) : 2;
+	int windows = argc > 6 ? atoi(argv[6]) : 1;
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t pid[2];
+	pid_t pid[MAX_RANKS];
 	int k = 0, bad = 0;
 
 	if (sh == MAP_FAILED || !minb || maxb < minb || iters < 1 ||
-	    (argc > 5 && !lat) || HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
+	    (argc > 5 && mode == M_BW && strcmp(m, "bw")) || windows < 1 ||
+	    nranks < 2 || nranks > MAX_RANKS || nranks % 2 ||
+	    HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
 		fprintf(stderr,
 			"usage: %s [MINBYTES] [MAXBYTES] [ITERS] "
-			"[WARMUP] [lat]\n",
-			argv[0]);
+			"[WARMUP] [bw|lat|xchg] [WINDOWS]\n"
+			"  OHC_BENCH_RANKS: an even count of ranks, 2..%d\n",
+			argv[0], MAX_RANKS);
 		return 2;
 	}
-	for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < nranks; r++) {
 		pid[r] = fork();
 		if (pid[r] == 0)
-			_exit(run_rank(sh, r, minb, maxb, iters, warmup, lat));
+			_exit(run_rank(sh, nranks, r, minb, maxb, iters, warmup,
+				       windows, mode));
 	}
-	for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < nranks; r++) {
 		int st;
 
 		waitpid(pid[r], &st, 0);
@@ -158,9 +242,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "a rank failed\n");
 		return 1;
 	}
-	printf(lat ? " #bytes     #iterations    t_avg[usec]\n"
-		   : " #bytes     #iterations    BW average[MB/sec]\n");
+	printf(mode != M_BW
+		       ? " #bytes     #iterations    t_avg[usec]\n"
+		       : " #bytes     #iterations    BW average[MB/sec]\n");
 	for (size_t b = minb; b <= maxb; b *= 2, k++)
-		printf(" %-10zu %-14d %.2f\n", b, iters, sh->mbps[k]);
+		if (mode == M_XCHG && nranks > 2)
+			printf(" %-10zu %-14d %.2f (slowest rank %.2f)\n", b,
+			       iters, sh->mbps[k], sh->slowest[k]);
+		else
+			printf(" %-10zu %-14d %.2f\n", b, iters, sh->mbps[k]);
 	return 0;
 }

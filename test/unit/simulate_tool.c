@@ -315,6 +315,16 @@ static double first_model(const char *out)
 	return us;
 }
 
+/* c as s ranks per CPU see it: hccl_simulate's --cores pricing. */
+static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
+		       double turn_kb)
+{
+	c->alpha_us += wake_us * s;
+	c->beta_us = c->beta_us * s + wake_us * s / (turn_kb * 1024);
+	c->gamma_us *= s;
+	c->copy_us *= s;
+}
+
 /*
  * --cores: 8 ranks on 2 CPUs take turns (s = 4): alpha + wake x s, the
  * bandwidth terms x s plus a turn per turn-kb, the reduction x s; on 8
@@ -339,10 +349,7 @@ Test(simulate, ranks_sharing_cpus_pay_turns)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_assert(strstr(r.out, "ranks share 2 CPUs per host"), "%s", r.out);
 	got = first_model(r.out);
-	c.alpha_us += 10 * 4.0;
-	c.beta_us = c.beta_us * 4 + 10 * 4.0 / (64 * 1024);
-	c.gamma_us *= 4;
-	c.copy_us *= 4;
+	take_turns(&c, 4, 10, 64);
 	want = al->cost(&c, 1024, 8);
 	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g\n%s", got,
 		  want, r.out);
@@ -362,22 +369,36 @@ Test(simulate, ranks_sharing_cpus_pay_turns)
 }
 
 /*
- * --host-ranks on an RDMA network: a hardware device (roce100) is shared
- * by its host's ranks; rxe's work runs on the sending CPU, so with
- * --cores and a CPU per rank (4 ranks, 4 CPUs) it is not shared at all,
- * while without --cores it still is (the old pricing, kept).
+ * The model of the first algorithm (allgather: recursive doubling) at
+ * 4 ranks and 1 KiB on net, host_ranks ranks per host sharing cores CPUs,
+ * then the options of more (NULL-terminated; NULL: none).
  */
 static double model_1k(const char *net, const char *host_ranks,
-		       const char *cores)
+		       const char *cores, char *const *more)
 {
 	struct run r = {0};
-	char *args[] = {"--op",		"allgather",	"--ranks", "4",
-			"-b",		"1K",		"-e",	   "1K",
-			"--no-sim",	"--net",	(char *)net,
-			"--host-ranks", (char *)host_ranks, "--cores",
-			(char *)cores,	NULL};
+	char *args[24] = {"--op",
+			  "allgather",
+			  "--ranks",
+			  "4",
+			  "-b",
+			  "1K",
+			  "-e",
+			  "1K",
+			  "--no-sim",
+			  "--net",
+			  (char *)net,
+			  "--host-ranks",
+			  (char *)host_ranks,
+			  "--cores",
+			  (char *)cores,
+			  NULL};
+	unsigned k = 15;
 	double us;
 
+	for (; more && *more && k < 23; more++)
+		args[k++] = *more;
+	args[k] = NULL;
 	run_sim(args, &r);
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	us = first_model(r.out);
@@ -385,17 +406,52 @@ static double model_1k(const char *net, const char *host_ranks,
 	return us;
 }
 
+/*
+ * --host-ranks on an RDMA network: a hardware device (roce100) is shared
+ * by its host's ranks; rxe's work runs on the sending CPU, so with
+ * --cores and a CPU per rank (4 ranks, 4 CPUs) it is not shared at all,
+ * while without --cores it still is (the old pricing, kept).
+ */
 Test(simulate, rxe_device_is_shared_only_through_cpus)
 {
-	double alone = model_1k("rxe", "1", "4");
+	double alone = model_1k("rxe", "1", "4", NULL);
 
-	cr_assert_float_eq(model_1k("rxe", "4", "4"), alone, 1e-6 * alone,
+	cr_assert_float_eq(model_1k("rxe", "4", "4", NULL), alone, 1e-6 * alone,
 			   "rxe, 4 ranks on 4 CPUs priced as sharing a device");
-	cr_assert_gt(model_1k("rxe", "4", "0"), alone * 1.01,
+	cr_assert_gt(model_1k("rxe", "4", "0", NULL), alone * 1.01,
 		     "rxe without --cores: the device is shared");
-	cr_assert_gt(model_1k("roce100", "4", "4"),
-		     model_1k("roce100", "1", "4") * 1.01,
+	cr_assert_gt(model_1k("roce100", "4", "4", NULL),
+		     model_1k("roce100", "1", "4", NULL) * 1.01,
 		     "roce100: 4 ranks share one device");
+}
+
+/*
+ * The rxe pricing bench/sim_validate.sh -x calibrates: 4 ranks of one VM
+ * on 2 CPUs (s = 2) pay the wake given per message (--wake-us x s on top
+ * of --alpha), the bandwidth, reductions and copies at 1/s (the device not
+ * shared beyond that: its work is the CPUs'), a turn per turn-kb; on 4
+ * CPUs they spin and pay none of it.
+ */
+Test(simulate, rxe_ranks_beyond_cpus_pay_the_wake_given)
+{
+	static char *const given[] = {"--wake-us", "200",  "--alpha", "40",
+				      "--bw",	   "0.05", NULL};
+	const struct ohc_algo *al =
+		algo_named(OHC_COLL_ALLGATHER, "recursive_doubling");
+	struct ohc_cost_params c = *ohc_cost_params_get(OHC_LINK_RDMA);
+	double got = model_1k("rxe", "4", "2", given), want;
+
+	c.alpha_us = 40;
+	c.beta_us = 1e-3 / 0.05;
+	want = al->cost(&c, 1024, 4);
+	cr_assert(fabs(model_1k("rxe", "4", "4", given) - want) <= 1e-4 * want,
+		  "4 CPUs: no turns, model %g", want);
+	take_turns(&c, 2, 200, 1024);
+	want = al->cost(&c, 1024, 4);
+	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g", got,
+		  want);
+	/* two steps of recursive doubling: two wakes of 400 us at least */
+	cr_assert_gt(got, 2 * (40 + 400.0), "model %g", got);
 }
 
 Test(simulate, bad_arguments_are_clear_errors)
