@@ -40,12 +40,12 @@
  * then measures. It spins without yields until 9 of (up to) 64 steps
  * waited longer than 50 us (or than the spin, if that is shorter), then
  * tries yielding for 16 steps, from that very wait on, and keeps the mode
- * whose mean step (wall clock, over the kept mode's last 4-8K steps)
- * was shorter; the trial must be a third faster to win. A yielding stretch then
- * lasts 256 steps and ends in a trial of spinning; a spinning one watches its
- * waits again after as many steps. Each trial that the kept mode wins doubles
- * its stretch, up to 65536 steps, so a wrong trial costs at most 16 steps in
- * that many.
+ * whose mean step (wall clock, over the kept mode's last 4-8K steps) was
+ * shorter; the trial must be a third faster to win. A yielding stretch
+ * then lasts 256 steps and ends in a trial of spinning; a spinning one
+ * watches its waits again after as many steps. Each trial that the kept
+ * mode wins doubles its stretch, up to 65536 steps, so a wrong trial
+ * costs at most 16 steps in that many.
  */
 static __thread struct exec_pace {
 	bool yielding;	  /* the mode in force, on trial or not */
@@ -54,8 +54,7 @@ static __thread struct exec_pace {
 	unsigned stretch; /* what hold starts from after a trial */
 	uint64_t since; /* ohc_time_ns() at the measure's start, 0 = not yet */
 	unsigned steps; /* steps since */
-	uint64_t old_since; /* the measure before (kept: up to 2 x PACE_MEASURE)
-			     */
+	uint64_t old_since; /* the measure before it (the mean spans both) */
 	unsigned old_steps;
 	uint64_t kept_ns;   /* mean step of the mode a trial is against */
 	unsigned win_steps; /* the watch (spinning): steps in the window */
