@@ -904,8 +904,8 @@ free_scratch:
  * --bind-to core). Unbound, ranks that sleep and wake each other end up
  * stacked on one CPU whenever the other is busy (the scheduler places a
  * woken thread beside its waker when no CPU is idle), and wait for each
- * other's time slices: 2-4x the latency of 8-byte ops beside two
- * niced busy loops, measured.
+ * other's time slices: 8-byte ops took 2-7x as long beside two
+ * niced busy loops and a niced ping-pong (measured, README).
  */
 static void bind_rank(const struct ht_opts *o, int r)
 {
