@@ -175,6 +175,7 @@ struct ohc_rt_stream {
 	uint64_t enq_seq;		 /* tasks enqueued so far; lock */
 	uint64_t done_seq;    /* tasks finished (run or skipped); lock */
 	uint64_t wake_at;     /* lowest done_seq a waiter needs; lock */
+	uint64_t stuck_at;    /* done_seq when found stuck full; lock */
 	int error;	      /* first error since the last synchronize; lock */
 	bool stopped;	      /* STOP_ON_FAILURE tripped; lock */
 	bool stop_on_failure; /* lock */

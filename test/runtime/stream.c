@@ -416,3 +416,88 @@ Test(stream, synchronize_device_reports_errors)
 	cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
 	free(bad);
 }
+
+/* A task that keeps its worker busy for about 20 us and counts itself. */
+struct slow_task {
+	struct ohc_rt_task super;
+	atomic_int *done;
+};
+
+static int slow_task_run(struct ohc_rt_task *t)
+{
+	struct slow_task *st = (struct slow_task *)t;
+	double end = rt_now_ms() + 0.02;
+
+	while (rt_now_ms() < end)
+		;
+	atomic_fetch_add(st->done, 1);
+	return 0;
+}
+
+/*
+ * An enqueuing thread far ahead of the worker waits once 16384 tasks are
+ * queued, until half of them are done. Unbounded, the 40000 submits below
+ * return within some milliseconds while the worker needs 800.
+ */
+Test(stream, enqueue_waits_while_the_queue_is_full)
+{
+	enum { N = 40000, DEPTH = 16384 };
+	struct slow_task *t = calloc(N, sizeof(*t));
+	atomic_int done = 0;
+	int deepest = 0;
+	aclrtStream s = new_stream();
+
+	cr_assert_not_null(t);
+	for (int i = 0; i < N; i++) {
+		t[i].super.run = slow_task_run;
+		t[i].done = &done;
+		cr_assert_eq(ohc_rt_stream_submit(s, &t[i].super), 0);
+		if (i + 1 - atomic_load(&done) > deepest)
+			deepest = i + 1 - atomic_load(&done);
+	}
+	cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	cr_assert_eq(atomic_load(&done), N);
+	/* the one running is counted out only when it ends */
+	cr_assert_leq(deepest, DEPTH + 1, "%d tasks were queued at once",
+		      deepest);
+	cr_assert_geq(deepest, DEPTH / 2, "the queue never filled (%d)",
+		      deepest);
+	cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+	free(t);
+}
+
+/*
+ * A full queue whose head waits for something this thread does only after
+ * its submits (here a flag; an event it records later on another stream,
+ * or another rank's op with ranks as threads): the submit that finds the
+ * queue full and not moving goes on after a second instead of waiting
+ * forever (the head would give up after 5 s: gate_seen 0).
+ */
+Test(stream, full_queue_stuck_on_the_submitter_does_not_block_it)
+{
+	enum { N = 20000 };
+	struct rt_probe **p = calloc(N, sizeof(*p));
+	atomic_int order = 0, gate = 0;
+	double t0;
+	aclrtStream s = new_stream();
+
+	cr_assert_not_null(p);
+	for (int i = 0; i < N; i++) {
+		p[i] = rt_probe_new(i, 0, 0);
+		p[i]->order_ctr = &order;
+	}
+	p[0]->gate = &gate;
+	t0 = rt_now_ms();
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(ohc_rt_stream_submit(s, &p[i]->super), 0);
+	cr_assert_lt(rt_now_ms() - t0, 4000.0, "submits waited for the head");
+	atomic_store(&gate, 1);
+	cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	cr_assert_eq(p[0]->gate_seen, 1, "the head gave up waiting");
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(p[i]->order, i + 1);
+		free(p[i]);
+	}
+	free(p);
+	cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+}
