@@ -939,8 +939,9 @@ static int corrupt_rank(int rank, int nranks, void *arg)
 		memset(rec, 0, sizeof(*rec));
 		rec->kind = OHC_SHM_REC_DATA;
 		rec->flags = OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST;
-		rec->frag_len = 1ull << 40; /* far past the ring */
+		rec->frag_len = 1u << 31; /* far past the ring */
 		rec->msg_len = sizeof(buf);
+		ohc_shm_rec_stamp(rec, sep->tx_tail);
 		sep->tx_tail += OHC_SHM_REC_HDR;
 		ohc_shm_ring_tail_release(sep->tx, sep->tx_tail);
 		ohc_shm_bell_ring(sep->peer_bell);
@@ -959,6 +960,71 @@ static int corrupt_rank(int rank, int nranks, void *arg)
 Test(shm, corrupt_record_fails_the_receive)
 {
 	cr_assert_eq(ohc_test_fork_ranks(2, corrupt_rank, NULL, 60), 0);
+}
+
+/*
+ * Stale stamps: every 64-byte line of every payload holds the stamp a
+ * record header at that place would carry one lap later. The consumer polls
+ * stamps where its next record will start, so unless the producer clears
+ * that place before it stamps the record in front of it, such a line is
+ * taken for a record (a corrupt one here) before it is written.
+ */
+#define STALE_MSGS 400
+#define STALE_MAX 4000 /* records <= 4 KiB: a misfit is PADded, never cut */
+
+static size_t stale_len(unsigned *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return OHC_SHM_INLINE_MAX + 1 + (*seed >> 8) % (STALE_MAX - 16);
+}
+
+static int stale_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	static uint8_t buf[STALE_MAX];
+	struct ohc_req r, *all[1] = {&r};
+	unsigned seed = 7;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int i = 0; i < STALE_MSGS; i++) {
+		size_t len = stale_len(&seed);
+
+		if (rank == 0) {
+			struct ohc_shm_ep *sep = (struct ohc_shm_ep *)c->eps[1];
+			uint64_t at = sep->tx_tail;
+			uint64_t contig = sep->tx_bytes - at % sep->tx_bytes;
+
+			if (ohc_shm_rec_bytes(len) > contig)
+				at += contig; /* after a PAD record */
+			/* payload byte o lies at count at + 64 + o */
+			for (size_t o = 0; o + 8 <= len; o += 8) {
+				uint64_t v = at + OHC_SHM_REC_HDR + o +
+					     sep->tx_bytes + 1;
+
+				memcpy(buf + o, &v, 8);
+			}
+			req_send(&r, buf, len, (uint64_t)i);
+			CHECK(c->ops->ep_send(c->eps[1], &r) == OHC_OK,
+			      "send");
+		} else {
+			req_recv(&r, buf, len, (uint64_t)i);
+			CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK,
+			      "recv");
+		}
+		CHECK(drive(c, all, 1, 100, 10000) == 0, "message %d", i);
+		CHECK(r.status == OHC_OK, "message %d (%zu bytes): %d", i, len,
+		      r.status);
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, stale_payload_is_never_a_stamp)
+{
+	sh->cma = 0;
+	cr_assert_eq(ohc_test_fork_ranks(2, stale_rank, NULL, 60), 0);
 }
 
 /*

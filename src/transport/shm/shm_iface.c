@@ -365,7 +365,10 @@ static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
 {
 	uint64_t rem = req->len - req->done;
 	uint64_t want = OHC_MIN(rem, sep->tx_max_frag);
-	uint64_t need = ohc_shm_rec_bytes(want), fit;
+	uint64_t need = req->done == 0 && rem <= OHC_SHM_INLINE_MAX
+				? OHC_SHM_REC_HDR
+				: ohc_shm_rec_bytes(want),
+		 fit;
 	/* enough for any record this send may write here (a ZC one: 128) */
 	uint64_t free_b = tx_free(
 		sep,
@@ -401,6 +404,17 @@ static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
 	return PLAN_WAIT;
 }
 
+/*
+ * Clear the stamp where the record after the next rb bytes will go, if
+ * that place is free (else it holds an older header: shm_ring.h).
+ */
+static void tx_unstamp_next(struct ohc_shm_ep *sep, uint64_t rb)
+{
+	if (tx_free(sep, rb + OHC_SHM_REC_ALIGN) >= rb + OHC_SHM_REC_ALIGN)
+		ohc_shm_rec_unstamp(sep->tx_data, sep->tx_bytes,
+				    sep->tx_tail + rb);
+}
+
 /* Producer: move posted sends into the ring; returns records written. */
 static unsigned shm_push(struct ohc_shm_ep *sep)
 {
@@ -409,47 +423,60 @@ static unsigned shm_push(struct ohc_shm_ep *sep)
 	while (!ohc_list_empty(&sep->sends)) {
 		struct ohc_req *req =
 			ohc_list_first(&sep->sends, struct ohc_req, link);
-		uint64_t pos = sep->tx_tail % sep->tx_bytes, payload = 0;
+		uint64_t pos = sep->tx_tail % sep->tx_bytes, payload = 0, rb;
 		struct ohc_shm_rec *rec =
 			(struct ohc_shm_rec *)(sep->tx_data + pos);
 		enum tx_plan plan = tx_plan(sep, req, &payload);
+		int inl;
 
 		if (plan == PLAN_WAIT)
 			break;
 		if (plan == PLAN_PAD) {
+			rb = sep->tx_bytes - pos;
+			tx_unstamp_next(sep, rb);
 			rec->kind = OHC_SHM_REC_PAD;
-			rec->frag_len = sep->tx_bytes - pos;
-			sep->tx_tail += sep->tx_bytes - pos;
+			rec->frag_len = (uint32_t)rb;
+			goto stamp;
+		}
+		inl = plan == PLAN_DATA && req->done == 0 &&
+		      req->len <= OHC_SHM_INLINE_MAX;
+		rb = inl		? OHC_SHM_REC_HDR
+		     : plan == PLAN_ZC	? ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))
+					: ohc_shm_rec_bytes(payload);
+		tx_unstamp_next(sep, rb);
+		rec->kind = inl			? OHC_SHM_REC_INLINE
+			    : plan == PLAN_RNDV ? OHC_SHM_REC_RNDV
+			    : plan == PLAN_ZC	? OHC_SHM_REC_ZC
+						: OHC_SHM_REC_DATA;
+		rec->flags = req->done == 0 ? OHC_SHM_FRAG_FIRST : 0;
+		if (plan != PLAN_DATA || req->done + payload == req->len)
+			rec->flags |= OHC_SHM_FRAG_LAST;
+		rec->frag_len = (uint32_t)payload;
+		rec->sig = req->sig;
+		if (inl) {
+			if (payload)
+				memcpy(rec->data, req->sbuf, payload);
 		} else {
-			rec->kind = plan == PLAN_RNDV ? OHC_SHM_REC_RNDV
-				    : plan == PLAN_ZC ? OHC_SHM_REC_ZC
-						      : OHC_SHM_REC_DATA;
-			rec->flags = req->done == 0 ? OHC_SHM_FRAG_FIRST : 0;
-			if (plan == PLAN_RNDV || plan == PLAN_ZC ||
-			    req->done + payload == req->len)
-				rec->flags |= OHC_SHM_FRAG_LAST;
-			rec->frag_len = payload;
 			rec->msg_len = req->len;
 			rec->addr = (uint64_t)(uintptr_t)req->sbuf;
-			rec->sig = req->sig;
-			if (plan == PLAN_ZC) {
-				struct ohc_shm_zc zc;
-
-				memset(&zc, 0, sizeof(zc));
-				zc.desc = *req->smem;
-				rec->frag_len = sizeof(zc);
-				memcpy(rec + 1, &zc, sizeof(zc));
-				sep->tx_tail += ohc_shm_rec_bytes(sizeof(zc));
-			} else {
-				if (payload)
-					memcpy(rec + 1,
-					       (const char *)req->sbuf +
-						       req->done,
-					       payload);
-				req->done += payload;
-				sep->tx_tail += ohc_shm_rec_bytes(payload);
-			}
 		}
+		if (plan == PLAN_ZC) {
+			struct ohc_shm_zc zc;
+
+			memset(&zc, 0, sizeof(zc));
+			zc.desc = *req->smem;
+			rec->frag_len = sizeof(zc);
+			memcpy(rec + 1, &zc, sizeof(zc));
+		} else if (plan == PLAN_DATA) {
+			if (payload && !inl)
+				memcpy(rec + 1,
+				       (const char *)req->sbuf + req->done,
+				       payload);
+			req->done += payload;
+		}
+	stamp:
+		ohc_shm_rec_stamp(rec, sep->tx_tail);
+		sep->tx_tail += rb;
 		ohc_shm_ring_tail_release(sep->tx, sep->tx_tail);
 		moved++;
 		if (plan == PLAN_RNDV || plan == PLAN_ZC) {
@@ -518,16 +545,16 @@ static void shm_rx_fail(struct ohc_shm_ep *sep, ohc_status_t status,
 
 /* Consumer: check a new message against the front receive. */
 static int rx_match(struct ohc_shm_ep *sep, struct ohc_req *req,
-		    const struct ohc_shm_rec *rec)
+		    const struct ohc_shm_rec *rec, uint64_t msg_len)
 {
 	if (!memcmp(&rec->sig, &req->sig, sizeof(req->sig)) &&
-	    rec->msg_len == req->len)
+	    msg_len == req->len)
 		return 1;
 	OHC_DEBUG(OHC_SS_SHM,
 		  "rank %u: message from rank %u does not match: seq %" PRIu64
 		  "/%" PRIu64 " len %" PRIu64 "/%zu",
 		  sep->super.iface->rank, sep->super.peer, rec->sig.seq,
-		  req->sig.seq, rec->msg_len, req->len);
+		  req->sig.seq, msg_len, req->len);
 	req->got_sig = rec->sig;
 	ohc_list_del(&req->link);
 	ohc_req_complete(req, OHC_ERR_DESYNC);
@@ -585,23 +612,50 @@ static ohc_status_t rndv_step(struct ohc_shm_ep *sep, size_t *budget_p)
 }
 
 /*
- * Small records: ask for all their lines at once (header and payload, up
- * to SHM_PREFETCH bytes of what the tail shows), so that they cross from
- * the producer's cache in one round trip instead of one per line or pair
- * of lines (the header is read before the payload's address is used).
- * AllReduce, 2 ranks: 128-512 B went from 0.83-1.05 us to 0.59-0.77,
- * 8-64 B unchanged. Prefetching the producer's next lines for writing
- * (PREFETCHW) as well gained nothing more and cost some at 32-64 B.
+ * Small records: ask for all their payload lines at once (up to
+ * SHM_PREFETCH bytes of the record), so that they cross from the
+ * producer's cache in one round trip instead of one per line or pair of
+ * lines. AllReduce, 2 ranks: 128-512 B went from 0.83-1.05 us to
+ * 0.59-0.77, 8-64 B unchanged. Prefetching the producer's next lines for
+ * writing (PREFETCHW) as well gained nothing more and cost some at 32-64 B.
  */
 #define SHM_PREFETCH 512u
 static inline void rx_prefetch(const struct ohc_shm_ep *sep, uint64_t pos,
-			       uint64_t avail)
+			       uint64_t bytes)
 {
 	const char *p = sep->rx_data + pos;
 
-	avail = OHC_MIN(avail, (uint64_t)SHM_PREFETCH);
-	for (uint64_t off = OHC_CACHELINE; off < avail; off += OHC_CACHELINE)
+	bytes = OHC_MIN(bytes, (uint64_t)SHM_PREFETCH);
+	for (uint64_t off = OHC_CACHELINE; off < bytes; off += OHC_CACHELINE)
 		__builtin_prefetch(p + off, 0);
+}
+
+/* Consumer: is the header at pos (of `bytes` in all, contig before the
+ * end) a record we can take? */
+static int rx_rec_ok(const struct ohc_shm_ep *sep,
+		     const struct ohc_shm_rec *rec, uint64_t bytes,
+		     uint64_t contig)
+{
+	const uint16_t whole = OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST;
+
+	if (bytes > contig)
+		return 0;
+	switch (rec->kind) {
+	case OHC_SHM_REC_PAD:
+		return bytes == contig;
+	case OHC_SHM_REC_DATA:
+		return rec->frag_len <= sep->rx_max_frag;
+	case OHC_SHM_REC_INLINE:
+		return rec->frag_len <= OHC_SHM_INLINE_MAX &&
+		       rec->flags == whole;
+	case OHC_SHM_REC_RNDV:
+		return !rec->frag_len && rec->flags == whole && sep->rx_cma;
+	case OHC_SHM_REC_ZC:
+		return rec->frag_len == sizeof(struct ohc_shm_zc) &&
+		       rec->flags == whole && sep->rx_cma;
+	default:
+		return 0;
+	}
 }
 
 /* Consumer: drain records into posted receives; returns records read. */
@@ -611,7 +665,8 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 	unsigned moved = 0;
 
 	while (!ohc_list_empty(&sep->recvs) || sep->discard) {
-		uint64_t tail, pos, contig, bytes;
+		uint64_t pos, contig, bytes, msg_len;
+		const unsigned char *payload;
 		struct ohc_shm_rec rec;
 		struct ohc_req *req;
 		int is_zc;
@@ -629,20 +684,21 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			moved++;
 			continue;
 		}
-		tail = ohc_shm_ring_tail_acquire(sep->rx);
-		if (tail == sep->rx_head) {
+		if (!ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,
+				       sep->rx_head)) {
 			ohc_status_t why;
 
 			if (!ohc_shm_ring_prod_err(sep->rx))
 				break;
 			/*
 			 * The producer publishes its last records before it
-			 * cancels, so after seeing the cancel read the tail
-			 * again: the first reading may predate both (a
-			 * consumer preempted between the two loads saw a
-			 * peer that completed its last send and then left).
+			 * cancels, so after seeing the cancel look again: the
+			 * first look may predate both (a consumer preempted
+			 * between the two loads saw a peer that completed its
+			 * last send and then left).
 			 */
-			if (ohc_shm_ring_tail_acquire(sep->rx) != tail)
+			if (ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,
+					      sep->rx_head))
 				continue;
 			if (!ohc_list_empty(&sep->recvs)) {
 				why = peer_stop_reason(sep);
@@ -657,32 +713,24 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 		}
 		pos = sep->rx_head % sep->rx_bytes;
 		contig = sep->rx_bytes - pos;
-		rx_prefetch(sep, pos, OHC_MIN(tail - sep->rx_head, contig));
 		memcpy(&rec, sep->rx_data + pos, sizeof(rec));
 		bytes = rec.kind == OHC_SHM_REC_PAD ? rec.frag_len
-			: rec.kind == OHC_SHM_REC_RNDV
+			: rec.kind == OHC_SHM_REC_RNDV ||
+					rec.kind == OHC_SHM_REC_INLINE
 				? OHC_SHM_REC_HDR
 				: ohc_shm_rec_bytes(rec.frag_len);
-		is_zc = rec.kind == OHC_SHM_REC_ZC;
-		if (tail - sep->rx_head > sep->rx_bytes ||
-		    (rec.kind != OHC_SHM_REC_DATA &&
-		     rec.kind != OHC_SHM_REC_PAD &&
-		     rec.kind != OHC_SHM_REC_RNDV && !is_zc) ||
-		    (is_zc &&
-		     (rec.frag_len != sizeof(struct ohc_shm_zc) ||
-		      rec.flags != (OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST) ||
-		      !sep->rx_cma)) ||
-		    (rec.kind == OHC_SHM_REC_PAD && bytes != contig) ||
-		    (rec.kind == OHC_SHM_REC_DATA &&
-		     rec.frag_len > sep->rx_max_frag) ||
-		    (rec.kind == OHC_SHM_REC_RNDV &&
-		     (rec.frag_len ||
-		      rec.flags != (OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST) ||
-		      !sep->rx_cma)) ||
-		    bytes > contig || bytes > tail - sep->rx_head) {
+		if (!rx_rec_ok(sep, &rec, bytes, contig)) {
 			shm_rx_fail(sep, OHC_ERR_REMOTE, "corrupt record");
 			break;
 		}
+		rx_prefetch(sep, pos, bytes);
+		is_zc = rec.kind == OHC_SHM_REC_ZC;
+		msg_len = rec.kind == OHC_SHM_REC_INLINE ? rec.frag_len
+							 : rec.msg_len;
+		payload = rec.kind == OHC_SHM_REC_INLINE
+				  ? rec.data
+				  : (const unsigned char *)sep->rx_data + pos +
+					    OHC_SHM_REC_HDR;
 		moved++;
 		if (rec.kind == OHC_SHM_REC_PAD)
 			goto consume;
@@ -700,7 +748,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			break;
 		}
 		if ((rec.flags & OHC_SHM_FRAG_FIRST) &&
-		    !rx_match(sep, req, &rec)) {
+		    !rx_match(sep, req, &rec, msg_len)) {
 			if (rec.kind == OHC_SHM_REC_RNDV || is_zc)
 				rndv_ack(sep);
 			else if (!(rec.flags & OHC_SHM_FRAG_LAST))
@@ -714,9 +762,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			if (is_zc) {
 				struct ohc_shm_zc zc;
 
-				memcpy(&zc,
-				       sep->rx_data + pos + OHC_SHM_REC_HDR,
-				       sizeof(zc));
+				memcpy(&zc, payload, sizeof(zc));
 				sep->rndv_src = ohc_shm_zc_import(
 					sep, &zc.desc, (size_t)rec.msg_len);
 			}
@@ -730,8 +776,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			break;
 		}
 		if (rec.frag_len)
-			ohc_req_deliver(req, req->done,
-					sep->rx_data + pos + OHC_SHM_REC_HDR,
+			ohc_req_deliver(req, req->done, payload,
 					rec.frag_len);
 		if (rec.flags & OHC_SHM_FRAG_LAST) {
 			ohc_list_del(&req->link);
@@ -828,7 +873,8 @@ static int shm_ep_ready(struct ohc_shm_ep *sep)
 		return 0;
 	if (!ohc_list_empty(&sep->recvs) || sep->discard) {
 		if (sep->rndv_on ||
-		    ohc_shm_ring_tail_acquire(sep->rx) != sep->rx_head ||
+		    ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,
+				      sep->rx_head) ||
 		    ohc_shm_ring_prod_err(sep->rx))
 			return 1;
 	}
