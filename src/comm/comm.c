@@ -317,6 +317,7 @@ void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
 	params->numa_node = ohc_rt_device_numa_node(dev < 0 ? 0 : dev);
 	params->ring_bytes = (size_t)ohc_env()->shm_ring_kb * 1024;
 	params->cma_bytes = (size_t)ohc_env()->shm_cma_kb * 1024;
+	params->zc_bytes = (size_t)ohc_env()->shm_zc_kb * 1024;
 	params->spin = 0;
 	params->device_ip = device_ip && device_ip[0] ? device_ip : NULL;
 	params->device_ip_key = device_ip == comm->cfg.backup_ip

@@ -84,4 +84,19 @@ struct ohc_rt_vmm_info {
 OHC_API int ohc_rt_vmm_info(const void *ptr, size_t len,
 			    struct ohc_rt_vmm_info *info_p);
 
+/* A shared device allocation (aclrtMalloc of OPENHCCL_MALLOC_SHARED_KB+). */
+struct ohc_rt_mem_info {
+	int fd;		 /* its memfd, owned by the runtime until freed */
+	size_t offset;	 /* of the address in the allocation */
+	size_t size;	 /* bytes of the allocation (= the memfd) */
+	uint64_t id;	 /* unique per allocation, never reused */
+};
+
+/*
+ * What holds [ptr, ptr + len) if one shared allocation does: 0, else -1
+ * (private or foreign memory).
+ */
+OHC_API int ohc_rt_mem_info(const void *ptr, size_t len,
+			    struct ohc_rt_mem_info *info_p);
+
 #endif

@@ -5,18 +5,30 @@
  * for lack of a node or of huge pages), tracked by start address so that
  * free knows the length and refuses foreign pointers. Copies and sets:
  * plain memmove/memset; the async variants run on the stream's worker.
+ *
+ * Device allocations of OPENHCCL_MALLOC_SHARED_KB (256) and more are shared
+ * mappings of a memfd instead (ohc_rt_mem_info): a peer process on the
+ * node can then map the buffer and copy a message straight out of it
+ * (the shm transport's implicit zero copy), one copy where the ring
+ * takes two. Unlike a private mapping, such a buffer is shared with a
+ * child forked later, not copied. If the memfd cannot be made (out of fds,
+ * say) the allocation is anonymous as usual.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "runtime/rt_internal.h"
+#include "util/config.h"
 
 enum mem_kind { MEM_DEVICE, MEM_HOST };
 
@@ -24,7 +36,12 @@ struct mem_block {
 	uintptr_t base;
 	size_t size; /* mapped length (page multiple) */
 	enum mem_kind kind;
+	int fd;	     /* the memfd of a shared allocation, else -1 */
+	uint64_t id; /* shared: unique in the process, never reused */
 };
+
+static uint64_t next_shared_id = 1; /* mem_lock */
+static unsigned shared_live;	     /* shared blocks (memfds open); mem_lock */
 
 /* Sorted by base; mem_lock. */
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +64,8 @@ static long block_floor_locked(uintptr_t p)
 	return (long)lo - 1;
 }
 
-static int block_insert(uintptr_t base, size_t size, enum mem_kind kind)
+static int block_insert(uintptr_t base, size_t size, enum mem_kind kind,
+			int fd)
 {
 	struct mem_block *nb;
 	long at;
@@ -67,10 +85,32 @@ static int block_insert(uintptr_t base, size_t size, enum mem_kind kind)
 	at = block_floor_locked(base) + 1;
 	memmove(&blocks[at + 1], &blocks[at],
 		(nblocks - (size_t)at) * sizeof(*blocks));
-	blocks[at] = (struct mem_block){base, size, kind};
+	blocks[at] = (struct mem_block){base, size, kind, fd,
+					fd >= 0 ? next_shared_id++ : 0};
 	nblocks++;
 	pthread_mutex_unlock(&mem_lock);
 	return 0;
+}
+
+OHC_API int ohc_rt_mem_info(const void *ptr, size_t len,
+			    struct ohc_rt_mem_info *info_p)
+{
+	uintptr_t p = (uintptr_t)ptr;
+	int ret = -1;
+	long i;
+
+	pthread_mutex_lock(&mem_lock);
+	i = block_floor_locked(p);
+	if (i >= 0 && blocks[i].fd >= 0 && p - blocks[i].base < blocks[i].size &&
+	    len <= blocks[i].size - (p - blocks[i].base)) {
+		info_p->fd = blocks[i].fd;
+		info_p->offset = p - blocks[i].base;
+		info_p->size = blocks[i].size;
+		info_p->id = blocks[i].id;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return ret;
 }
 
 bool ohc_rt_mem_is_pinned(const void *ptr, size_t len)
@@ -103,10 +143,74 @@ void ohc_rt_mem_bind(void *addr, size_t len, int node)
 			  len, node, strerror(errno));
 }
 
+/*
+ * Each shared allocation keeps a memfd open: at most a quarter of the fd
+ * limit (and 4096) of them at once, so the application's own files and
+ * sockets never run out because of us; past that, allocations are private.
+ */
+static int shared_slot_take(void)
+{
+	static unsigned cap;
+	int ok;
+
+	pthread_mutex_lock(&mem_lock);
+	if (!cap) {
+		struct rlimit rl;
+
+		cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+			      rl.rlim_cur != RLIM_INFINITY
+			      ? (unsigned)OHC_MIN(rl.rlim_cur / 4, 4096)
+			      : 4096;
+		cap = OHC_MAX(cap, 1u);
+	}
+	ok = shared_live < cap;
+	shared_live += ok;
+	pthread_mutex_unlock(&mem_lock);
+	return ok;
+}
+
+static void shared_slot_give(void)
+{
+	pthread_mutex_lock(&mem_lock);
+	shared_live--;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+/* A shared mapping of a new memfd of len bytes, or MAP_FAILED. */
+static void *map_shared(size_t len, int *fd_p)
+{
+	int fd;
+	void *p;
+
+	if (!shared_slot_take())
+		return MAP_FAILED;
+	fd = memfd_create("ohc-device-mem", MFD_CLOEXEC);
+
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+		OHC_DEBUG(OHC_SS_RT,
+			  "memfd of %zu bytes: %s; allocating it private", len,
+			  strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		shared_slot_give();
+		return MAP_FAILED;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		shared_slot_give();
+		return MAP_FAILED;
+	}
+	*fd_p = fd;
+	return p;
+}
+
 static aclError mem_alloc(const char *fn, void **ptr_p, size_t size,
 			  enum mem_kind kind)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+	size_t shared_min = (size_t)ohc_env()->malloc_shared_kb << 10;
+	int fd = -1;
 	void *p;
 
 	if (!ptr_p)
@@ -119,15 +223,23 @@ static aclError mem_alloc(const char *fn, void **ptr_p, size_t size,
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "%s: size %zu too large", fn, size);
 	len = OHC_ALIGN_UP(size, page);
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
+	p = MAP_FAILED;
+	if (kind == MEM_DEVICE && shared_min && len >= shared_min)
+		p = map_shared(len, &fd);
+	if (p == MAP_FAILED)
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "%s: mmap of %zu bytes: %s", fn, len,
 				   strerror(errno));
 	ohc_rt_mem_bind(p, len, ohc_rt_current_numa_node());
-	if (block_insert((uintptr_t)p, len, kind)) {
+	if (block_insert((uintptr_t)p, len, kind, fd)) {
 		munmap(p, len);
+		if (fd >= 0) {
+			close(fd);
+			shared_slot_give();
+		}
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "%s: out of memory tracking %zu bytes", fn,
 				   len);
@@ -166,6 +278,10 @@ static aclError mem_free(const char *fn, void *ptr, enum mem_kind kind)
 		(nblocks - (size_t)i - 1) * sizeof(*blocks));
 	nblocks--;
 	pthread_mutex_unlock(&mem_lock);
+	if (b.fd >= 0) {
+		close(b.fd);
+		shared_slot_give();
+	}
 	if (munmap((void *)b.base, b.size) != 0)
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_FREE,
 				   "%s: munmap(%p, %zu): %s", fn, ptr, b.size,

@@ -55,6 +55,7 @@ struct ohc_transport_params {
 	int numa_node;         /* where this rank's receive memory should live */
 	size_t ring_bytes;     /* shm: bytes per pair ring */
 	size_t cma_bytes;      /* shm: CMA reads from this size, 0 = never */
+	size_t zc_bytes;       /* shm: implicit zero copy from, 0 = never */
 	unsigned spin;         /* polls before sleeping */
 	const char *device_ip; /* verbs: the rank's RDMA IP (rank table), or NULL */
 	const char *device_ip_key; /* its rank-table key, for errors */

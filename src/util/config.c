@@ -130,6 +130,17 @@ static const struct field fields[] = {
 	      "the sending process (process_vm_readv, one copy) instead of "
 	      "through the ring (two copies, pipelined); 0 = never",
 	      shm_cma_kb, 0, 16777216),
+	INT_F("OPENHCCL_MALLOC_SHARED_KB", "256",
+	      "aclrtMalloc allocations of this many KiB and more are shared "
+	      "memory (a memfd) that peer processes on the node read "
+	      "messages straight out of (one copy instead of the ring's "
+	      "two); 0 = never",
+	      malloc_shared_kb, 0, 1073741824),
+	INT_F("OPENHCCL_SHM_ZC_KB", "256",
+	      "messages of this many KiB and more out of shared aclrtMalloc "
+	      "memory are read by the receiving process straight out of the "
+	      "sender's buffer, mapped once; 0 = never",
+	      shm_zc_kb, 0, 16777216),
 	INT_F("OPENHCCL_SPIN_US", "-1",
 	      "microseconds a waiting rank polls before it sleeps, at least "
 	      "(the clock is read at doubling poll counts, so up to twice "

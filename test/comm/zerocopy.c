@@ -28,6 +28,7 @@
 #include "algo/patterns/ring.h"
 #include "comm/comm.h"
 #include "helpers/ohc_test.h"
+#include "runtime/ohc_rt.h"
 #include "zerocopy/zc.h"
 
 #define MIB ((size_t)1 << 20)
@@ -358,6 +359,77 @@ static void run_procs(int nranks, ohc_test_rank_fn fn)
 	cr_assert_eq(ohc_test_fork_ranks(nranks, fn, a, 120), 0);
 	cr_assert_eq(ohc_test_shm_leftovers(), 0);
 	munmap(a, sizeof(*a));
+}
+
+/* ---- shared aclrtMalloc memory (implicit zero copy) ---- */
+
+/*
+ * Large aclrtMalloc buffers are shared memory (OPENHCCL_MALLOC_SHARED_KB),
+ * so messages of OPENHCCL_SHM_ZC_KB and more out of them are read
+ * zero-copy by peer processes over shm, without any registration: most
+ * bytes zero-copy, results right; small ones (and ordinary malloc memory)
+ * staged; every fd and mapping gone after destroy and free.
+ */
+static int implicit_rank(int rank, int nranks, void *p)
+{
+	const size_t n_big = zc_count(nranks), n_small = 5;
+	struct ohc_xfer_stats s0, s1;
+	aclrtStream stream;
+	HcclComm comm;
+	int32_t *in, *out;
+	int bad = 0, fds0, maps0;
+
+	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
+	    aclrtCreateStream(&stream))
+		return 1;
+	fds0 = ohc_test_count_fds();
+	maps0 = count_maps();
+	if (rank_setup(rank, nranks, p, &comm) ||
+	    aclrtMalloc((void **)&in, 8 * MIB, ACL_MEM_MALLOC_HUGE_FIRST) ||
+	    aclrtMalloc((void **)&out, 16 * MIB, ACL_MEM_MALLOC_HUGE_FIRST))
+		return 1;
+	{
+		struct ohc_rt_mem_info mi;
+
+		EXPECT(!ohc_rt_mem_info(in, 8 * MIB, &mi) &&
+			       !ohc_rt_mem_info(out + 1, 4, &mi) &&
+			       mi.offset == 4 && mi.size == 16 * MIB,
+		       "aclrtMalloc of 8 and 16 MiB is not shared memory");
+	}
+	s0 = stats_of(comm);
+	bad += run_colls(comm, stream, rank, nranks, in, out, n_big);
+	s1 = stats_of(comm);
+	if (!any_verbs(rank, nranks))
+		EXPECT(s1.bytes[OHC_PATH_ZC] - s0.bytes[OHC_PATH_ZC] >
+			       2 * (s1.bytes[OHC_PATH_STAGED] -
+				    s0.bytes[OHC_PATH_STAGED]),
+		       "shared aclrtMalloc memory: %llu bytes zero-copy, "
+		       "%llu staged",
+		       (unsigned long long)(s1.bytes[OHC_PATH_ZC] -
+					    s0.bytes[OHC_PATH_ZC]),
+		       (unsigned long long)(s1.bytes[OHC_PATH_STAGED] -
+					    s0.bytes[OHC_PATH_STAGED]));
+	/* below OPENHCCL_SHM_ZC_KB: through the ring */
+	s0 = stats_of(comm);
+	bad += run_colls(comm, stream, rank, nranks, in, out, n_small);
+	s1 = stats_of(comm);
+	EXPECT(s1.bytes[OHC_PATH_ZC] == s0.bytes[OHC_PATH_ZC],
+	       "small messages went zero-copy");
+	HcclCommDestroy(comm);
+	aclrtFree(in);
+	aclrtFree(out);
+	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
+	       ohc_test_count_fds());
+	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
+	       count_maps());
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(zerocopy, shared_malloc_procs3, .timeout = 180)
+{
+	run_procs(3, implicit_rank);
 }
 
 /* ---- activated memory ---- */

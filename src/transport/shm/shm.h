@@ -17,6 +17,8 @@
 
 #define OHC_SHM_HOSTID_MAX 200 /* hostid bytes kept verbatim in the blob */
 #define OHC_SHM_ZC_CACHE 8     /* peer exports kept mapped per ep */
+/* export ids of shared aclrtMalloc memory (zerocopy/'s count from 1) */
+#define OHC_SHM_ZC_IMPLICIT (1ull << 63)
 
 /* A peer's exported memfd, mapped read-only (zero-copy receives). */
 struct ohc_shm_zc_import {
@@ -34,6 +36,7 @@ struct ohc_shm_iface {
 	int numa_node;
 	size_t ring_bytes; /* record bytes per receive ring */
 	size_t cma_min;	   /* messages this large go single-copy by CMA */
+	size_t zc_min;	   /* ... or from shared aclrtMalloc memory, mapped */
 	char hostid[OHC_SHM_HOSTID_MAX + 1];
 	uint64_t hostid_hash; /* of the full hostid */
 	uint32_t hostid_len;  /* of the full hostid */

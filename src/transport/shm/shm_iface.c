@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/ohc_rt.h"
 #include "transport/process.h"
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
@@ -148,6 +149,7 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 	sif->cma_min = ohc_shm_cma_threshold ? ohc_shm_cma_threshold
 		       : params->cma_bytes   ? params->cma_bytes
 					     : SIZE_MAX;
+	sif->zc_min = params->zc_bytes ? params->zc_bytes : SIZE_MAX;
 	sif->hostid_len = (uint32_t)strlen(params->hostid);
 	sif->hostid_hash = fnv1a(params->hostid);
 	memcpy(sif->hostid, params->hostid,
@@ -827,6 +829,31 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 	return tx + rx;
 }
 
+/*
+ * Implicit zero copy: a large message out of a shared aclrtMalloc buffer
+ * (runtime/rt_memory.c) goes as a ZC record naming that buffer's memfd,
+ * as if it were exported: the reader maps it once (cached by id) and
+ * copies straight out of it. Only to another process that can take our
+ * fds (it announced CMA); a thread rank of ours reads us directly anyway.
+ */
+static void tx_implicit_zc(struct ohc_shm_ep *sep, struct ohc_req *req)
+{
+	struct ohc_shm_iface *sif = shm_iface(sep->super.iface);
+	struct ohc_rt_mem_info info;
+
+	if (req->smem || req->len < sif->zc_min || sep->pid == sif->pid ||
+	    !ohc_shm_ring_cma_ok(sep->tx) ||
+	    ohc_rt_mem_info(req->sbuf, req->len, &info) != 0)
+		return;
+	req->smem_buf = (struct ohc_mem_desc){
+		.id = OHC_SHM_ZC_IMPLICIT | info.id,
+		.fd = info.fd,
+		.fd_off = info.offset,
+		.fd_size = info.size,
+	};
+	req->smem = &req->smem_buf;
+}
+
 static ohc_status_t shm_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 {
 	struct ohc_shm_ep *sep = shm_ep(ep);
@@ -834,6 +861,7 @@ static ohc_status_t shm_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 
 	if (status < 0)
 		return status;
+	tx_implicit_zc(sep, req);
 	req->done = 0;
 	ohc_list_add_tail(&sep->sends, &req->link);
 	shm_ep_progress(sep);
