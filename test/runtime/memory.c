@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rt_test.h"
 
@@ -247,4 +248,61 @@ Test(memory, concurrent_alloc_free)
 		pthread_join(th[i], NULL);
 		cr_assert_eq(ok[i], 1);
 	}
+}
+
+/*
+ * aclrtMalloc of OPENHCCL_MALLOC_SHARED_KB (256) and more is a shared
+ * mapping of a memfd (what the shm transport reads zero-copy): another
+ * mapping of the fd sees the buffer's bytes; smaller, host and (with the
+ * variable at 0) all allocations are private; free closes the fd.
+ */
+Test(memory, large_device_allocations_are_shared)
+{
+	const size_t big = 1 << 20;
+	struct ohc_rt_mem_info a, b;
+	void *p = NULL, *q = NULL, *h = NULL, *small = NULL, *view;
+	int fds0;
+
+	cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	fds0 = rt_fd_count();
+	cr_assert_eq(aclrtMalloc(&p, big, ACL_MEM_MALLOC_HUGE_FIRST), 0);
+	cr_assert_eq(aclrtMalloc(&q, 256 << 10, ACL_MEM_MALLOC_HUGE_FIRST), 0);
+	cr_assert_eq(aclrtMalloc(&small, (256 << 10) - 4096,
+				 ACL_MEM_MALLOC_HUGE_FIRST),
+		     0);
+	cr_assert_eq(aclrtMallocHost(&h, big), 0);
+	cr_assert_eq(ohc_rt_mem_info((char *)p + 4096, 100, &a), 0);
+	cr_assert_eq(a.offset, 4096);
+	cr_assert_eq(a.size, big);
+	cr_assert_eq(ohc_rt_mem_info(q, 256 << 10, &b), 0);
+	cr_assert_neq(a.id, b.id);
+	cr_assert_neq(ohc_rt_mem_info(p, big + 1, &b), 0, "past the end");
+	cr_assert_neq(ohc_rt_mem_info(small, 8, &b), 0);
+	cr_assert_neq(ohc_rt_mem_info(h, 8, &b), 0);
+	cr_assert_eq(rt_fd_count(), fds0 + 2);
+
+	memset(p, 0x5a, big);
+	view = mmap(NULL, big, PROT_READ, MAP_SHARED, a.fd, 0);
+	cr_assert_neq(view, MAP_FAILED);
+	cr_assert_eq(((unsigned char *)view)[big - 1], 0x5a);
+	munmap(view, big);
+
+	cr_assert_eq(aclrtFree(p), 0);
+	cr_assert_eq(aclrtFree(q), 0);
+	cr_assert_eq(aclrtFree(small), 0);
+	cr_assert_eq(aclrtFreeHost(h), 0);
+	cr_assert_eq(rt_fd_count(), fds0, "fds of shared allocations left");
+}
+
+/* (each Test is a process of its own: the runtime reads it first here) */
+Test(memory, shared_allocations_off)
+{
+	struct ohc_rt_mem_info a;
+	void *p = NULL;
+
+	setenv("OPENHCCL_MALLOC_SHARED_KB", "0", 1);
+	cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	cr_assert_eq(aclrtMalloc(&p, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST), 0);
+	cr_assert_neq(ohc_rt_mem_info(p, 8, &a), 0);
+	cr_assert_eq(aclrtFree(p), 0);
 }
