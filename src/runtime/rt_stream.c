@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Streams: an unbounded FIFO of tasks drained in order by one worker thread
- * per stream. Enqueueing never waits for progress; synchronize waits for
- * the tasks enqueued before it and reports the first error since the last
- * synchronize.
+ * Streams: a FIFO of tasks drained in order by one worker thread per
+ * stream. Enqueueing waits only when the queue is full (see
+ * throttle_locked); synchronize waits for the tasks enqueued before it and
+ * reports the first error since the last synchronize.
  */
 #define _GNU_SOURCE
 #include <errno.h>
