@@ -361,6 +361,24 @@ static void run_procs(int nranks, ohc_test_rank_fn fn)
 	munmap(a, sizeof(*a));
 }
 
+/*
+ * After the communicator and the buffers are gone: every fd and shared
+ * mapping counted at the start is back to its count. Ends the rank's
+ * runtime; the failures found.
+ */
+static int rank_leaks(int rank, aclrtStream stream, int fds0, int maps0)
+{
+	int bad = 0;
+
+	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
+	       ohc_test_count_fds());
+	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
+	       count_maps());
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
 /* ---- shared aclrtMalloc memory (implicit zero copy) ---- */
 
 /*
@@ -418,13 +436,7 @@ static int implicit_rank(int rank, int nranks, void *p)
 	HcclCommDestroy(comm);
 	aclrtFree(in);
 	aclrtFree(out);
-	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
-	       ohc_test_count_fds());
-	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
-	       count_maps());
-	aclrtDestroyStream(stream);
-	aclFinalize();
-	return bad;
+	return bad + rank_leaks(rank, stream, fds0, maps0);
 }
 
 Test(zerocopy, shared_malloc_procs3, .timeout = 180)
@@ -521,13 +533,7 @@ static int activated_rank(int rank, int nranks, void *p)
 	pmem_unmap(&in);
 	pmem_unmap(&out);
 	aclrtReleaseMemAddress(range);
-	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
-	       ohc_test_count_fds());
-	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
-	       count_maps());
-	aclrtDestroyStream(stream);
-	aclFinalize();
-	return bad;
+	return bad + rank_leaks(rank, stream, fds0, maps0);
 }
 
 Test(zerocopy, activated_collectives_procs3, .timeout = 180)
@@ -676,13 +682,7 @@ static int window_rank(int rank, int nranks, void *p)
 	pmem_unmap(&m);
 	pmem_unmap(&m2);
 	aclrtReleaseMemAddress(range);
-	EXPECT(ohc_test_count_fds() == fds0, "fds: %d before, %d after", fds0,
-	       ohc_test_count_fds());
-	EXPECT(count_maps() == maps0, "mappings: %d before, %d after", maps0,
-	       count_maps());
-	aclrtDestroyStream(stream);
-	aclFinalize();
-	return bad;
+	return bad + rank_leaks(rank, stream, fds0, maps0);
 }
 
 Test(zerocopy, windows_procs3, .timeout = 180)
