@@ -153,7 +153,9 @@ static int gx_posted(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	return gathered;
 }
 
-/* Complete the gathering sends whose WRs all completed, in order. */
+/* Complete the gathering sends whose WRs all completed, in order: after
+ * each send completion and each push (a record may be made whole by a
+ * push whose WRs carry none of its payload). */
 static void gx_reap(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	while (e->gx_head != e->gx_tail) {
@@ -515,6 +517,14 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		return n;
 	}
 	fail_queue(&done, OHC_OK);
+	/*
+	 * A gathering send whose last fragments were copied (below the
+	 * threshold) and went out in a later push than its gathered ones
+	 * (the credits ran out between them) may find every marked WR
+	 * completed already: no completion is coming to reap it.
+	 */
+	if (!e->broken)
+		gx_reap(vi, e);
 	return n;
 }
 
