@@ -1393,6 +1393,84 @@ Test(verbs, gather_sends_in_pieces)
 }
 
 /*
+ * A gathering send whose gathered WRs all complete before its last
+ * fragment, a copied one (below the threshold), can go out: 4 slots, a
+ * message of 4 full fragments and 1000 bytes. The receiver posts its
+ * receive only once the sender saw the completions of the 4 gathered
+ * fragments (the credits come back then), so the tail goes out in a
+ * push of its own, carrying none of the gathered payload, and no
+ * completion of a gathering WR follows. The send must complete anyway
+ * (it once waited for a completion that never came: a 2 MiB eager
+ * REDUCE, 32 slots plus a small tail, hung coll.random procs8).
+ */
+static int gather_tail_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	const size_t len = 4 * (64 * KIB - 64) + 1000;
+	uint8_t *buf = malloc(len + 1);
+	struct ohc_req q, *all[1] = {&q};
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(buf, "malloc");
+	if (rank == 0) {
+		struct ohc_verbs_iface *vi = (struct ohc_verbs_iface *)c->iface;
+		struct ohc_verbs_ep *e = (struct ohc_verbs_ep *)c->eps[peer];
+		uint64_t deadline = ohc_deadline_after_ms(20000);
+		uint32_t inflight;
+
+		fill(buf, len, rank, 7);
+		req_send(&q, buf, len, 7);
+		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
+		CHECK(e->tx_slots == 4 && q.status == OHC_INPROGRESS,
+		      "%lu fragments posted, want the 4 the slots take",
+		      (unsigned long)e->tx_slots);
+		do { /* until the gathered WRs completed */
+			c->ops->iface_progress(c->iface);
+			inflight = 0;
+			for (uint32_t i = 0; i < e->nqps; i++)
+				inflight += e->qps[i].sq_inflight;
+			CHECK(!ohc_deadline_passed(deadline),
+			      "gathered WRs not completed: %u in flight",
+			      inflight);
+		} while (inflight);
+		barrier(nranks);
+		CHECK(drive(c, all, 1, 10000) == 0,
+		      "the send never completed (%lu fragments posted)",
+		      (unsigned long)e->tx_slots);
+		CHECK(q.status == OHC_OK, "send: %s", ohc_status_str(q.status));
+		CHECK(vi->gx_sends == 1, "%lu sends gathered, want 1",
+		      (unsigned long)vi->gx_sends);
+	} else {
+		barrier(nranks);
+		buf[len] = 0xee;
+		req_recv(&q, buf, len, 7);
+		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
+		CHECK(drive(c, all, 1, 20000) == 0, "recv: timeout");
+		CHECK(q.status == OHC_OK, "recv: %s", ohc_status_str(q.status));
+		CHECK(verify(buf, len, peer, 7) < 0, "data wrong");
+		CHECK(buf[len] == 0xee, "wrote past the end");
+	}
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	free(buf);
+	return rank_down(c);
+}
+
+Test(verbs, gather_send_with_copied_tail_after_its_completions)
+{
+	NEED_RDMA();
+	gather_env(NULL);
+	setenv("OPENHCCL_RDMA_SLOTS", "4", 1);
+	setenv("OPENHCCL_RDMA_RNDV_KB", "1024", 1); /* the slots carry it */
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, gather_tail_rank, NULL, 60), 0);
+}
+
+/*
  * A gathering send whose QP breaks under its post (injected): it fails
  * with OHC_ERR_REMOTE rather than completing, its registration is
  * released (rank_down: no MR left), and the peer notices.
