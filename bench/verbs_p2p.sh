@@ -11,6 +11,7 @@
 # synchronous call (NULL stream), as before.
 # usage: bench/verbs_p2p.sh [BUILD_DIR=build/bench-verbs]
 #   BYTES_PER_SIZE (default 32 MiB) bytes moved per size and run;
+#   MIN_KB, MAX_KB (default 64, 4096) the sizes swept (doubling);
 #   REPS (default 2) alternating runs per tool, the best one counts;
 #   VARIANTS (default below) the HcclSend/Recv configurations compared,
 #     space-separated NAME[:VAR=VAL[,VAR=VAL...]]: "eager" is the slot
@@ -30,6 +31,7 @@ if [ -z "${OHC_VM_MODE:-}" ] && ! ls /sys/class/infiniband/* >/dev/null 2>&1; th
 	build=$(cd "$build" && pwd)
 	exec ci/soft-roce/run-vm.sh --rw "$build" --timeout 1500 -- \
 		env BYTES_PER_SIZE="$per" REPS="${REPS:-2}" \
+		MIN_KB="${MIN_KB:-64}" MAX_KB="${MAX_KB:-4096}" \
 		${VARIANTS:+VARIANTS="$VARIANTS"} \
 		bash bench/verbs_p2p.sh "$build"
 fi
@@ -75,7 +77,7 @@ ohc_run() { # VARIANT_ENV SIZE ITERS
 	echo "${bw:-0}"
 }
 best() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { print (a > b ? a : b) }'; }
-for ((s = 64 << 10; s <= 4 << 20; s *= 2)); do
+for ((s = ${MIN_KB:-64} << 10; s <= ${MAX_KB:-4096} << 10; s *= 2)); do
 	n=$((per / s))
 	[ "$n" -ge 8 ] || n=8
 	ib=0

@@ -108,6 +108,12 @@ static const struct field fields[] = {
 	      "messages of this many KiB and more go by rendezvous: RDMA "
 	      "writes straight into the receiver's buffer (0: never)",
 	      rdma_rndv_kb, 0, 1048576),
+	INT_F("OPENHCCL_RDMA_GATHER_KB", "32",
+	      "slot fragments with at least this many KiB of payload are "
+	      "RDMA-written straight from the registered send buffer, no "
+	      "staging copy; the send completes when the write did (0: "
+	      "always copy)",
+	      rdma_gather_kb, 0, 16384),
 	INT_F("OPENHCCL_RDMA_MR_CACHE", "64",
 	      "unused user-buffer registrations kept for reuse, each checked "
 	      "against /proc/self/pagemap when reused (0: released when the "

@@ -467,6 +467,22 @@ Test(verbs, credits_under_pressure)
 	cr_assert_eq(ohc_test_fork_ranks(4, pressure_rank, NULL, 240), 0);
 }
 
+/* The connection to peer broke on its side: ep_check says so within 10 s
+ * (progressing meanwhile); 0, or 1 after reporting. */
+static int notices_broken_peer(struct rctx *c, int peer)
+{
+	uint64_t deadline = ohc_deadline_after_ms(10000);
+
+	while (c->ops->ep_check(c->eps[peer]) == OHC_OK &&
+	       !ohc_deadline_passed(deadline)) {
+		c->ops->iface_progress(c->iface);
+		usleep(10000);
+	}
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
+	      "peer did not notice the broken connection");
+	return 0;
+}
+
 /*
  * A QP forced into the error state through the wrapper seam: the posted
  * requests fail with OHC_ERR_REMOTE, ep_check says so, the log line names
@@ -479,7 +495,6 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 	struct ohc_req r1, r2, *all[2] = {&r1, &r2};
 	char buf[256], logpath[] = "/tmp/ohc-verbs-log-XXXXXX";
 	int peer = 1 - rank, logfd = -1, saved = -1;
-	uint64_t deadline;
 
 	(void)arg;
 	if (rank_up(c, rank, nranks))
@@ -526,14 +541,8 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 		unlink(logpath);
 	} else {
 		/* the peer's side fails too, within bounded time */
-		deadline = ohc_deadline_after_ms(10000);
-		while (c->ops->ep_check(c->eps[peer]) == OHC_OK &&
-		       !ohc_deadline_passed(deadline)) {
-			c->ops->iface_progress(c->iface);
-			usleep(10000);
-		}
-		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
-		      "peer did not notice the broken connection");
+		if (notices_broken_peer(c, peer))
+			return 1;
 	}
 	barrier(nranks);
 	return rank_down(c);
@@ -1165,4 +1174,348 @@ Test(verbs, rendezvous_cache_sees_remapped_buffers)
 	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, remap_rank, NULL, 120), 0);
+}
+
+/* ---- gathering sends (OPENHCCL_RDMA_GATHER_KB) ----------------------- */
+
+static void gather_env(const char *write_kb)
+{
+	unsetenv("OPENHCCL_RDMA_SLOTS");
+	unsetenv("OPENHCCL_RDMA_SLOT_KB"); /* 64 KiB */
+	unsetenv("OPENHCCL_RDMA_RNDV_KB"); /* 256 KiB */
+	setenv("OPENHCCL_RDMA_GATHER_KB", "16", 1);
+	/* explicit: gathering needs the cache, also where the pagemap
+	 * check is unavailable (entries are then reused unchecked; the
+	 * buffers here live until the end) */
+	setenv("OPENHCCL_RDMA_MR_CACHE", "64", 1);
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
+	if (write_kb)
+		setenv("OPENHCCL_RDMA_WRITE_KB", write_kb, 1);
+	else
+		unsetenv("OPENHCCL_RDMA_WRITE_KB");
+	ohc_env_reload();
+}
+
+/* Send sb (len) to peer and receive rb (len) from it, both seq; wait. */
+static int gx_exchange(struct rctx *c, int peer, const uint8_t *sb, uint8_t *rb,
+		       size_t len, uint64_t seq)
+{
+	struct ohc_req s, r, *all[2] = {&s, &r};
+
+	req_recv(&r, rb, len, seq);
+	req_send(&s, sb, len, seq);
+	CHECK(c->ops->ep_recv(c->eps[peer], &r) == OHC_OK, "ep_recv");
+	CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK, "ep_send");
+	CHECK(drive(c, all, 2, 60000) == 0, "exchange: timeout");
+	CHECK(s.status == OHC_OK && r.status == OHC_OK, "send %s, recv %s",
+	      ohc_status_str(s.status), ohc_status_str(r.status));
+	return 0;
+}
+
+/*
+ * Slot fragments of 16 KiB and more go out as header (staging) + payload
+ * (the registered send buffer), below the rendezvous (256 KiB), both
+ * directions, two QPs:
+ *  1. the first gathering send's registration fails (injected, nothing
+ *     cached to drop): it copies through the staging slot, data right,
+ *     nothing registered; the same buffer then gathers;
+ *  2. many sends back to back from different, misaligned buffers, sizes
+ *     at and around the threshold and the slot size (a last fragment
+ *     below the threshold copies), one below the threshold: every byte
+ *     right, nothing written past the end, the gathering count right;
+ *  3. one buffer reused: each send completes, the buffer is overwritten
+ *     at once and sent again; every receive has its own round's
+ *     pattern, so a send completed only after its data left;
+ * then every registration is a cached one (live MRs = the ep's own +
+ * the cache's), and after teardown none is left (rank_down).
+ */
+#define GX_MSGS 12
+#define GX_ROUNDS 8
+static int gather_rank(int rank, int nranks, void *arg)
+{
+	static const size_t sizes[GX_MSGS] = {
+		16 * KIB,  16 * KIB + 1, 20 * KIB + 3, 64 * KIB - 1,
+		64 * KIB,  64 * KIB + 1, 80 * KIB + 5, 100 * KIB + 7,
+		128 * KIB, 200 * KIB,	 255 * KIB,    8 * KIB,
+	};
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	static struct ohc_req sreq[GX_MSGS], rreq[GX_ROUNDS + GX_MSGS];
+	struct ohc_req *all[2 * GX_MSGS + GX_ROUNDS];
+	uint8_t *sb[GX_MSGS], *rb[GX_MSGS], *one, *back, *rr[GX_ROUNDS];
+	const size_t rlen = 200 * KIB;
+	int peer = 1 - rank, n = 0;
+	uint64_t want = 0;
+	long base;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	vi = (struct ohc_verbs_iface *)c->iface;
+	base = ohc_vx_mr_live(); /* the rings and staging copies */
+	CHECK(vi->gx_bytes == 16 * KIB, "threshold %u", vi->gx_bytes);
+
+	/* 1: registration fails, the send copies, then gathers */
+	one = malloc(64 * KIB);
+	back = malloc(64 * KIB);
+	CHECK(one && back, "malloc");
+	fill(one, 64 * KIB, rank, 1000);
+	ohc_vx_fault_arm(OHC_VX_REG_MR, 0, ENOMEM);
+	if (gx_exchange(c, peer, one, back, 64 * KIB, 1000))
+		return 1;
+	ohc_vx_fault_clear();
+	CHECK(verify(back, 64 * KIB, peer, 1000) < 0, "fallback: data wrong");
+	CHECK(vi->gx_sends == 0 && ohc_vx_mr_cached(vi) == 0 &&
+		      ohc_vx_mr_live() == base,
+	      "fallback: %lu gathered, %u cached, %ld MRs (%ld before)",
+	      (unsigned long)vi->gx_sends, ohc_vx_mr_cached(vi),
+	      ohc_vx_mr_live(), base);
+	memset(back, 0, 64 * KIB);
+	if (gx_exchange(c, peer, one, back, 64 * KIB, 1001))
+		return 1;
+	CHECK(verify(back, 64 * KIB, peer, 1000) < 0, "gathered: data wrong");
+	CHECK(vi->gx_sends == 1 && ohc_vx_mr_cached(vi) == 1,
+	      "after fallback: %lu gathered, %u cached",
+	      (unsigned long)vi->gx_sends, ohc_vx_mr_cached(vi));
+	want = 1;
+	barrier(nranks);
+
+	/* 2: back to back from different buffers, both directions */
+	for (int i = 0; i < GX_MSGS; i++) {
+		sb[i] = malloc(sizes[i] + 8);
+		rb[i] = malloc(sizes[i] + 8);
+		CHECK(sb[i] && rb[i], "malloc");
+		sb[i] += i % 3;
+		rb[i] += i % 3;
+		fill(sb[i], sizes[i], rank, i);
+		memset(rb[i], 0, sizes[i]);
+		rb[i][sizes[i]] = 0xee;
+		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
+		      "ep_recv %d", i);
+		all[n++] = &rreq[i];
+		want += sizes[i] >= 16 * KIB;
+	}
+	for (int i = 0; i < GX_MSGS; i++) {
+		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
+		      "ep_send %d", i);
+		all[n++] = &sreq[i];
+	}
+	CHECK(drive(c, all, n, 120000) == 0, "back to back: timeout");
+	for (int i = 0; i < GX_MSGS; i++) {
+		long bad;
+
+		CHECK(sreq[i].status == OHC_OK && rreq[i].status == OHC_OK,
+		      "msg %d (%zu bytes): send %s, recv %s", i, sizes[i],
+		      ohc_status_str(sreq[i].status),
+		      ohc_status_str(rreq[i].status));
+		bad = verify(rb[i], sizes[i], peer, i);
+		CHECK(bad < 0, "msg %d (%zu bytes): byte %ld wrong", i,
+		      sizes[i], bad);
+		CHECK(rb[i][sizes[i]] == 0xee, "msg %d: wrote past the end", i);
+	}
+	CHECK(vi->gx_sends == want, "%lu sends gathered, want %lu",
+	      (unsigned long)vi->gx_sends, (unsigned long)want);
+	barrier(nranks);
+
+	/* 3: one buffer, overwritten as soon as each send completed */
+	n = 0;
+	for (int k = 0; k < GX_ROUNDS; k++) {
+		rr[k] = malloc(rlen);
+		CHECK(rr[k], "malloc");
+		memset(rr[k], 0, rlen);
+		req_recv(&rreq[GX_MSGS + k], rr[k], rlen, 2000 + (uint64_t)k);
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[GX_MSGS + k]) ==
+			      OHC_OK,
+		      "ep_recv round %d", k);
+		all[n++] = &rreq[GX_MSGS + k];
+	}
+	/* message 9's buffer, already registered: rlen bytes, aligned */
+	CHECK(sizes[9] == rlen, "message 9 is %zu bytes", sizes[9]);
+	fill(sb[9], rlen, rank, 2000);
+	for (int k = 0; k < GX_ROUNDS; k++) {
+		struct ohc_req s, *sp[1] = {&s};
+
+		req_send(&s, sb[9], rlen, 2000 + (uint64_t)k);
+		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK,
+		      "ep_send round %d", k);
+		CHECK(drive(c, sp, 1, 60000) == 0, "round %d: timeout", k);
+		CHECK(s.status == OHC_OK, "round %d: %s", k,
+		      ohc_status_str(s.status));
+		fill(sb[9], rlen, rank, 2001 + k); /* at once */
+	}
+	want += GX_ROUNDS;
+	CHECK(drive(c, all, n, 120000) == 0, "reuse: timeout");
+	for (int k = 0; k < GX_ROUNDS; k++) {
+		long bad = verify(rr[k], rlen, peer, 2000 + k);
+
+		CHECK(rreq[GX_MSGS + k].status == OHC_OK, "round %d recv: %s",
+		      k, ohc_status_str(rreq[GX_MSGS + k].status));
+		CHECK(bad < 0, "round %d: byte %ld is another round's", k, bad);
+		free(rr[k]);
+	}
+	CHECK(vi->gx_sends == want, "%lu sends gathered, want %lu",
+	      (unsigned long)vi->gx_sends, (unsigned long)want);
+	/* only cached registrations remain, none of them in use */
+	CHECK(ohc_vx_mr_live() == base + (long)ohc_vx_mr_cached(vi),
+	      "%ld MRs live, %ld + %u cached", ohc_vx_mr_live(), base,
+	      ohc_vx_mr_cached(vi));
+	CHECK(ohc_vx_mr_stale(vi) == 0, "%lu entries stale",
+	      ohc_vx_mr_stale(vi));
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	for (int i = 0; i < GX_MSGS; i++) {
+		free(sb[i] - i % 3);
+		free(rb[i] - i % 3);
+	}
+	free(one);
+	free(back);
+	return rank_down(c);
+}
+
+Test(verbs, gather_sends_straight_from_the_buffer)
+{
+	NEED_RDMA();
+	gather_env(NULL);
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, gather_rank, NULL, 280), 0);
+}
+
+/* The same in OPENHCCL_RDMA_WRITE_KB pieces: the header shares the first
+ * WR with the start of the payload, the other WRs read the buffer. */
+Test(verbs, gather_sends_in_pieces)
+{
+	NEED_RDMA();
+	gather_env("4");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, gather_rank, NULL, 280), 0);
+}
+
+/*
+ * A gathering send whose gathered WRs all complete before its last
+ * fragment, a copied one (below the threshold), can go out: 4 slots, a
+ * message of 4 full fragments and 1000 bytes. The receiver posts its
+ * receive only once the sender saw the completions of the 4 gathered
+ * fragments (the credits come back then), so the tail goes out in a
+ * push of its own, carrying none of the gathered payload, and no
+ * completion of a gathering WR follows. The send must complete anyway
+ * (it once waited for a completion that never came: a 2 MiB eager
+ * REDUCE, 32 slots plus a small tail, hung coll.random procs8).
+ */
+static int gather_tail_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	const size_t len = 4 * (64 * KIB - 64) + 1000;
+	uint8_t *buf = malloc(len + 1);
+	struct ohc_req q, *all[1] = {&q};
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(buf, "malloc");
+	if (rank == 0) {
+		struct ohc_verbs_iface *vi = (struct ohc_verbs_iface *)c->iface;
+		struct ohc_verbs_ep *e = (struct ohc_verbs_ep *)c->eps[peer];
+		uint64_t deadline = ohc_deadline_after_ms(20000);
+		uint32_t inflight;
+
+		fill(buf, len, rank, 7);
+		req_send(&q, buf, len, 7);
+		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
+		CHECK(e->tx_slots == 4 && q.status == OHC_INPROGRESS,
+		      "%lu fragments posted, want the 4 the slots take",
+		      (unsigned long)e->tx_slots);
+		do { /* until the gathered WRs completed */
+			c->ops->iface_progress(c->iface);
+			inflight = 0;
+			for (uint32_t i = 0; i < e->nqps; i++)
+				inflight += e->qps[i].sq_inflight;
+			CHECK(!ohc_deadline_passed(deadline),
+			      "gathered WRs not completed: %u in flight",
+			      inflight);
+		} while (inflight);
+		barrier(nranks);
+		CHECK(drive(c, all, 1, 10000) == 0,
+		      "the send never completed (%lu fragments posted)",
+		      (unsigned long)e->tx_slots);
+		CHECK(q.status == OHC_OK, "send: %s", ohc_status_str(q.status));
+		CHECK(vi->gx_sends == 1, "%lu sends gathered, want 1",
+		      (unsigned long)vi->gx_sends);
+	} else {
+		barrier(nranks);
+		buf[len] = 0xee;
+		req_recv(&q, buf, len, 7);
+		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
+		CHECK(drive(c, all, 1, 20000) == 0, "recv: timeout");
+		CHECK(q.status == OHC_OK, "recv: %s", ohc_status_str(q.status));
+		CHECK(verify(buf, len, peer, 7) < 0, "data wrong");
+		CHECK(buf[len] == 0xee, "wrote past the end");
+	}
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	free(buf);
+	return rank_down(c);
+}
+
+Test(verbs, gather_send_with_copied_tail_after_its_completions)
+{
+	NEED_RDMA();
+	gather_env(NULL);
+	setenv("OPENHCCL_RDMA_SLOTS", "4", 1);
+	setenv("OPENHCCL_RDMA_RNDV_KB", "1024", 1); /* the slots carry it */
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, gather_tail_rank, NULL, 60), 0);
+}
+
+/*
+ * A gathering send whose QP breaks under its post (injected): it fails
+ * with OHC_ERR_REMOTE rather than completing, its registration is
+ * released (rank_down: no MR left), and the peer notices.
+ */
+static int gather_err_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_req s, *all[1] = {&s};
+	uint8_t *buf = malloc(100 * KIB);
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(buf, "malloc");
+	fill(buf, 100 * KIB, rank, 0);
+	barrier(nranks);
+	if (rank == 0) {
+		struct ohc_verbs_iface *vi = (struct ohc_verbs_iface *)c->iface;
+
+		ohc_vx_fault_arm(OHC_VX_POST_SEND, 0, OHC_VX_FAULT_QP_ERR);
+		req_send(&s, buf, 100 * KIB, 1);
+		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK, "ep_send");
+		ohc_vx_fault_clear();
+		CHECK(vi->gx_sends == 1, "the send did not gather");
+		drive(c, all, 1, 10000);
+		CHECK(s.status == OHC_ERR_REMOTE, "send: %s",
+		      ohc_status_str(s.status));
+		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
+		      "ep_check");
+	} else {
+		if (notices_broken_peer(c, peer))
+			return 1;
+	}
+	barrier(nranks);
+	free(buf);
+	return rank_down(c);
+}
+
+Test(verbs, gather_send_fails_with_its_qp)
+{
+	NEED_RDMA();
+	gather_env(NULL);
+	setenv("OPENHCCL_DEBUG", "NONE", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, gather_err_rank, NULL, 120), 0);
 }

@@ -177,6 +177,32 @@ static void check_mr_cache(void)
 			n);
 }
 
+/*
+ * Slot fragments gather their payload from the send buffer only where
+ * its registration can be cached (or for exported memory).
+ */
+static void check_gather(void)
+{
+	long long kb = (long long)ohc_env()->rdma_gather_kb;
+	int cache = ohc_env()->rdma_mr_cache &&
+		    (ohc_pagemap_usable() ||
+		     ohc_config_is_set("OPENHCCL_RDMA_MR_CACHE"));
+
+	if (!kb)
+		dr_info("OPENHCCL_RDMA_GATHER_KB=0: RDMA slot fragments are "
+			"copied into the staging slots");
+	else if (cache)
+		dr_ok("RDMA slot fragments of %lld KiB and more are written "
+		      "straight from the send buffer (no staging copy)",
+		      kb);
+	else
+		dr_info("no RDMA registration cache: slot fragments of "
+			"ordinary memory are copied into the staging slots "
+			"(OPENHCCL_RDMA_GATHER_KB=%lld applies to exported "
+			"memory only)",
+			kb);
+}
+
 /* ---- CMA ---- */
 
 /*
@@ -555,6 +581,7 @@ int main(int argc, char **argv)
 	ndevs = dr_rdma_scan(&rep, shm_only, ports, DR_MAX_DEVS, &nports);
 	check_memlock(&rep, ndevs > 0);
 	check_mr_cache();
+	check_gather();
 	check_cma(&rep);
 	check_hugepages(&rep);
 	check_numa(&rep);

@@ -11,7 +11,9 @@
  * same geometry. A message travels as fragments, one per slot: a 64-byte
  * header (signature, lengths, piggybacked credits) and the payload, written
  * with one RDMA WRITE_WITH_IMM whose immediate names the slot (inline when
- * small, else from the staging slot). The sender may use a slot only when
+ * small, else from the staging slot, or with OPENHCCL_RDMA_GATHER_KB the
+ * payload straight from the registered send buffer: see struct vx_gx).
+ * The sender may use a slot only when
  * the receiver has freed it: the receiver returns its count of freed slots
  * in every header it sends and, when it is not sending, in a zero-length
  * SEND_WITH_IMM once a quarter of the ring is free again or before it
@@ -63,9 +65,34 @@ struct ohc_vx_qp {
 	uint32_t sq_inflight; /* send WRs posted, completion not yet seen */
 	uint32_t unsig;	      /* unsignaled WRs since the last signaled one */
 	uint32_t rq_posted;   /* receive WRs posted */
+	/* send WRs whose completion was seen (signaled CQEs count the
+	 * unsignaled WRs before them): the n-th WR posted on the QP has
+	 * completed when sq_done >= n, since sq_done + sq_inflight is the
+	 * number posted */
+	uint64_t sq_done;
 	/* chain being built by one push (linked through next) */
 	struct ibv_send_wr *head, *tail;
 	uint32_t nchain;
+	int chain_gx; /* the chain carries gathered payload: signal its end */
+};
+
+/*
+ * A send whose slot fragments took their payload straight from the send
+ * buffer (OPENHCCL_RDMA_GATHER_KB): a WRITE_WITH_IMM with two SGEs, the
+ * 64-byte header in the staging slot and the payload in the buffer,
+ * registered through the cache (vx_mr.c; exported memory uses its
+ * mem_reg registration). The send completes only when the last WR of
+ * each QP that carried its payload completed (a chain carrying gathered
+ * payload ends in a signaled WR), so the buffer is read before the
+ * caller may touch it again; its registration is released then. Failed
+ * with the ep (cancel, error CQE, dead peer), releasing the
+ * registrations. A send whose buffer cannot be registered, or that
+ * finds every record taken, copies through the staging slot as before.
+ */
+struct vx_gx {
+	struct ohc_req *req;
+	struct vx_mr *mr;
+	uint64_t *mark; /* per QP: its last WR (sq_done ordinal), 0: none */
 };
 
 struct ohc_verbs_ep;
@@ -94,6 +121,8 @@ struct ohc_verbs_iface {
 	uint32_t wr_bytes, wr_per_slot; /* largest WRITE WR, WRs per slot */
 	uint32_t rdv_wr_bytes;		/* largest rendezvous WRITE WR */
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
+	uint32_t gx_bytes;   /* fragments this large gather (0: never) */
+	uint64_t gx_sends;   /* sends that gathered (tests, counters) */
 	struct vx_mr_cache mrc;
 	struct vx_land land[OHC_VX_LAND_MAX];
 	/* waiting */
@@ -126,6 +155,15 @@ struct ohc_verbs_ep {
 	struct ohc_list sendq;
 	uint64_t tx_slots; /* fragments written */
 	uint64_t tx_freed; /* slots the peer has freed */
+	/* gathering sends: records gx_head..gx_tail-1 (mod gx_n) wait for
+	 * their WRs; the head of sendq, gx_req, is being posted, gathering
+	 * into record gx_tail with registration gx_mr (NULL: it copies) */
+	struct ohc_req *gx_req;
+	struct vx_mr *gx_mr;
+	struct vx_gx *gx;
+	uint64_t *gx_marks; /* gx_n * nqps */
+	uint32_t gx_n;
+	uint64_t gx_head, gx_tail;
 	/* receive side */
 	struct ohc_list recvq;
 	uint8_t *arrived; /* per slot: data landed */

@@ -89,6 +89,112 @@ static void fail_queue(struct ohc_list *q, ohc_status_t status)
 	}
 }
 
+/* ---- gathering sends (struct vx_gx) --------------------------------- */
+
+static struct vx_gx *gx_rec(struct ohc_verbs_ep *e, uint64_t n)
+{
+	return &e->gx[n % e->gx_n];
+}
+
+/*
+ * Does this fragment of req, the head of sendq, take its payload straight
+ * from the send buffer? The first fragment large enough decides for the
+ * whole request: its buffer is registered (or found registered: cached,
+ * or exported memory's mem_reg registration) and record gx_tail set
+ * aside, else (no registration cache and ordinary memory, no record
+ * free, registration failed) the request copies through the staging
+ * slots.
+ */
+static int gx_take(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		   struct ohc_req *req, size_t frag)
+{
+	int zc;
+
+	/* without a registration cache every message would register and
+	 * deregister its buffer: dearer than the copy on real NICs */
+	if (!vi->gx_bytes || frag < vi->gx_bytes ||
+	    (!vi->mrc.max_idle && !req->smem))
+		return 0;
+	if (e->gx_req == req)
+		return e->gx_mr != NULL;
+	e->gx_req = req;
+	e->gx_mr = NULL;
+	if (e->gx_tail - e->gx_head >= e->gx_n)
+		return 0;
+	e->gx_mr = ohc_vx_mr_get(vi, req->sbuf, req->len, 0, &zc);
+	if (!e->gx_mr) {
+		OHC_DEBUG(OHC_SS_VERBS,
+			  "rank %u: cannot register the send buffer %p (%zu "
+			  "bytes) for rank %u: %s; copying it",
+			  vi->super.rank, req->sbuf, req->len, e->super.peer,
+			  strerror(errno));
+		return 0;
+	}
+	memset(gx_rec(e, e->gx_tail)->mark, 0, e->nqps * sizeof(*e->gx_marks));
+	return 1;
+}
+
+/* req, the head of sendq, is posted whole: 1 if it gathered and now waits
+ * in a record for its WRs; 0: complete it (its payload was copied). */
+static int gx_posted(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		     struct ohc_req *req)
+{
+	int gathered = e->gx_req == req && e->gx_mr;
+
+	if (gathered) {
+		struct vx_gx *g = gx_rec(e, e->gx_tail++);
+
+		g->req = req;
+		g->mr = e->gx_mr;
+		vi->gx_sends++;
+	}
+	e->gx_req = NULL;
+	e->gx_mr = NULL;
+	return gathered;
+}
+
+/* Complete the gathering sends whose WRs all completed, in order: after
+ * each send completion and each push (a record may be made whole by a
+ * push whose WRs carry none of its payload). */
+static void gx_reap(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	while (e->gx_head != e->gx_tail) {
+		struct vx_gx *g = gx_rec(e, e->gx_head);
+		struct ohc_req *req = g->req;
+
+		for (uint32_t i = 0; i < e->nqps; i++)
+			if (g->mark[i] > e->qps[i].sq_done)
+				return;
+		ohc_vx_mr_put(vi, g->mr);
+		g->req = NULL;
+		g->mr = NULL;
+		e->gx_head++;
+		ohc_req_complete(req, OHC_OK);
+	}
+}
+
+/*
+ * Fail every gathering send waiting for its WRs and release the
+ * registrations, the head's too (its request is failed with sendq). The
+ * QPs are stopped or gone: nothing reads the buffers any more.
+ */
+static void gx_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		    ohc_status_t status)
+{
+	ohc_vx_mr_put(vi, e->gx_mr);
+	e->gx_mr = NULL;
+	e->gx_req = NULL;
+	while (e->gx_head != e->gx_tail) {
+		struct vx_gx *g = gx_rec(e, e->gx_head++);
+		struct ohc_req *req = g->req;
+
+		ohc_vx_mr_put(vi, g->mr);
+		g->req = NULL;
+		g->mr = NULL;
+		ohc_req_complete(req, status);
+	}
+}
+
 static void ep_stop(struct ohc_verbs_ep *e)
 {
 	for (uint32_t i = 0; i < e->nqps; i++)
@@ -125,6 +231,7 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	fail_queue(&e->sendq, status);
 	fail_queue(&e->recvq, status);
 	ep_stop(e);
+	gx_fail(vx_iface(iface), e, status);
 	ohc_vx_rdv_fail(vx_iface(iface), e, status);
 }
 
@@ -204,7 +311,7 @@ static int chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	/* unsignaled WRs complete too when flushed by an error: name them */
 	for (struct ibv_send_wr *w = q->head; w; w = w->next)
 		w->wr_id = wr_id(e->super.peer, qpi, WR_SEND, 0);
-	if (signal || q->unsig + q->nchain >= vi->sq_depth / 4) {
+	if (signal || q->chain_gx || q->unsig + q->nchain >= vi->sq_depth / 4) {
 		q->tail->send_flags |= IBV_SEND_SIGNALED;
 		q->tail->wr_id = wr_id(e->super.peer, qpi, WR_SEND,
 				       q->unsig + q->nchain);
@@ -217,6 +324,7 @@ static int chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		q->sq_inflight += q->nchain;
 	q->head = q->tail = NULL;
 	q->nchain = 0;
+	q->chain_gx = 0;
 	return rc;
 }
 
@@ -273,6 +381,56 @@ static struct ibv_send_wr *vx_wr(struct ohc_verbs_ep *e, unsigned *nw,
 	return wr;
 }
 
+/*
+ * Chain the WRs of one fragment on q: the 64-byte header at hdr (staging
+ * slot) and frag payload bytes at pay (lkey plkey) go to raddr as one
+ * stream, in WRs of at most wr_bytes (OPENHCCL_RDMA_WRITE_KB), plain RDMA
+ * WRITEs but the last, the WRITE_WITH_IMM naming the slot (after them on
+ * the same QP). A payload copied behind its header is one SGE, a gathered
+ * one a second SGE of the WR(s) it falls in.
+ */
+static void frag_chain(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       struct ohc_vx_qp *q, uint64_t raddr, const char *hdr,
+		       const char *pay, uint32_t plkey, size_t frag,
+		       uint32_t idx, unsigned *nw, unsigned *ns)
+{
+	size_t len = OHC_VX_HDR + frag;
+	int joined = pay == hdr + OHC_VX_HDR;
+
+	for (size_t off = 0; off < len;) {
+		size_t end = OHC_MIN(len, off + vi->wr_bytes);
+		size_t from = OHC_MAX(off, (size_t)OHC_VX_HDR);
+		unsigned n =
+			joined ? 1 : (off < OHC_VX_HDR) + (end > OHC_VX_HDR);
+		int last = end == len;
+		struct ibv_send_wr *wr;
+		struct ibv_sge *sg;
+
+		wr = vx_wr(e, nw, &sg, ns, n,
+			   last ? IBV_WR_RDMA_WRITE_WITH_IMM
+				: IBV_WR_RDMA_WRITE,
+			   raddr + off);
+		wr->num_sge = (int)n;
+		if (joined || off < OHC_VX_HDR) { /* from the staging slot */
+			size_t to = joined ? end : OHC_MIN(end, from);
+
+			sg->addr = (uintptr_t)hdr + off;
+			sg->length = (uint32_t)(to - off);
+			sg->lkey = e->stage_mr->lkey;
+			sg++;
+		}
+		if (!joined && end > OHC_VX_HDR) {
+			sg->addr = (uintptr_t)pay + (from - OHC_VX_HDR);
+			sg->length = (uint32_t)(end - from);
+			sg->lkey = plkey;
+		}
+		if (last)
+			wr->imm_data = htonl(idx);
+		chain_add(q, wr);
+		off = end;
+	}
+}
+
 /* Push queued sends into free slots; returns the fragments posted. */
 static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
@@ -316,38 +474,30 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			sg[1].lkey = e->stage_mr->lkey;
 			wr->num_sge = frag ? 2 : 1;
 			wr->send_flags = IBV_SEND_INLINE;
+			chain_add(q, wr);
+		} else if (gx_take(vi, e, req, frag)) {
+			frag_chain(vi, e, q, raddr, slot,
+				   (const char *)req->sbuf + req->done,
+				   ohc_vx_mr_lkey(e->gx_mr), frag, idx, &nw,
+				   &ns);
+			/* complete once this WR did: signaled, marked */
+			q->chain_gx = 1;
+			gx_rec(e, e->gx_tail)->mark[qpi] =
+				q->sq_done + q->sq_inflight + q->nchain;
 		} else {
-			size_t len = OHC_VX_HDR + frag, off = 0;
-
 			memcpy(slot + OHC_VX_HDR,
 			       (const char *)req->sbuf + req->done, frag);
-			/* leading parts as plain writes when capped
-			 * (OPENHCCL_RDMA_WRITE_KB); the immediate comes with
-			 * the last part, after them on the same QP */
-			while (len - off > vi->wr_bytes) {
-				wr = vx_wr(e, &nw, &sg, &ns, 1,
-					   IBV_WR_RDMA_WRITE, raddr + off);
-				sg->addr = (uintptr_t)slot + off;
-				sg->length = vi->wr_bytes;
-				sg->lkey = e->stage_mr->lkey;
-				chain_add(q, wr);
-				off += vi->wr_bytes;
-			}
-			wr = vx_wr(e, &nw, &sg, &ns, 1,
-				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr + off);
-			wr->imm_data = htonl(idx);
-			sg->addr = (uintptr_t)slot + off;
-			sg->length = (uint32_t)(len - off);
-			sg->lkey = e->stage_mr->lkey;
+			frag_chain(vi, e, q, raddr, slot, slot + OHC_VX_HDR,
+				   e->stage_mr->lkey, frag, idx, &nw, &ns);
 		}
-		chain_add(q, wr);
 		req->done += frag;
 		e->tx_slots++;
 		e->rx_reported = e->rx_next;
 		n++;
 		if (req->done == req->len) {
 			ohc_list_del(&req->link);
-			ohc_list_add_tail(&done, &req->link);
+			if (!gx_posted(vi, e, req))
+				ohc_list_add_tail(&done, &req->link);
 		}
 	}
 	for (uint32_t i = 0; i < e->nqps; i++) {
@@ -367,6 +517,14 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		return n;
 	}
 	fail_queue(&done, OHC_OK);
+	/*
+	 * A gathering send whose last fragments were copied (below the
+	 * threshold) and went out in a later push than its gathered ones
+	 * (the credits ran out between them) may find every marked WR
+	 * completed already: no completion is coming to reap it.
+	 */
+	if (!e->broken)
+		gx_reap(vi, e);
 	return n;
 }
 
@@ -484,10 +642,13 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	q = &e->qps[qpi];
 	if (kind == WR_RDV)
 		covered &= 0xfff;
-	if (kind != WR_RECV)
-		q->sq_inflight -= OHC_MIN(covered, q->sq_inflight);
-	else if (q->rq_posted)
+	if (kind != WR_RECV) {
+		covered = OHC_MIN(covered, q->sq_inflight);
+		q->sq_inflight -= covered;
+		q->sq_done += covered;
+	} else if (q->rq_posted) {
 		q->rq_posted--;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		char why[160];
 
@@ -501,7 +662,12 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	}
 	if (kind == WR_RDV && !e->broken)
 		ohc_vx_rdv_acked(e, ((uint32_t)wc->wr_id >> 12) & 0xff);
-	if (kind != WR_RECV || e->broken)
+	if (kind != WR_RECV) {
+		if (!e->broken)
+			gx_reap(vi, e);
+		return;
+	}
+	if (e->broken)
 		return;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		uint32_t idx = ntohl(wc->imm_data);
@@ -752,6 +918,7 @@ static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 		e->broken = status < 0 ? status : OHC_ERR_CANCELED;
 		ep_stop(e);
 	}
+	gx_fail(vx_iface(ep->iface), e, status);
 	ohc_vx_rdv_fail(vx_iface(ep->iface), e, status);
 }
 
@@ -870,6 +1037,7 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				   ? (uint32_t)env->rdma_write_kb * 1024
 				   : 1u << 30;
 	vi->rndv_bytes = (uint32_t)env->rdma_rndv_kb * 1024;
+	vi->gx_bytes = (uint32_t)env->rdma_gather_kb * 1024;
 	vi->sq_depth = vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 16;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data
@@ -1102,6 +1270,7 @@ static void vx_ep_fini(struct ohc_ep *ep)
 			ohc_vx_destroy_qp(e->qps[i].qp);
 		e->qps[i].qp = NULL;
 	}
+	gx_fail(vi, e, OHC_ERR_CANCELED);
 	ohc_vx_rdv_fail(vi, e, OHC_ERR_CANCELED);
 	if (e->ring_mr)
 		ohc_vx_dereg_mr(e->ring_mr);
@@ -1115,6 +1284,10 @@ static void vx_ep_fini(struct ohc_ep *ep)
 	free(e->sges);
 	free(e->rwrs);
 	free(e->arrived);
+	free(e->gx);
+	free(e->gx_marks);
+	e->gx = NULL;
+	e->gx_marks = NULL;
 	e->ring = e->stage = e->ctrl_in = e->ctrl_out = NULL;
 	e->ring_mr = e->stage_mr = NULL;
 	e->wrs = NULL;
@@ -1138,12 +1311,20 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 	e->wrs = calloc((size_t)vi->slots * vi->wr_per_slot + 1,
 			sizeof(*e->wrs));
-	e->sges = calloc((size_t)vi->slots * OHC_MAX(2u, vi->wr_per_slot),
+	/* a fragment: a WR per piece, one more SGE where header and a
+	 * gathered payload share a WR */
+	e->sges = calloc((size_t)vi->slots * (vi->wr_per_slot + 1),
 			 sizeof(*e->sges));
 	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
 	e->arrived = calloc(vi->slots, 1);
-	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived)
+	e->gx_n = vi->slots;
+	e->gx = calloc(e->gx_n, sizeof(*e->gx));
+	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
+	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->gx ||
+	    !e->gx_marks)
 		return OHC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < e->gx_n; i++)
+		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
 	/* ring | CTS in | staging | CTS out */
 	e->map_len = 2 * (len + ctrl);
 	e->ring = mmap(NULL, e->map_len, PROT_READ | PROT_WRITE,
