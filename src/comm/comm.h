@@ -103,7 +103,9 @@ struct ohc_comm {
 	struct ohc_op *op_pool;         /* atomic: stack top */
 	int op_pool_taking;             /* atomic: 1 while a submitter pops */
 	struct ohc_op_slab *op_slabs;   /* under op_pool_taking */
-	unsigned op_slab_ops;           /* ops carved; under op_pool_taking */
+	unsigned op_slab_ops;           /* ops mapped; under op_pool_taking */
+	unsigned op_slab_next;          /* next never used op of op_slabs */
+	unsigned op_slab_n;             /* ops in op_slabs (the newest) */
 };
 
 /*
