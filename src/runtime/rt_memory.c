@@ -92,6 +92,17 @@ static int block_insert(uintptr_t base, size_t size, enum mem_kind kind,
 	return 0;
 }
 
+/* Index of the block holding all of [p, p + len), or -1. mem_lock held. */
+static long block_holding_locked(uintptr_t p, size_t len)
+{
+	long i = block_floor_locked(p);
+
+	if (i >= 0 && p - blocks[i].base < blocks[i].size &&
+	    len <= blocks[i].size - (p - blocks[i].base))
+		return i;
+	return -1;
+}
+
 OHC_API int ohc_rt_mem_info(const void *ptr, size_t len,
 			    struct ohc_rt_mem_info *info_p)
 {
@@ -100,9 +111,8 @@ OHC_API int ohc_rt_mem_info(const void *ptr, size_t len,
 	long i;
 
 	pthread_mutex_lock(&mem_lock);
-	i = block_floor_locked(p);
-	if (i >= 0 && blocks[i].fd >= 0 && p - blocks[i].base < blocks[i].size &&
-	    len <= blocks[i].size - (p - blocks[i].base)) {
+	i = block_holding_locked(p, len);
+	if (i >= 0 && blocks[i].fd >= 0) {
 		info_p->fd = blocks[i].fd;
 		info_p->offset = p - blocks[i].base;
 		info_p->size = blocks[i].size;
@@ -115,15 +125,10 @@ OHC_API int ohc_rt_mem_info(const void *ptr, size_t len,
 
 bool ohc_rt_mem_is_pinned(const void *ptr, size_t len)
 {
-	uintptr_t p = (uintptr_t)ptr;
-	bool ok = false;
-	long i;
+	bool ok;
 
 	pthread_mutex_lock(&mem_lock);
-	i = block_floor_locked(p);
-	if (i >= 0 && p - blocks[i].base < blocks[i].size &&
-	    len <= blocks[i].size - (p - blocks[i].base))
-		ok = true;
+	ok = block_holding_locked((uintptr_t)ptr, len) >= 0;
 	pthread_mutex_unlock(&mem_lock);
 	return ok || ohc_rt_vmm_is_mapped(ptr, len);
 }
@@ -169,8 +174,11 @@ static int shared_slot_take(void)
 	return ok;
 }
 
-static void shared_slot_give(void)
+/* Close a shared allocation's memfd (if made) and give its slot back. */
+static void shared_release(int fd)
 {
+	if (fd >= 0)
+		close(fd);
 	pthread_mutex_lock(&mem_lock);
 	shared_live--;
 	pthread_mutex_unlock(&mem_lock);
@@ -185,20 +193,14 @@ static void *map_shared(size_t len, int *fd_p)
 	if (!shared_slot_take())
 		return MAP_FAILED;
 	fd = memfd_create("ohc-device-mem", MFD_CLOEXEC);
-
-	if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
+	    (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+		    MAP_FAILED) {
 		OHC_DEBUG(OHC_SS_RT,
-			  "memfd of %zu bytes: %s; allocating it private", len,
-			  strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		shared_slot_give();
-		return MAP_FAILED;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		shared_slot_give();
+			  "shared memory of %zu bytes: %s; allocating it "
+			  "private",
+			  len, strerror(errno));
+		shared_release(fd);
 		return MAP_FAILED;
 	}
 	*fd_p = fd;
@@ -236,10 +238,8 @@ static aclError mem_alloc(const char *fn, void **ptr_p, size_t size,
 	ohc_rt_mem_bind(p, len, ohc_rt_current_numa_node());
 	if (block_insert((uintptr_t)p, len, kind, fd)) {
 		munmap(p, len);
-		if (fd >= 0) {
-			close(fd);
-			shared_slot_give();
-		}
+		if (fd >= 0)
+			shared_release(fd);
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "%s: out of memory tracking %zu bytes", fn,
 				   len);
@@ -278,10 +278,8 @@ static aclError mem_free(const char *fn, void *ptr, enum mem_kind kind)
 		(nblocks - (size_t)i - 1) * sizeof(*blocks));
 	nblocks--;
 	pthread_mutex_unlock(&mem_lock);
-	if (b.fd >= 0) {
-		close(b.fd);
-		shared_slot_give();
-	}
+	if (b.fd >= 0)
+		shared_release(b.fd);
 	if (munmap((void *)b.base, b.size) != 0)
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_FREE,
 				   "%s: munmap(%p, %zu): %s", fn, ptr, b.size,

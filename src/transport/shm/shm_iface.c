@@ -361,15 +361,20 @@ static uint64_t tx_free(struct ohc_shm_ep *sep, uint64_t need)
 	return sep->tx_bytes - (sep->tx_tail - sep->tx_head);
 }
 
+/* Does the whole of req fit inside a record header (an INLINE record)? */
+static int tx_inline(const struct ohc_req *req)
+{
+	return req->done == 0 && req->len <= OHC_SHM_INLINE_MAX;
+}
+
 /* Decide what the front send can write now; *payload_p for PLAN_DATA. */
 static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
 			    uint64_t *payload_p)
 {
 	uint64_t rem = req->len - req->done;
 	uint64_t want = OHC_MIN(rem, sep->tx_max_frag);
-	uint64_t need = req->done == 0 && rem <= OHC_SHM_INLINE_MAX
-				? OHC_SHM_REC_HDR
-				: ohc_shm_rec_bytes(want),
+	uint64_t need = tx_inline(req) ? OHC_SHM_REC_HDR
+				       : ohc_shm_rec_bytes(want),
 		 fit;
 	/* enough for any record this send may write here (a ZC one: 128) */
 	uint64_t free_b = tx_free(
@@ -440,8 +445,7 @@ static unsigned shm_push(struct ohc_shm_ep *sep)
 			rec->frag_len = (uint32_t)rb;
 			goto stamp;
 		}
-		inl = plan == PLAN_DATA && req->done == 0 &&
-		      req->len <= OHC_SHM_INLINE_MAX;
+		inl = plan == PLAN_DATA && tx_inline(req);
 		rb = inl		? OHC_SHM_REC_HDR
 		     : plan == PLAN_ZC	? ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))
 					: ohc_shm_rec_bytes(payload);
