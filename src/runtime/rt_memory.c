@@ -41,7 +41,7 @@ struct mem_block {
 };
 
 static uint64_t next_shared_id = 1; /* mem_lock */
-static unsigned shared_live;	     /* shared blocks (memfds open); mem_lock */
+static unsigned shared_live;	    /* shared blocks (memfds open); mem_lock */
 
 /* Sorted by base; mem_lock. */
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,8 +64,7 @@ static long block_floor_locked(uintptr_t p)
 	return (long)lo - 1;
 }
 
-static int block_insert(uintptr_t base, size_t size, enum mem_kind kind,
-			int fd)
+static int block_insert(uintptr_t base, size_t size, enum mem_kind kind, int fd)
 {
 	struct mem_block *nb;
 	long at;
@@ -163,7 +162,7 @@ static int shared_slot_take(void)
 		struct rlimit rl;
 
 		cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-			      rl.rlim_cur != RLIM_INFINITY
+				      rl.rlim_cur != RLIM_INFINITY
 			      ? (unsigned)OHC_MIN(rl.rlim_cur / 4, 4096)
 			      : 4096;
 		cap = OHC_MAX(cap, 1u);

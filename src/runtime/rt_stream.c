@@ -317,14 +317,13 @@ static void throttle_locked(struct ohc_rt_stream *s)
 				ohc_time_ns() + STREAM_STUCK_NS)) {
 		if (s->done_seq == seen) {
 			s->stuck_at = seen;
-			OHC_DEBUG(OHC_SS_RT,
-				  "stream %p: %llu tasks queued and none "
-				  "done in %llu ms; queueing past %d",
-				  (void *)s,
-				  (unsigned long long)(s->enq_seq -
-						       s->done_seq),
-				  STREAM_STUCK_NS / 1000000ull,
-				  STREAM_DEPTH_MAX);
+			OHC_DEBUG(
+				OHC_SS_RT,
+				"stream %p: %llu tasks queued and none "
+				"done in %llu ms; queueing past %d",
+				(void *)s,
+				(unsigned long long)(s->enq_seq - s->done_seq),
+				STREAM_STUCK_NS / 1000000ull, STREAM_DEPTH_MAX);
 			return;
 		}
 		seen = s->done_seq;

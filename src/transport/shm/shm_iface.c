@@ -446,9 +446,10 @@ static unsigned shm_push(struct ohc_shm_ep *sep)
 			goto stamp;
 		}
 		inl = plan == PLAN_DATA && tx_inline(req);
-		rb = inl		? OHC_SHM_REC_HDR
-		     : plan == PLAN_ZC	? ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))
-					: ohc_shm_rec_bytes(payload);
+		rb = inl ? OHC_SHM_REC_HDR
+		     : plan == PLAN_ZC
+			     ? ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))
+			     : ohc_shm_rec_bytes(payload);
 		tx_unstamp_next(sep, rb);
 		rec->kind = inl			? OHC_SHM_REC_INLINE
 			    : plan == PLAN_RNDV ? OHC_SHM_REC_RNDV
@@ -782,8 +783,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			break;
 		}
 		if (rec.frag_len)
-			ohc_req_deliver(req, req->done, payload,
-					rec.frag_len);
+			ohc_req_deliver(req, req->done, payload, rec.frag_len);
 		if (rec.flags & OHC_SHM_FRAG_LAST) {
 			ohc_list_del(&req->link);
 			ohc_req_complete(req, OHC_OK);

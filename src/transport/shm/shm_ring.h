@@ -43,7 +43,7 @@
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
-#define OHC_SHM_VERSION 4u /* 4: stamped headers, INLINE records */
+#define OHC_SHM_VERSION 4u  /* 4: stamped headers, INLINE records */
 #define OHC_SHM_REC_HDR 64u /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
@@ -179,8 +179,7 @@ static inline void ohc_shm_rec_stamp(struct ohc_shm_rec *rec, uint64_t at)
 }
 
 /* Producer side: no stale stamp where the record at `at` will go. */
-static inline void ohc_shm_rec_unstamp(char *data, uint64_t bytes,
-				       uint64_t at)
+static inline void ohc_shm_rec_unstamp(char *data, uint64_t bytes, uint64_t at)
 {
 	struct ohc_shm_rec *rec =
 		(struct ohc_shm_rec *)(void *)(data + at % bytes);
