@@ -307,6 +307,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 	int spinning = 1;	 /* until a reading says the spin is over */
 	uint64_t next_check = 0; /* from the first idle sleep on */
 	int spent = 0;		 /* a wait went on long (exec_wait_long) */
+	/* the pace's mode, read once: a thread-local costs a call per poll */
+	bool yielding = pace.yielding;
 	ohc_status_t status;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -391,7 +393,7 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 		 */
 		polls++;
 		if (x->spin_ns && ++idle < check) {
-			if (spinning && pace.yielding && !(polls & yield_mask))
+			if (spinning && yielding && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}
@@ -403,10 +405,11 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 			    OHC_MIN(x->spin_ns, EXEC_LONG_WAIT_NS)) {
 			spent = 1;
 			exec_wait_long(now);
+			yielding = pace.yielding;
 		}
 		if (spinning && now - idle_since < x->spin_ns) {
 			check = idle * 2;
-			if (pace.yielding && !(polls & yield_mask))
+			if (yielding && !(polls & yield_mask))
 				exec_yield();
 			continue;
 		}

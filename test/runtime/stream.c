@@ -257,6 +257,7 @@ Test(stream, force_destroy_skips_queued_tasks)
 Test(stream, submit_checks)
 {
 	struct rt_probe *p = rt_probe_new(0, 0, 0);
+	struct rt_probe *ok = rt_probe_new(0, 0, 0);
 	struct ohc_rt_task bad = {0};
 	int x;
 	aclrtStream s = new_stream();
@@ -270,11 +271,16 @@ Test(stream, submit_checks)
 	cr_assert_eq(ohc_rt_stream_valid(NULL), 0);
 	cr_assert_eq(ohc_rt_stream_valid(&x), 0);
 	cr_assert_eq(atomic_load(&p->releases), 0, "refused: no release");
+	/* a stream this thread used (found live, cached) and then destroyed */
+	cr_assert_eq(ohc_rt_stream_submit(s, &ok->super), 0);
+	cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	cr_assert_eq(atomic_load(&ok->releases), 1);
 	cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
 	cr_assert_eq(ohc_rt_stream_submit(s, &p->super),
 		     ACL_ERROR_INVALID_PARAM);
 	cr_assert_eq(atomic_load(&p->releases), 0);
 	free(p);
+	free(ok);
 }
 
 Test(stream, needs_a_device)

@@ -943,7 +943,6 @@ static int corrupt_rank(int rank, int nranks, void *arg)
 		rec->msg_len = sizeof(buf);
 		ohc_shm_rec_stamp(rec, sep->tx_tail);
 		sep->tx_tail += OHC_SHM_REC_HDR;
-		ohc_shm_ring_tail_release(sep->tx, sep->tx_tail);
 		ohc_shm_bell_ring(sep->peer_bell);
 	} else {
 		req_recv(&r, buf, sizeof(buf), 0);

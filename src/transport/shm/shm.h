@@ -72,7 +72,7 @@ struct ohc_shm_ep {
 	char *tx_data;
 	uint64_t tx_bytes;
 	uint64_t tx_max_frag;
-	uint64_t tx_tail; /* our copy of tx->tail */
+	uint64_t tx_tail; /* bytes written into tx (never published) */
 	uint64_t tx_head; /* tx->head as last read (reads it only when short) */
 	uint64_t tx_acked;     /* rendezvous sends completed */
 	struct ohc_list sends; /* posted, not fully written (FIFO) */

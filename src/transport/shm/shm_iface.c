@@ -484,7 +484,6 @@ static unsigned shm_push(struct ohc_shm_ep *sep)
 	stamp:
 		ohc_shm_rec_stamp(rec, sep->tx_tail);
 		sep->tx_tail += rb;
-		ohc_shm_ring_tail_release(sep->tx, sep->tx_tail);
 		moved++;
 		if (plan == PLAN_RNDV || plan == PLAN_ZC) {
 			ohc_list_del(&req->link);

@@ -24,10 +24,13 @@
  * record. The producer writes a record, then its header's stamp (the
  * record's count + 1) with release; the consumer polls the stamp where its
  * head points, reads the record, then publishes head with release, after
- * which the producer may overwrite it. The tail is published too, but the
- * consumer does not read it: polling the stamp, a small message costs the
- * consumer one line from the producer's cache instead of two in a row
- * (the tail's line, then the record's).
+ * which the producer may overwrite it. The tail is not published at all:
+ * polling the stamp, a small message costs the consumer one line from the
+ * producer's cache instead of two in a row (the tail's line, then the
+ * record's), and the producer's control line, which the consumer reads
+ * on every empty poll (prod_err), changes only when the producer cancels.
+ * A published tail shared that line and moved it to the producer and
+ * back with every message.
  *
  * A stamp must never be mistaken: whatever the previous lap left where the
  * next header will go (payload bytes of any value) is overwritten with 0
@@ -43,8 +46,8 @@
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
-#define OHC_SHM_VERSION 4u  /* 4: stamped headers, INLINE records */
-#define OHC_SHM_REC_HDR 64u /* bytes of a record header */
+#define OHC_SHM_VERSION 5u		    /* 5: no published tail */
+#define OHC_SHM_REC_HDR 64u		    /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
 /*
@@ -98,9 +101,8 @@ struct ohc_shm_ring_ctl {
 	_Atomic int32_t cons_err;   /* consumer canceled: sends fail */
 	_Atomic uint32_t cma_ok;    /* consumer can read the producer (CMA) */
 	_Atomic uint64_t cma_acked; /* rendezvous messages read so far */
-	/* written by the producer only */
-	_Alignas(OHC_CACHELINE) _Atomic uint64_t tail;
-	_Atomic int32_t prod_err; /* producer canceled: no more data */
+	/* written by the producer only, and only when it cancels */
+	_Alignas(OHC_CACHELINE) _Atomic int32_t prod_err; /* no more data */
 };
 
 _Static_assert(sizeof(struct ohc_shm_ring_ctl) == 2 * OHC_CACHELINE,
@@ -198,13 +200,6 @@ static inline void ohc_shm_ring_head_release(struct ohc_shm_ring_ctl *c,
 static inline uint64_t ohc_shm_ring_head_acquire(struct ohc_shm_ring_ctl *c)
 {
 	return atomic_load_explicit(&c->head, memory_order_acquire);
-}
-
-/* Producer side: publish records written up to tail (release). */
-static inline void ohc_shm_ring_tail_release(struct ohc_shm_ring_ctl *c,
-					     uint64_t tail)
-{
-	atomic_store_explicit(&c->tail, tail, memory_order_release);
 }
 
 /* Producer side: tell the consumer no more data will come (canceled). */

@@ -314,8 +314,7 @@ static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 		sep->tx = (struct ohc_shm_ring_ctl *)((char *)map + dir[i].off);
 		sep->tx_data = (char *)(sep->tx + 1);
 		sep->tx_bytes = dir[i].bytes;
-		sep->tx_tail = atomic_load_explicit(&sep->tx->tail,
-						    memory_order_relaxed);
+		sep->tx_tail = 0; /* a ring carries one connection */
 		sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
 		break;
 	}
