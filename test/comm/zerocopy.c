@@ -348,6 +348,22 @@ static int rank_setup(int rank, int nranks, struct proc_arg *a,
 				    comm_p) != HCCL_SUCCESS;
 }
 
+/*
+ * A process rank's start: runtime, device, stream, the fd and mapping
+ * counts rank_leaks compares against, then the communicator. Non-zero if
+ * any of it failed.
+ */
+static int rank_begin(int rank, int nranks, void *p, aclrtStream *stream_p,
+		      HcclComm *comm_p, int *fds0_p, int *maps0_p)
+{
+	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
+	    aclrtCreateStream(stream_p))
+		return 1;
+	*fds0_p = ohc_test_count_fds();
+	*maps0_p = count_maps();
+	return rank_setup(rank, nranks, p, comm_p);
+}
+
 static void run_procs(int nranks, ohc_test_rank_fn fn)
 {
 	struct proc_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
@@ -397,12 +413,7 @@ static int implicit_rank(int rank, int nranks, void *p)
 	int32_t *in, *out;
 	int bad = 0, fds0, maps0;
 
-	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
-	    aclrtCreateStream(&stream))
-		return 1;
-	fds0 = ohc_test_count_fds();
-	maps0 = count_maps();
-	if (rank_setup(rank, nranks, p, &comm) ||
+	if (rank_begin(rank, nranks, p, &stream, &comm, &fds0, &maps0) ||
 	    aclrtMalloc((void **)&in, 8 * MIB, ACL_MEM_MALLOC_HUGE_FIRST) ||
 	    aclrtMalloc((void **)&out, 16 * MIB, ACL_MEM_MALLOC_HUGE_FIRST))
 		return 1;
@@ -457,12 +468,7 @@ static int activated_rank(int rank, int nranks, void *p)
 	char *range;
 	int bad = 0, fds0, maps0;
 
-	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
-	    aclrtCreateStream(&stream))
-		return 1;
-	fds0 = ohc_test_count_fds();
-	maps0 = count_maps();
-	if (rank_setup(rank, nranks, p, &comm))
+	if (rank_begin(rank, nranks, p, &stream, &comm, &fds0, &maps0))
 		return 1;
 	/* 32 MiB of address space: in = 8 MiB at 0, out = 16 MiB at 8 MiB */
 	if (aclrtReserveMemAddress((void **)&range, 32 * MIB, 0, NULL, 1) ||
@@ -561,12 +567,7 @@ static int window_rank(int rank, int nranks, void *p)
 	int bad = 0, fds0, maps0;
 	int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
 
-	if (aclInit(NULL) || aclrtSetDevice(device_of(rank)) ||
-	    aclrtCreateStream(&stream))
-		return 1;
-	fds0 = ohc_test_count_fds();
-	maps0 = count_maps();
-	if (rank_setup(rank, nranks, p, &comm) ||
+	if (rank_begin(rank, nranks, p, &stream, &comm, &fds0, &maps0) ||
 	    aclrtReserveMemAddress((void **)&range, 32 * MIB, 0, NULL, 1) ||
 	    pmem_map(&m, range, wsize) || pmem_map(&m2, range + wsize, 2 * MIB))
 		return 1;
