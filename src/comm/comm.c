@@ -30,8 +30,8 @@ void ohc_comm_set_deterministic_all(int value)
 	global_deterministic = value;
 	ohc_list_for_each(pos, &registry)
 	{
-		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
-						      link);
+		struct ohc_comm *c =
+			ohc_container_of(pos, struct ohc_comm, link);
 
 		__atomic_store_n(&c->cfg.deterministic, value,
 				 __ATOMIC_RELEASE);
@@ -75,8 +75,8 @@ struct ohc_comm *ohc_comm_find(const char *name, int device)
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_for_each(pos, &registry)
 	{
-		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
-						      link);
+		struct ohc_comm *c =
+			ohc_container_of(pos, struct ohc_comm, link);
 
 		if (strcmp(c->name, name))
 			continue;
@@ -112,8 +112,8 @@ int ohc_comm_name_taken(const char *name, uint32_t rank)
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_for_each(pos, &registry)
 	{
-		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
-						      link);
+		struct ohc_comm *c =
+			ohc_container_of(pos, struct ohc_comm, link);
 
 		if (!strcmp(c->name, name) && c->rank == rank)
 			taken = 1;
@@ -130,8 +130,8 @@ int ohc_comm_name_clash(const char *name, uint32_t rank, int device)
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_for_each(pos, &registry)
 	{
-		struct ohc_comm *c = ohc_container_of(pos, struct ohc_comm,
-						      link);
+		struct ohc_comm *c =
+			ohc_container_of(pos, struct ohc_comm, link);
 
 		if (!strcmp(c->name, name) &&
 		    (c->rank == rank || c->device == device))
@@ -225,12 +225,15 @@ static struct ohc_op *op_pool_take(struct ohc_comm *comm)
 
 	if (__atomic_exchange_n(&comm->op_pool_taking, 1, __ATOMIC_ACQUIRE))
 		return NULL;
-	op = __atomic_load_n(&comm->op_pool, __ATOMIC_ACQUIRE);
-	while (op && !__atomic_compare_exchange_n(
-			     &comm->op_pool, &op, op->pool_next, 0,
-			     __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
-		;
-	if (!op)
+	/* one atomic per op: the pool is taken over whole when we run out */
+	if (!comm->op_taken &&
+	    __atomic_load_n(&comm->op_pool, __ATOMIC_RELAXED))
+		comm->op_taken = __atomic_exchange_n(&comm->op_pool, NULL,
+						     __ATOMIC_ACQUIRE);
+	op = comm->op_taken;
+	if (op)
+		comm->op_taken = op->pool_next;
+	else
 		op = op_slab_carve(comm);
 	__atomic_store_n(&comm->op_pool_taking, 0, __ATOMIC_RELEASE);
 	return op;
@@ -267,7 +270,7 @@ static void op_pool_fini(struct ohc_comm *comm)
 	comm->op_slabs = NULL;
 	comm->op_slab_ops = 0;
 	comm->op_slab_next = comm->op_slab_n = 0;
-	comm->op_pool = NULL;
+	comm->op_pool = comm->op_taken = NULL;
 }
 
 static void comm_close_transports(struct ohc_comm *comm)
@@ -405,11 +408,13 @@ static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
 		if (r == comm->rank)
 			continue;
 		for (unsigned t = 0; t < ntp && t < OHC_MAX_TRANSPORTS; t++) {
-			const struct addr_rec *peer = &recs[(size_t)r * ntp + t];
+			const struct addr_rec *peer =
+				&recs[(size_t)r * ntp + t];
 			struct ohc_iface *iface = open[t];
 			struct ohc_ep *ep;
 
-			if (!iface || peer->len == 0 || peer->len > OHC_ADDR_MAX)
+			if (!iface || peer->len == 0 ||
+			    peer->len > OHC_ADDR_MAX)
 				continue;
 			if (env->intra_roce_enable &&
 			    !strcmp(iface->ops->name, "shm"))
@@ -598,8 +603,8 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 		goto err_free;
 	}
 
-	deadline = ohc_deadline_after_ms((uint64_t)env->connect_timeout_s *
-					 1000);
+	deadline =
+		ohc_deadline_after_ms((uint64_t)env->connect_timeout_s * 1000);
 	/* A session token shared by the ranks, unique per communicator. */
 	if (comm->rank == 0 &&
 	    getrandom(&session, sizeof(session), 0) != sizeof(session))
@@ -623,8 +628,9 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_add_tail(&registry, &comm->link);
 	pthread_mutex_unlock(&registry_lock);
-	OHC_INFO(OHC_SS_INIT, "rank %u/%u: communicator '%s' ready (%u "
-			      "transports)",
+	OHC_INFO(OHC_SS_INIT,
+		 "rank %u/%u: communicator '%s' ready (%u "
+		 "transports)",
 		 comm->rank, comm->nranks, comm->name, comm->nifaces);
 	*comm_p = comm;
 	return OHC_OK;
@@ -640,8 +646,8 @@ void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
 	for (int i = 0; i < OHC_PATH_N; i++) {
 		stats_p->bytes[i] = __atomic_load_n(&comm->stats.bytes[i],
 						    __ATOMIC_RELAXED);
-		stats_p->msgs[i] = __atomic_load_n(&comm->stats.msgs[i],
-						   __ATOMIC_RELAXED);
+		stats_p->msgs[i] =
+			__atomic_load_n(&comm->stats.msgs[i], __ATOMIC_RELAXED);
 	}
 }
 
@@ -690,7 +696,8 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 	int expected = 0;
 
 	if (__atomic_compare_exchange_n(&comm->failed, &expected, (int)status,
-					0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+					0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
 		/* Peers blocked on us fail now rather than at their timeout. */
 		for (unsigned i = 0; i < comm->nifaces; i++)
 			comm->ifaces[i]->ops->iface_abort(comm->ifaces[i],
@@ -1062,8 +1069,9 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 	}
 	ret = ohc_rt_stream_submit(stream, &op->task);
 	if (ret != 0) {
-		OHC_ERROR(OHC_SS_API, "cannot enqueue %s on stream %p (acl "
-				      "error %d)",
+		OHC_ERROR(OHC_SS_API,
+			  "cannot enqueue %s on stream %p (acl "
+			  "error %d)",
 			  op->task.name, stream, ret);
 		ohc_zc_unpin(&op->zc);
 		op_free(comm, op);

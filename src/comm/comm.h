@@ -28,7 +28,7 @@
 /* Effective per-communicator configuration (config > env > default). */
 struct ohc_comm_cfg {
 	uint32_t buffsize_mb;
-	int deterministic;      /* enum ohc_deterministic */
+	int deterministic;	/* enum ohc_deterministic */
 	int64_t exec_timeout_s; /* 0 = never */
 	char name[OHC_COMM_NAME_MAX];
 	char udi[128];
@@ -60,52 +60,54 @@ int ohc_comm_get_deterministic_global(void);
 #define OHC_COMM_MAGIC 0x6f6863636f6d6d31ull /* "ohccomm1" */
 
 struct ohc_comm {
-	uint64_t magic;                 /* OHC_COMM_MAGIC while alive */
+	uint64_t magic; /* OHC_COMM_MAGIC while alive */
 	char name[OHC_COMM_NAME_MAX];
 	uint32_t rank, nranks;
-	int device;                     /* logical device at init, or -1 */
+	int device; /* logical device at init, or -1 */
 	struct ohc_comm_cfg cfg;
 	struct ohc_bootstrap *bs;
 	struct ohc_iface *ifaces[OHC_MAX_TRANSPORTS];
 	unsigned nifaces;
-	struct ohc_ep **eps;            /* per rank; NULL for ourselves */
-	const char **ep_tp;             /* transport name per rank */
+	struct ohc_ep **eps;		/* per rank; NULL for ourselves */
+	const char **ep_tp;		/* transport name per rank */
 	enum ohc_link_class link_class; /* slowest link in use */
-	uint32_t *host_of;              /* host index per rank; NULL: one */
+	uint32_t *host_of;		/* host index per rank; NULL: one */
 	uint32_t nhosts;
-	uint64_t spin_ns;               /* idle polling before sleeping */
-	uint64_t session;               /* transports' session token */
-	uint8_t *on_backup;             /* per rank: NIC switched; NULL: none */
+	uint64_t spin_ns;   /* idle polling before sleeping */
+	uint64_t session;   /* transports' session token */
+	uint8_t *on_backup; /* per rank: NIC switched; NULL: none */
 
-	pthread_mutex_t lock;           /* with idle_cond: waits for idle */
-	pthread_cond_t idle_cond;       /* signalled when inflight hits 0 */
-	pthread_mutex_t exec_lock;      /* one operation executes at a time */
-	uint64_t coll_seq;              /* atomic: next collective seq */
-	unsigned inflight;              /* atomic: enqueued, not finished */
+	pthread_mutex_t lock;	   /* with idle_cond: waits for idle */
+	pthread_cond_t idle_cond;  /* signalled when inflight hits 0 */
+	pthread_mutex_t exec_lock; /* one operation executes at a time */
+	uint64_t coll_seq;	   /* atomic: next collective seq */
+	unsigned inflight;	   /* atomic: enqueued, not finished */
 
-	int abort_flag;                 /* atomic: destroy/failure cancels */
-	int failed;                     /* atomic: sticky ohc_status_t (<0) */
-	int async_error;                /* atomic: sticky ohc_status_t (<0) */
+	int abort_flag;	 /* atomic: destroy/failure cancels */
+	int failed;	 /* atomic: sticky ohc_status_t (<0) */
+	int async_error; /* atomic: sticky ohc_status_t (<0) */
 
-	struct ohc_list link;           /* process registry */
-	struct ohc_xfer_stats stats;    /* bytes received per path (atomic) */
-	struct ohc_plan_cache plans;    /* recent schedules; exec_lock */
-	void *spare;                    /* scratch kept for reuse; exec_lock */
+	struct ohc_list link;	     /* process registry */
+	struct ohc_xfer_stats stats; /* bytes received per path (atomic) */
+	struct ohc_plan_cache plans; /* recent schedules; exec_lock */
+	void *spare;		     /* scratch kept for reuse; exec_lock */
 	size_t spare_bytes;
 
 	/*
 	 * Spare ops without a tail, carved from slabs (comm.c) and recycled
 	 * instead of calloc/free per op: a stack pushed lock-free by whoever
-	 * finishes an op and popped by one submitter at a time
-	 * (op_pool_taking), so a pop never sees a node taken and pushed back
-	 * under it (no ABA). The slabs are unmapped with the communicator.
+	 * finishes an op, which one submitter at a time (op_pool_taking)
+	 * takes over whole into op_taken and pops from there without atomics
+	 * (no ABA: nothing pops op_pool). The slabs are unmapped with the
+	 * communicator.
 	 */
-	struct ohc_op *op_pool;         /* atomic: stack top */
-	int op_pool_taking;             /* atomic: 1 while a submitter pops */
-	struct ohc_op_slab *op_slabs;   /* under op_pool_taking */
-	unsigned op_slab_ops;           /* ops mapped; under op_pool_taking */
-	unsigned op_slab_next;          /* next never used op of op_slabs */
-	unsigned op_slab_n;             /* ops in op_slabs (the newest) */
+	struct ohc_op *op_pool;	      /* atomic: stack top */
+	int op_pool_taking;	      /* atomic: 1 while a submitter pops */
+	struct ohc_op *op_taken;      /* under op_pool_taking */
+	struct ohc_op_slab *op_slabs; /* under op_pool_taking */
+	unsigned op_slab_ops;	      /* ops mapped; under op_pool_taking */
+	unsigned op_slab_next;	      /* next never used op of op_slabs */
+	unsigned op_slab_n;	      /* ops in op_slabs (the newest) */
 };
 
 /*
@@ -157,9 +159,9 @@ struct ohc_op {
 	struct ohc_sig sig;
 	struct ohc_op *group_next; /* pending in an open group */
 	void *group_stream;
-	struct ohc_zc_pin zc;      /* exported memory pinned while in flight */
-	struct ohc_op *pool_next;  /* in comm->op_pool */
-	bool pooled;               /* from a slab: back to the pool */
+	struct ohc_zc_pin zc;	  /* exported memory pinned while in flight */
+	struct ohc_op *pool_next; /* in comm->op_pool */
+	bool pooled;		  /* from a slab: back to the pool */
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 
