@@ -109,7 +109,37 @@ struct ohc_cost_params {
 	double beta_us;    /* per byte sent */
 	double gamma_us;   /* per byte reduced */
 	double copy_us;    /* per byte copied locally */
+	/*
+	 * Zero copy (shm): a message of zc_bytes or more out of the user's
+	 * buffers (never scratch) is read by the receiver straight out of
+	 * the sender's pages, one copy instead of the ring's two: zc_beta_us
+	 * per byte instead of beta_us, and a receive-reduce of one is a
+	 * single pass, max(zc_beta_us, gamma_us) per byte. 0: never.
+	 */
+	uint64_t zc_bytes;
+	double zc_beta_us;
 };
+
+/* 1 if a message of len bytes out of the user's buffers goes zero-copy. */
+static inline int ohc_cost_zc(const struct ohc_cost_params *c, double len)
+{
+	return c->zc_bytes && len >= (double)c->zc_bytes;
+}
+
+/*
+ * Time of the bytes of a message of len bytes (no alpha): user: it is
+ * sent out of the user's buffers (zero copy may apply); reduce: the
+ * receiver reduces it (gamma included).
+ */
+static inline double ohc_cost_bytes(const struct ohc_cost_params *c,
+				    double len, int user, int reduce)
+{
+	if (user && ohc_cost_zc(c, len))
+		return len * (reduce && c->gamma_us > c->zc_beta_us
+				      ? c->gamma_us
+				      : c->zc_beta_us);
+	return len * (c->beta_us + (reduce ? c->gamma_us : 0));
+}
 
 struct ohc_algo {
 	const char *name;
@@ -169,6 +199,38 @@ const char *ohc_link_class_name(enum ohc_link_class link);
 
 /* Default cost constants of a link class; never NULL. */
 const struct ohc_cost_params *ohc_cost_params_get(enum ohc_link_class link);
+
+/*
+ * ohc_cost_bytes of steps messages that halve: len / 2, len / 4, ...,
+ * len / 2^steps (recursive halving's sends; recursive doubling's in the
+ * other order).
+ */
+static inline double ohc_cost_halving(const struct ohc_cost_params *c,
+				      double len, unsigned steps, int user,
+				      int reduce)
+{
+	double t = 0;
+
+	for (unsigned k = 0; k < steps; k++) {
+		len /= 2;
+		t += ohc_cost_bytes(c, len, user, reduce);
+	}
+	return t;
+}
+
+/*
+ * al's predicted time with costs c, as selection prices it: al->cost plus,
+ * for the operations whose schedules get the agreement woven in
+ * (Broadcast, Reduce, Scatter, Gather, AlltoAllV; ohc_sched_weave_
+ * agreement), alpha for every agreement step beyond the algorithm's own
+ * steps (the agreement takes 1 + ceil(log2 n) steps; its empty messages
+ * ride along with the algorithm's in the steps it has). HUGE_VAL without
+ * a flat cost (two-level), 0 below 2 ranks.
+ */
+double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
+		     uint64_t bytes, uint32_t nranks);
+/* 1 if op's schedules get the agreement woven in. */
+int ohc_algo_needs_agreement(enum ohc_coll_op op);
 
 /*
  * The size the cost model is in: bytes of one rank's vector (AllReduce,
