@@ -69,8 +69,7 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	double nb = (double)bytes;
 
 	/* leaves send their own buffer, inner ranks their partial */
-	return ohc_binom_rounds(n) * c->alpha_us +
-	       ohc_cost_bytes(c, nb, 1, 1) +
+	return ohc_binom_rounds(n) * c->alpha_us + ohc_cost_bytes(c, nb, 1, 1) +
 	       (ohc_binom_rounds(n) - 1) * ohc_cost_bytes(c, nb, 0, 1);
 }
 

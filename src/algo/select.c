@@ -599,14 +599,14 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 			uint32_t sl = slices_for(a, al, bytes);
 			struct ohc_cost_params unit = {.alpha_us = 1.0};
 
-			c[n].us = al->cost_sliced(cp, bytes, a->nranks, sl) +
-				  cp->alpha_us *
-					  agreement_extra(
-						  al->op,
-						  al->cost_sliced(&unit, bytes,
-								  a->nranks,
-								  sl),
-						  a->nranks);
+			c[n].us =
+				al->cost_sliced(cp, bytes, a->nranks, sl) +
+				cp->alpha_us *
+					agreement_extra(
+						al->op,
+						al->cost_sliced(&unit, bytes,
+								a->nranks, sl),
+						a->nranks);
 		}
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];

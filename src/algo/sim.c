@@ -288,8 +288,8 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			m->ready = t > nic || !x->len ? t : nic;
 			if (x->len)
 				nic = m->ready + c->alpha_us +
-				      ohc_cost_bytes(c, (double)x->len,
-						     m->user, 0);
+				      ohc_cost_bytes(c, (double)x->len, m->user,
+						     0);
 			*D->inq_tail = m;
 			D->inq_tail = &m->next;
 			if (st) {
@@ -298,8 +298,8 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			}
 			if (sim->mode == OHC_SIM_EAGER) {
 				R->done[i] = 1;
-				R->tdone[i] = x->len ? nic
-						     : m->ready + c->alpha_us;
+				R->tdone[i] =
+					x->len ? nic : m->ready + c->alpha_us;
 				continue;
 			}
 		} else {
@@ -707,8 +707,7 @@ static uint64_t *t_alloc_x(struct t_run *run, struct t_rank *R, size_t n)
 	return R->x;
 }
 
-static enum tkind t_kind_of(const struct ohc_sched *s,
-			    const struct ohc_xfer *x)
+static enum tkind t_kind_of(const struct ohc_sched *s, const struct ohc_xfer *x)
 {
 	switch (x->kind) {
 	case OHC_XFER_SEND:
@@ -994,8 +993,8 @@ static ohc_status_t t_match(struct t_run *run, const struct t_recv *v,
 			  : v->posted) +
 		 lc->alpha_us;
 	if (sim->mode == OHC_SIM_RENDEZVOUS) {
-		double sent = arrive + ohc_cost_bytes(lc, (double)v->len,
-						      m->user, 0);
+		double sent =
+			arrive + ohc_cost_bytes(lc, (double)v->len, m->user, 0);
 
 		if (sent > run->rk[m->src].end)
 			run->rk[m->src].end = sent;

@@ -334,8 +334,9 @@ Test(sim_timing, agreement_steps_as_the_model_prices_them)
 		double want = ohc_algo_cost(&ohc_algo_bcast_binomial, c,
 					    t.count * 4, ns[k]);
 
-		cr_assert(fabs(want - ohc_algo_bcast_binomial.cost(
-					      c, t.count * 4, ns[k]) -
+		cr_assert(fabs(want -
+			       ohc_algo_bcast_binomial.cost(c, t.count * 4,
+							    ns[k]) -
 			       c->alpha_us) < 1e-9,
 			  "n=%u: the agreement adds one step", ns[k]);
 		a.nranks = b.nranks = ns[k];
@@ -383,12 +384,11 @@ Test(sim_timing, zero_copy_only_out_of_the_users_buffers)
 	want = ohc_algo_reduce_scatter_rh.cost(c, (uint64_t)nb, 4);
 	all_user = 2 * c->alpha_us + ohc_cost_bytes(c, nb / 2, 1, 1) +
 		   ohc_cost_bytes(c, nb / 4, 1, 1);
-	cr_assert(fabs(want - (2 * c->alpha_us +
-			       ohc_cost_bytes(c, nb / 2, 1, 1) +
-			       ohc_cost_bytes(c, nb / 4, 0, 1))) < 1e-9);
-	cr_assert(all_user < want &&
-		  want < ohc_algo_reduce_scatter_rh.cost(&ring, (uint64_t)nb,
-							 4));
+	cr_assert(
+		fabs(want - (2 * c->alpha_us + ohc_cost_bytes(c, nb / 2, 1, 1) +
+			     ohc_cost_bytes(c, nb / 4, 0, 1))) < 1e-9);
+	cr_assert(all_user < want && want < ohc_algo_reduce_scatter_rh.cost(
+						    &ring, (uint64_t)nb, 4));
 	sim.nranks = 4;
 	sim.algo = &ohc_algo_reduce_scatter_rh;
 	sim.args_fn = tc_args;

@@ -516,9 +516,9 @@ static double row_model(const char *out, const char *bytes)
  */
 Test(simulate, shm_zero_copy_threshold_from_the_environment)
 {
-	char *args[] = {"--op",	 "broadcast", "--ranks", "2",	 "-b",
-			"4M",	 "-e",	      "4M",	 "--net", "shm",
-			"--no-sim", NULL};
+	char *args[] = {"--op",	 "broadcast", "--ranks",  "2",
+			"-b",	 "4M",	      "-e",	  "4M",
+			"--net", "shm",	      "--no-sim", NULL};
 	const struct ohc_cost_params *c = ohc_cost_params_get(OHC_LINK_SHM);
 	const double nb = 4194304.0;
 	double zc, ring, big, off;

@@ -60,17 +60,26 @@ static struct net nets[] = {
 	{"roce100",
 	 "100 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {.alpha_us = 2.5, .beta_us = 1.0 / 12000.0, .gamma_us = 5.0e-5, .copy_us = 5.0e-5},
+	 {.alpha_us = 2.5,
+	  .beta_us = 1.0 / 12000.0,
+	  .gamma_us = 5.0e-5,
+	  .copy_us = 5.0e-5},
 	 0},
 	{"roce200",
 	 "200 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {.alpha_us = 2.0, .beta_us = 1.0 / 24000.0, .gamma_us = 5.0e-5, .copy_us = 5.0e-5},
+	 {.alpha_us = 2.0,
+	  .beta_us = 1.0 / 24000.0,
+	  .gamma_us = 5.0e-5,
+	  .copy_us = 5.0e-5},
 	 0},
 	{"roce400",
 	 "400 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {.alpha_us = 2.0, .beta_us = 1.0 / 48000.0, .gamma_us = 5.0e-5, .copy_us = 5.0e-5},
+	 {.alpha_us = 2.0,
+	  .beta_us = 1.0 / 48000.0,
+	  .gamma_us = 5.0e-5,
+	  .copy_us = 5.0e-5},
 	 0},
 };
 
@@ -788,7 +797,8 @@ static void usage(FILE *out)
 		"all on shm,\n"
 		"           --ppn on RDMA networks, the device not shared); "
 		"e.g. every rank\n"
-		"           of an rxe loopback run in one VM (rxe with --cores: "
+		"           of an rxe loopback run in one VM (rxe with "
+		"--cores: "
 		"only the CPUs\n"
 		"           are shared, its device is the CPUs)\n");
 }
