@@ -43,7 +43,12 @@
 #       default
 #   -W  which NP-rank exchange step -x calibrates the wake from: slowest
 #       (default; the slowest rank's best window, xchg-slowest: a step of
-#       a collective waits for every rank) or pair0 (pair 0's, xchg)
+#       a collective waits for every rank) or pair0 (pair 0's, xchg).
+#       One wake for every rank count: the least-squares fit of
+#       step(N) - step(2) = wake x N / C over the run's rank counts above
+#       the CPUs (each count's best-of-rounds step alone is noisy: one
+#       run's 8-rank step came out below its 4-rank one); -E: each rank
+#       count its own, (step(NP) - step(2)) / (NP / C)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -64,7 +69,8 @@ bw=""
 cores=""
 col=3
 wmode=slowest
-while getopts "n:o:b:e:f:r:N:x:a:w:c:W:Ph" c; do
+each=0
+while getopts "n:o:b:e:f:r:N:x:a:w:c:W:EPh" c; do
 	case $c in
 	n) nps=$OPTARG ;;
 	o) ops=$OPTARG ;;
@@ -78,6 +84,7 @@ while getopts "n:o:b:e:f:r:N:x:a:w:c:W:Ph" c; do
 	w) bw=$OPTARG ;;
 	c) cores=$OPTARG ;;
 	W) wmode=$OPTARG ;;
+	E) each=1 ;;
 	P) col=2 ;;
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
@@ -125,23 +132,27 @@ esac
 
 # wake NP: --wake-us for NP ranks sharing $cores CPUs, from the run's
 # exchange steps (-x, DIR/p2p.wake: "RANKS xchg US" and "RANKS
-# xchg-slowest US", best per RANKS): NP ranks' step (-W: the slowest
+# xchg-slowest US", best per RANKS): N ranks' step (-W: the slowest
 # rank's, else pair 0's; pair 0's where the run has no slowest) minus 2
-# ranks' (pair 0's: one pair); empty: the simulator's default (a CPU per
-# rank, not measured, or shm here: there the default is fitted, the
-# exchange step too noisy)
+# ranks' (pair 0's: one pair) is N / C wakes per message; the wake fitted
+# over every N above the CPUs (-E: NP's alone). Prints "WAKE STEP(NP)
+# STEP(2)"; empty: the simulator's default (a CPU per rank, not measured,
+# or shm here: there the default is fitted, the exchange step too noisy)
 wake() {
 	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
 		[ "$1" -gt "$cores" ] || return 0
-	awk -v np="$1" -v c="$cores" -v m="$wmode" '$3 ~ /^[0-9.]+$/ &&
-		($2 == "xchg" || $2 == "xchg-slowest") {
+	awk -v np="$1" -v c="$cores" -v m="$wmode" -v each="$each" \
+		'$3 ~ /^[0-9.]+$/ && ($2 == "xchg" || $2 == "xchg-slowest") {
 		if ($2 == "xchg") { if (!($1 in x) || $3 + 0 < x[$1] + 0)
 			x[$1] = $3 }
 		else if (!($1 in s) || $3 + 0 < s[$1] + 0) s[$1] = $3 }
-		END { if ((np in x) && (2 in x)) {
-		xn = (m == "slowest" && (np in s)) ? s[np] : x[np]
-		w = (xn - x[2]) / (np / c); if (w < 0) w = 0
-		printf "%.4g %s %s\n", w, xn, x[2] } }' "$from/p2p.wake"
+		function step(n) { return (m == "slowest" && (n in s)) ? s[n] : x[n] }
+		END { if (!(np in x) || !(2 in x)) exit
+		sd = ss = 0
+		for (n in x) if (n + 0 > c + 0 && (each == 0 || n + 0 == np + 0)) {
+			k = n / c; sd += (step(n) - x[2]) * k; ss += k * k }
+		w = ss > 0 ? sd / ss : 0; if (w < 0) w = 0
+		printf "%.4g %s %s\n", w, step(np), x[2] }' "$from/p2p.wake"
 }
 
 sim=$build/tools/simulate/hccl_simulate
@@ -207,7 +218,9 @@ for np in $nps; do
 	wk=""
 	if read -r wk xn x2 < <(wake "$np") && [ -n "$wk" ]; then
 		echo "wake $wk us x $np/$cores ranks per CPU: $np ranks' 1 KiB" \
-			"exchange step ($wmode) $xn us - 2 ranks' $x2 us," \
+			"exchange step ($wmode) $xn us - 2 ranks' $x2 us" \
+			"$([ "$each" = 1 ] && echo "(this count alone)" ||
+				echo "(fitted over the run's counts)")," \
 			"$from/p2p.wake" >&2
 	fi
 	for op in $ops; do
