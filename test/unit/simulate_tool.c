@@ -321,6 +321,7 @@ static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
 {
 	c->alpha_us += wake_us * s;
 	c->beta_us = c->beta_us * s + wake_us * s / (turn_kb * 1024);
+	c->zc_beta_us = c->zc_beta_us * s + wake_us * s / (turn_kb * 1024);
 	c->gamma_us *= s;
 	c->copy_us *= s;
 }

@@ -233,7 +233,7 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 		return c;
 	c.alpha_us += o->wake_us * s;
 	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
-	c.zc_beta_us *= s; /* one pass by the receiver: no turns */
+	c.zc_beta_us = c.zc_beta_us * s + o->wake_us * s / o->turn_bytes;
 	c.gamma_us *= s;
 	c.copy_us *= s;
 	return c;
