@@ -5,9 +5,10 @@
 # runs, best time per size), feeds the rows to `hccl_simulate --measure`
 # and prints predicted/measured per size (predicted = the model of the
 # algorithm the library selects), flagging any ratio outside [0.5, 2],
-# and simulated/measured (the simulation of its schedule: rooted ops add
-# their agreement messages, which the model leaves out). Exit status 1 if
-# a predicted ratio is outside.
+# and simulated/measured (the simulation of its schedule; both price the
+# agreement steps of rooted ops and, on shm, zero copy of large messages
+# out of hccl_test's aclrtMalloc buffers, tools/README.md). Exit status 1
+# if a predicted ratio is outside.
 #
 # usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
 #                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]
@@ -22,7 +23,9 @@
 #       calibrated from the same run's point-to-point numbers there:
 #       alpha = HcclSend/Recv's half round trip at 1 KiB (the smallest
 #       message that is not inline: under emulation an inline one costs
-#       20x less, no collective message is one), bandwidth = its best
+#       20x less, no collective message is one) or, if smaller, the best
+#       2-rank 1 KiB exchange step of p2p.wake (timed every round of
+#       runs, p2p.lat only once at the start), bandwidth = its best
 #       one-way MB/s (the transport's own costs, what the model's alpha
 #       and beta stand for); -P: ib_write_lat's t_avg and ib_write_bw
 #       instead (the device's floor); -a / -w win. All ranks ran in one
@@ -38,6 +41,14 @@
 #       CPUs pay the 1 KiB exchange step of NP ranks minus that of 2 ranks
 #       per message, --wake-us = that / (NP / C); shm keeps its fitted
 #       default
+#   -W  which NP-rank exchange step -x calibrates the wake from: slowest
+#       (default; the slowest rank's best window, xchg-slowest: a step of
+#       a collective waits for every rank) or pair0 (pair 0's, xchg).
+#       One wake for every rank count: the least-squares fit of
+#       step(N) - step(2) = wake x N / C over the run's rank counts above
+#       the CPUs (each count's best-of-rounds step alone is noisy: one
+#       run's 8-rank step came out below its 4-rank one); -E: each rank
+#       count its own, (step(NP) - step(2)) / (NP / C)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -57,7 +68,9 @@ alpha=""
 bw=""
 cores=""
 col=3
-while getopts "n:o:b:e:f:r:N:x:a:w:c:Ph" c; do
+wmode=slowest
+each=0
+while getopts "n:o:b:e:f:r:N:x:a:w:c:W:EPh" c; do
 	case $c in
 	n) nps=$OPTARG ;;
 	o) ops=$OPTARG ;;
@@ -70,6 +83,8 @@ while getopts "n:o:b:e:f:r:N:x:a:w:c:Ph" c; do
 	a) alpha=$OPTARG ;;
 	w) bw=$OPTARG ;;
 	c) cores=$OPTARG ;;
+	W) wmode=$OPTARG ;;
+	E) each=1 ;;
 	P) col=2 ;;
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
@@ -83,6 +98,17 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 			m = $c + 0 } $1 == 1024 && $c != "-" { k = $c + 0 }
 			END { print (k != "" ? k : m) }' "$from/p2p.lat")
 		echo "alpha $alpha us: $what latency at 1 KiB (else the smallest), $from/p2p.lat"
+		# p2p.lat is timed once, at the start; the 2-rank 1 KiB
+		# exchange step (a collective's step) every round, best kept
+		x2=$([ "$col" = 3 ] && [ -s "$from/p2p.wake" ] &&
+			awk '$1 == 2 && $2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
+			(m == "" || $3 + 0 < m) { m = $3 + 0 } END { print m }' \
+			"$from/p2p.wake" || true)
+		if [ -n "$x2" ] && awk -v x="$x2" -v a="$alpha" \
+			'BEGIN { exit !(x < a) }'; then
+			alpha=$x2
+			echo "alpha $alpha us: the 2-rank 1 KiB exchange step, best of the rounds, is smaller, $from/p2p.wake"
+		fi
 	fi
 	if [ -z "$bw" ] && [ -s "$from/p2p.bw" ]; then
 		bw=$(awk -v c="$col" '$c != "-" && $c + 0 > m { m = $c + 0 }
@@ -99,18 +125,34 @@ else
 	cores=${cores:-$(nproc)}
 fi
 
+case $wmode in
+slowest | pair0) ;;
+*) echo "sim_validate: -W slowest or pair0, not $wmode" >&2; exit 2 ;;
+esac
+
 # wake NP: --wake-us for NP ranks sharing $cores CPUs, from the run's
-# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US", best per RANKS);
-# empty: the simulator's default (a CPU per rank, not measured, or shm
-# here: there the default is fitted, the exchange step too noisy)
+# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US" and "RANKS
+# xchg-slowest US", best per RANKS): N ranks' step (-W: the slowest
+# rank's, else pair 0's; pair 0's where the run has no slowest) minus 2
+# ranks' (pair 0's: one pair) is N / C wakes per message; the wake fitted
+# over every N above the CPUs (-E: NP's alone). Prints "WAKE STEP(NP)
+# STEP(2)"; empty: the simulator's default (a CPU per rank, not measured,
+# or shm here: there the default is fitted, the exchange step too noisy)
 wake() {
 	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
 		[ "$1" -gt "$cores" ] || return 0
-	awk -v np="$1" -v c="$cores" '$2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
-		(!($1 in x) || $3 + 0 < x[$1] + 0) { x[$1] = $3 }
-		END { if ((np in x) && (2 in x)) {
-		w = (x[np] - x[2]) / (np / c); if (w < 0) w = 0
-		printf "%.4g %s %s\n", w, x[np], x[2] } }' "$from/p2p.wake"
+	awk -v np="$1" -v c="$cores" -v m="$wmode" -v each="$each" \
+		'$3 ~ /^[0-9.]+$/ && ($2 == "xchg" || $2 == "xchg-slowest") {
+		if ($2 == "xchg") { if (!($1 in x) || $3 + 0 < x[$1] + 0)
+			x[$1] = $3 }
+		else if (!($1 in s) || $3 + 0 < s[$1] + 0) s[$1] = $3 }
+		function step(n) { return (m == "slowest" && (n in s)) ? s[n] : x[n] }
+		END { if (!(np in x) || !(2 in x)) exit
+		sd = ss = 0
+		for (n in x) if (n + 0 > c + 0 && (each == 0 || n + 0 == np + 0)) {
+			k = n / c; sd += (step(n) - x[2]) * k; ss += k * k }
+		w = ss > 0 ? sd / ss : 0; if (w < 0) w = 0
+		printf "%.4g %s %s\n", w, step(np), x[2] }' "$from/p2p.wake"
 }
 
 sim=$build/tools/simulate/hccl_simulate
@@ -176,7 +218,10 @@ for np in $nps; do
 	wk=""
 	if read -r wk xn x2 < <(wake "$np") && [ -n "$wk" ]; then
 		echo "wake $wk us x $np/$cores ranks per CPU: $np ranks' 1 KiB" \
-			"exchange step $xn us - 2 ranks' $x2 us, $from/p2p.wake" >&2
+			"exchange step ($wmode) $xn us - 2 ranks' $x2 us" \
+			"$([ "$each" = 1 ] && echo "(this count alone)" ||
+				echo "(fitted over the run's counts)")," \
+			"$from/p2p.wake" >&2
 	fi
 	for op in $ops; do
 		files=("$src/raw.ohc.$op.$np".*)

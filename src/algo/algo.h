@@ -35,9 +35,9 @@ enum ohc_coll_op {
 
 /* Transport classes, for the cost model. */
 enum ohc_link_class {
-	OHC_LINK_SELF = 0,  /* threads of one process: direct copies */
-	OHC_LINK_SHM = 1,   /* processes of one host */
-	OHC_LINK_RDMA = 2,  /* other hosts */
+	OHC_LINK_SELF = 0, /* threads of one process: direct copies */
+	OHC_LINK_SHM = 1,  /* processes of one host */
+	OHC_LINK_RDMA = 2, /* other hosts */
 };
 
 /* One item of a batch send/recv (HcclSendRecvItem, resolved). */
@@ -48,18 +48,18 @@ enum ohc_batch_kind {
 
 struct ohc_batch_item {
 	enum ohc_batch_kind kind;
-	int dtype;        /* compared between paired self items */
-	void *buf;        /* source (send) or destination (recv) */
-	uint64_t count;   /* elements; 0: the item is ignored */
-	size_t esize;     /* bytes per element of dtype */
-	uint32_t peer;    /* remote rank; may be ourselves */
+	int dtype;	/* compared between paired self items */
+	void *buf;	/* source (send) or destination (recv) */
+	uint64_t count; /* elements; 0: the item is ignored */
+	size_t esize;	/* bytes per element of dtype */
+	uint32_t peer;	/* remote rank; may be ourselves */
 };
 
 struct ohc_coll_args {
 	enum ohc_coll_op op;
 	int dtype, redop;
-	uint32_t root;    /* broadcast/reduce/scatter */
-	uint32_t peer;    /* send/recv */
+	uint32_t root; /* broadcast/reduce/scatter */
+	uint32_t peer; /* send/recv */
 	const void *sbuf;
 	void *rbuf;
 	/*
@@ -68,7 +68,7 @@ struct ohc_coll_args {
 	 * receive count per rank; AlltoAll the count per peer.
 	 */
 	uint64_t count;
-	size_t esize;     /* bytes per element */
+	size_t esize; /* bytes per element */
 	uint32_t rank, nranks;
 	/*
 	 * V variants: arrays of nranks element counts/displacements, read
@@ -80,8 +80,8 @@ struct ohc_coll_args {
 	/* BatchSendRecv: the items, read while the schedule is built. */
 	const struct ohc_batch_item *items;
 	uint32_t nitems;
-	int deterministic;          /* fixed reduction order required */
-	enum ohc_link_class link;   /* slowest link class in the comm */
+	int deterministic;	  /* fixed reduction order required */
+	enum ohc_link_class link; /* slowest link class in the comm */
 	/*
 	 * Hosts: host_of[r] is rank r's host index (0..nhosts-1), the same
 	 * array on every rank; NULL when the comm is on one host. Two-level
@@ -90,7 +90,7 @@ struct ohc_coll_args {
 	 */
 	const uint32_t *host_of;
 	uint32_t nhosts;
-	const char *algo_override;  /* HCCL_ALGO / config algo string */
+	const char *algo_override; /* HCCL_ALGO / config algo string */
 	/*
 	 * OPENHCCL_PIPELINE_SLICES: 0 the cost model picks the slice count
 	 * of algorithms that can be pipelined; n > 0 forces n (1: none),
@@ -105,11 +105,41 @@ struct ohc_coll_args {
  * locally n * copy. Microseconds.
  */
 struct ohc_cost_params {
-	double alpha_us;   /* per message */
-	double beta_us;    /* per byte sent */
-	double gamma_us;   /* per byte reduced */
-	double copy_us;    /* per byte copied locally */
+	double alpha_us; /* per message */
+	double beta_us;	 /* per byte sent */
+	double gamma_us; /* per byte reduced */
+	double copy_us;	 /* per byte copied locally */
+	/*
+	 * Zero copy (shm): a message of zc_bytes or more out of the user's
+	 * buffers (never scratch) is read by the receiver straight out of
+	 * the sender's pages, one copy instead of the ring's two: zc_beta_us
+	 * per byte instead of beta_us, and a receive-reduce of one is a
+	 * single pass, max(zc_beta_us, gamma_us) per byte. 0: never.
+	 */
+	uint64_t zc_bytes;
+	double zc_beta_us;
 };
+
+/* 1 if a message of len bytes out of the user's buffers goes zero-copy. */
+static inline int ohc_cost_zc(const struct ohc_cost_params *c, double len)
+{
+	return c->zc_bytes && len >= (double)c->zc_bytes;
+}
+
+/*
+ * Time of the bytes of a message of len bytes (no alpha): user: it is
+ * sent out of the user's buffers (zero copy may apply); reduce: the
+ * receiver reduces it (gamma included).
+ */
+static inline double ohc_cost_bytes(const struct ohc_cost_params *c, double len,
+				    int user, int reduce)
+{
+	if (user && ohc_cost_zc(c, len))
+		return len * (reduce && c->gamma_us > c->zc_beta_us
+				      ? c->gamma_us
+				      : c->zc_beta_us);
+	return len * (c->beta_us + (reduce ? c->gamma_us : 0));
+}
 
 struct ohc_algo {
 	const char *name;
@@ -161,14 +191,46 @@ uint32_t ohc_algo_slices(const struct ohc_algo *al,
  * the caller). *algo_p names what was chosen. The cheapest candidate by
  * the cost model that accepts wins, unless a->algo_override names one.
  */
-ohc_status_t ohc_algo_build(const struct ohc_coll_args *a,
-			    struct ohc_sched *s, const struct ohc_algo **algo_p);
+ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+			    const struct ohc_algo **algo_p);
 
 const char *ohc_coll_op_name(enum ohc_coll_op op);
 const char *ohc_link_class_name(enum ohc_link_class link);
 
 /* Default cost constants of a link class; never NULL. */
 const struct ohc_cost_params *ohc_cost_params_get(enum ohc_link_class link);
+
+/*
+ * ohc_cost_bytes of steps messages that halve: len / 2, len / 4, ...,
+ * len / 2^steps (recursive halving's sends; recursive doubling's in the
+ * other order).
+ */
+static inline double ohc_cost_halving(const struct ohc_cost_params *c,
+				      double len, unsigned steps, int user,
+				      int reduce)
+{
+	double t = 0;
+
+	for (unsigned k = 0; k < steps; k++) {
+		len /= 2;
+		t += ohc_cost_bytes(c, len, user, reduce);
+	}
+	return t;
+}
+
+/*
+ * al's predicted time with costs c, as selection prices it: al->cost plus,
+ * for the operations whose schedules get the agreement woven in
+ * (Broadcast, Reduce, Scatter, Gather, AlltoAllV; ohc_sched_weave_
+ * agreement), alpha for every agreement step beyond the algorithm's own
+ * steps (the agreement takes 1 + ceil(log2 n) steps; its empty messages
+ * ride along with the algorithm's in the steps it has). HUGE_VAL without
+ * a flat cost (two-level), 0 below 2 ranks.
+ */
+double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
+		     uint64_t bytes, uint32_t nranks);
+/* 1 if op's schedules get the agreement woven in. */
+int ohc_algo_needs_agreement(enum ohc_coll_op op);
 
 /*
  * The size the cost model is in: bytes of one rank's vector (AllReduce,
@@ -197,9 +259,8 @@ double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
  * others as a default). HCCL names ring, H-D_R, NHR, NHR_V1, NB, AHC,
  * pipeline, pairwise map to ours; our own names are accepted too.
  */
-const struct ohc_algo *ohc_algo_override_find(const char *spec,
-					      enum ohc_coll_op op,
-					      int *unknown_p);
+const struct ohc_algo *
+ohc_algo_override_find(const char *spec, enum ohc_coll_op op, int *unknown_p);
 
 /* All candidates, for tests and tools; *n_p entries. */
 const struct ohc_algo *const *ohc_algo_all(unsigned *n_p);

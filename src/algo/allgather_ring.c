@@ -85,8 +85,8 @@ static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 /* (p-1)a + (p-1)/p nb */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return (n - 1) * c->alpha_us +
-	       (double)(n - 1) / n * (double)bytes * c->beta_us;
+	return (n - 1) *
+	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / n, 1, 0));
 }
 
 const struct ohc_algo ohc_algo_allgather_ring = {

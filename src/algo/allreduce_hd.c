@@ -141,12 +141,15 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	uint32_t pof2 = ohc_pof2_floor(n);
-	double nb = (double)bytes, f = (double)(pof2 - 1) / pof2 * nb, t;
+	unsigned l = ohc_log2_floor(pof2);
+	double nb = (double)bytes, t;
 
-	t = 2.0 * ohc_log2_floor(pof2) * c->alpha_us + 2 * f * c->beta_us +
-	    f * c->gamma_us;
+	/* halves out of the user's buffers, received-reduced, then back */
+	t = 2.0 * l * c->alpha_us + ohc_cost_halving(c, nb, l, 1, 1) +
+	    ohc_cost_halving(c, nb, l, 1, 0);
 	if (pof2 != n)
-		t += 2 * (c->alpha_us + nb * c->beta_us) + nb * c->gamma_us;
+		t += 2 * (c->alpha_us + ohc_cost_bytes(c, nb, 1, 0)) +
+		     nb * c->gamma_us;
 	return t;
 }
 

@@ -96,10 +96,12 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	uint32_t pof2 = ohc_pof2_floor(n);
 	double nb = (double)bytes, t;
 
+	/* sends out of the user's buffers; received into scratch */
 	t = ohc_log2_floor(pof2) *
-	    (c->alpha_us + nb * c->beta_us + nb * c->gamma_us);
+	    (c->alpha_us + ohc_cost_bytes(c, nb, 1, 0) + nb * c->gamma_us);
 	if (pof2 != n)
-		t += 2 * (c->alpha_us + nb * c->beta_us) + nb * c->gamma_us;
+		t += 2 * (c->alpha_us + ohc_cost_bytes(c, nb, 1, 0)) +
+		     nb * c->gamma_us;
 	return t;
 }
 

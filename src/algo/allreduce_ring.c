@@ -65,10 +65,11 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 /* 2(p-1)a + 2(p-1)/p nb + (p-1)/p ng */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	double f = (double)(n - 1) / n * (double)bytes;
+	double m = (double)bytes / n; /* a block, out of the user's buffers */
 
-	return 2.0 * (n - 1) * c->alpha_us + 2 * f * c->beta_us +
-	       f * c->gamma_us;
+	return 2.0 * (n - 1) * c->alpha_us +
+	       (n - 1) * (ohc_cost_bytes(c, m, 1, 1) +
+			  ohc_cost_bytes(c, m, 1, 0));
 }
 
 const struct ohc_algo ohc_algo_allreduce_ring = {

@@ -41,7 +41,8 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 /* ceil(log p)(a + nb) */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return ohc_binom_rounds(n) * (c->alpha_us + (double)bytes * c->beta_us);
+	return ohc_binom_rounds(n) *
+	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes, 1, 0));
 }
 
 const struct ohc_algo ohc_algo_bcast_binomial = {

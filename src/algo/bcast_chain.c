@@ -44,7 +44,7 @@ static double cost_sliced(const struct ohc_cost_params *c, uint64_t bytes,
 			  uint32_t n, uint32_t slices)
 {
 	return ohc_chain_steps(n, slices) *
-	       (c->alpha_us + (double)bytes / slices * c->beta_us);
+	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / slices, 1, 0));
 }
 
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)

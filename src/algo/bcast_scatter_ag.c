@@ -69,8 +69,14 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 /* (ceil(log p) + p - 1) a + 2(p-1)/p nb */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return (ohc_binom_rounds(n) + n - 1) * c->alpha_us +
-	       2.0 * (n - 1) / n * (double)bytes * c->beta_us;
+	unsigned l = ohc_binom_rounds(n);
+	double nb = (double)bytes;
+
+	/* the root's halving subtrees, then n - 1 parts around the ring */
+	return (l + n - 1) * c->alpha_us +
+	       ohc_cost_halving(c, nb, l, 1, 0) * ((double)(n - 1) / n) /
+		       (1.0 - 1.0 / (double)(1u << l)) +
+	       (n - 1) * ohc_cost_bytes(c, nb / n, 1, 0);
 }
 
 const struct ohc_algo ohc_algo_bcast_scatter_ag = {

@@ -68,8 +68,9 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	double nb = (double)bytes;
 
-	return ohc_binom_rounds(n) *
-	       (c->alpha_us + nb * c->beta_us + nb * c->gamma_us);
+	/* leaves send their own buffer, inner ranks their partial */
+	return ohc_binom_rounds(n) * c->alpha_us + ohc_cost_bytes(c, nb, 1, 1) +
+	       (ohc_binom_rounds(n) - 1) * ohc_cost_bytes(c, nb, 0, 1);
 }
 
 const struct ohc_algo ohc_algo_reduce_binomial = {

@@ -66,8 +66,9 @@ static double cost_sliced(const struct ohc_cost_params *c, uint64_t bytes,
 {
 	double m = (double)bytes / slices;
 
+	/* partials from scratch (the leaf's own buffer only at 2 ranks) */
 	return ohc_chain_steps(n, slices) *
-	       (c->alpha_us + m * c->beta_us + m * c->gamma_us);
+	       (c->alpha_us + ohc_cost_bytes(c, m, n == 2, 1));
 }
 
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)

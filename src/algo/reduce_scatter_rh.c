@@ -70,8 +70,12 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 /* log p a + (p-1)/p n(b + g) */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return ohc_log2_ceil(n) * c->alpha_us +
-	       (double)(n - 1) / n * (double)bytes * (c->beta_us + c->gamma_us);
+	unsigned l = ohc_log2_ceil(n);
+	double nb = (double)bytes;
+
+	/* the first half out of the user's buffer, the rest from scratch */
+	return l * c->alpha_us + ohc_cost_bytes(c, nb / 2, 1, 1) +
+	       ohc_cost_halving(c, nb / 2, l - 1, 0, 1);
 }
 
 const struct ohc_algo ohc_algo_reduce_scatter_rh = {

@@ -96,8 +96,11 @@ static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 /* (p-1)a + (p-1)/p n(b + g) */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return (n - 1) * c->alpha_us +
-	       (double)(n - 1) / n * (double)bytes * (c->beta_us + c->gamma_us);
+	double m = (double)bytes / n;
+
+	/* the first block out of the user's buffer, partials from scratch */
+	return (n - 1) * c->alpha_us + ohc_cost_bytes(c, m, 1, 1) +
+	       (n - 2) * ohc_cost_bytes(c, m, 0, 1);
 }
 
 const struct ohc_algo ohc_algo_reduce_scatter_ring = {

@@ -8,6 +8,7 @@
 
 #include "algo/algo.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/log.h"
 
 /*
@@ -57,8 +58,20 @@ static const struct ohc_algo *const candidates[] = {
  * message, ~1 GB/s; real RoCE is far better. Reductions and local copies
  * run on the host whatever the link, at the speed measured with shm
  * (~20 GB/s of output).
+ *
+ * SHM zero copy: aclrtMalloc buffers of OPENHCCL_MALLOC_SHARED_KB and more
+ * are memfds, and a message of OPENHCCL_SHM_ZC_KB and more out of one is
+ * read by the receiver straight out of the sender's pages (shm_iface.c
+ * tx_implicit_zc): one copy, fitted at 2 ranks (bench/sim_validate.sh,
+ * 1-16 MiB: Broadcast's one message 22-110 us per 1-4 MiB, AllGather's
+ * 512 KiB-2 MiB at 37-45 GB/s per rank pair) to ~40 GB/s; a
+ * receive-reduce out of the mapping is the reduction's one pass. The
+ * threshold is the larger of the two variables (a message below the
+ * allocation threshold may come from a private buffer), read from the
+ * environment as the library reads it; scratch never goes zero-copy.
  */
-static const struct ohc_cost_params cost_defaults[] = {
+#define SHM_ZC_BETA_US 2.5e-5
+static struct ohc_cost_params cost_defaults[] = {
 	[OHC_LINK_SELF] = {.alpha_us = 0.5,
 			   .beta_us = 1.0e-4,
 			   .gamma_us = 5.0e-5,
@@ -125,8 +138,23 @@ const char *ohc_link_class_name(enum ohc_link_class link)
 	return "unknown";
 }
 
+static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
+
+static void zc_init(void)
+{
+	const struct ohc_env *e = ohc_env();
+	int64_t kb = e->shm_zc_kb > e->malloc_shared_kb ? e->shm_zc_kb
+							: e->malloc_shared_kb;
+
+	if (e->shm_zc_kb > 0 && e->malloc_shared_kb > 0) {
+		cost_defaults[OHC_LINK_SHM].zc_bytes = (uint64_t)kb << 10;
+		cost_defaults[OHC_LINK_SHM].zc_beta_us = SHM_ZC_BETA_US;
+	}
+}
+
 const struct ohc_cost_params *ohc_cost_params_get(enum ohc_link_class link)
 {
+	pthread_once(&zc_once, zc_init);
 	if ((unsigned)link >= OHC_ARRAY_SIZE(cost_defaults))
 		link = OHC_LINK_RDMA;
 	return &cost_defaults[link];
@@ -203,14 +231,39 @@ uint32_t ohc_algo_slices(const struct ohc_algo *al,
 	return best;
 }
 
-static double predict(const struct ohc_algo *al, uint64_t bytes,
-		      uint32_t nranks, enum ohc_link_class link)
+/* Agreement steps beyond an algorithm of steps steps, 0 if none. */
+static double agreement_extra(enum ohc_coll_op op, double steps,
+			      uint32_t nranks)
 {
+	unsigned rounds = 1;
+
+	if (!ohc_algo_needs_agreement(op) || nranks < 2)
+		return 0;
+	for (uint32_t d = 1; d < nranks; d <<= 1)
+		rounds++;
+	return rounds > steps ? rounds - steps : 0;
+}
+
+double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
+		     uint64_t bytes, uint32_t nranks)
+{
+	/* the algorithm's steps: its alpha terms */
+	static const struct ohc_cost_params unit = {.alpha_us = 1.0};
+
 	if (al->cost_topo && !al->cost)
 		return HUGE_VAL; /* needs a layout: not predictable flat */
 	if (!al->cost || nranks < 2)
 		return 0;
-	return al->cost(ohc_cost_params_get(link), bytes, nranks);
+	return al->cost(c, bytes, nranks) +
+	       c->alpha_us * agreement_extra(al->op,
+					     al->cost(&unit, bytes, nranks),
+					     nranks);
+}
+
+static double predict(const struct ohc_algo *al, uint64_t bytes,
+		      uint32_t nranks, enum ohc_link_class link)
+{
+	return ohc_algo_cost(al, ohc_cost_params_get(link), bytes, nranks);
 }
 
 double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
@@ -540,10 +593,21 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 				  ? al->cost_topo(a, bytes)
 				  : predict(al, bytes, a->nranks, a->link);
 		/* OPENHCCL_PIPELINE_SLICES: priced as it will be built */
-		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1)
-			c[n].us = al->cost_sliced(ohc_cost_params_get(a->link),
-						  bytes, a->nranks,
-						  slices_for(a, al, bytes));
+		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1) {
+			const struct ohc_cost_params *cp =
+				ohc_cost_params_get(a->link);
+			uint32_t sl = slices_for(a, al, bytes);
+			struct ohc_cost_params unit = {.alpha_us = 1.0};
+
+			c[n].us =
+				al->cost_sliced(cp, bytes, a->nranks, sl) +
+				cp->alpha_us *
+					agreement_extra(
+						al->op,
+						al->cost_sliced(&unit, bytes,
+								a->nranks, sl),
+						a->nranks);
+		}
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
@@ -563,7 +627,7 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
  * rank's result depends on messages from every rank, each of which is
  * checked against the receiver's signature.
  */
-static int needs_agreement(enum ohc_coll_op op)
+int ohc_algo_needs_agreement(enum ohc_coll_op op)
 {
 	switch (op) {
 	case OHC_COLL_BROADCAST:
@@ -593,7 +657,7 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 	 * count 0 is a no-op on every rank (the API returns before us); V
 	 * counts are per rank, so those always agree.
 	 */
-	if (status == OHC_OK && needs_agreement(a->op) &&
+	if (status == OHC_OK && ohc_algo_needs_agreement(a->op) &&
 	    (a->count || a->send_counts || a->recv_counts))
 		ohc_sched_weave_agreement(s, a->rank, a->nranks);
 	if (status == OHC_OK && s->status < 0)

@@ -11,6 +11,7 @@ struct sim_msg {
 	uint32_t src;
 	unsigned step, xi; /* sender's step and transfer index */
 	size_t len;
+	int user;	  /* out of the user's buffers: zero copy applies */
 	const void *data; /* rendezvous: the sender's buffer */
 	void *copy;	  /* eager: snapshot taken at post */
 	double ready;	  /* when it may leave the sender */
@@ -131,6 +132,14 @@ static void regions(const struct ohc_xfer *x, struct region rd[2],
 static int is_net(const struct ohc_xfer *x)
 {
 	return x->kind == OHC_XFER_SEND || x->kind == OHC_XFER_RECV;
+}
+
+/* 1 if a send reads the user's buffers, not the schedule's scratch. */
+static int from_user(const struct ohc_sched *s, const struct ohc_xfer *x)
+{
+	const char *p = x->src, *b = s->scratch;
+
+	return !(b && p >= b && p < b + s->scratch_cap);
 }
 
 /* 1 if x writes what y reads or writes (or y writes what x reads). */
@@ -259,6 +268,7 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			m->step = R->step;
 			m->xi = i;
 			m->len = x->len;
+			m->user = from_user(&R->s, x);
 			m->data = x->src;
 			if (sim->mode == OHC_SIM_EAGER && !sim->dry_run &&
 			    x->len) {
@@ -270,9 +280,16 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 				memcpy(m->copy, x->src, x->len);
 				m->data = m->copy;
 			}
-			m->ready = t > nic ? t : nic;
-			nic = m->ready + c->alpha_us +
-			      (double)x->len * c->beta_us;
+			/*
+			 * an empty message (the agreement's) is a header
+			 * behind the data: it leaves at once, keeps no one
+			 * waiting, and only its latency counts
+			 */
+			m->ready = t > nic || !x->len ? t : nic;
+			if (x->len)
+				nic = m->ready + c->alpha_us +
+				      ohc_cost_bytes(c, (double)x->len, m->user,
+						     0);
 			*D->inq_tail = m;
 			D->inq_tail = &m->next;
 			if (st) {
@@ -281,7 +298,8 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			}
 			if (sim->mode == OHC_SIM_EAGER) {
 				R->done[i] = 1;
-				R->tdone[i] = nic;
+				R->tdone[i] =
+					x->len ? nic : m->ready + c->alpha_us;
 				continue;
 			}
 		} else {
@@ -360,14 +378,14 @@ static ohc_status_t match(struct sim_run *run, uint32_t d, int *moved)
 		arrive = (sim->mode == OHC_SIM_EAGER || m->ready > v->posted
 				  ? m->ready
 				  : v->posted) +
-			 c->alpha_us + (double)m->len * c->beta_us;
+			 c->alpha_us;
 		D->done[v->xi] = 1;
-		D->tdone[v->xi] = arrive;
-		if (x->rkind != OHC_RECV_COPY) {
-			D->tdone[v->xi] += (double)m->len * c->gamma_us;
-			if (sim->stats)
-				sim->stats[d].bytes_reduced += m->len;
-		}
+		D->tdone[v->xi] =
+			arrive + ohc_cost_bytes(c, (double)m->len, m->user,
+						x->rkind != OHC_RECV_COPY);
+		arrive += ohc_cost_bytes(c, (double)m->len, m->user, 0);
+		if (x->rkind != OHC_RECV_COPY && sim->stats)
+			sim->stats[d].bytes_reduced += m->len;
 		D->pending--;
 		if (sim->stats) {
 			sim->stats[d].msgs_recv++;
@@ -585,7 +603,15 @@ static ohc_status_t run_all(struct sim_run *run)
  * window of steps is one forward stream, read once per step: at
  * thousands of ranks the run is bound by memory traffic, not arithmetic.
  */
-enum tkind { T_SEND, T_RECV, T_RECV_REDUCE, T_COPY, T_REDUCE, T_EMPTY };
+enum tkind {
+	T_SEND,
+	T_RECV,
+	T_RECV_REDUCE,
+	T_COPY,
+	T_REDUCE,
+	T_EMPTY,
+	T_SEND_USER, /* a send out of the user's buffers (zero copy) */
+};
 
 #define T_PEER_BITS 20
 #define T_LEN_BITS 40
@@ -628,6 +654,7 @@ struct t_msg {
 	uint32_t src, dst;
 	int next; /* next message to the same rank, -1 */
 	int matched;
+	int user; /* out of the user's buffers: zero copy applies */
 	uint64_t len;
 	double ready;
 };
@@ -680,11 +707,11 @@ static uint64_t *t_alloc_x(struct t_run *run, struct t_rank *R, size_t n)
 	return R->x;
 }
 
-static enum tkind t_kind_of(const struct ohc_xfer *x)
+static enum tkind t_kind_of(const struct ohc_sched *s, const struct ohc_xfer *x)
 {
 	switch (x->kind) {
 	case OHC_XFER_SEND:
-		return T_SEND;
+		return from_user(s, x) ? T_SEND_USER : T_SEND;
 	case OHC_XFER_RECV:
 		return x->rkind == OHC_RECV_COPY ? T_RECV : T_RECV_REDUCE;
 	case OHC_XFER_COPY:
@@ -756,7 +783,7 @@ static ohc_status_t t_build(struct t_run *run, uint32_t r, unsigned k0,
 	for (unsigned k = k0; k < k1; k++) {
 		for (unsigned i = step_begin(&s, k); i < s.step_end[k]; i++) {
 			const struct ohc_xfer *x = &s.xfers[i];
-			enum tkind kind = t_kind_of(x);
+			enum tkind kind = t_kind_of(&s, x);
 
 			if ((uint64_t)x->len >> T_LEN_BITS) {
 				sim_err(sim,
@@ -766,7 +793,7 @@ static ohc_status_t t_build(struct t_run *run, uint32_t r, unsigned k0,
 				status = OHC_ERR_INVALID;
 				goto out;
 			}
-			if (kind <= T_RECV_REDUCE &&
+			if ((kind <= T_RECV_REDUCE || kind == T_SEND_USER) &&
 			    (x->peer >= sim->nranks || x->peer == r)) {
 				sim_err(sim,
 					"rank %u step %u: %s with peer %u (of "
@@ -815,7 +842,7 @@ static ohc_status_t t_grow(void **arr, unsigned *cap, size_t size)
 }
 
 static ohc_status_t t_post_send(struct t_run *run, uint32_t src, uint32_t dst,
-				uint64_t len, double ready)
+				uint64_t len, int user, double ready)
 {
 	struct t_msg *m;
 
@@ -827,6 +854,7 @@ static ohc_status_t t_post_send(struct t_run *run, uint32_t src, uint32_t dst,
 	m->dst = dst;
 	m->next = -1;
 	m->matched = 0;
+	m->user = user;
 	m->len = len;
 	m->ready = ready;
 	if (run->tail[dst] < 0)
@@ -882,12 +910,27 @@ static ohc_status_t t_post(struct t_run *run, uint32_t r)
 				st->bytes_reduced += len;
 			break;
 		case T_SEND:
-			ready = t > nic ? t : nic;
+		case T_SEND_USER:
 			lc = t_link(run, r, tx_peer(x), c);
-			nic = ready + lc->alpha_us + (double)len * lc->beta_us;
-			if (sim->mode == OHC_SIM_EAGER && nic > R->end)
-				R->end = nic;
-			status = t_post_send(run, r, tx_peer(x), len, ready);
+			/*
+			 * an empty message (the agreement's) is a header
+			 * behind the data: it leaves at once and keeps no
+			 * later send waiting; only its latency counts
+			 */
+			ready = t > nic || !len ? t : nic;
+			if (len)
+				nic = ready + lc->alpha_us +
+				      ohc_cost_bytes(lc, (double)len,
+						     tx_kind(x) == T_SEND_USER,
+						     0);
+			if (sim->mode == OHC_SIM_EAGER) {
+				double left = len ? nic : ready + lc->alpha_us;
+
+				if (left > R->end)
+					R->end = left;
+			}
+			status = t_post_send(run, r, tx_peer(x), len,
+					     tx_kind(x) == T_SEND_USER, ready);
 			if (status < 0)
 				return status;
 			if (st) {
@@ -948,13 +991,24 @@ static ohc_status_t t_match(struct t_run *run, const struct t_recv *v,
 	arrive = (sim->mode == OHC_SIM_EAGER || m->ready > v->posted
 			  ? m->ready
 			  : v->posted) +
-		 lc->alpha_us + (double)v->len * lc->beta_us;
-	if (sim->mode == OHC_SIM_RENDEZVOUS && arrive > run->rk[m->src].end)
-		run->rk[m->src].end = arrive;
+		 lc->alpha_us;
+	if (sim->mode == OHC_SIM_RENDEZVOUS) {
+		double sent =
+			arrive + ohc_cost_bytes(lc, (double)v->len, m->user, 0);
+
+		if (sent > run->rk[m->src].end)
+			run->rk[m->src].end = sent;
+	}
 	if (v->reduce) {
-		arrive += (double)v->len * c->gamma_us;
+		/* the reduction at the receiver's speed (c's gamma) */
+		struct ohc_cost_params rc = *lc;
+
+		rc.gamma_us = c->gamma_us;
+		arrive += ohc_cost_bytes(&rc, (double)v->len, m->user, 1);
 		if (sim->stats)
 			sim->stats[v->rank].bytes_reduced += v->len;
+	} else {
+		arrive += ohc_cost_bytes(lc, (double)v->len, m->user, 0);
 	}
 	if (arrive > D->end)
 		D->end = arrive;

@@ -18,7 +18,10 @@
  * counts per rank: steps, messages, bytes sent, reduced and copied, plus
  * a simulated time from the alpha-beta-gamma constants (sends of one step
  * leave one after another; a message takes alpha + len*beta, a reduction
- * len*gamma, a copy len*copy), to check the cost formulas. Optionally it
+ * len*gamma, a copy len*copy; a send out of the user's buffers, not the
+ * schedule's scratch, of zc_bytes or more costs as ohc_cost_bytes says;
+ * an empty message, the agreement's, leaves at once without holding the
+ * sends after it and costs alpha), to check the cost formulas. Optionally it
  * checks the memory rules of sched.h: no send or receive of a step may
  * write what another transfer of the step reads or writes, and no local
  * transfer may touch what an earlier send or receive of its step still

@@ -4,8 +4,10 @@
 # bench/compare.sh -R run's point-to-point rows: alpha = p2p.lat's 1 KiB
 # HcclSend/Recv half round trip, the bandwidth = p2p.bw's best, the CPUs =
 # the run's nproc (cpus), and for more ranks than CPUs the wake per
-# message = p2p.wake's exchange step at that rank count minus the one at
-# 2 ranks, passed as --wake-us per sharing rank. A made-up run with known
+# message = p2p.wake's exchange step at a rank count N (the slowest
+# rank's, xchg-slowest; -W pair0: pair 0's, xchg) minus the one at 2
+# ranks is N / CPUs wakes, one wake fitted over the run's rank counts
+# (-E: each count its own), passed as --wake-us per sharing rank. A made-up run with known
 # rows must give those parameters, and each prediction must be what
 # hccl_simulate prints for them by hand.
 # usage: check_sim_validate.sh SOURCE_DIR BUILD_DIR
@@ -26,7 +28,8 @@ printf '8 12 30\n1024 20 40\n65536 900 1000\n' >"$d/p2p.lat"
 # 51.2 MB/s (2^20 bytes) = 0.05369 GB/s
 printf '65536 50 40\n262144 55 51.2\n1048576 54 45\n' >"$d/p2p.bw"
 echo 2 >"$d/cpus"
-printf '2 xchg 50\n4 xchg 450\n8 xchg 1650\n2 lat-sleep 120\n' >"$d/p2p.wake"
+# two rounds: the best of each kind counts
+printf '2 xchg 50\n4 xchg 450\n4 xchg-slowest 650\n8 xchg 1650\n8 xchg-slowest 2450\n2 lat-sleep 120\n2 xchg 60\n4 xchg 500\n4 xchg-slowest 700\n8 xchg-slowest 2500\n' >"$d/p2p.wake"
 for np in 2 4 8; do
 	{
 		echo "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
@@ -42,17 +45,38 @@ out=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d" \
 grep -q "^alpha 40 us" <<<"$out" || fail "alpha is not p2p.lat's 1 KiB 40 us"
 grep -q "^bandwidth 0.05369 GB/s" <<<"$out" || fail "bandwidth is not 51.2 MB/s"
 grep -q "^cores 2:" <<<"$out" || fail "CPUs are not the run's 2"
-grep -q "^wake 200 us x 4/2 " <<<"$out" ||
-	fail "4 ranks on 2 CPUs: wake (450 - 50) / 2 = 200 us expected"
-grep -q "^wake 400 us x 8/2 " <<<"$out" ||
-	fail "8 ranks on 2 CPUs: wake (1650 - 50) / 4 = 400 us expected"
+# (650 - 50) = 2 w and (2450 - 50) = 4 w: w = (600 x 2 + 2400 x 4) / 20
+grep -q "^wake 540 us x 4/2 " <<<"$out" ||
+	fail "4 ranks on 2 CPUs: the fitted wake 540 us expected"
+grep -q "^wake 540 us x 8/2 " <<<"$out" ||
+	fail "8 ranks on 2 CPUs: the fitted wake 540 us expected"
 ! grep -q "x 2/2 " <<<"$out" || fail "2 ranks on 2 CPUs spin: no wake"
+# -E: each count alone; -W pair0: pair 0's steps
+check_wake() { # OPTIONS WAKE4 WAKE8
+	local o st=0
+	o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d" \
+		-n "4 8" -o allgather $1 2>&1) || st=$?
+	[ "$st" -le 1 ] || { out=$o; fail "sim_validate.sh $1: exit $st"; }
+	grep -q "^wake $2 us x 4/2 " <<<"$o" && grep -q "^wake $3 us x 8/2 " <<<"$o" ||
+		{ out=$o; fail "$1: wakes $2 and $3 us expected at 4 and 8 ranks"; }
+}
+check_wake "-E" 300 600           # (650 - 50) / 2, (2450 - 50) / 4
+check_wake "-W pair0 -E" 200 400  # (450 - 50) / 2, (1650 - 50) / 4
+check_wake "-W pair0" 360 360     # (400 x 2 + 1600 x 4) / 20
+# alpha: the 2-rank exchange step instead when it is smaller (p2p.lat is
+# timed once, the step every round)
+mkdir "$d/x"
+cp "$d"/p2p.* "$d"/cpus "$d"/raw.* "$d/x/"
+echo "2 xchg 30" >>"$d/x/p2p.wake"
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/x" -n 2 \
+	-o allgather 2>&1) || true
+grep -q "^alpha 30 us: the 2-rank 1 KiB exchange step" <<<"$o" ||
+	{ out=$o; fail "alpha is not the 2-rank exchange step's 30 us"; }
 
 # the predictions: hccl_simulate's model with those constants
 for np in 2 4 8; do
 	wk=
-	[ "$np" = 4 ] && wk=200
-	[ "$np" = 8 ] && wk=400
+	[ "$np" -gt 2 ] && wk=540
 	{
 		echo "x | y"
 		echo "1024 | 1000.00 | 0 | success"
@@ -69,8 +93,9 @@ for np in 2 4 8; do
 			fail "$np ranks, $b bytes: predicted '$got', want '$want'"
 	done
 done
-# each of the 2 steps at 4 ranks pays alpha and the 400 us wake
+# each of the 2 steps at 4 ranks pays alpha and the 540 us wake per
+# sharing rank (4 ranks on 2 CPUs: 2 x 540)
 p4=$(awk '$1 == "allgather" && $2 == 4 && $3 == 1024 { print $6 }' <<<"$out")
-awk -v p="$p4" 'BEGIN { exit !(p >= 2 * (40 + 400)) }' ||
-	fail "4 ranks, 1 KiB: predicted $p4 us, below 2 x (40 + 400)"
+awk -v p="$p4" 'BEGIN { exit !(p >= 2 * (40 + 1080)) }' ||
+	fail "4 ranks, 1 KiB: predicted $p4 us, below 2 x (40 + 1080)"
 echo "PASS"

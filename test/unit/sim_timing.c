@@ -13,6 +13,7 @@
 #include "algo/algo.h"
 #include "algo/sim.h"
 #include "core/sched.h"
+#include "util/compiler.h"
 
 struct tc {
 	enum ohc_coll_op op;
@@ -294,4 +295,108 @@ Test(sim_timing, messages_inside_a_host_cost_less)
 	cr_assert(shm < mixed && mixed < rdma,
 		  "shm %.3f < two hosts %.3f < rdma %.3f us expected", shm,
 		  mixed, rdma);
+}
+
+/* One buffer, as HcclBroadcast has; selection builds (with agreement). */
+static ohc_status_t bcast_args(void *ctx, uint32_t rank,
+			       struct ohc_coll_args *a)
+{
+	const struct tc *t = ctx;
+
+	(void)rank;
+	a->op = OHC_COLL_BROADCAST;
+	a->count = t->count;
+	a->esize = 4;
+	a->root = t->root;
+	a->sbuf = a->rbuf = (void *)((uintptr_t)3 << 40);
+	a->link = t->link;
+	a->algo_override = "level0:NA;level1:binomial";
+	return OHC_OK;
+}
+
+/*
+ * The agreement woven into rooted ops (ohc_sched_weave_agreement):
+ * 1 + ceil(log2 n) steps of empty messages, which ride along with the
+ * algorithm's in the steps it has. A binomial broadcast (ceil(log2 n)
+ * steps) then takes one step more: simulated, exactly what the model
+ * (ohc_algo_cost) says, alpha more than the algorithm alone, in both
+ * simulation modes.
+ */
+Test(sim_timing, agreement_steps_as_the_model_prices_them)
+{
+	const uint32_t ns[] = {2, 8, 5};
+
+	for (size_t k = 0; k < OHC_ARRAY_SIZE(ns); k++) {
+		struct tc t = {OHC_COLL_BROADCAST, 4096, 0, OHC_LINK_RDMA};
+		const struct ohc_cost_params *c =
+			ohc_cost_params_get(OHC_LINK_RDMA);
+		struct ohc_sim a = {0}, b = {0};
+		double want = ohc_algo_cost(&ohc_algo_bcast_binomial, c,
+					    t.count * 4, ns[k]);
+
+		cr_assert(fabs(want -
+			       ohc_algo_bcast_binomial.cost(c, t.count * 4,
+							    ns[k]) -
+			       c->alpha_us) < 1e-9,
+			  "n=%u: the agreement adds one step", ns[k]);
+		a.nranks = b.nranks = ns[k];
+		a.args_fn = b.args_fn = bcast_args;
+		a.ctx = b.ctx = &t;
+		a.dry_run = 1;
+		b.timing = 1;
+		cr_assert_eq(ohc_sim_run(&a), OHC_OK, "%s", a.err);
+		cr_assert_eq(ohc_sim_run(&b), OHC_OK, "%s", b.err);
+		cr_assert(fabs(a.time_us - want) <= 1e-9 * want &&
+				  fabs(b.time_us - want) <= 1e-9 * want,
+			  "binomial broadcast n=%u: simulated %.3f / %.3f us, "
+			  "model %.3f",
+			  ns[k], a.time_us, b.time_us, want);
+	}
+	/* algorithms with enough steps of their own pay nothing more */
+	cr_assert_eq(ohc_algo_cost(&ohc_algo_bcast_scatter_ag,
+				   ohc_cost_params_get(OHC_LINK_RDMA), 1 << 20,
+				   8),
+		     ohc_algo_bcast_scatter_ag.cost(
+			     ohc_cost_params_get(OHC_LINK_RDMA), 1 << 20, 8));
+	cr_assert_eq(ohc_algo_cost(&ohc_algo_allreduce_rd,
+				   ohc_cost_params_get(OHC_LINK_RDMA), 64, 2),
+		     ohc_algo_allreduce_rd.cost(
+			     ohc_cost_params_get(OHC_LINK_RDMA), 64, 2));
+}
+
+/*
+ * shm zero copy is per message and only out of the user's buffers:
+ * recursive halving's first step sends half the user's send buffer, the
+ * next from its scratch partials. At 4 ranks and 4 MiB per rank's block
+ * both messages are above the threshold, only the first goes zero-copy,
+ * and the simulation of the schedule is the model's time exactly.
+ */
+Test(sim_timing, zero_copy_only_out_of_the_users_buffers)
+{
+	struct tc t = {OHC_COLL_REDUCE_SCATTER, 1 << 20, 0, OHC_LINK_SHM};
+	const struct ohc_cost_params *c = ohc_cost_params_get(OHC_LINK_SHM);
+	struct ohc_cost_params ring = *c;
+	struct ohc_sim sim = {0};
+	double nb = 4.0 * 4 * t.count, want, all_user;
+
+	cr_assert(c->zc_bytes && c->zc_bytes <= nb / 4);
+	ring.zc_bytes = 0;
+	want = ohc_algo_reduce_scatter_rh.cost(c, (uint64_t)nb, 4);
+	all_user = 2 * c->alpha_us + ohc_cost_bytes(c, nb / 2, 1, 1) +
+		   ohc_cost_bytes(c, nb / 4, 1, 1);
+	cr_assert(
+		fabs(want - (2 * c->alpha_us + ohc_cost_bytes(c, nb / 2, 1, 1) +
+			     ohc_cost_bytes(c, nb / 4, 0, 1))) < 1e-9);
+	cr_assert(all_user < want && want < ohc_algo_reduce_scatter_rh.cost(
+						    &ring, (uint64_t)nb, 4));
+	sim.nranks = 4;
+	sim.algo = &ohc_algo_reduce_scatter_rh;
+	sim.args_fn = tc_args;
+	sim.ctx = &t;
+	sim.timing = 1;
+	cr_assert_eq(ohc_sim_run(&sim), OHC_OK, "%s", sim.err);
+	cr_assert(fabs(sim.time_us - want) <= 1e-9 * want,
+		  "recursive halving, 4 ranks, 16 MiB: simulated %.3f us, "
+		  "model %.3f",
+		  sim.time_us, want);
 }

@@ -321,6 +321,7 @@ static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
 {
 	c->alpha_us += wake_us * s;
 	c->beta_us = c->beta_us * s + wake_us * s / (turn_kb * 1024);
+	c->zc_beta_us = c->zc_beta_us * s + wake_us * s / (turn_kb * 1024);
 	c->gamma_us *= s;
 	c->copy_us *= s;
 }
@@ -489,5 +490,64 @@ Test(simulate, bad_arguments_are_clear_errors)
 		cr_assert(strstr(r.out, cases[i].says), "case %zu:\n%s", i,
 			  r.out);
 	}
+	free(r.out);
+}
+
+/* The model of the first column in the row of bytes of the only table. */
+static double row_model(const char *out, const char *bytes)
+{
+	char key[32];
+	const char *p;
+	double us = 0;
+
+	snprintf(key, sizeof(key), "\n%12s ", bytes);
+	p = strstr(out, key);
+	cr_assert(p, "no %s-byte row:\n%s", bytes, out);
+	cr_assert(sscanf(p + strlen(key), "%lf", &us) == 1, "%s", out);
+	return us;
+}
+
+/*
+ * shm's zero copy (a message of OPENHCCL_SHM_ZC_KB or more out of a
+ * shared aclrtMalloc buffer of OPENHCCL_MALLOC_SHARED_KB or more is one
+ * copy): the simulator prices it from the same variables as the library.
+ * A 2-rank binomial broadcast of 4 MiB is one 4 MiB message (plus the
+ * agreement's second step): zero copy by default, the ring's two copies
+ * when either threshold is above 4 MiB or off.
+ */
+Test(simulate, shm_zero_copy_threshold_from_the_environment)
+{
+	char *args[] = {"--op",	 "broadcast", "--ranks",  "2",
+			"-b",	 "4M",	      "-e",	  "4M",
+			"--net", "shm",	      "--no-sim", NULL};
+	const struct ohc_cost_params *c = ohc_cost_params_get(OHC_LINK_SHM);
+	const double nb = 4194304.0;
+	double zc, ring, big, off;
+	struct run r = {0};
+
+	unsetenv("OPENHCCL_SHM_ZC_KB");
+	unsetenv("OPENHCCL_MALLOC_SHARED_KB");
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	zc = row_model(r.out, "4194304");
+	setenv("OPENHCCL_SHM_ZC_KB", "8192", 1);
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	big = row_model(r.out, "4194304");
+	unsetenv("OPENHCCL_SHM_ZC_KB");
+	setenv("OPENHCCL_MALLOC_SHARED_KB", "0", 1);
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	off = row_model(r.out, "4194304");
+	unsetenv("OPENHCCL_MALLOC_SHARED_KB");
+	cr_assert(c->zc_bytes == 256u << 10 && c->zc_beta_us < c->beta_us,
+		  "shm: zero copy from 256 KiB, cheaper per byte");
+	ring = 2 * c->alpha_us + nb * c->beta_us;
+	cr_assert(fabs(zc - (2 * c->alpha_us + nb * c->zc_beta_us)) < 0.01,
+		  "zero copy: %.3f us, want 2 alpha + 4 MiB at zc_beta", zc);
+	cr_assert(fabs(big - ring) < 0.01 && fabs(off - ring) < 0.01,
+		  "OPENHCCL_SHM_ZC_KB=8192: %.3f us, "
+		  "OPENHCCL_MALLOC_SHARED_KB=0: %.3f us, want the ring's %.3f",
+		  big, off, ring);
 	free(r.out);
 }

@@ -50,27 +50,36 @@ static struct net nets[] = {
 	{"shm",
 	 "processes of one host (library defaults)",
 	 OHC_LINK_SHM,
-	 {0, 0, 0, 0},
+	 {.alpha_us = 0},
 	 0},
 	{"rxe",
 	 "Soft-RoCE (library RDMA defaults)",
 	 OHC_LINK_RDMA,
-	 {0, 0, 0, 0},
+	 {.alpha_us = 0},
 	 1},
 	{"roce100",
 	 "100 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {2.5, 1.0 / 12000.0, 5.0e-5, 5.0e-5},
+	 {.alpha_us = 2.5,
+	  .beta_us = 1.0 / 12000.0,
+	  .gamma_us = 5.0e-5,
+	  .copy_us = 5.0e-5},
 	 0},
 	{"roce200",
 	 "200 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {2.0, 1.0 / 24000.0, 5.0e-5, 5.0e-5},
+	 {.alpha_us = 2.0,
+	  .beta_us = 1.0 / 24000.0,
+	  .gamma_us = 5.0e-5,
+	  .copy_us = 5.0e-5},
 	 0},
 	{"roce400",
 	 "400 Gb/s RoCE",
 	 OHC_LINK_RDMA,
-	 {2.0, 1.0 / 48000.0, 5.0e-5, 5.0e-5},
+	 {.alpha_us = 2.0,
+	  .beta_us = 1.0 / 48000.0,
+	  .gamma_us = 5.0e-5,
+	  .copy_us = 5.0e-5},
 	 0},
 };
 
@@ -141,6 +150,8 @@ static ohc_status_t call_args(void *ctx, uint32_t rank, struct ohc_coll_args *a)
 	a->esize = c->esize;
 	a->sbuf = (const void *)FAKE_SBUF;
 	a->rbuf = (void *)FAKE_RBUF;
+	if (c->op == OHC_COLL_BROADCAST) /* HcclBroadcast: one buffer */
+		a->sbuf = a->rbuf;
 	a->link = c->link;
 	a->host_of = c->host_of;
 	a->nhosts = c->nhosts;
@@ -175,9 +186,7 @@ static double model(const struct ohc_algo *al, const struct net *nt,
 {
 	if (al->cost_topo)
 		return al->cost_topo(a, bytes);
-	if (!al->cost || a->nranks < 2)
-		return 0;
-	return al->cost(&nt->c, bytes, a->nranks);
+	return ohc_algo_cost(al, &nt->c, bytes, a->nranks);
 }
 
 struct row {
@@ -224,6 +233,7 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 		return c;
 	c.alpha_us += o->wake_us * s;
 	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
+	c.zc_beta_us = c.zc_beta_us * s + o->wake_us * s / o->turn_bytes;
 	c.gamma_us *= s;
 	c.copy_us *= s;
 	return c;
@@ -475,15 +485,18 @@ struct fit_pt {
 static void fit_point(const struct ohc_algo *al, const struct net *nt,
 		      uint64_t bytes, uint32_t n, double us, struct fit_pt *p)
 {
-	struct ohc_cost_params one = {1, 0, 0, 0}, rest = nt->c;
+	/* beta: the ring's and zero copy's per-byte cost alike */
+	struct ohc_cost_params one = {.alpha_us = 1,
+				      .zc_bytes = nt->c.zc_bytes},
+			       rest = nt->c;
 
-	p->a = al->cost ? al->cost(&one, bytes, n) : 0;
+	p->a = al->cost ? ohc_algo_cost(al, &one, bytes, n) : 0;
 	one.alpha_us = 0;
-	one.beta_us = 1;
-	p->b = al->cost ? al->cost(&one, bytes, n) : 0;
+	one.beta_us = one.zc_beta_us = 1;
+	p->b = al->cost ? ohc_algo_cost(al, &one, bytes, n) : 0;
 	rest.alpha_us = 0;
-	rest.beta_us = 0;
-	p->k = al->cost ? al->cost(&rest, bytes, n) : 0;
+	rest.beta_us = rest.zc_beta_us = 0;
+	p->k = al->cost ? ohc_algo_cost(al, &rest, bytes, n) : 0;
 	p->us = us;
 }
 
@@ -784,7 +797,8 @@ static void usage(FILE *out)
 		"all on shm,\n"
 		"           --ppn on RDMA networks, the device not shared); "
 		"e.g. every rank\n"
-		"           of an rxe loopback run in one VM (rxe with --cores: "
+		"           of an rxe loopback run in one VM (rxe with "
+		"--cores: "
 		"only the CPUs\n"
 		"           are shared, its device is the CPUs)\n");
 }
