@@ -73,6 +73,7 @@ struct ohc_shm_ep {
 	uint64_t tx_bytes;
 	uint64_t tx_max_frag;
 	uint64_t tx_tail; /* bytes written into tx (never published) */
+	int rx_multi;	  /* the last record read had payload lines */
 	uint64_t tx_head; /* tx->head as last read (reads it only when short) */
 	uint64_t tx_acked;     /* rendezvous sends completed */
 	struct ohc_list sends; /* posted, not fully written (FIFO) */

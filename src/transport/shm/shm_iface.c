@@ -484,6 +484,15 @@ static unsigned shm_push(struct ohc_shm_ep *sep)
 	stamp:
 		ohc_shm_rec_stamp(rec, sep->tx_tail);
 		sep->tx_tail += rb;
+		/*
+		 * Clear one line further now, off the critical path: the
+		 * next record's own clearing then finds that line already
+		 * ours, instead of fetching it back (a lap ago the consumer
+		 * read it) before its stamp can be seen. AllReduce, 2 ranks,
+		 * interleaved: 16 B 0.58-0.63 -> 0.47-0.49 us, 8 B
+		 * 0.75-0.91 -> 0.65-0.74.
+		 */
+		tx_unstamp_next(sep, OHC_SHM_REC_ALIGN);
 		moved++;
 		if (plan == PLAN_RNDV || plan == PLAN_ZC) {
 			ohc_list_del(&req->link);
@@ -690,6 +699,19 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			moved++;
 			continue;
 		}
+		/*
+		 * After a record with payload lines, ask for the line after
+		 * the next header while polling it: the next record likely
+		 * has the same shape, and its payload line then arrives
+		 * with its header, not one round trip after. Not after a
+		 * one-line record: that line is where the producer clears
+		 * ahead (shm_push), and taking it would make it wait.
+		 */
+		if (sep->rx_multi)
+			__builtin_prefetch(sep->rx_data + (sep->rx_head +
+							   OHC_SHM_REC_ALIGN) %
+								  sep->rx_bytes,
+					   0);
 		if (!ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,
 				       sep->rx_head)) {
 			ohc_status_t why;
@@ -788,6 +810,7 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			ohc_req_complete(req, OHC_OK);
 		}
 	consume:
+		sep->rx_multi = bytes > OHC_SHM_REC_HDR;
 		sep->rx_head += bytes;
 		ohc_shm_ring_head_release(sep->rx, sep->rx_head);
 	}

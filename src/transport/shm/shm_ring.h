@@ -92,20 +92,25 @@ struct ohc_shm_dir_ent {
 };
 
 /*
- * Ring control block: one cache line per writer, so that neither side
- * writes to a line the other side writes.
+ * Ring control block: no line is written by both sides, and what one side
+ * reads on every message or every empty poll (cons_err, prod_err) is on a
+ * line the other side writes only when it cancels. head (written after
+ * every record) shared a line with cons_err, which the producer checks
+ * before each push: every send then waited for that line to come over
+ * before its record could be stamped.
  */
 struct ohc_shm_ring_ctl {
-	/* written by the consumer only */
+	/* written by the consumer: as it reads */
 	_Alignas(OHC_CACHELINE) _Atomic uint64_t head;
-	_Atomic int32_t cons_err;   /* consumer canceled: sends fail */
-	_Atomic uint32_t cma_ok;    /* consumer can read the producer (CMA) */
 	_Atomic uint64_t cma_acked; /* rendezvous messages read so far */
-	/* written by the producer only, and only when it cancels */
+	/* written by the consumer: once at connect, or when it cancels */
+	_Alignas(OHC_CACHELINE) _Atomic int32_t cons_err; /* sends fail */
+	_Atomic uint32_t cma_ok; /* consumer can read the producer (CMA) */
+	/* written by the producer, only when it cancels */
 	_Alignas(OHC_CACHELINE) _Atomic int32_t prod_err; /* no more data */
 };
 
-_Static_assert(sizeof(struct ohc_shm_ring_ctl) == 2 * OHC_CACHELINE,
+_Static_assert(sizeof(struct ohc_shm_ring_ctl) == 3 * OHC_CACHELINE,
 	       "ring control layout");
 
 enum {
