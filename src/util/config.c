@@ -114,10 +114,10 @@ static const struct field fields[] = {
 	      "staging copy; the send completes when the write did (0: "
 	      "always copy)",
 	      rdma_gather_kb, 0, 16384),
-	INT_F("OPENHCCL_RDMA_PULL_KB", "0",
+	INT_F("OPENHCCL_RDMA_PULL_KB", "64",
 	      "slot-path messages of at least this many KiB (below the "
-	      "rendezvous) travel half pushed through the slots, half "
-	      "RDMA-read by the receiver straight into its buffer (0: "
+	      "rendezvous) go in halves, every second one RDMA-read by the "
+	      "receiver from the sender's staging slot into its buffer (0: "
 	      "never)",
 	      rdma_pull_kb, 0, 1048576),
 	INT_F("OPENHCCL_RDMA_MR_CACHE", "64",

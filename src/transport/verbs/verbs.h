@@ -93,48 +93,32 @@ struct vx_gx {
 	struct ohc_req *req;
 	struct vx_mr *mr;
 	uint64_t *mark; /* per QP: its last WR (sq_done ordinal), 0: none */
-	uint64_t pull;	/* pulled bytes (struct vx_pull_desc), 0: none */
-	int fin;	/* pulled: the receiver's FIN came */
 };
 
 /*
- * Pulled sends (OPENHCCL_RDMA_PULL_KB): a message of at least that size
- * on the slot path goes half and half. Its first slot carries only this
- * descriptor (header flag VX_PULL_FLAG in rdv, frag_len its size); the
- * sender then pushes the first len - pull bytes through the slots as
- * usual (gathered or copied) while the receiver RDMA-reads the last pull
- * bytes straight from the send buffer (registered through the cache,
- * remote-readable) into its destination (a COPY receive whose buffer
- * registers), else into a landing buffer or a registered scratch buffer
- * it then delivers from. Under rxe each side's CPU then does the
- * protocol work (copies, ICRC) of its half: a READ's both ends run in
- * the reader's context. The receiver's reads go on QP 0 in order; when
- * one completed it writes a zero-length WRITE_WITH_IMM (OHC_VX_IMM_FIN |
- * tag) back, and the send, waiting in its gathering record (tag), may
- * complete once that came and its pushed WRs completed.
+ * Pulled fragments (OPENHCCL_RDMA_PULL_KB): a message of at least that
+ * size on the slot path goes in fragments of about half its size (at
+ * most a slot), and every second one is pulled: the sender copies its
+ * payload into its staging slot, behind this descriptor, and writes
+ * only the header and the descriptor into the peer's slot (header flag
+ * VX_PULL_FLAG in rdv); the receiver, when the fragment is next in
+ * order, RDMA-reads the payload from the staging slot straight into the
+ * destination (a COPY receive whose buffer registers through the
+ * cache), else into its own slot and delivers it from there, and frees
+ * the slot only then, so the credits guard the staging copy as they
+ * guard the ring and the send completes when posted, as a copied one
+ * does. Under rxe all protocol work of a READ (copies, ICRC) runs in
+ * the reader's context, that of a WRITE in the writer's: each side's
+ * CPU moves half the message, and the receiver copies only the pushed
+ * half.
  */
 struct vx_pull_desc {
-	uint64_t addr; /* of the pulled part in the sender's buffer */
-	uint32_t rkey;
-	uint32_t tag; /* the sender's record (gx index) to name in the FIN */
-	uint64_t off; /* of the pulled part in the message: len - pull */
-	uint64_t len; /* pull */
+	uint64_t addr; /* the payload in the sender's staging slot */
+	uint32_t rkey; /* of the staging copy */
+	uint32_t pad;
 };
 
-#define OHC_VX_IMM_FIN 0x10000000u /* | tag: a pulled part was read */
-
-/* The receive side of a pulled message (ring e->prx, in desc order). */
-struct vx_prx {
-	struct ohc_req *req;  /* NULL: completed or failed */
-	struct vx_mr *mr;     /* destination registration (direct), or: */
-	struct vx_land *land; /* a landing buffer, or: */
-	char *scratch;	      /* a buffer registered as smr */
-	struct ibv_mr *smr;
-	uint64_t raddr, off, len;
-	uint32_t rkey, tag;
-	int push_done; /* the pushed part is delivered (req left recvq) */
-	int read_done;
-};
+#define OHC_VX_PULL_PAD 64u /* descriptor room before a pulled payload */
 
 struct ohc_verbs_ep;
 
@@ -164,8 +148,8 @@ struct ohc_verbs_iface {
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
 	uint32_t gx_bytes;   /* fragments this large gather (0: never) */
 	uint64_t gx_sends;   /* sends that gathered (tests, counters) */
-	uint32_t pull_bytes; /* messages this large are pulled (0: never) */
-	uint64_t pull_sends, pull_recvs; /* pulled messages (tests) */
+	uint32_t pull_bytes; /* messages this large pull half (0: never) */
+	uint64_t pull_tx, pull_rx; /* fragments pulled (tests, counters) */
 	struct vx_mr_cache mrc;
 	struct vx_land land[OHC_VX_LAND_MAX];
 	/* waiting */
@@ -207,18 +191,16 @@ struct ohc_verbs_ep {
 	uint64_t *gx_marks; /* gx_n * nqps */
 	uint32_t gx_n;
 	uint64_t gx_head, gx_tail;
-	uint64_t gx_pull; /* gx_req is pulled: bytes the peer reads */
-	int gx_desc;	  /* gx_req's descriptor is posted */
 	/* receive side */
 	struct ohc_list recvq;
 	uint8_t *arrived; /* per slot: data landed */
 	uint64_t rx_next; /* fragments consumed */
 	uint64_t rx_reported;
-	/* pulled messages: records prx_head..prx_tail-1 (mod gx_n); reads
-	 * posted below prx_post, completed below prx_read, FINs written
-	 * below prx_fin */
-	struct vx_prx *prx;
-	uint64_t prx_head, prx_post, prx_read, prx_fin, prx_tail;
+	/* the pulled fragment next in order: its read is posted (rd), has
+	 * completed (rd_done); it lands in the destination under rd_mr, or
+	 * in its slot when rd_mr is NULL */
+	int rd, rd_done;
+	struct vx_mr *rd_mr;
 	struct vx_rdv rdv;
 	/* state */
 	int connected;

@@ -34,7 +34,7 @@
 /* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered;
  * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
 enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3, WR_PULL = 4 };
-#define VX_PULL_FLAG (1ull << 62) /* in a header's rdv: a pull descriptor */
+#define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
 
 static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
 		      uint32_t covered)
@@ -132,47 +132,6 @@ static int gx_take(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		return 0;
 	}
 	memset(gx_rec(e, e->gx_tail)->mark, 0, e->nqps * sizeof(*e->gx_marks));
-	gx_rec(e, e->gx_tail)->pull = 0;
-	gx_rec(e, e->gx_tail)->fin = 0;
-	return 1;
-}
-
-/*
- * Is req, the head of sendq and not begun, pulled (struct vx_pull_desc)?
- * Then its buffer is registered (held in gx_mr like a gathering send's,
- * for the pushed part too) and record gx_tail set aside. Not for a
- * rendezvous's eager message, nor without a registration cache
- * (ordinary memory), nor when the cache or the records fail: it goes
- * the ordinary way.
- */
-static int pull_take(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		     struct ohc_req *req)
-{
-	size_t pull = (req->len / 2) & ~(size_t)63;
-	struct vx_gx *g;
-	int zc;
-
-	if (!vi->pull_bytes || req->len < vi->pull_bytes || req->tp_priv ||
-	    !pull || pull > OHC_VX_LAND_BYTES ||
-	    (!vi->mrc.max_idle && !req->smem) ||
-	    e->gx_tail - e->gx_head >= e->gx_n)
-		return 0;
-	e->gx_mr = ohc_vx_mr_get(vi, req->sbuf, req->len, 0, &zc);
-	if (!e->gx_mr) {
-		OHC_DEBUG(OHC_SS_VERBS,
-			  "rank %u: cannot register the send buffer %p (%zu "
-			  "bytes) for rank %u: %s; pushing it",
-			  vi->super.rank, req->sbuf, req->len, e->super.peer,
-			  strerror(errno));
-		return 0;
-	}
-	e->gx_req = req;
-	e->gx_pull = pull;
-	e->gx_desc = 0;
-	g = gx_rec(e, e->gx_tail);
-	memset(g->mark, 0, e->nqps * sizeof(*e->gx_marks));
-	g->pull = pull;
-	g->fin = 0;
 	return 1;
 }
 
@@ -188,15 +147,10 @@ static int gx_posted(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 		g->req = req;
 		g->mr = e->gx_mr;
-		if (g->pull)
-			vi->pull_sends++;
-		else
-			vi->gx_sends++;
+		vi->gx_sends++;
 	}
 	e->gx_req = NULL;
 	e->gx_mr = NULL;
-	e->gx_pull = 0;
-	e->gx_desc = 0;
 	return gathered;
 }
 
@@ -212,13 +166,9 @@ static void gx_reap(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		for (uint32_t i = 0; i < e->nqps; i++)
 			if (g->mark[i] > e->qps[i].sq_done)
 				return;
-		if (g->pull && !g->fin)
-			return; /* the receiver still reads the buffer */
 		ohc_vx_mr_put(vi, g->mr);
 		g->req = NULL;
 		g->mr = NULL;
-		g->pull = 0;
-		g->fin = 0;
 		e->gx_head++;
 		ohc_req_complete(req, OHC_OK);
 	}
@@ -232,15 +182,9 @@ static void gx_reap(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 static void gx_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		    ohc_status_t status)
 {
-	if (!e->gx)
-		return; /* never set up */
 	ohc_vx_mr_put(vi, e->gx_mr);
 	e->gx_mr = NULL;
 	e->gx_req = NULL;
-	e->gx_pull = 0;
-	e->gx_desc = 0;
-	gx_rec(e, e->gx_tail)->pull = 0;
-	gx_rec(e, e->gx_tail)->fin = 0;
 	while (e->gx_head != e->gx_tail) {
 		struct vx_gx *g = gx_rec(e, e->gx_head++);
 		struct ohc_req *req = g->req;
@@ -248,14 +192,17 @@ static void gx_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		ohc_vx_mr_put(vi, g->mr);
 		g->req = NULL;
 		g->mr = NULL;
-		g->pull = 0;
-		g->fin = 0;
 		ohc_req_complete(req, status);
 	}
 }
 
-static void pull_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		      ohc_status_t status);
+/* Forget the pulled fragment's read (the QPs are stopped or gone). */
+static void rd_release(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	ohc_vx_mr_put(vi, e->rd_mr);
+	e->rd_mr = NULL;
+	e->rd = e->rd_done = 0;
+}
 
 static void ep_stop(struct ohc_verbs_ep *e)
 {
@@ -280,8 +227,7 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 		return;
 	e->broken = status;
 	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq) ||
-	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq) ||
-	    e->gx_head != e->gx_tail || e->prx_head != e->prx_tail)
+	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq))
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: RDMA connection to rank %u failed: QP %u: "
 			  "%s",
@@ -295,7 +241,7 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	fail_queue(&e->recvq, status);
 	ep_stop(e);
 	gx_fail(vx_iface(iface), e, status);
-	pull_fail(vx_iface(iface), e, status);
+	rd_release(vx_iface(iface), e);
 	ohc_vx_rdv_fail(vx_iface(iface), e, status);
 }
 
@@ -515,29 +461,38 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		uint64_t raddr = e->rem_ring + (uint64_t)idx * vi->slot_bytes;
 		struct ibv_send_wr *wr;
 		struct ibv_sge *sg;
-		size_t frag, lim;
+		size_t frag = OHC_MIN(req->len - req->done, payload);
+		int pulled = 0;
 
 		if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 >
 		    vi->sq_depth)
 			break; /* the send queue drains first */
-		if (!req->done && e->gx_req != req)
-			pull_take(vi, e, req);
-		if (e->gx_req == req && e->gx_pull && !e->gx_desc) {
-			/* a pulled message's first slot: its descriptor */
+		if (vi->pull_bytes && req->len >= vi->pull_bytes &&
+		    !req->tp_priv) {
+			/* halves (at most a slot); every second is pulled */
+			size_t fs =
+				OHC_MIN(((req->len + 1) / 2 + 63) & ~(size_t)63,
+					payload - OHC_VX_PULL_PAD);
+
+			frag = OHC_MIN(frag, fs);
+			pulled = (int)((req->done / fs) & 1);
+		}
+		h->sig = req->sig;
+		h->msg_len = req->len;
+		h->off = req->done;
+		h->frag_len = (uint32_t)frag;
+		h->freed = rx_freed32(e);
+		h->rdv = (uint64_t)(uintptr_t)req->tp_priv;
+		if (pulled) { /* staged behind a descriptor, only it goes */
 			struct vx_pull_desc *d =
 				(struct vx_pull_desc *)(slot + OHC_VX_HDR);
+			char *data = slot + OHC_VX_HDR + OHC_VX_PULL_PAD;
 
-			h->sig = req->sig;
-			h->msg_len = req->len;
-			h->off = 0;
-			h->frag_len = sizeof(*d);
-			h->freed = rx_freed32(e);
+			memcpy(data, (const char *)req->sbuf + req->done, frag);
+			d->addr = (uintptr_t)data;
+			d->rkey = e->stage_mr->rkey;
+			d->pad = 0;
 			h->rdv = VX_PULL_FLAG;
-			d->off = req->len - e->gx_pull;
-			d->len = e->gx_pull;
-			d->addr = (uintptr_t)req->sbuf + d->off;
-			d->rkey = ohc_vx_mr_rkey(e->gx_mr);
-			d->tag = (uint32_t)(e->gx_tail % e->gx_n);
 			wr = vx_wr(e, &nw, &sg, &ns, 1,
 				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
 			wr->imm_data = htonl(idx);
@@ -547,21 +502,8 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			if (sg->length <= vi->max_inline)
 				wr->send_flags = IBV_SEND_INLINE;
 			chain_add(q, wr);
-			e->gx_desc = 1;
-			e->tx_slots++;
-			e->rx_reported = e->rx_next;
-			n++;
-			continue;
-		}
-		lim = req->len - (e->gx_req == req ? e->gx_pull : 0);
-		frag = OHC_MIN(lim - req->done, payload);
-		h->sig = req->sig;
-		h->msg_len = req->len;
-		h->off = req->done;
-		h->frag_len = (uint32_t)frag;
-		h->freed = rx_freed32(e);
-		h->rdv = (uint64_t)(uintptr_t)req->tp_priv;
-		if (OHC_VX_HDR + frag <= vi->max_inline) {
+			vi->pull_tx++;
+		} else if (OHC_VX_HDR + frag <= vi->max_inline) {
 			wr = vx_wr(e, &nw, &sg, &ns, 2,
 				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
 			wr->imm_data = htonl(idx);
@@ -593,7 +535,7 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		e->tx_slots++;
 		e->rx_reported = e->rx_next;
 		n++;
-		if (req->done == lim) {
+		if (req->done == req->len) {
 			ohc_list_del(&req->link);
 			if (!gx_posted(vi, e, req))
 				ohc_list_add_tail(&done, &req->link);
@@ -665,243 +607,67 @@ static void tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed)
 		e->tx_freed += delta;
 }
 
-/* ---- pulled messages, receive side (struct vx_prx) ----------------- */
-
-static struct vx_prx *prx_rec(struct ohc_verbs_ep *e, uint64_t n)
-{
-	return &e->prx[n % e->gx_n];
-}
-
-/* The pull record of a receive in recvq, or NULL. */
-static struct vx_prx *prx_of(struct ohc_verbs_ep *e, const struct ohc_req *req)
-{
-	uint64_t n = (uint64_t)(uintptr_t)req->tp_priv;
-
-	return n ? prx_rec(e, n - 1) : NULL;
-}
-
-/* Give back what x's read landed in (its read is over or stopped). */
-static void prx_release(struct ohc_verbs_iface *vi, struct vx_prx *x)
-{
-	ohc_vx_mr_put(vi, x->mr);
-	x->mr = NULL;
-	if (x->land)
-		x->land->busy = 0;
-	x->land = NULL;
-	if (x->smr)
-		ohc_vx_dereg_mr(x->smr);
-	x->smr = NULL;
-	free(x->scratch);
-	x->scratch = NULL;
-}
-
-/* Free the records whose reads are over, FINs written and receives
- * completed, in order. */
-static void prx_retire(struct ohc_verbs_ep *e)
-{
-	while (e->prx_head < e->prx_fin && !prx_rec(e, e->prx_head)->req)
-		e->prx_head++;
-}
-
-/* Complete x's receive once both parts are in. */
-static void prx_finish(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		       struct vx_prx *x)
-{
-	struct ohc_req *req = x->req;
-
-	if (!req || !x->push_done || !x->read_done)
-		return;
-	x->req = NULL;
-	prx_release(vi, x);
-	req->done = req->len;
-	req->tp_priv = NULL;
-	ohc_req_complete(req, OHC_OK);
-	prx_retire(e);
-}
-
-static int sq_room(const struct ohc_verbs_iface *vi, const struct ohc_vx_qp *q)
-{
-	return q->sq_inflight + q->nchain + 2 <= vi->sq_depth;
-}
-
-/* Post the reads (QP 0, in order, each signaled) and the FINs due. */
-static unsigned pull_progress(struct ohc_verbs_iface *vi,
-			      struct ohc_verbs_ep *e)
-{
-	struct ohc_vx_qp *q = &e->qps[0];
-	unsigned n = 0;
-
-	while (!e->broken && e->prx_post < e->prx_tail && sq_room(vi, q)) {
-		struct vx_prx *x = prx_rec(e, e->prx_post);
-		struct ibv_send_wr wr;
-		struct ibv_sge sg;
-		int rc;
-
-		memset(&wr, 0, sizeof(wr));
-		if (x->land) {
-			sg.addr = (uintptr_t)x->land->buf;
-			sg.lkey = x->land->mr->lkey;
-		} else if (x->smr) {
-			sg.addr = (uintptr_t)x->scratch;
-			sg.lkey = x->smr->lkey;
-		} else {
-			sg.addr = (uintptr_t)x->req->dst + x->off;
-			sg.lkey = ohc_vx_mr_lkey(x->mr);
-		}
-		sg.length = (uint32_t)x->len;
-		wr.opcode = IBV_WR_RDMA_READ;
-		wr.wr.rdma.remote_addr = x->raddr;
-		wr.wr.rdma.rkey = x->rkey;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr_id = wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
-		rc = ohc_vx_post_send(q->qp, &wr);
-		if (rc) {
-			char why[160];
-
-			snprintf(why, sizeof(why), "ibv_post_send (read): %s",
-				 strerror(rc));
-			ep_fail(e, ep_qpn(e, 0), why);
-			return n;
-		}
-		q->sq_inflight++;
-		q->unsig = 0;
-		e->prx_post++;
-		n++;
-	}
-	while (!e->broken && e->prx_fin < e->prx_read && sq_room(vi, q)) {
-		struct vx_prx *x = prx_rec(e, e->prx_fin);
-		struct ibv_send_wr wr;
-		int rc;
-
-		memset(&wr, 0, sizeof(wr)); /* zero-length */
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.imm_data = htonl(OHC_VX_IMM_FIN | x->tag);
-		wr.wr.rdma.remote_addr = e->rem_ring;
-		wr.wr.rdma.rkey = e->rem_rkey;
-		chain_add(q, &wr);
-		rc = chain_post(vi, e, 0, 0);
-		if (rc) {
-			char why[160];
-
-			snprintf(why, sizeof(why), "ibv_post_send: %s",
-				 strerror(rc));
-			ep_fail(e, ep_qpn(e, 0), why);
-			return n;
-		}
-		e->prx_fin++;
-		n++;
-	}
-	prx_retire(e);
-	return n;
-}
-
-/* The oldest posted read completed: deliver it unless it landed in
- * place, write its FIN, complete the receive if its pushed part is in. */
-static void pull_read_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
-{
-	struct vx_prx *x;
-
-	if (e->prx_read == e->prx_post) {
-		ep_fail(e, ep_qpn(e, 0), "protocol error: unexpected read");
-		return;
-	}
-	x = prx_rec(e, e->prx_read++);
-	x->read_done = 1;
-	if (x->req && (x->land || x->smr)) {
-		ohc_req_deliver(x->req, x->off,
-				x->land ? x->land->buf : x->scratch, x->len);
-		x->req->done -= x->len; /* counts the pushed part only */
-	}
-	if (x->req)
-		prx_finish(vi, e, x);
-	else
-		prx_release(vi, x); /* its receive failed meanwhile */
-	pull_progress(vi, e);
-}
-
 /*
- * A pull descriptor arrived for req, the head of recvq: check it against
- * the receive and set up its record and read. 1: taken; 0: the message
- * does not match (req failed with OHC_ERR_DESYNC); -1: the ep failed.
+ * The pulled fragment next in order (header h in slot, for req): post
+ * its read, straight into the destination when req is a COPY whose
+ * buffer registers through the cache, else into the slot; once it
+ * completed, deliver it. 1: delivered; 0: not yet; -1: the ep failed.
  */
-static int pull_rx_desc(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-			struct ohc_req *req, const struct vx_hdr *h)
+static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		     struct ohc_req *req, const struct vx_hdr *h,
+		     const char *slot)
 {
+	char *land = (char *)slot + OHC_VX_HDR + OHC_VX_PULL_PAD;
+	struct ohc_vx_qp *q = &e->qps[0];
 	struct vx_pull_desc d;
-	struct vx_prx *x;
-	int zc = 0;
+	struct ibv_send_wr wr;
+	struct ibv_sge sg;
+	int zc, rc;
 
-	if (h->msg_len != req->len || req->done || req->tp_priv ||
-	    memcmp(&h->sig, &req->sig, sizeof(req->sig))) {
-		req->got_sig = h->sig;
-		ohc_list_del(&req->link);
-		ohc_req_complete(req, OHC_ERR_DESYNC);
-		return 0;
+	if (e->rd) {
+		if (!e->rd_done)
+			return 0;
+		if (e->rd_mr) {
+			req->done += h->frag_len;
+			ohc_vx_mr_put(vi, e->rd_mr);
+			e->rd_mr = NULL;
+		} else {
+			ohc_req_deliver(req, h->off, land, h->frag_len);
+		}
+		e->rd = e->rd_done = 0;
+		vi->pull_rx++;
+		return 1;
 	}
-	memcpy(&d, (const char *)h + OHC_VX_HDR, sizeof(d));
-	if (h->frag_len != sizeof(d) || !d.len || d.len > OHC_VX_LAND_BYTES ||
-	    d.len > req->len || d.off != req->len - d.len || d.tag >= e->gx_n ||
-	    e->prx_tail - e->prx_head >= e->gx_n) {
-		ep_fail(e, ep_qpn(e, 0), "protocol error: bad pull descriptor");
+	if (q->sq_inflight + q->nchain + 2 > vi->sq_depth)
+		return 0; /* the next progress tries again */
+	memcpy(&d, slot + OHC_VX_HDR, sizeof(d));
+	if (req->kind == OHC_RECV_COPY && vi->mrc.max_idle)
+		e->rd_mr = ohc_vx_mr_get(vi, (char *)req->dst + h->off,
+					 h->frag_len, 1, &zc);
+	memset(&wr, 0, sizeof(wr));
+	sg.addr = e->rd_mr ? (uintptr_t)req->dst + h->off : (uintptr_t)land;
+	sg.length = h->frag_len;
+	sg.lkey = e->rd_mr ? ohc_vx_mr_lkey(e->rd_mr) : e->ring_mr->lkey;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = d.addr;
+	wr.wr.rdma.rkey = d.rkey;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr_id = wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
+	rc = ohc_vx_post_send(q->qp, &wr);
+	if (rc) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "ibv_post_send (read): %s",
+			 strerror(rc));
+		ep_fail(e, ep_qpn(e, 0), why);
 		return -1;
 	}
-	x = prx_rec(e, e->prx_tail);
-	memset(x, 0, sizeof(*x));
-	x->raddr = d.addr;
-	x->rkey = d.rkey;
-	x->tag = d.tag;
-	x->off = d.off;
-	x->len = d.len;
-	if (req->kind == OHC_RECV_COPY)
-		x->mr = ohc_vx_mr_get(vi, (char *)req->dst + d.off, d.len, 1,
-				      &zc);
-	if (!x->mr)
-		x->land = ohc_vx_land_take(vi);
-	if (!x->mr && !x->land) {
-		x->scratch = malloc(d.len);
-		if (x->scratch)
-			x->smr = ohc_vx_reg_mr(vi->pd, x->scratch, d.len,
-					       IBV_ACCESS_LOCAL_WRITE);
-		if (!x->smr) {
-			free(x->scratch);
-			x->scratch = NULL;
-			ep_fail(e, ep_qpn(e, 0),
-				"cannot register memory to read a message "
-				"into");
-			return -1;
-		}
-	}
-	x->req = req;
-	req->tp_priv = (void *)(uintptr_t)(++e->prx_tail);
-	vi->pull_recvs++;
-	pull_progress(vi, e);
-	return 1;
-}
-
-/*
- * Fail the pulled receives whose pushed part is in (the others are in
- * recvq, failed with it) and give back every record's memory: the QPs
- * are stopped or gone, no read writes any more.
- */
-static void pull_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		      ohc_status_t status)
-{
-	if (!e->prx)
-		return; /* never set up */
-	for (uint64_t n = e->prx_head; n < e->prx_tail; n++) {
-		struct vx_prx *x = prx_rec(e, n);
-		struct ohc_req *req = x->req;
-
-		prx_release(vi, x);
-		x->req = NULL;
-		if (req && x->push_done) { /* else failed with recvq */
-			req->tp_priv = NULL;
-			ohc_req_complete(req, status);
-		}
-	}
-	e->prx_head = e->prx_post = e->prx_read = e->prx_fin = e->prx_tail;
+	q->sq_inflight++;
+	q->unsig = 0;
+	e->rd = 1;
+	return 0;
 }
 
 /* Hand landed fragments to posted receives, in order. */
@@ -914,27 +680,13 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
 		const struct vx_hdr *h = (const struct vx_hdr *)slot;
 		struct ohc_req *req;
-		struct vx_prx *x = NULL;
-		size_t lim;
+		int pulled, routed;
 
 		if (!e->arrived[idx])
 			break;
-		if (h->rdv & VX_PULL_FLAG) { /* for the next receive */
-			int rc;
-
-			if (ohc_list_empty(&e->recvq))
-				break;
-			req = ohc_container_of(e->recvq.next, struct ohc_req,
-					       link);
-			rc = pull_rx_desc(vi, e, req, h);
-			n++;
-			if (rc <= 0)
-				break;
-			e->arrived[idx] = 0;
-			e->rx_next++;
-			continue;
-		}
-		if (h->rdv) { /* a rendezvous's message: its own receive */
+		pulled = h->rdv == VX_PULL_FLAG;
+		routed = h->rdv && !pulled;
+		if (routed) { /* a rendezvous's message: its own receive */
 			req = ohc_vx_rdv_route(e, h->rdv);
 			if (!req) {
 				ep_fail(e, ep_qpn(e, 0),
@@ -947,24 +699,15 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		} else {
 			break;
 		}
-		if (!h->rdv && req->tp_priv) /* pulled: the pushed part */
-			x = prx_of(e, req);
-		lim = req->len - (x ? x->len : 0);
-		if (h->off != req->done || h->frag_len > lim - req->done ||
-		    h->frag_len > vi->slot_bytes - OHC_VX_HDR ||
+		if (h->off != req->done || h->frag_len > req->len - req->done ||
+		    h->frag_len > vi->slot_bytes - OHC_VX_HDR -
+					  (pulled ? OHC_VX_PULL_PAD : 0) ||
 		    (req->done == 0 &&
 		     (h->msg_len != req->len ||
 		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
 			req->got_sig = h->sig;
 			ohc_list_del(&req->link);
-			if (x) { /* its read goes on, into nothing */
-				x->req = NULL;
-				req->tp_priv = NULL;
-				if (x->read_done)
-					prx_release(vi, x);
-				prx_retire(e);
-			}
-			if (h->rdv) { /* a desync probe: header only */
+			if (routed) { /* a desync probe: header only */
 				ohc_vx_rdv_rx_done(vi, e, req);
 				e->arrived[idx] = 0;
 				e->rx_next++;
@@ -973,20 +716,19 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			n++;
 			break;
 		}
-		if (h->frag_len) /* a 0-byte message may have no buffer */
+		if (pulled) {
+			if (pull_frag(vi, e, req, h, slot) <= 0)
+				break; /* read posted or running, or failed */
+		} else if (h->frag_len) { /* 0 bytes: maybe no buffer */
 			ohc_req_deliver(req, h->off, slot + OHC_VX_HDR,
 					h->frag_len);
+		}
 		e->arrived[idx] = 0;
 		e->rx_next++;
 		n++;
-		if (req->done == lim) {
+		if (req->done == req->len) {
 			ohc_list_del(&req->link);
-			if (x) { /* the read may still run */
-				x->push_done = 1;
-				prx_finish(vi, e, x);
-				continue;
-			}
-			if (h->rdv)
+			if (routed)
 				ohc_vx_rdv_rx_done(vi, e, req);
 			ohc_req_complete(req, OHC_OK);
 		}
@@ -1032,8 +774,8 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	}
 	if (kind == WR_RDV && !e->broken)
 		ohc_vx_rdv_acked(e, ((uint32_t)wc->wr_id >> 12) & 0xff);
-	if (kind == WR_PULL && !e->broken)
-		pull_read_done(vi, e);
+	if (kind == WR_PULL && e->rd)
+		e->rd_done = 1; /* ep_deliver takes it */
 	if (kind != WR_RECV) {
 		if (!e->broken)
 			gx_reap(vi, e);
@@ -1047,18 +789,6 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 
 		if (idx & OHC_VX_IMM_RDV) {
 			ohc_vx_rdv_imm(vi, e, idx);
-			return;
-		}
-		if (idx & OHC_VX_IMM_FIN) { /* a pulled send was read */
-			struct vx_gx *g = &e->gx[(idx & 0xffff) % e->gx_n];
-
-			if ((idx & 0xffff) >= e->gx_n || !g->pull || g->fin) {
-				ep_fail(e, wc->qp_num,
-					"protocol error: unexpected FIN");
-				return;
-			}
-			g->fin = 1;
-			gx_reap(vi, e);
 			return;
 		}
 		if (idx >= vi->slots) {
@@ -1122,8 +852,6 @@ static unsigned vx_iface_progress(struct ohc_iface *iface)
 			continue;
 		ep_refill(vi, e);
 		n += ep_deliver(vi, e);
-		if (e->prx_fin < e->prx_tail)
-			n += pull_progress(vi, e);
 		n += ohc_vx_rdv_progress(vi, e);
 		n += ep_push(vi, e);
 	}
@@ -1305,7 +1033,7 @@ static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 		ep_stop(e);
 	}
 	gx_fail(vx_iface(ep->iface), e, status);
-	pull_fail(vx_iface(ep->iface), e, status);
+	rd_release(vx_iface(ep->iface), e);
 	ohc_vx_rdv_fail(vx_iface(ep->iface), e, status);
 }
 
@@ -1425,26 +1153,24 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				   : 1u << 30;
 	vi->rndv_bytes = (uint32_t)env->rdma_rndv_kb * 1024;
 	vi->gx_bytes = (uint32_t)env->rdma_gather_kb * 1024;
-	/* one read WR per pulled message: not with OPENHCCL_RDMA_WRITE_KB,
+	/* one read WR per pulled fragment: not with OPENHCCL_RDMA_WRITE_KB,
 	 * whose small WRs are for lossy links */
 	vi->pull_bytes =
 		env->rdma_write_kb
 			? 0
 			: (uint32_t)OHC_MIN((uint64_t)env->rdma_pull_kb * 1024,
 					    UINT32_MAX);
-	/* slots, rendezvous, and per pulled message a read and a FIN */
-	vi->sq_depth =
-		vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 2 * vi->slots + 16;
+	/* the slots' WRs, the rendezvous', a read at a time */
+	vi->sq_depth = vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 16 + 1;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data
 	 * fragments (its credits), `slots` credit messages (one per slot of
-	 * ours it consumed), `slots` FINs (one per pulled message of
-	 * ours, each holding a record) and per rendezvous in flight (at most
+	 * ours it consumed) and per rendezvous in flight (at most
 	 * OHC_VX_RDV_N each way) a CTS or a stripe, and per landing buffer
 	 * of either side its chunks or their grants: keep that many
 	 * receives posted at all times.
 	 */
-	vi->rq_depth = 3 * vi->slots + 2 * OHC_VX_RDV_N +
+	vi->rq_depth = 2 * vi->slots + 2 * OHC_VX_RDV_N +
 		       2 * OHC_VX_LAND_MAX * OHC_VX_LAND_CHUNKS + 16;
 	vi->timeout = (uint32_t)env->rdma_timeout;
 	vi->retry_cnt = (uint32_t)env->rdma_retry_cnt;
@@ -1668,7 +1394,7 @@ static void vx_ep_fini(struct ohc_ep *ep)
 		e->qps[i].qp = NULL;
 	}
 	gx_fail(vi, e, OHC_ERR_CANCELED);
-	pull_fail(vi, e, OHC_ERR_CANCELED);
+	rd_release(vi, e);
 	ohc_vx_rdv_fail(vi, e, OHC_ERR_CANCELED);
 	if (e->ring_mr)
 		ohc_vx_dereg_mr(e->ring_mr);
@@ -1684,8 +1410,6 @@ static void vx_ep_fini(struct ohc_ep *ep)
 	free(e->arrived);
 	free(e->gx);
 	free(e->gx_marks);
-	free(e->prx);
-	e->prx = NULL;
 	e->gx = NULL;
 	e->gx_marks = NULL;
 	e->ring = e->stage = e->ctrl_in = e->ctrl_out = NULL;
@@ -1720,9 +1444,8 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->gx_n = vi->slots;
 	e->gx = calloc(e->gx_n, sizeof(*e->gx));
 	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
-	e->prx = calloc(e->gx_n, sizeof(*e->prx));
 	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->gx ||
-	    !e->gx_marks || !e->prx)
+	    !e->gx_marks)
 		return OHC_ERR_NO_MEMORY;
 	for (uint32_t i = 0; i < e->gx_n; i++)
 		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
@@ -1741,7 +1464,8 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->ring_mr = ohc_vx_reg_mr(vi->pd, e->ring, len + ctrl, access);
 	if (e->ring_mr)
 		e->stage_mr = ohc_vx_reg_mr(vi->pd, e->stage, len + ctrl,
-					    IBV_ACCESS_LOCAL_WRITE);
+					    IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_READ);
 	if (!e->ring_mr || !e->stage_mr) {
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: cannot register %zu bytes for rank %u on "

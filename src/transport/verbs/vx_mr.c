@@ -130,9 +130,7 @@ static void trim_locked(struct vx_mr_cache *c, unsigned max)
 static struct vx_mr *entry_new(struct ohc_verbs_iface *vi, uintptr_t start,
 			       uintptr_t end, int write)
 {
-	/* remote read: a pulled message's second half (vx_iface.c) */
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		     IBV_ACCESS_REMOTE_READ;
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	struct vx_mr *m = calloc(1, sizeof(*m));
 
 	if (!m)
@@ -142,8 +140,7 @@ static struct vx_mr *entry_new(struct ohc_verbs_iface *vi, uintptr_t start,
 	m->mr = ohc_vx_reg_mr(vi->pd, (void *)start, end - start, access);
 	if (!m->mr && !write && errno == EFAULT) {
 		/* read-only memory is fine as a source */
-		m->mr = ohc_vx_reg_mr(vi->pd, (void *)start, end - start,
-				      IBV_ACCESS_REMOTE_READ);
+		m->mr = ohc_vx_reg_mr(vi->pd, (void *)start, end - start, 0);
 		m->ro = 1;
 	}
 	if (!m->mr) {

@@ -111,11 +111,11 @@ static int lands_direct(const struct ohc_req *req)
 
 /* ---- landing buffers ------------------------------------------------ */
 
-#define LAND_BYTES OHC_VX_LAND_BYTES
+#define LAND_BYTES ((size_t)OHC_VX_LAND_CHUNK * OHC_VX_LAND_CHUNKS)
 
 /* A free landing buffer, allocated and registered at first need; NULL
  * if all are taken or one cannot be made (the receive then goes eager). */
-struct vx_land *ohc_vx_land_take(struct ohc_verbs_iface *vi)
+static struct vx_land *land_take(struct ohc_verbs_iface *vi)
 {
 	for (unsigned i = 0; i < OHC_VX_LAND_MAX; i++) {
 		struct vx_land *l = &vi->land[i];
@@ -186,7 +186,7 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (lands_direct(req))
 			x->mr = ohc_vx_mr_get(vi, req->dst, req->len, 1, &zc);
 		else if (req->esize)
-			x->land = ohc_vx_land_take(vi);
+			x->land = land_take(vi);
 		x->req = req;
 		x->zc = zc;
 		cts = (struct vx_rdv_cts *)(e->ctrl_out +

@@ -68,7 +68,6 @@
 #define OHC_VX_LAND_CHUNK (256u * 1024u)
 #define OHC_VX_LAND_CHUNKS 4u /* chunks per buffer */
 #define OHC_VX_LAND_MAX 4u    /* buffers per iface */
-#define OHC_VX_LAND_BYTES ((size_t)OHC_VX_LAND_CHUNK * OHC_VX_LAND_CHUNKS)
 
 struct ohc_verbs_iface;
 struct ohc_verbs_ep;
@@ -124,9 +123,6 @@ struct vx_land {
 	int busy; /* taken by a receive */
 };
 
-/* A free landing buffer, taken (busy = 1; give it back with busy = 0);
- * NULL if all are taken or one cannot be made. */
-struct vx_land *ohc_vx_land_take(struct ohc_verbs_iface *vi);
 /* Free every landing buffer (iface close: no ep uses them any more). */
 void ohc_vx_land_fini(struct ohc_verbs_iface *vi);
 
