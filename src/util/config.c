@@ -117,7 +117,8 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_RDMA_PULL_KB", "64",
 	      "slot-path messages of at least this many KiB (below the "
 	      "rendezvous) go in halves, every second one RDMA-read by the "
-	      "receiver from the sender's staging slot into its buffer (0: "
+	      "receiver from the sender's staging slot into its buffer; "
+	      "unset: only on software RDMA devices (Soft-RoCE, siw) (0: "
 	      "never)",
 	      rdma_pull_kb, 0, 1048576),
 	INT_F("OPENHCCL_RDMA_MR_CACHE", "64",

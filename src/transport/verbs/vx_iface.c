@@ -35,6 +35,9 @@
  * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
 enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3, WR_PULL = 4 };
 #define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
+/* software RDMA devices' vendor ids (kernel rxe_param.h, siw.h) */
+#define VX_VENDOR_RXE 0xffffffu
+#define VX_VENDOR_SIW 0x626d74u
 
 static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
 		      uint32_t covered)
@@ -1199,6 +1202,17 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				 (int)env->rdma_gid_index);
 	if (status < 0)
 		return status;
+	if (vi->pull_bytes && !ohc_config_is_set("OPENHCCL_RDMA_PULL_KB")) {
+		struct ibv_device_attr da;
+
+		/* by default only where the CPUs do the RDMA protocol work
+		 * (Soft-RoCE, siw): a NIC writes for free, and a read per
+		 * pulled fragment would only add a round trip */
+		if (ohc_vx_query_device(vi->ctx, &da) ||
+		    (da.vendor_id != VX_VENDOR_RXE &&
+		     da.vendor_id != VX_VENDOR_SIW))
+			vi->pull_bytes = 0;
+	}
 	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
 	if (!vi->by_peer) {
 		status = OHC_ERR_NO_MEMORY;
