@@ -114,6 +114,13 @@ static const struct field fields[] = {
 	      "staging copy; the send completes when the write did (0: "
 	      "always copy)",
 	      rdma_gather_kb, 0, 16384),
+	INT_F("OPENHCCL_RDMA_PULL_KB", "64",
+	      "slot-path messages of at least this many KiB (below the "
+	      "rendezvous) go in halves, every second one RDMA-read by the "
+	      "receiver from the sender's staging slot into its buffer; "
+	      "unset: only on software RDMA devices (Soft-RoCE, siw) (0: "
+	      "never)",
+	      rdma_pull_kb, 0, 1048576),
 	INT_F("OPENHCCL_RDMA_MR_CACHE", "64",
 	      "unused user-buffer registrations kept for reuse, each checked "
 	      "against /proc/self/pagemap when reused (0: released when the "

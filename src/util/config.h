@@ -51,6 +51,7 @@ struct ohc_env {
 	int64_t rdma_slot_kb;         /* OPENHCCL_RDMA_SLOT_KB */
 	int64_t rdma_rndv_kb;         /* OPENHCCL_RDMA_RNDV_KB */
 	int64_t rdma_gather_kb;       /* OPENHCCL_RDMA_GATHER_KB, 0 = never */
+	int64_t rdma_pull_kb;         /* OPENHCCL_RDMA_PULL_KB, 0 = never */
 	int64_t rdma_mr_cache;        /* OPENHCCL_RDMA_MR_CACHE (see vx_mr.c) */
 	int64_t rdma_write_kb;        /* OPENHCCL_RDMA_WRITE_KB, 0 = slot */
 	/* OpenHCCL's own */

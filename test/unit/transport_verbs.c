@@ -1189,6 +1189,7 @@ static void gather_env(const char *write_kb)
 	 * buffers here live until the end) */
 	setenv("OPENHCCL_RDMA_MR_CACHE", "64", 1);
 	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
+	setenv("OPENHCCL_RDMA_PULL_KB", "0", 1); /* the pushes alone */
 	if (write_kb)
 		setenv("OPENHCCL_RDMA_WRITE_KB", write_kb, 1);
 	else
@@ -1518,4 +1519,275 @@ Test(verbs, gather_send_fails_with_its_qp)
 	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, gather_err_rank, NULL, 120), 0);
+}
+
+/* ---- pulled fragments (OPENHCCL_RDMA_PULL_KB) ----------------------- */
+
+static void pull_env(const char *slots, const char *cache)
+{
+	gather_env(NULL);
+	setenv("OPENHCCL_RDMA_PULL_KB", "16", 1);
+	if (slots)
+		setenv("OPENHCCL_RDMA_SLOTS", slots, 1);
+	if (cache)
+		setenv("OPENHCCL_RDMA_MR_CACHE", cache, 1);
+	ohc_env_reload();
+}
+
+/* Fragments a message of len bytes has pulled (64 KiB slots). */
+static uint64_t pulled_frags(size_t len)
+{
+	size_t fs = ((len + 1) / 2 + 63) & ~(size_t)63;
+
+	if (len < 16 * KIB)
+		return 0;
+	fs = fs < 64 * KIB - OHC_VX_PULL_PAD ? fs : 64 * KIB - OHC_VX_PULL_PAD;
+	return (len + fs - 1) / fs / 2;
+}
+
+/*
+ * Slot-path messages of 16 KiB and more (below the rendezvous) go in
+ * halves, every second fragment read by the receiver from the sender's
+ * staging slot; both directions, two QPs:
+ *  1. back to back from misaligned buffers, sizes around the threshold
+ *     and the slot size, COPY receives (read straight into the buffer
+ *     with the cache, else into the slot), a REDUCE and a REDUCE_TO
+ *     (read into the slot, reduced from there): every byte right,
+ *     nothing written past the end, the pulled counts right;
+ *  2. one buffer reused: each send completes, the buffer is overwritten
+ *     at once and sent again; every receive has its own round's
+ *     pattern (the pulled halves are read from the staging copy);
+ * then no registration is in use, and after teardown none is left
+ * (rank_down). With 4 slots the credits run out inside messages.
+ */
+#define PL_MSGS 12
+#define PL_ROUNDS 8
+static int pull_rank(int rank, int nranks, void *arg)
+{
+	static const size_t sizes[PL_MSGS] = {
+		16 * KIB,  16 * KIB + 1, 20 * KIB + 3, 64 * KIB - 1,
+		64 * KIB,  64 * KIB + 1, 80 * KIB + 5, 100 * KIB + 7,
+		128 * KIB, 200 * KIB,	 255 * KIB,    8 * KIB,
+	};
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	static struct ohc_req sreq[PL_MSGS], rreq[PL_ROUNDS + PL_MSGS];
+	struct ohc_req *all[2 * PL_MSGS + PL_ROUNDS];
+	uint8_t *sb[PL_MSGS], *rb[PL_MSGS], *rr[PL_ROUNDS], *src2;
+	const size_t rlen = 200 * KIB;
+	int peer = 1 - rank, n = 0;
+	uint64_t want = 0;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	vi = (struct ohc_verbs_iface *)c->iface;
+	CHECK(vi->pull_bytes == 16 * KIB, "threshold %u", vi->pull_bytes);
+	src2 = malloc(100 * KIB + 7);
+	CHECK(src2, "malloc");
+	fill(src2, 100 * KIB + 7, rank, 77);
+
+	/* 1: back to back, both directions, reductions among them */
+	for (int i = 0; i < PL_MSGS; i++) {
+		sb[i] = malloc(sizes[i] + 8);
+		rb[i] = malloc(sizes[i] + 8);
+		CHECK(sb[i] && rb[i], "malloc");
+		sb[i] += i % 3;
+		rb[i] += i % 3;
+		fill(sb[i], sizes[i], rank, i);
+		fill(rb[i], sizes[i], rank, 100 + i);
+		rb[i][sizes[i]] = 0xee;
+		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		if (i == 4) { /* dst = dst + message */
+			rreq[i].kind = OHC_RECV_REDUCE;
+			rreq[i].reduce = add_u8;
+			rreq[i].esize = 1;
+		} else if (i == 7) { /* dst = src2 + message */
+			rreq[i].kind = OHC_RECV_REDUCE_TO;
+			rreq[i].src2 = src2;
+			rreq[i].reduce = add_u8;
+			rreq[i].esize = 1;
+		}
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
+		      "ep_recv %d", i);
+		all[n++] = &rreq[i];
+		want += pulled_frags(sizes[i]);
+	}
+	for (int i = 0; i < PL_MSGS; i++) {
+		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
+		      "ep_send %d", i);
+		all[n++] = &sreq[i];
+	}
+	CHECK(drive(c, all, n, 120000) == 0, "back to back: timeout");
+	for (int i = 0; i < PL_MSGS; i++) {
+		CHECK(sreq[i].status == OHC_OK && rreq[i].status == OHC_OK,
+		      "msg %d (%zu bytes): send %s, recv %s", i, sizes[i],
+		      ohc_status_str(sreq[i].status),
+		      ohc_status_str(rreq[i].status));
+		for (size_t j = 0; j < sizes[i]; j++) {
+			uint8_t w = pat(j, peer, i);
+
+			if (i == 4)
+				w = (uint8_t)(w + pat(j, rank, 100 + i));
+			else if (i == 7)
+				w = (uint8_t)(w + pat(j, rank, 77));
+			if (rb[i][j] != w)
+				FAIL("msg %d (%zu bytes): byte %zu wrong", i,
+				     sizes[i], j);
+		}
+		CHECK(rb[i][sizes[i]] == 0xee, "msg %d: wrote past the end", i);
+	}
+	CHECK(vi->pull_tx == want && vi->pull_rx == want,
+	      "%lu fragments pulled by the peer, %lu by us, want %lu",
+	      (unsigned long)vi->pull_tx, (unsigned long)vi->pull_rx,
+	      (unsigned long)want);
+	barrier(nranks);
+
+	/* 2: one buffer, overwritten as soon as each send completed */
+	n = 0;
+	for (int k = 0; k < PL_ROUNDS; k++) {
+		rr[k] = malloc(rlen);
+		CHECK(rr[k], "malloc");
+		memset(rr[k], 0, rlen);
+		req_recv(&rreq[PL_MSGS + k], rr[k], rlen, 2000 + (uint64_t)k);
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[PL_MSGS + k]) ==
+			      OHC_OK,
+		      "ep_recv round %d", k);
+		all[n++] = &rreq[PL_MSGS + k];
+	}
+	CHECK(sizes[9] == rlen, "message 9 is %zu bytes", sizes[9]);
+	fill(sb[9], rlen, rank, 2000);
+	for (int k = 0; k < PL_ROUNDS; k++) {
+		struct ohc_req s, *sp[1] = {&s};
+
+		req_send(&s, sb[9], rlen, 2000 + (uint64_t)k);
+		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK,
+		      "ep_send round %d", k);
+		CHECK(drive(c, sp, 1, 60000) == 0, "round %d: timeout", k);
+		CHECK(s.status == OHC_OK, "round %d: %s", k,
+		      ohc_status_str(s.status));
+		fill(sb[9], rlen, rank, 2001 + k); /* at once */
+	}
+	want += PL_ROUNDS * pulled_frags(rlen);
+	CHECK(drive(c, all, n, 120000) == 0, "reuse: timeout");
+	for (int k = 0; k < PL_ROUNDS; k++) {
+		long bad = verify(rr[k], rlen, peer, 2000 + k);
+
+		CHECK(rreq[PL_MSGS + k].status == OHC_OK, "round %d recv: %s",
+		      k, ohc_status_str(rreq[PL_MSGS + k].status));
+		CHECK(bad < 0, "round %d: byte %ld is another round's", k, bad);
+		free(rr[k]);
+	}
+	CHECK(vi->pull_tx == want && vi->pull_rx == want,
+	      "%lu fragments pulled by the peer, %lu by us, want %lu",
+	      (unsigned long)vi->pull_tx, (unsigned long)vi->pull_rx,
+	      (unsigned long)want);
+	/* no registration in use (the cache keeps unused ones) */
+	CHECK(vi->mrc.n == vi->mrc.idle, "%u registrations, %u unused",
+	      vi->mrc.n, vi->mrc.idle);
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	for (int i = 0; i < PL_MSGS; i++) {
+		free(sb[i] - i % 3);
+		free(rb[i] - i % 3);
+	}
+	free(src2);
+	return rank_down(c);
+}
+
+Test(verbs, pulled_fragments_read_by_the_receiver)
+{
+	NEED_RDMA();
+	pull_env(NULL, NULL);
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, pull_rank, NULL, 280), 0);
+}
+
+Test(verbs, pulled_fragments_with_few_slots)
+{
+	NEED_RDMA();
+	pull_env("4", NULL);
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, pull_rank, NULL, 280), 0);
+}
+
+/* Without the cache every pulled fragment is read into its slot. */
+Test(verbs, pulled_fragments_into_the_slots)
+{
+	NEED_RDMA();
+	pull_env(NULL, "0");
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, pull_rank, NULL, 280), 0);
+}
+
+/*
+ * A pulled fragment whose read breaks the receiver's QP (injected under
+ * the read's post): the receive fails with OHC_ERR_REMOTE, the read's
+ * registration of the destination is released, and the sender (whose
+ * send completed when posted, or failed) sees the broken peer.
+ */
+static int pull_err_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	struct ohc_verbs_ep *e;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t *buf = malloc(100 * KIB);
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	vi = (struct ohc_verbs_iface *)c->iface;
+	e = (struct ohc_verbs_ep *)c->eps[peer];
+	CHECK(buf, "malloc");
+	fill(buf, 100 * KIB, rank, 0);
+	barrier(nranks);
+	if (rank == 0) {
+		req_send(&q, buf, 100 * KIB, 1);
+		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
+		CHECK(vi->pull_tx == 1, "%lu fragments pulled, want 1",
+		      (unsigned long)vi->pull_tx);
+		barrier(nranks);
+		if (notices_broken_peer(c, peer))
+			return 1;
+		CHECK(q.status == OHC_OK || q.status == OHC_ERR_REMOTE,
+		      "send: %s", ohc_status_str(q.status));
+	} else {
+		uint64_t until;
+
+		/* both fragments landed before the receive is posted: the
+		 * read is then our first post (no credit is owed before) */
+		barrier(nranks);
+		until = ohc_deadline_after_ms(300);
+		while (!ohc_deadline_passed(until))
+			c->ops->iface_progress(c->iface);
+		ohc_vx_fault_arm(OHC_VX_POST_SEND, 0, OHC_VX_FAULT_QP_ERR);
+		req_recv(&q, buf, 100 * KIB, 1);
+		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
+		drive(c, all, 1, 20000);
+		ohc_vx_fault_clear();
+		CHECK(q.status == OHC_ERR_REMOTE, "recv: %s",
+		      ohc_status_str(q.status));
+		CHECK(vi->pull_rx == 0 && !e->rd && !e->rd_mr,
+		      "%lu pulled, read %d", (unsigned long)vi->pull_rx, e->rd);
+		CHECK(c->ops->ep_check(c->eps[peer]) == OHC_ERR_REMOTE,
+		      "ep_check");
+	}
+	CHECK(vi->mrc.n == vi->mrc.idle, "%u registrations, %u unused",
+	      vi->mrc.n, vi->mrc.idle);
+	barrier(nranks);
+	free(buf);
+	return rank_down(c);
+}
+
+Test(verbs, pulled_fragment_fails_with_the_readers_qp)
+{
+	NEED_RDMA();
+	pull_env(NULL, NULL);
+	setenv("OPENHCCL_DEBUG", "NONE", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, pull_err_rank, NULL, 120), 0);
 }

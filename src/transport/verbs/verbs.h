@@ -95,6 +95,31 @@ struct vx_gx {
 	uint64_t *mark; /* per QP: its last WR (sq_done ordinal), 0: none */
 };
 
+/*
+ * Pulled fragments (OPENHCCL_RDMA_PULL_KB): a message of at least that
+ * size on the slot path goes in fragments of about half its size (at
+ * most a slot), and every second one is pulled: the sender copies its
+ * payload into its staging slot, behind this descriptor, and writes
+ * only the header and the descriptor into the peer's slot (header flag
+ * VX_PULL_FLAG in rdv); the receiver, when the fragment is next in
+ * order, RDMA-reads the payload from the staging slot straight into the
+ * destination (a COPY receive whose buffer registers through the
+ * cache), else into its own slot and delivers it from there, and frees
+ * the slot only then, so the credits guard the staging copy as they
+ * guard the ring and the send completes when posted, as a copied one
+ * does. Under rxe all protocol work of a READ (copies, ICRC) runs in
+ * the reader's context, that of a WRITE in the writer's: each side's
+ * CPU moves half the message, and the receiver copies only the pushed
+ * half.
+ */
+struct vx_pull_desc {
+	uint64_t addr; /* the payload in the sender's staging slot */
+	uint32_t rkey; /* of the staging copy */
+	uint32_t pad;
+};
+
+#define OHC_VX_PULL_PAD 64u /* descriptor room before a pulled payload */
+
 struct ohc_verbs_ep;
 
 struct ohc_verbs_iface {
@@ -123,6 +148,8 @@ struct ohc_verbs_iface {
 	uint32_t rndv_bytes; /* messages this large go by rendezvous */
 	uint32_t gx_bytes;   /* fragments this large gather (0: never) */
 	uint64_t gx_sends;   /* sends that gathered (tests, counters) */
+	uint32_t pull_bytes; /* messages this large pull half (0: never) */
+	uint64_t pull_tx, pull_rx; /* fragments pulled (tests, counters) */
 	struct vx_mr_cache mrc;
 	struct vx_land land[OHC_VX_LAND_MAX];
 	/* waiting */
@@ -169,6 +196,11 @@ struct ohc_verbs_ep {
 	uint8_t *arrived; /* per slot: data landed */
 	uint64_t rx_next; /* fragments consumed */
 	uint64_t rx_reported;
+	/* the pulled fragment next in order: its read is posted (rd), has
+	 * completed (rd_done); it lands in the destination under rd_mr, or
+	 * in its slot when rd_mr is NULL */
+	int rd, rd_done;
+	struct vx_mr *rd_mr;
 	struct vx_rdv rdv;
 	/* state */
 	int connected;

@@ -26,14 +26,18 @@
 
 #define VX_BLOB_MAGIC 0x4f484356u /* "OHCV" */
 #define VX_CONN_MAGIC 0x4f484343u /* "OHCC" */
-#define VX_VERSION 3u
+#define VX_VERSION 4u
 #define VX_MAX_INLINE 256u
 #define VX_POLL_BATCH 32
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
 
 /* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered;
  * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
-enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3 };
+enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3, WR_PULL = 4 };
+#define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
+/* software RDMA devices' vendor ids (kernel rxe_param.h, siw.h) */
+#define VX_VENDOR_RXE 0xffffffu
+#define VX_VENDOR_SIW 0x626d74u
 
 static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
 		      uint32_t covered)
@@ -195,6 +199,14 @@ static void gx_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 }
 
+/* Forget the pulled fragment's read (the QPs are stopped or gone). */
+static void rd_release(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	ohc_vx_mr_put(vi, e->rd_mr);
+	e->rd_mr = NULL;
+	e->rd = e->rd_done = 0;
+}
+
 static void ep_stop(struct ohc_verbs_ep *e)
 {
 	for (uint32_t i = 0; i < e->nqps; i++)
@@ -232,6 +244,7 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	fail_queue(&e->recvq, status);
 	ep_stop(e);
 	gx_fail(vx_iface(iface), e, status);
+	rd_release(vx_iface(iface), e);
 	ohc_vx_rdv_fail(vx_iface(iface), e, status);
 }
 
@@ -452,17 +465,48 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		struct ibv_send_wr *wr;
 		struct ibv_sge *sg;
 		size_t frag = OHC_MIN(req->len - req->done, payload);
+		int pulled = 0;
 
 		if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 >
 		    vi->sq_depth)
 			break; /* the send queue drains first */
+		if (vi->pull_bytes && req->len >= vi->pull_bytes &&
+		    !req->tp_priv) {
+			/* halves (at most a slot); every second is pulled */
+			size_t fs =
+				OHC_MIN(((req->len + 1) / 2 + 63) & ~(size_t)63,
+					payload - OHC_VX_PULL_PAD);
+
+			frag = OHC_MIN(frag, fs);
+			pulled = (int)((req->done / fs) & 1);
+		}
 		h->sig = req->sig;
 		h->msg_len = req->len;
 		h->off = req->done;
 		h->frag_len = (uint32_t)frag;
 		h->freed = rx_freed32(e);
 		h->rdv = (uint64_t)(uintptr_t)req->tp_priv;
-		if (OHC_VX_HDR + frag <= vi->max_inline) {
+		if (pulled) { /* staged behind a descriptor, only it goes */
+			struct vx_pull_desc *d =
+				(struct vx_pull_desc *)(slot + OHC_VX_HDR);
+			char *data = slot + OHC_VX_HDR + OHC_VX_PULL_PAD;
+
+			memcpy(data, (const char *)req->sbuf + req->done, frag);
+			d->addr = (uintptr_t)data;
+			d->rkey = e->stage_mr->rkey;
+			d->pad = 0;
+			h->rdv = VX_PULL_FLAG;
+			wr = vx_wr(e, &nw, &sg, &ns, 1,
+				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
+			wr->imm_data = htonl(idx);
+			sg->addr = (uintptr_t)h;
+			sg->length = OHC_VX_HDR + sizeof(*d);
+			sg->lkey = e->stage_mr->lkey;
+			if (sg->length <= vi->max_inline)
+				wr->send_flags = IBV_SEND_INLINE;
+			chain_add(q, wr);
+			vi->pull_tx++;
+		} else if (OHC_VX_HDR + frag <= vi->max_inline) {
 			wr = vx_wr(e, &nw, &sg, &ns, 2,
 				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
 			wr->imm_data = htonl(idx);
@@ -566,6 +610,69 @@ static void tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed)
 		e->tx_freed += delta;
 }
 
+/*
+ * The pulled fragment next in order (header h in slot, for req): post
+ * its read, straight into the destination when req is a COPY whose
+ * buffer registers through the cache, else into the slot; once it
+ * completed, deliver it. 1: delivered; 0: not yet; -1: the ep failed.
+ */
+static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		     struct ohc_req *req, const struct vx_hdr *h,
+		     const char *slot)
+{
+	char *land = (char *)slot + OHC_VX_HDR + OHC_VX_PULL_PAD;
+	struct ohc_vx_qp *q = &e->qps[0];
+	struct vx_pull_desc d;
+	struct ibv_send_wr wr;
+	struct ibv_sge sg;
+	int zc, rc;
+
+	if (e->rd) {
+		if (!e->rd_done)
+			return 0;
+		if (e->rd_mr) {
+			req->done += h->frag_len;
+			ohc_vx_mr_put(vi, e->rd_mr);
+			e->rd_mr = NULL;
+		} else {
+			ohc_req_deliver(req, h->off, land, h->frag_len);
+		}
+		e->rd = e->rd_done = 0;
+		vi->pull_rx++;
+		return 1;
+	}
+	if (q->sq_inflight + q->nchain + 2 > vi->sq_depth)
+		return 0; /* the next progress tries again */
+	memcpy(&d, slot + OHC_VX_HDR, sizeof(d));
+	if (req->kind == OHC_RECV_COPY && vi->mrc.max_idle)
+		e->rd_mr = ohc_vx_mr_get(vi, (char *)req->dst + h->off,
+					 h->frag_len, 1, &zc);
+	memset(&wr, 0, sizeof(wr));
+	sg.addr = e->rd_mr ? (uintptr_t)req->dst + h->off : (uintptr_t)land;
+	sg.length = h->frag_len;
+	sg.lkey = e->rd_mr ? ohc_vx_mr_lkey(e->rd_mr) : e->ring_mr->lkey;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = d.addr;
+	wr.wr.rdma.rkey = d.rkey;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr_id = wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
+	rc = ohc_vx_post_send(q->qp, &wr);
+	if (rc) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "ibv_post_send (read): %s",
+			 strerror(rc));
+		ep_fail(e, ep_qpn(e, 0), why);
+		return -1;
+	}
+	q->sq_inflight++;
+	q->unsig = 0;
+	e->rd = 1;
+	return 0;
+}
+
 /* Hand landed fragments to posted receives, in order. */
 static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
@@ -576,10 +683,13 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
 		const struct vx_hdr *h = (const struct vx_hdr *)slot;
 		struct ohc_req *req;
+		int pulled, routed;
 
 		if (!e->arrived[idx])
 			break;
-		if (h->rdv) { /* a rendezvous's message: its own receive */
+		pulled = h->rdv == VX_PULL_FLAG;
+		routed = h->rdv && !pulled;
+		if (routed) { /* a rendezvous's message: its own receive */
 			req = ohc_vx_rdv_route(e, h->rdv);
 			if (!req) {
 				ep_fail(e, ep_qpn(e, 0),
@@ -593,13 +703,14 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			break;
 		}
 		if (h->off != req->done || h->frag_len > req->len - req->done ||
-		    h->frag_len > vi->slot_bytes - OHC_VX_HDR ||
+		    h->frag_len > vi->slot_bytes - OHC_VX_HDR -
+					  (pulled ? OHC_VX_PULL_PAD : 0) ||
 		    (req->done == 0 &&
 		     (h->msg_len != req->len ||
 		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
 			req->got_sig = h->sig;
 			ohc_list_del(&req->link);
-			if (h->rdv) { /* a desync probe: header only */
+			if (routed) { /* a desync probe: header only */
 				ohc_vx_rdv_rx_done(vi, e, req);
 				e->arrived[idx] = 0;
 				e->rx_next++;
@@ -608,15 +719,19 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			n++;
 			break;
 		}
-		if (h->frag_len) /* a 0-byte message may have no buffer */
+		if (pulled) {
+			if (pull_frag(vi, e, req, h, slot) <= 0)
+				break; /* read posted or running, or failed */
+		} else if (h->frag_len) { /* 0 bytes: maybe no buffer */
 			ohc_req_deliver(req, h->off, slot + OHC_VX_HDR,
 					h->frag_len);
+		}
 		e->arrived[idx] = 0;
 		e->rx_next++;
 		n++;
 		if (req->done == req->len) {
 			ohc_list_del(&req->link);
-			if (h->rdv)
+			if (routed)
 				ohc_vx_rdv_rx_done(vi, e, req);
 			ohc_req_complete(req, OHC_OK);
 		}
@@ -637,7 +752,7 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 		peer < vi->super.nranks ? vi->by_peer[peer] : NULL;
 	struct ohc_vx_qp *q;
 
-	if (!e || qpi >= e->nqps || kind < WR_SEND || kind > WR_RDV)
+	if (!e || qpi >= e->nqps || kind < WR_SEND || kind > WR_PULL)
 		return; /* a finalized ep's leftovers */
 	q = &e->qps[qpi];
 	if (kind == WR_RDV)
@@ -662,6 +777,8 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	}
 	if (kind == WR_RDV && !e->broken)
 		ohc_vx_rdv_acked(e, ((uint32_t)wc->wr_id >> 12) & 0xff);
+	if (kind == WR_PULL && e->rd)
+		e->rd_done = 1; /* ep_deliver takes it */
 	if (kind != WR_RECV) {
 		if (!e->broken)
 			gx_reap(vi, e);
@@ -919,6 +1036,7 @@ static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 		ep_stop(e);
 	}
 	gx_fail(vx_iface(ep->iface), e, status);
+	rd_release(vx_iface(ep->iface), e);
 	ohc_vx_rdv_fail(vx_iface(ep->iface), e, status);
 }
 
@@ -1038,7 +1156,15 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				   : 1u << 30;
 	vi->rndv_bytes = (uint32_t)env->rdma_rndv_kb * 1024;
 	vi->gx_bytes = (uint32_t)env->rdma_gather_kb * 1024;
-	vi->sq_depth = vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 16;
+	/* one read WR per pulled fragment: not with OPENHCCL_RDMA_WRITE_KB,
+	 * whose small WRs are for lossy links */
+	vi->pull_bytes =
+		env->rdma_write_kb
+			? 0
+			: (uint32_t)OHC_MIN((uint64_t)env->rdma_pull_kb * 1024,
+					    UINT32_MAX);
+	/* the slots' WRs, the rendezvous', a read at a time */
+	vi->sq_depth = vi->slots * vi->wr_per_slot + OHC_VX_RDV_N + 16 + 1;
 	/*
 	 * Between two polls of ours a peer can land at most `slots` data
 	 * fragments (its credits), `slots` credit messages (one per slot of
@@ -1076,6 +1202,17 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				 (int)env->rdma_gid_index);
 	if (status < 0)
 		return status;
+	if (vi->pull_bytes && !ohc_config_is_set("OPENHCCL_RDMA_PULL_KB")) {
+		struct ibv_device_attr da;
+
+		/* by default only where the CPUs do the RDMA protocol work
+		 * (Soft-RoCE, siw): a NIC writes for free, and a read per
+		 * pulled fragment would only add a round trip */
+		if (ohc_vx_query_device(vi->ctx, &da) ||
+		    (da.vendor_id != VX_VENDOR_RXE &&
+		     da.vendor_id != VX_VENDOR_SIW))
+			vi->pull_bytes = 0;
+	}
 	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
 	if (!vi->by_peer) {
 		status = OHC_ERR_NO_MEMORY;
@@ -1271,6 +1408,7 @@ static void vx_ep_fini(struct ohc_ep *ep)
 		e->qps[i].qp = NULL;
 	}
 	gx_fail(vi, e, OHC_ERR_CANCELED);
+	rd_release(vi, e);
 	ohc_vx_rdv_fail(vi, e, OHC_ERR_CANCELED);
 	if (e->ring_mr)
 		ohc_vx_dereg_mr(e->ring_mr);
@@ -1340,7 +1478,8 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->ring_mr = ohc_vx_reg_mr(vi->pd, e->ring, len + ctrl, access);
 	if (e->ring_mr)
 		e->stage_mr = ohc_vx_reg_mr(vi->pd, e->stage, len + ctrl,
-					    IBV_ACCESS_LOCAL_WRITE);
+					    IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_READ);
 	if (!e->ring_mr || !e->stage_mr) {
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: cannot register %zu bytes for rank %u on "
@@ -1385,7 +1524,8 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		a.qp_state = IBV_QPS_INIT;
 		a.pkey_index = 0;
 		a.port_num = vi->port;
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		a.qp_access_flags =
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
 				      IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 					      IBV_QP_PORT |
