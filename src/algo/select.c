@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "algo/algo.h"
+#include "algo/patterns/recursive.h"
 #include "util/compiler.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -231,33 +232,35 @@ uint32_t ohc_algo_slices(const struct ohc_algo *al,
 	return best;
 }
 
-/* Agreement steps beyond an algorithm of steps steps, 0 if none. */
-static double agreement_extra(enum ohc_coll_op op, double steps,
-			      uint32_t nranks)
-{
-	unsigned rounds = 1;
+/* Costs that price only alpha, at 1: a cost function's step count. */
+static const struct ohc_cost_params unit_alpha = {.alpha_us = 1.0};
 
-	if (!ohc_algo_needs_agreement(op) || nranks < 2)
+/*
+ * What the agreement adds to al with costs c on nranks: alpha for each of
+ * its 1 + ceil(log2 n) steps beyond the algorithm's own steps (the cost
+ * function priced with unit_alpha); 0 if al's op needs none.
+ */
+static double agreement_us(const struct ohc_algo *al,
+			   const struct ohc_cost_params *c, double steps,
+			   uint32_t nranks)
+{
+	double rounds = 1 + ohc_log2_ceil(nranks);
+
+	if (!ohc_algo_needs_agreement(al->op) || nranks < 2 || rounds <= steps)
 		return 0;
-	for (uint32_t d = 1; d < nranks; d <<= 1)
-		rounds++;
-	return rounds > steps ? rounds - steps : 0;
+	return c->alpha_us * (rounds - steps);
 }
 
 double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
 		     uint64_t bytes, uint32_t nranks)
 {
-	/* the algorithm's steps: its alpha terms */
-	static const struct ohc_cost_params unit = {.alpha_us = 1.0};
-
 	if (al->cost_topo && !al->cost)
 		return HUGE_VAL; /* needs a layout: not predictable flat */
 	if (!al->cost || nranks < 2)
 		return 0;
 	return al->cost(c, bytes, nranks) +
-	       c->alpha_us * agreement_extra(al->op,
-					     al->cost(&unit, bytes, nranks),
-					     nranks);
+	       agreement_us(al, c, al->cost(&unit_alpha, bytes, nranks),
+			    nranks);
 }
 
 static double predict(const struct ohc_algo *al, uint64_t bytes,
@@ -597,16 +600,13 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 			const struct ohc_cost_params *cp =
 				ohc_cost_params_get(a->link);
 			uint32_t sl = slices_for(a, al, bytes);
-			struct ohc_cost_params unit = {.alpha_us = 1.0};
 
 			c[n].us =
 				al->cost_sliced(cp, bytes, a->nranks, sl) +
-				cp->alpha_us *
-					agreement_extra(
-						al->op,
-						al->cost_sliced(&unit, bytes,
-								a->nranks, sl),
-						a->nranks);
+				agreement_us(al, cp,
+					     al->cost_sliced(&unit_alpha, bytes,
+							     a->nranks, sl),
+					     a->nranks);
 		}
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
