@@ -46,8 +46,8 @@
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
-#define OHC_SHM_VERSION 5u		    /* 5: no published tail */
-#define OHC_SHM_REC_HDR 64u		    /* bytes of a record header */
+#define OHC_SHM_VERSION 6u  /* 6: cancel flags on lines of their own */
+#define OHC_SHM_REC_HDR 64u /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
 /*
