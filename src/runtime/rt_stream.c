@@ -474,10 +474,8 @@ OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task)
 	ret = ohc_rt_stream_get(stream, &s);
 	if (ret)
 		return ret;
-	if (!s->is_default) {
-		valid_handle = stream;
-		valid_gen = gen;
-	}
+	valid_handle = stream; /* a registered stream: never the default */
+	valid_gen = gen;
 	ret = ohc_rt_stream_push(s, task, NULL);
 	ohc_rt_stream_put(s);
 	return ret;
