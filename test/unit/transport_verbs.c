@@ -1214,6 +1214,53 @@ static int gx_exchange(struct rctx *c, int peer, const uint8_t *sb, uint8_t *rb,
 }
 
 /*
+ * REUSE_ROUNDS messages of len bytes from one buffer sb (seq 2000 + k),
+ * each received into a buffer of its own: sb is overwritten with the next
+ * round's pattern as soon as a send completed, so every receive holding
+ * its own round's bytes means a send completes only once its data left.
+ */
+#define REUSE_ROUNDS 8
+static int reuse_rounds(struct rctx *c, int peer, int rank, uint8_t *sb,
+			size_t len)
+{
+	static struct ohc_req rreq[REUSE_ROUNDS];
+	struct ohc_req *all[REUSE_ROUNDS];
+	uint8_t *rr[REUSE_ROUNDS];
+
+	for (int k = 0; k < REUSE_ROUNDS; k++) {
+		rr[k] = malloc(len);
+		CHECK(rr[k], "malloc");
+		memset(rr[k], 0, len);
+		req_recv(&rreq[k], rr[k], len, 2000 + (uint64_t)k);
+		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[k]) == OHC_OK,
+		      "ep_recv round %d", k);
+		all[k] = &rreq[k];
+	}
+	fill(sb, len, rank, 2000);
+	for (int k = 0; k < REUSE_ROUNDS; k++) {
+		struct ohc_req s, *sp[1] = {&s};
+
+		req_send(&s, sb, len, 2000 + (uint64_t)k);
+		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK,
+		      "ep_send round %d", k);
+		CHECK(drive(c, sp, 1, 60000) == 0, "round %d: timeout", k);
+		CHECK(s.status == OHC_OK, "round %d: %s", k,
+		      ohc_status_str(s.status));
+		fill(sb, len, rank, 2001 + k); /* at once */
+	}
+	CHECK(drive(c, all, REUSE_ROUNDS, 120000) == 0, "reuse: timeout");
+	for (int k = 0; k < REUSE_ROUNDS; k++) {
+		long bad = verify(rr[k], len, peer, 2000 + k);
+
+		CHECK(rreq[k].status == OHC_OK, "round %d recv: %s", k,
+		      ohc_status_str(rreq[k].status));
+		CHECK(bad < 0, "round %d: byte %ld is another round's", k, bad);
+		free(rr[k]);
+	}
+	return 0;
+}
+
+/*
  * Slot fragments of 16 KiB and more go out as header (staging) + payload
  * (the registered send buffer), below the rendezvous (256 KiB), both
  * directions, two QPs:
@@ -1231,7 +1278,6 @@ static int gx_exchange(struct rctx *c, int peer, const uint8_t *sb, uint8_t *rb,
  * the cache's), and after teardown none is left (rank_down).
  */
 #define GX_MSGS 12
-#define GX_ROUNDS 8
 static int gather_rank(int rank, int nranks, void *arg)
 {
 	static const size_t sizes[GX_MSGS] = {
@@ -1241,9 +1287,9 @@ static int gather_rank(int rank, int nranks, void *arg)
 	};
 	struct rctx cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
-	static struct ohc_req sreq[GX_MSGS], rreq[GX_ROUNDS + GX_MSGS];
-	struct ohc_req *all[2 * GX_MSGS + GX_ROUNDS];
-	uint8_t *sb[GX_MSGS], *rb[GX_MSGS], *one, *back, *rr[GX_ROUNDS];
+	static struct ohc_req sreq[GX_MSGS], rreq[GX_MSGS];
+	struct ohc_req *all[2 * GX_MSGS];
+	uint8_t *sb[GX_MSGS], *rb[GX_MSGS], *one, *back;
 	const size_t rlen = 200 * KIB;
 	int peer = 1 - rank, n = 0;
 	uint64_t want = 0;
@@ -1321,41 +1367,11 @@ static int gather_rank(int rank, int nranks, void *arg)
 	barrier(nranks);
 
 	/* 3: one buffer, overwritten as soon as each send completed */
-	n = 0;
-	for (int k = 0; k < GX_ROUNDS; k++) {
-		rr[k] = malloc(rlen);
-		CHECK(rr[k], "malloc");
-		memset(rr[k], 0, rlen);
-		req_recv(&rreq[GX_MSGS + k], rr[k], rlen, 2000 + (uint64_t)k);
-		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[GX_MSGS + k]) ==
-			      OHC_OK,
-		      "ep_recv round %d", k);
-		all[n++] = &rreq[GX_MSGS + k];
-	}
 	/* message 9's buffer, already registered: rlen bytes, aligned */
 	CHECK(sizes[9] == rlen, "message 9 is %zu bytes", sizes[9]);
-	fill(sb[9], rlen, rank, 2000);
-	for (int k = 0; k < GX_ROUNDS; k++) {
-		struct ohc_req s, *sp[1] = {&s};
-
-		req_send(&s, sb[9], rlen, 2000 + (uint64_t)k);
-		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK,
-		      "ep_send round %d", k);
-		CHECK(drive(c, sp, 1, 60000) == 0, "round %d: timeout", k);
-		CHECK(s.status == OHC_OK, "round %d: %s", k,
-		      ohc_status_str(s.status));
-		fill(sb[9], rlen, rank, 2001 + k); /* at once */
-	}
-	want += GX_ROUNDS;
-	CHECK(drive(c, all, n, 120000) == 0, "reuse: timeout");
-	for (int k = 0; k < GX_ROUNDS; k++) {
-		long bad = verify(rr[k], rlen, peer, 2000 + k);
-
-		CHECK(rreq[GX_MSGS + k].status == OHC_OK, "round %d recv: %s",
-		      k, ohc_status_str(rreq[GX_MSGS + k].status));
-		CHECK(bad < 0, "round %d: byte %ld is another round's", k, bad);
-		free(rr[k]);
-	}
+	if (reuse_rounds(c, peer, rank, sb[9], rlen))
+		return 1;
+	want += REUSE_ROUNDS;
 	CHECK(vi->gx_sends == want, "%lu sends gathered, want %lu",
 	      (unsigned long)vi->gx_sends, (unsigned long)want);
 	/* only cached registrations remain, none of them in use */
@@ -1561,7 +1577,6 @@ static uint64_t pulled_frags(size_t len)
  * (rank_down). With 4 slots the credits run out inside messages.
  */
 #define PL_MSGS 12
-#define PL_ROUNDS 8
 static int pull_rank(int rank, int nranks, void *arg)
 {
 	static const size_t sizes[PL_MSGS] = {
@@ -1571,9 +1586,9 @@ static int pull_rank(int rank, int nranks, void *arg)
 	};
 	struct rctx cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
-	static struct ohc_req sreq[PL_MSGS], rreq[PL_ROUNDS + PL_MSGS];
-	struct ohc_req *all[2 * PL_MSGS + PL_ROUNDS];
-	uint8_t *sb[PL_MSGS], *rb[PL_MSGS], *rr[PL_ROUNDS], *src2;
+	static struct ohc_req sreq[PL_MSGS], rreq[PL_MSGS];
+	struct ohc_req *all[2 * PL_MSGS];
+	uint8_t *sb[PL_MSGS], *rb[PL_MSGS], *src2;
 	const size_t rlen = 200 * KIB;
 	int peer = 1 - rank, n = 0;
 	uint64_t want = 0;
@@ -1645,40 +1660,10 @@ static int pull_rank(int rank, int nranks, void *arg)
 	barrier(nranks);
 
 	/* 2: one buffer, overwritten as soon as each send completed */
-	n = 0;
-	for (int k = 0; k < PL_ROUNDS; k++) {
-		rr[k] = malloc(rlen);
-		CHECK(rr[k], "malloc");
-		memset(rr[k], 0, rlen);
-		req_recv(&rreq[PL_MSGS + k], rr[k], rlen, 2000 + (uint64_t)k);
-		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[PL_MSGS + k]) ==
-			      OHC_OK,
-		      "ep_recv round %d", k);
-		all[n++] = &rreq[PL_MSGS + k];
-	}
 	CHECK(sizes[9] == rlen, "message 9 is %zu bytes", sizes[9]);
-	fill(sb[9], rlen, rank, 2000);
-	for (int k = 0; k < PL_ROUNDS; k++) {
-		struct ohc_req s, *sp[1] = {&s};
-
-		req_send(&s, sb[9], rlen, 2000 + (uint64_t)k);
-		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK,
-		      "ep_send round %d", k);
-		CHECK(drive(c, sp, 1, 60000) == 0, "round %d: timeout", k);
-		CHECK(s.status == OHC_OK, "round %d: %s", k,
-		      ohc_status_str(s.status));
-		fill(sb[9], rlen, rank, 2001 + k); /* at once */
-	}
-	want += PL_ROUNDS * pulled_frags(rlen);
-	CHECK(drive(c, all, n, 120000) == 0, "reuse: timeout");
-	for (int k = 0; k < PL_ROUNDS; k++) {
-		long bad = verify(rr[k], rlen, peer, 2000 + k);
-
-		CHECK(rreq[PL_MSGS + k].status == OHC_OK, "round %d recv: %s",
-		      k, ohc_status_str(rreq[PL_MSGS + k].status));
-		CHECK(bad < 0, "round %d: byte %ld is another round's", k, bad);
-		free(rr[k]);
-	}
+	if (reuse_rounds(c, peer, rank, sb[9], rlen))
+		return 1;
+	want += REUSE_ROUNDS * pulled_frags(rlen);
 	CHECK(vi->pull_tx == want && vi->pull_rx == want,
 	      "%lu fragments pulled by the peer, %lu by us, want %lu",
 	      (unsigned long)vi->pull_tx, (unsigned long)vi->pull_rx,
