@@ -106,7 +106,9 @@ static const struct field fields[] = {
 	      rdma_slot_kb, 4, 16384),
 	INT_F("OPENHCCL_RDMA_RNDV_KB", "256",
 	      "messages of this many KiB and more go by rendezvous: RDMA "
-	      "writes straight into the receiver's buffer (0: never)",
+	      "writes straight into the receiver's buffer; unset: only on "
+	      "RDMA NICs, never on software devices (Soft-RoCE, siw) "
+	      "(0: never)",
 	      rdma_rndv_kb, 0, 1048576),
 	INT_F("OPENHCCL_RDMA_GATHER_KB", "32",
 	      "slot fragments with at least this many KiB of payload are "

@@ -63,6 +63,8 @@ static void two_nics_or_skip(int port)
 	    !getenv("OHC_VM_NETDEV"))
 		cr_skip_test("needs two hosts with two NICs each: "
 			     "ci/soft-roce/run-vm.sh --vms 2 --nics 2");
+	/* Send/Recv by rendezvous (the NICs' default; off on rxe unset) */
+	setenv("OPENHCCL_RDMA_RNDV_KB", "256", 1);
 	for (int r = 0; r < NR; r++) {
 		dev[r] = ips[r / PER_VM];
 		backup[r] = r == 3 && bad_backup_rank3 ? bad_backup_rank3

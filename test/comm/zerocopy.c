@@ -2,8 +2,8 @@
 /*
  * Zero-copy memory (HcclCommSetMemoryRange & co.) and symmetric windows
  * between real processes over shm, over verbs with HCCL_INTRA_ROCE_ENABLE=1
- * in the Soft-RoCE VM (messages from OPENHCCL_RDMA_RNDV_KB up are
- * RDMA-written into the peer's buffer), and across two VMs (two_vms: two
+ * in the Soft-RoCE VM (messages from OPENHCCL_RDMA_RNDV_KB up, set to
+ * 256 here, are RDMA-written into the peer's buffer), and across two VMs (two_vms: two
  * ranks per VM, shm inside, verbs across; skipped elsewhere): collectives
  * on activated memory and on windows are correct and move no byte through
  * staging (ohc_comm_stats): reductions into their own destination over
@@ -148,9 +148,21 @@ static int any_verbs(int rank, int nranks)
 }
 
 /*
+ * Over RDMA the zero copy is the rendezvous, which is off by default on
+ * software devices (Soft-RoCE: the slot path with pulled fragments is
+ * faster there): on here, at the NICs' default threshold.
+ */
+static void rndv_on(void)
+{
+	setenv("OPENHCCL_RDMA_RNDV_KB", "256", 1);
+}
+
+TestSuite(zerocopy, .init = rndv_on);
+
+/*
  * Elements per rank and block of the zero-copy checks: every message of
- * the zero-copy algorithms (ring chunks: n / nranks elements) reaches the
- * default OPENHCCL_RDMA_RNDV_KB (256 KiB), so verbs writes it in place.
+ * the zero-copy algorithms (ring chunks: n / nranks elements) reaches
+ * OPENHCCL_RDMA_RNDV_KB (256 KiB here), so verbs writes it in place.
  */
 static size_t zc_count(int nranks)
 {

@@ -387,6 +387,73 @@ Test(verbs, sizes_both_directions_default_ring)
 }
 
 /*
+ * The defaults follow the device: on a software device (Soft-RoCE, siw),
+ * where the CPUs do the RDMA work, no rendezvous and fragments pulled
+ * from 64 KiB, so a 1 MiB message goes through the slots with half of it
+ * read by the receiver; on a NIC the rendezvous from 256 KiB and no
+ * pulling.
+ */
+static int defaults_rank(int rank, int nranks, void *arg)
+{
+	const size_t len = 1 * MIB + 17;
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	struct ibv_device_attr da;
+	struct ohc_req sreq, rreq, *all[2] = {&sreq, &rreq};
+	uint8_t *sb, *rb;
+	int peer = 1 - rank, soft;
+	long bad;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	sb = malloc(len);
+	rb = malloc(len);
+	CHECK(sb && rb, "malloc");
+	vi = (struct ohc_verbs_iface *)c->iface;
+	CHECK(ohc_vx_query_device(vi->ctx, &da) == 0, "ibv_query_device");
+	soft = da.vendor_id == 0xffffff || da.vendor_id == 0x626d74;
+	CHECK(vi->rndv_bytes == (soft ? 0 : 256 * KIB) &&
+		      vi->pull_bytes == (soft ? 64 * KIB : 0),
+	      "vendor %#x: rendezvous from %u, pulled from %u", da.vendor_id,
+	      vi->rndv_bytes, vi->pull_bytes);
+	fill(sb, len, rank, 1);
+	req_recv(&rreq, rb, len, 1);
+	req_send(&sreq, sb, len, 1);
+	CHECK(c->ops->ep_recv(c->eps[peer], &rreq) == OHC_OK, "ep_recv");
+	CHECK(c->ops->ep_send(c->eps[peer], &sreq) == OHC_OK, "ep_send");
+	CHECK(drive(c, all, 2, 60000) == 0, "timeout");
+	CHECK(sreq.status == OHC_OK && rreq.status == OHC_OK,
+	      "send %s, recv %s", ohc_status_str(sreq.status),
+	      ohc_status_str(rreq.status));
+	bad = verify(rb, len, peer, 1);
+	CHECK(bad < 0, "byte %ld wrong", bad);
+	CHECK(soft ? rreq.path != OHC_PATH_DIRECT && vi->pull_rx > 0
+		   : rreq.path == OHC_PATH_DIRECT && vi->pull_rx == 0,
+	      "path %d, %lu fragments pulled", (int)rreq.path,
+	      (unsigned long)vi->pull_rx);
+	free(sb);
+	free(rb);
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, defaults_follow_the_device)
+{
+	NEED_RDMA();
+	unsetenv("OPENHCCL_RDMA_SLOTS");
+	unsetenv("OPENHCCL_RDMA_SLOT_KB");
+	unsetenv("OPENHCCL_RDMA_RNDV_KB");
+	unsetenv("OPENHCCL_RDMA_PULL_KB");
+	unsetenv("OPENHCCL_RDMA_WRITE_KB");
+	unsetenv("HCCL_RDMA_QPS_PER_CONNECTION");
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, defaults_rank, NULL, 120), 0);
+}
+
+/*
  * Credits under pressure: 4 ranks, every rank streams many small and
  * medium messages to every other rank with only 4 slots per pair; the
  * receiver posts its receives late, in batches, so senders stall on
@@ -1168,7 +1235,7 @@ Test(verbs, rendezvous_cache_sees_remapped_buffers)
 			     "CAP_SYS_ADMIN): the cache is off by default");
 	unsetenv("OPENHCCL_RDMA_SLOTS");
 	unsetenv("OPENHCCL_RDMA_SLOT_KB");
-	unsetenv("OPENHCCL_RDMA_RNDV_KB"); /* 256 KiB */
+	setenv("OPENHCCL_RDMA_RNDV_KB", "256", 1); /* off on rxe by default */
 	unsetenv("OPENHCCL_RDMA_MR_CACHE");
 	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
 	ohc_env_reload();
@@ -1181,8 +1248,8 @@ Test(verbs, rendezvous_cache_sees_remapped_buffers)
 static void gather_env(const char *write_kb)
 {
 	unsetenv("OPENHCCL_RDMA_SLOTS");
-	unsetenv("OPENHCCL_RDMA_SLOT_KB"); /* 64 KiB */
-	unsetenv("OPENHCCL_RDMA_RNDV_KB"); /* 256 KiB */
+	unsetenv("OPENHCCL_RDMA_SLOT_KB");	   /* 64 KiB */
+	setenv("OPENHCCL_RDMA_RNDV_KB", "256", 1); /* off on rxe by default */
 	setenv("OPENHCCL_RDMA_GATHER_KB", "16", 1);
 	/* explicit: gathering needs the cache, also where the pagemap
 	 * check is unavailable (entries are then reused unchecked; the

@@ -1124,6 +1124,29 @@ static void vx_iface_close(struct ohc_iface *iface)
 	vi->by_peer = NULL;
 }
 
+/*
+ * Defaults that depend on who does the RDMA protocol work. On a NIC a
+ * WRITE costs the CPUs nothing: pulled fragments stay off (a read would
+ * only add a round trip) and large messages go by rendezvous. Under
+ * Soft-RoCE and siw the poster's CPU does all of a WRITE's work (copies,
+ * ICRC) and the reader's all of a READ's, so the slot path with every
+ * second fragment pulled keeps both CPUs busy, and it beat the
+ * rendezvous (one CPU writing) at every size from 256 KiB to 4 MiB
+ * (bench/verbs_p2p.sh): there the rendezvous is off unless set.
+ */
+static void vx_soft_defaults(struct ohc_verbs_iface *vi)
+{
+	struct ibv_device_attr da;
+	int soft = !ohc_vx_query_device(vi->ctx, &da) &&
+		   (da.vendor_id == VX_VENDOR_RXE ||
+		    da.vendor_id == VX_VENDOR_SIW);
+
+	if (!soft && !ohc_config_is_set("OPENHCCL_RDMA_PULL_KB"))
+		vi->pull_bytes = 0;
+	if (soft && !ohc_config_is_set("OPENHCCL_RDMA_RNDV_KB"))
+		vi->rndv_bytes = 0;
+}
+
 static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				  const struct ohc_transport_params *params)
 {
@@ -1202,17 +1225,7 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 				 (int)env->rdma_gid_index);
 	if (status < 0)
 		return status;
-	if (vi->pull_bytes && !ohc_config_is_set("OPENHCCL_RDMA_PULL_KB")) {
-		struct ibv_device_attr da;
-
-		/* by default only where the CPUs do the RDMA protocol work
-		 * (Soft-RoCE, siw): a NIC writes for free, and a read per
-		 * pulled fragment would only add a round trip */
-		if (ohc_vx_query_device(vi->ctx, &da) ||
-		    (da.vendor_id != VX_VENDOR_RXE &&
-		     da.vendor_id != VX_VENDOR_SIW))
-			vi->pull_bytes = 0;
-	}
+	vx_soft_defaults(vi);
 	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
 	if (!vi->by_peer) {
 		status = OHC_ERR_NO_MEMORY;
@@ -1318,8 +1331,9 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	if (b.rndv_bytes != vi->rndv_bytes) {
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: rank %u sends by rendezvous from %u bytes, "
-			  "we from %u (set OPENHCCL_RDMA_RNDV_KB alike on all "
-			  "ranks)",
+			  "we from %u (0: never; set OPENHCCL_RDMA_RNDV_KB "
+			  "alike on all ranks: unset, it is off on software "
+			  "RDMA devices)",
 			  iface->rank, peer, b.rndv_bytes, vi->rndv_bytes);
 		return OHC_ERR_INVALID;
 	}
