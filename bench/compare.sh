@@ -297,7 +297,7 @@ p2p() {
 # nproc): xchg = one step of every rank exchanging with rank + N/2 at
 # once (HcclBatchSendRecv, as a step of recursive doubling), at 2 ranks
 # (they spin) and at each even rank count of the run (more ranks than
-# CPUs sleep, comm.c); lat-sleep = the 2-rank ping-pong's half round trip
+# CPUs sleep, comm.c); xchg1m = the 2-rank step at 1 MiB; lat-sleep = the 2-rank ping-pong's half round trip
 # with OPENHCCL_SPIN_US=0 (a wake-up per message, a CPU each). One line
 # per call (each round of runs calls it): the best 5-message window of 3.
 wake() {
@@ -312,6 +312,12 @@ wake() {
 			print np, "xchg", $3; if ($6 != "") print np,
 			"xchg-slowest", $6 + 0 }' | tee -a "$out/p2p.wake"
 	done
+	# the 2-rank exchange step at 1 MiB: what a collective's step sees
+	# of the bandwidth (both ranks send and receive at once; with
+	# pulled fragments a one-way stream has both CPUs to itself)
+	HCCL_INTRA_ROCE_ENABLE=1 OHC_BENCH_RANKS=2 timeout 300 "$pb" \
+		1048576 1048576 3 1 xchg 2 | awk '$1 == 1048576 {
+		print 2, "xchg1m", $3 }' | tee -a "$out/p2p.wake"
 	echo "2 lat-sleep $(HCCL_INTRA_ROCE_ENABLE=1 OPENHCCL_SPIN_US=0 \
 		timeout 120 "$pb" 1024 1024 5 5 lat 3 |
 		awk '$1 == 1024 { print $3 }')" | tee -a "$out/p2p.wake"

@@ -25,9 +25,11 @@
 #       message that is not inline: under emulation an inline one costs
 #       20x less, no collective message is one) or, if smaller, the best
 #       2-rank 1 KiB exchange step of p2p.wake (timed every round of
-#       runs, p2p.lat only once at the start), bandwidth = its best
-#       one-way MB/s (the transport's own costs, what the model's alpha
-#       and beta stand for); -P: ib_write_lat's t_avg and ib_write_bw
+#       runs, p2p.lat only once at the start), bandwidth = 1 MiB over
+#       the 2-rank exchange step's growth from 1 KiB to 1 MiB (p2p.wake:
+#       both ranks send and receive at once, as in a collective's step),
+#       else its best one-way MB/s (the transport's own costs, what the
+#       model's alpha and beta stand for); -P: ib_write_lat's t_avg and ib_write_bw
 #       instead (the device's floor); -a / -w win. All ranks ran in one
 #       VM on one rxe device: the simulator shares its bandwidth among
 #       them (hccl_simulate --host-ranks)
@@ -109,6 +111,22 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 			alpha=$x2
 			echo "alpha $alpha us: the 2-rank 1 KiB exchange step, best of the rounds, is smaller, $from/p2p.wake"
 		fi
+	fi
+	# a collective's step has both ranks of a pair send and receive at
+	# once: the bandwidth it sees is the 2-rank exchange step's, 1 MiB
+	# in (step at 1 MiB - step at 1 KiB), best of the rounds. A one-way
+	# stream can be faster (rxe with pulled fragments: the sender's CPU
+	# writes half, the receiver's reads half)
+	if [ -z "$bw" ] && [ "$col" = 3 ] && [ -s "$from/p2p.wake" ]; then
+		bw=$(awk '$1 == 2 && $3 ~ /^[0-9.]+$/ && ($2 == "xchg" ||
+			$2 == "xchg1m") { if (!($2 in m) || $3 + 0 < m[$2])
+			m[$2] = $3 + 0 }
+			END { if (!("xchg1m" in m) || !("xchg" in m)) exit
+			d = m["xchg1m"] - m["xchg"]
+			if (d > 0) printf "%.4g", (1048576 - 1024) / (d * 1e3) }' \
+			"$from/p2p.wake")
+		[ -z "$bw" ] ||
+			echo "bandwidth $bw GB/s: the 2-rank exchange step, 1 MiB against 1 KiB, $from/p2p.wake"
 	fi
 	if [ -z "$bw" ] && [ -s "$from/p2p.bw" ]; then
 		bw=$(awk -v c="$col" '$c != "-" && $c + 0 > m { m = $c + 0 }
