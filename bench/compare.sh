@@ -32,7 +32,9 @@
 #   -T  no runs: tables and plot again from the last run's data
 # ITERS (20; -R: 5) and WARMUP (5; -R: 2) set the iterations, P2P_REPS (2)
 # the point-to-point runs of -R; BUILD_DIR
-# (build/bench).
+# (build/bench); OHC_UCX_TLS and OHC_UCX_NET_DEVICES (-R: Open MPI's
+# UCX_TLS, default rc_verbs,ud_verbs,self, and UCX_NET_DEVICES, default
+# the rxe device's port 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -211,7 +213,8 @@ run_rxe() {
 		# Debian's btl openib has only the udcm CPC (no RoCE): UCX,
 		# restricted to the rxe device
 		timeout "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe \
-			-np "$np" --mca pml ucx -x UCX_NET_DEVICES="$dev:1" \
+			-np "$np" --mca pml ucx \
+			-x UCX_NET_DEVICES="${OHC_UCX_NET_DEVICES:-$dev:1}" \
 			-x UCX_IB_GID_INDEX="$gid" \
 			-x UCX_TLS="${OHC_UCX_TLS:-rc_verbs,ud_verbs,self}" \
 			"$peerbin/mpi_coll_ompi" "${args[@]}" ;;

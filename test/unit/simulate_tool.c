@@ -447,7 +447,7 @@ Test(simulate, rxe_ranks_beyond_cpus_pay_the_wake_given)
 	want = al->cost(&c, 1024, 4);
 	cr_assert(fabs(model_1k("rxe", "4", "4", given) - want) <= 1e-4 * want,
 		  "4 CPUs: no turns, model %g", want);
-	take_turns(&c, 2, 200, 1024);
+	take_turns(&c, 2, 200, 512); /* the default --turn-kb */
 	want = al->cost(&c, 1024, 4);
 	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g", got,
 		  want);

@@ -789,8 +789,8 @@ static void usage(FILE *out)
 		"           (default 0: a CPU per rank)\n"
 		"  --wake-us US, --turn-kb KB  with --cores: a scheduler turn "
 		"per sharing\n"
-		"           rank and message (25), bytes streamed per turn "
-		"(1024)\n"
+		"           rank and message (20), bytes streamed per turn "
+		"(512)\n"
 		"  --host-ranks N  ranks sharing one host's CPUs (with "
 		"--cores) and, on\n"
 		"           RDMA networks, its device's bandwidth (default: "
@@ -833,7 +833,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	const char *opspec = "all", *netspec = "shm", *rankspec = "8";
 	int c, op_given = 0, ranks_given = 0;
-	double alpha = -1, bw = -1, gamma = -1, copy = -1, turn_kb = 1024;
+	double alpha = -1, bw = -1, gamma = -1, copy = -1, turn_kb = 512;
 	char *end;
 
 	for (unsigned i = 0; i < OHC_ARRAY_SIZE(ops); i++)
@@ -847,7 +847,7 @@ int main(int argc, char **argv)
 	o.factor = 8;
 	o.esize = 4;
 	o.mode = OHC_SIM_EAGER;
-	o.wake_us = 25;
+	o.wake_us = 20;
 	while ((c = getopt_long(argc, argv, "b:e:f:d:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
