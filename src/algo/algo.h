@@ -115,10 +115,30 @@ struct ohc_cost_params {
 	 * the sender's pages, one copy instead of the ring's two: zc_beta_us
 	 * per byte instead of beta_us, and a receive-reduce of one is a
 	 * single pass, max(zc_beta_us, gamma_us) per byte. 0: never.
+	 * In an op of at most zc_hot_bytes (ohc_coll_bytes) it copies at
+	 * zc_hot_beta_us instead: a rank's buffers then fit in its core's
+	 * L2, where buffers used again and again (training steps,
+	 * hccl_test's iterations) stay (ohc_cost_for_op; predictions and
+	 * the simulation, not selection).
 	 */
 	uint64_t zc_bytes;
 	double zc_beta_us;
+	uint64_t zc_hot_bytes;
+	double zc_hot_beta_us;
 };
+
+/* c as an op of bytes (ohc_coll_bytes) sees it: c itself or, for a
+ * cache-resident op, tmp filled with the hot zero-copy cost. */
+static inline const struct ohc_cost_params *
+ohc_cost_for_op(const struct ohc_cost_params *c, uint64_t bytes,
+		struct ohc_cost_params *tmp)
+{
+	if (!c->zc_hot_bytes || bytes > c->zc_hot_bytes)
+		return c;
+	*tmp = *c;
+	tmp->zc_beta_us = c->zc_hot_beta_us;
+	return tmp;
+}
 
 /* 1 if a message of len bytes out of the user's buffers goes zero-copy. */
 static inline int ohc_cost_zc(const struct ohc_cost_params *c, double len)
@@ -219,7 +239,8 @@ static inline double ohc_cost_halving(const struct ohc_cost_params *c,
 }
 
 /*
- * al's predicted time with costs c, as selection prices it: al->cost plus,
+ * al's predicted time with costs c (those of a cache-resident op,
+ * ohc_cost_for_op, which selection leaves out: select.c): al->cost plus,
  * for the operations whose schedules get the agreement woven in
  * (Broadcast, Reduce, Scatter, Gather, AlltoAllV; ohc_sched_weave_
  * agreement), alpha for every agreement step beyond the algorithm's own

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "algo/algo.h"
 #include "algo/patterns/recursive.h"
@@ -70,8 +71,16 @@ static const struct ohc_algo *const candidates[] = {
  * threshold is the larger of the two variables (a message below the
  * allocation threshold may come from a private buffer), read from the
  * environment as the library reads it; scratch never goes zero-copy.
+ *
+ * In an op whose buffers fit in a core's L2 (at most half of it per
+ * rank's data: sysconf, capped at 1 MiB), the zero copy runs at ~100 GB/s
+ * (ohc_cost_for_op): a 2-rank Broadcast of 256 KiB, one such message,
+ * took 3.5-3.9 us in every run of bench/sim_validate.sh (the 40 GB/s
+ * price: 8.6 us), while 1-4 MiB copy at 0.021-0.027 ns/B.
  */
 #define SHM_ZC_BETA_US 2.5e-5
+#define SHM_ZC_HOT_BETA_US 1.0e-5
+#define SHM_ZC_HOT_MAX ((uint64_t)1 << 20)
 static struct ohc_cost_params cost_defaults[] = {
 	[OHC_LINK_SELF] = {.alpha_us = 0.5,
 			   .beta_us = 1.0e-4,
@@ -147,9 +156,15 @@ static void zc_init(void)
 	int64_t kb = e->shm_zc_kb > e->malloc_shared_kb ? e->shm_zc_kb
 							: e->malloc_shared_kb;
 
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+	uint64_t hot = l2 > 0 ? (uint64_t)l2 / 2 : SHM_ZC_HOT_MAX / 2;
+
 	if (e->shm_zc_kb > 0 && e->malloc_shared_kb > 0) {
 		cost_defaults[OHC_LINK_SHM].zc_bytes = (uint64_t)kb << 10;
 		cost_defaults[OHC_LINK_SHM].zc_beta_us = SHM_ZC_BETA_US;
+		cost_defaults[OHC_LINK_SHM].zc_hot_bytes =
+			OHC_MIN(hot, SHM_ZC_HOT_MAX);
+		cost_defaults[OHC_LINK_SHM].zc_hot_beta_us = SHM_ZC_HOT_BETA_US;
 	}
 }
 
@@ -251,8 +266,10 @@ static double agreement_us(const struct ohc_algo *al,
 	return c->alpha_us * (rounds - steps);
 }
 
-double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
-		     uint64_t bytes, uint32_t nranks)
+/* al's time with costs c as they are: what selection ranks by */
+static double cost_flat(const struct ohc_algo *al,
+			const struct ohc_cost_params *c, uint64_t bytes,
+			uint32_t nranks)
 {
 	if (al->cost_topo && !al->cost)
 		return HUGE_VAL; /* needs a layout: not predictable flat */
@@ -263,10 +280,24 @@ double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
 			    nranks);
 }
 
-static double predict(const struct ohc_algo *al, uint64_t bytes,
-		      uint32_t nranks, enum ohc_link_class link)
+/*
+ * The prediction also prices a cache-resident op's zero copy
+ * (ohc_cost_for_op); selection does not: the two choices it would change
+ * here (2 ranks of 512 KiB to the ring, 4 ranks of 256 KiB to recursive
+ * doubling) measured no faster (all_reduce_test, interleaved, best of 3).
+ */
+double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
+		     uint64_t bytes, uint32_t nranks)
 {
-	return ohc_algo_cost(al, ohc_cost_params_get(link), bytes, nranks);
+	struct ohc_cost_params op_c;
+
+	return cost_flat(al, ohc_cost_for_op(c, bytes, &op_c), bytes, nranks);
+}
+
+static double selection_cost(const struct ohc_algo *al, uint64_t bytes,
+			     uint32_t nranks, enum ohc_link_class link)
+{
+	return cost_flat(al, ohc_cost_params_get(link), bytes, nranks);
 }
 
 double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
@@ -275,7 +306,7 @@ double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
 {
 	if (!a || a->op != op)
 		return HUGE_VAL;
-	return predict(a, bytes, nranks, link);
+	return ohc_algo_cost(a, ohc_cost_params_get(link), bytes, nranks);
 }
 
 /* ---- HCCL_ALGO ---- */
@@ -592,9 +623,9 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		if (al->op != a->op || n == MAX_PER_OP || !accepts(al, a))
 			continue;
 		c[n].algo = al;
-		c[n].us = al->cost_topo
-				  ? al->cost_topo(a, bytes)
-				  : predict(al, bytes, a->nranks, a->link);
+		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
+					: selection_cost(al, bytes, a->nranks,
+							 a->link);
 		/* OPENHCCL_PIPELINE_SLICES: priced as it will be built */
 		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1) {
 			const struct ohc_cost_params *cp =

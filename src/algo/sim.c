@@ -27,6 +27,7 @@ struct sim_recv {
 
 struct sim_rank {
 	struct ohc_coll_args a;
+	struct ohc_cost_params op_c; /* costs() of a cache-resident op */
 	struct ohc_sched s;
 	int built;
 	unsigned step;
@@ -67,9 +68,13 @@ static unsigned step_begin(const struct ohc_sched *s, unsigned i)
 }
 
 static const struct ohc_cost_params *costs(struct sim_run *run,
-					   const struct sim_rank *r)
+					   struct sim_rank *r)
 {
-	return run->sim->cost ? run->sim->cost : ohc_cost_params_get(r->a.link);
+	const struct ohc_cost_params *c =
+		run->sim->cost ? run->sim->cost
+			       : ohc_cost_params_get(r->a.link);
+
+	return ohc_cost_for_op(c, ohc_coll_bytes(&r->a), &r->op_c);
 }
 
 static const char *kind_name(const struct ohc_xfer *x)
@@ -647,6 +652,7 @@ struct t_rank {
 	double t;	 /* start of its current step */
 	double end;	 /* end of the current step so far */
 	const struct ohc_cost_params *c;
+	struct ohc_cost_params op_c; /* c of a cache-resident op */
 };
 
 /* A send of the current step, queued at its destination. */
@@ -756,7 +762,9 @@ static ohc_status_t t_build(struct t_run *run, uint32_t r, unsigned k0,
 			(int)status);
 		goto out;
 	}
-	R->c = sim->cost ? sim->cost : ohc_cost_params_get(a.link);
+	R->c = ohc_cost_for_op(sim->cost ? sim->cost
+					 : ohc_cost_params_get(a.link),
+			       ohc_coll_bytes(&a), &R->op_c);
 	R->nsteps = s.nsteps;
 	if (s.nsteps > run->max_steps)
 		run->max_steps = s.nsteps;

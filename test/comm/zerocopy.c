@@ -3,14 +3,14 @@
  * Zero-copy memory (HcclCommSetMemoryRange & co.) and symmetric windows
  * between real processes over shm, over verbs with HCCL_INTRA_ROCE_ENABLE=1
  * in the Soft-RoCE VM (messages from OPENHCCL_RDMA_RNDV_KB up, set to
- * 256 here, are RDMA-written into the peer's buffer), and across two VMs (two_vms: two
- * ranks per VM, shm inside, verbs across; skipped elsewhere): collectives
- * on activated memory and on windows are correct and move no byte through
- * staging (ohc_comm_stats): reductions into their own destination over
- * verbs come through a landing buffer, counted as such, the rest
- * zero-copy; same-host peers load and store through HcclSymWinGetPeerPointer,
- * every misuse gets its error and changes nothing, and nothing leaks (fds,
- * mappings).
+ * 256 here, are RDMA-written into the peer's buffer), and across two VMs
+ * (two_vms: two ranks per VM, shm inside, verbs across; skipped
+ * elsewhere): collectives on activated memory and on windows are correct
+ * and move no byte through staging (ohc_comm_stats): reductions into
+ * their own destination over verbs come through a landing buffer, counted
+ * as such, the rest zero-copy; same-host peers load and store through
+ * HcclSymWinGetPeerPointer, every misuse gets its error and changes
+ * nothing, and nothing leaks (fds, mappings).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -322,6 +322,8 @@ static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
 	c->alpha_us += wake_us * s;
 	c->beta_us = c->beta_us * s + wake_us * s / (turn_kb * 1024);
 	c->zc_beta_us = c->zc_beta_us * s + wake_us * s / (turn_kb * 1024);
+	c->zc_hot_beta_us =
+		c->zc_hot_beta_us * s + wake_us * s / (turn_kb * 1024);
 	c->gamma_us *= s;
 	c->copy_us *= s;
 }
@@ -549,5 +551,41 @@ Test(simulate, shm_zero_copy_threshold_from_the_environment)
 		  "OPENHCCL_SHM_ZC_KB=8192: %.3f us, "
 		  "OPENHCCL_MALLOC_SHARED_KB=0: %.3f us, want the ring's %.3f",
 		  big, off, ring);
+	free(r.out);
+}
+
+/*
+ * An op whose buffers fit in a core's L2 (zc_hot_bytes: half the L2, at
+ * most 1 MiB) zero-copies at zc_hot_beta_us: a 2-rank broadcast of
+ * 256 KiB is one such message where the L2 holds it, in the model and in
+ * the simulation alike; 4 MiB stays at zc_beta (the test above).
+ */
+Test(simulate, shm_zero_copy_of_a_cache_resident_op)
+{
+	char *args[] = {"--op",	 "broadcast", "--ranks", "2", "-b", "256K",
+			"-e",	 "256K",      "--net",	 "shm", NULL};
+	const struct ohc_cost_params *c;
+	const double nb = 262144.0;
+	double model = 0, sim = 0, want;
+	struct run r = {0};
+	const char *p;
+
+	unsetenv("OPENHCCL_SHM_ZC_KB");
+	unsetenv("OPENHCCL_MALLOC_SHARED_KB");
+	c = ohc_cost_params_get(OHC_LINK_SHM);
+	cr_assert(c->zc_hot_bytes > 0 && c->zc_hot_bytes <= 1u << 20 &&
+			  c->zc_hot_beta_us < c->zc_beta_us,
+		  "hot zero copy: up to %llu bytes at %g us/B",
+		  (unsigned long long)c->zc_hot_bytes, c->zc_hot_beta_us);
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	p = strstr(r.out, "\n      262144 ");
+	cr_assert(p && sscanf(p, " 262144 %lf / %lf", &model, &sim) == 2,
+		  "%s", r.out);
+	want = 2 * c->alpha_us +
+	       nb * (nb <= (double)c->zc_hot_bytes ? c->zc_hot_beta_us
+						   : c->zc_beta_us);
+	cr_assert(fabs(model - want) < 0.01 && fabs(sim - want) < 0.01,
+		  "model %.3f, simulated %.3f us, want %.3f", model, sim, want);
 	free(r.out);
 }

@@ -234,6 +234,8 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 	c.alpha_us += o->wake_us * s;
 	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
 	c.zc_beta_us = c.zc_beta_us * s + o->wake_us * s / o->turn_bytes;
+	c.zc_hot_beta_us =
+		c.zc_hot_beta_us * s + o->wake_us * s / o->turn_bytes;
 	c.gamma_us *= s;
 	c.copy_us *= s;
 	return c;
@@ -415,6 +417,14 @@ static void print_table(const struct opts *o, unsigned oi,
 	       "copy %.4g ns/B\n",
 	       nt->c.alpha_us, nt->c.beta_us * 1e3, 1e-3 / nt->c.beta_us,
 	       nt->c.gamma_us * 1e3, nt->c.copy_us * 1e3);
+	if (nt->c.zc_bytes)
+		printf("zero copy of messages from %llu bytes at %.4g ns/B; in "
+		       "ops of at most %llu bytes (cache-resident) at %.4g "
+		       "ns/B\n",
+		       (unsigned long long)nt->c.zc_bytes,
+		       nt->c.zc_beta_us * 1e3,
+		       (unsigned long long)nt->c.zc_hot_bytes,
+		       nt->c.zc_hot_beta_us * 1e3);
 	if (host_of)
 		printf("%u hosts of up to %u ranks: messages inside a host at "
 		       "the shm constants\n",
@@ -487,15 +497,16 @@ static void fit_point(const struct ohc_algo *al, const struct net *nt,
 {
 	/* beta: the ring's and zero copy's per-byte cost alike */
 	struct ohc_cost_params one = {.alpha_us = 1,
-				      .zc_bytes = nt->c.zc_bytes},
+				      .zc_bytes = nt->c.zc_bytes,
+				      .zc_hot_bytes = nt->c.zc_hot_bytes},
 			       rest = nt->c;
 
 	p->a = al->cost ? ohc_algo_cost(al, &one, bytes, n) : 0;
 	one.alpha_us = 0;
-	one.beta_us = one.zc_beta_us = 1;
+	one.beta_us = one.zc_beta_us = one.zc_hot_beta_us = 1;
 	p->b = al->cost ? ohc_algo_cost(al, &one, bytes, n) : 0;
 	rest.alpha_us = 0;
-	rest.beta_us = rest.zc_beta_us = 0;
+	rest.beta_us = rest.zc_beta_us = rest.zc_hot_beta_us = 0;
 	p->k = al->cost ? ohc_algo_cost(al, &rest, bytes, n) : 0;
 	p->us = us;
 }
