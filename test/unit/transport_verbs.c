@@ -412,7 +412,8 @@ static int defaults_rank(int rank, int nranks, void *arg)
 	CHECK(sb && rb, "malloc");
 	vi = (struct ohc_verbs_iface *)c->iface;
 	CHECK(ohc_vx_query_device(vi->ctx, &da) == 0, "ibv_query_device");
-	soft = da.vendor_id == 0xffffff || da.vendor_id == 0x626d74;
+	soft = da.vendor_id == OHC_VX_VENDOR_RXE ||
+	       da.vendor_id == OHC_VX_VENDOR_SIW;
 	CHECK(vi->rndv_bytes == (soft ? 0 : 256 * KIB) &&
 		      vi->pull_bytes == (soft ? 64 * KIB : 0),
 	      "vendor %#x: rendezvous from %u, pulled from %u", da.vendor_id,

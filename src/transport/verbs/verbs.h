@@ -42,6 +42,9 @@
 
 #define OHC_VX_MAX_QPS 32
 #define OHC_VX_HDR 64u /* bytes of a fragment header */
+/* software RDMA devices' vendor ids (kernel rxe_param.h, siw.h) */
+#define OHC_VX_VENDOR_RXE 0xffffffu /* Soft-RoCE */
+#define OHC_VX_VENDOR_SIW 0x626d74u /* siw */
 
 /* The address blob (the TCP listener for setup, the GID, the geometry). */
 struct vx_blob {

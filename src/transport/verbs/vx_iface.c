@@ -35,9 +35,6 @@
  * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
 enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3, WR_PULL = 4 };
 #define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
-/* software RDMA devices' vendor ids (kernel rxe_param.h, siw.h) */
-#define VX_VENDOR_RXE 0xffffffu
-#define VX_VENDOR_SIW 0x626d74u
 
 static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
 		      uint32_t covered)
@@ -1138,8 +1135,8 @@ static void vx_soft_defaults(struct ohc_verbs_iface *vi)
 {
 	struct ibv_device_attr da;
 	int soft = !ohc_vx_query_device(vi->ctx, &da) &&
-		   (da.vendor_id == VX_VENDOR_RXE ||
-		    da.vendor_id == VX_VENDOR_SIW);
+		   (da.vendor_id == OHC_VX_VENDOR_RXE ||
+		    da.vendor_id == OHC_VX_VENDOR_SIW);
 
 	if (!soft && !ohc_config_is_set("OPENHCCL_RDMA_PULL_KB"))
 		vi->pull_bytes = 0;
