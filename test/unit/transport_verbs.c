@@ -35,6 +35,7 @@
 
 struct shared {
 	atomic_uint bar_count, bar_gen;
+	atomic_uint sent; /* pulled_send_outlives_its_sender */
 	uint64_t session;
 	size_t blob_len[MAXR];
 	unsigned char blob[MAXR][OHC_ADDR_MAX];
@@ -1843,4 +1844,64 @@ Test(verbs, pulled_fragment_fails_with_the_readers_qp)
 	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, pull_err_rank, NULL, 120), 0);
+}
+
+/*
+ * A pulled fragment's send completes when posted, while its bytes wait in
+ * the sender's staging for the receiver's read. Rank 0 sends one such
+ * message and closes its endpoint as soon as the send completed; rank 1
+ * posts its receive only after that (a delay well inside the close's
+ * bound). The close must wait for the read: every byte arrives, and the
+ * sender's close returned only after the receive was posted.
+ */
+static int pull_close_rank(int rank, int nranks, void *arg)
+{
+	const size_t len = 100 * KIB;
+	struct rctx cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t *buf = malloc(len);
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(buf, "malloc");
+	barrier(nranks);
+	if (rank == 0) {
+		fill(buf, len, rank, 5);
+		req_send(&q, buf, len, 1);
+		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
+		CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK,
+		      "send: %s", ohc_status_str(q.status));
+		CHECK(((struct ohc_verbs_iface *)c->iface)->pull_tx == 1,
+		      "no fragment pulled");
+		atomic_store(&sh->sent, 1);
+		free(buf);
+		if (rank_down(c))
+			return 1;
+		CHECK(atomic_load(&sh->sent) == 2,
+		      "closed before the receive was posted");
+		return 0;
+	}
+	while (!atomic_load(&sh->sent))
+		usleep(100);
+	usleep(200 * 1000); /* the sender is closing meanwhile */
+	memset(buf, 0, len);
+	req_recv(&q, buf, len, 1);
+	atomic_store(&sh->sent, 2);
+	CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
+	CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK, "recv: %s",
+	      ohc_status_str(q.status));
+	CHECK(verify(buf, len, peer, 5) < 0, "byte %ld wrong",
+	      verify(buf, len, peer, 5));
+	free(buf);
+	return rank_down(c);
+}
+
+Test(verbs, pulled_send_outlives_its_sender)
+{
+	NEED_RDMA();
+	pull_env(NULL, NULL);
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, pull_close_rank, NULL, 120), 0);
 }

@@ -185,6 +185,9 @@ struct ohc_verbs_ep {
 	struct ohc_list sendq;
 	uint64_t tx_slots; /* fragments written */
 	uint64_t tx_freed; /* slots the peer has freed */
+	/* tx_slots after our last pulled fragment: until the peer freed
+	 * that slot it may still read from our staging (quiesce waits) */
+	uint64_t pull_end;
 	/* gathering sends: records gx_head..gx_tail-1 (mod gx_n) wait for
 	 * their WRs; the head of sendq, gx_req, is being posted, gathering
 	 * into record gx_tail with registration gx_mr (NULL: it copies) */
@@ -204,6 +207,9 @@ struct ohc_verbs_ep {
 	 * in its slot when rd_mr is NULL */
 	int rd, rd_done;
 	struct vx_mr *rd_mr;
+	/* the message being received had a pulled fragment: its sender
+	 * waits for the slot back, hand it back as the message completes */
+	int rx_pulled;
 	struct vx_rdv rdv;
 	/* state */
 	int connected;

@@ -503,6 +503,7 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 				wr->send_flags = IBV_SEND_INLINE;
 			chain_add(q, wr);
 			vi->pull_tx++;
+			e->pull_end = e->tx_slots + 1;
 		} else if (OHC_VX_HDR + frag <= vi->max_inline) {
 			wr = vx_wr(e, &nw, &sg, &ns, 2,
 				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
@@ -674,6 +675,7 @@ static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	unsigned n = 0;
+	int force = 0;
 
 	while (!e->broken) {
 		uint32_t idx = (uint32_t)(e->rx_next % vi->slots);
@@ -713,12 +715,14 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 				e->rx_next++;
 			}
 			ohc_req_complete(req, OHC_ERR_DESYNC);
+			e->rx_pulled = 0;
 			n++;
 			break;
 		}
 		if (pulled) {
 			if (pull_frag(vi, e, req, h, slot) <= 0)
 				break; /* read posted or running, or failed */
+			e->rx_pulled = 1;
 		} else if (h->frag_len) { /* 0 bytes: maybe no buffer */
 			ohc_req_deliver(req, h->off, slot + OHC_VX_HDR,
 					h->frag_len);
@@ -731,9 +735,13 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			if (routed)
 				ohc_vx_rdv_rx_done(vi, e, req);
 			ohc_req_complete(req, OHC_OK);
+			force |= e->rx_pulled;
+			e->rx_pulled = 0;
 		}
 	}
-	ep_credit(vi, e, 0);
+	/* a sender whose message we read from its staging may be about to
+	 * close (its send completed long ago): it waits for these credits */
+	ep_credit(vi, e, force);
 	return n;
 }
 
@@ -987,6 +995,16 @@ static void ep_sock_check(struct ohc_verbs_ep *e)
 			"the peer closed its connection (process gone or its "
 			"side failed)");
 	}
+}
+
+/* The peer closed the setup socket (quietly: it may be ending too). */
+static int sock_closed(const struct ohc_verbs_ep *e)
+{
+	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	char c;
+
+	return e->sock >= 0 && poll(&p, 1, 0) > 0 &&
+	       recv(e->sock, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
 }
 
 static ohc_status_t vx_ep_check(struct ohc_ep *ep)
@@ -1356,7 +1374,10 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	return OHC_OK;
 }
 
-/* Let our last writes land (bounded): then the peer's QPs may go away. */
+/*
+ * Let our last writes land and the peer read our last pulled fragment
+ * (bounded): then the peer's QPs may go away, and our staging with them.
+ */
 static void vx_ep_quiesce(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
@@ -1365,7 +1386,9 @@ static void vx_ep_quiesce(struct ohc_ep *ep)
 	if (e->connected && !e->broken) {
 		uint64_t deadline = ohc_deadline_after_ms(VX_DRAIN_MS);
 		unsigned polls = 0;
-		int pending = 0;
+		/* a peer that announced its failure reads nothing more */
+		int reads = !e->peer_abort;
+		int pending = reads && e->tx_freed < e->pull_end;
 
 		for (uint32_t i = 0; i < e->nqps; i++) {
 			struct ohc_vx_qp *q = &e->qps[i];
@@ -1392,14 +1415,16 @@ static void vx_ep_quiesce(struct ohc_ep *ep)
 		 * drain only takes CPU from others (seen in the TCG VMs).
 		 */
 		while (pending && !e->broken) {
-			pending = 0;
 			iface_poll(vi);
+			pending = reads && e->tx_freed < e->pull_end;
 			for (uint32_t i = 0; i < e->nqps; i++)
 				pending |= e->qps[i].sq_inflight != 0;
 			if (!pending || ++polls < 64)
 				continue;
 			if (ohc_deadline_passed(deadline))
 				break;
+			if (reads && sock_closed(e))
+				reads = 0; /* gone: it reads nothing more */
 			(void)poll(NULL, 0, 1);
 		}
 	}
