@@ -8,7 +8,11 @@
 # and simulated/measured (the simulation of its schedule; both price the
 # agreement steps of rooted ops and, on shm, zero copy of large messages
 # out of hccl_test's aclrtMalloc buffers, tools/README.md). Exit status 1
-# if a predicted ratio is outside.
+# if a predicted ratio is outside. On shm the per-message cost (alpha) is
+# this host's of the moment, as on rxe: each round first times
+# HcclSend/Recv's 2-rank half round trip and exchange step at 1 KiB
+# (BUILD_DIR/sim-validate/p2p.lat, p2p.wake) and alpha is the best of
+# them; the bandwidth, reduction and turn constants are the library's.
 #
 # usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
 #                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]
@@ -91,27 +95,35 @@ while getopts "n:o:b:e:f:r:N:x:a:w:c:W:EPh" c; do
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
+# calibrate_alpha DIR: alpha from DIR/p2p.lat ("BYTES IB OHC" lines, the
+# best at 1 KiB, else the smallest) or, if smaller, the best 2-rank 1 KiB
+# exchange step of DIR/p2p.wake; sets alpha unless -a set it
+calibrate_alpha() {
+	local dir=$1 what x2
+	[ -z "$alpha" ] && [ -s "$dir/p2p.lat" ] || return 0
+	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
+	alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
+		m = $c + 0 } $1 == 1024 && $c != "-" && (k == "" || $c + 0 < k) {
+		k = $c + 0 } END { print (k != "" ? k : m) }' "$dir/p2p.lat")
+	echo "alpha $alpha us: $what latency at 1 KiB (else the smallest), $dir/p2p.lat"
+	# p2p.lat is timed once, at the start; the 2-rank 1 KiB
+	# exchange step (a collective's step) every round, best kept
+	x2=$([ "$col" = 3 ] && [ -s "$dir/p2p.wake" ] &&
+		awk '$1 == 2 && $2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
+		(m == "" || $3 + 0 < m) { m = $3 + 0 } END { print m }' \
+		"$dir/p2p.wake" || true)
+	if [ -n "$x2" ] && awk -v x="$x2" -v a="$alpha" \
+		'BEGIN { exit !(x < a) }'; then
+		alpha=$x2
+		echo "alpha $alpha us: the 2-rank 1 KiB exchange step, best of the rounds, is smaller, $dir/p2p.wake"
+	fi
+}
+
 if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 	net=${net:-rxe}
 	[ -d "$from" ] || { echo "sim_validate: no folder $from" >&2; exit 2; }
 	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
-	if [ -z "$alpha" ] && [ -s "$from/p2p.lat" ]; then
-		alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
-			m = $c + 0 } $1 == 1024 && $c != "-" { k = $c + 0 }
-			END { print (k != "" ? k : m) }' "$from/p2p.lat")
-		echo "alpha $alpha us: $what latency at 1 KiB (else the smallest), $from/p2p.lat"
-		# p2p.lat is timed once, at the start; the 2-rank 1 KiB
-		# exchange step (a collective's step) every round, best kept
-		x2=$([ "$col" = 3 ] && [ -s "$from/p2p.wake" ] &&
-			awk '$1 == 2 && $2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
-			(m == "" || $3 + 0 < m) { m = $3 + 0 } END { print m }' \
-			"$from/p2p.wake" || true)
-		if [ -n "$x2" ] && awk -v x="$x2" -v a="$alpha" \
-			'BEGIN { exit !(x < a) }'; then
-			alpha=$x2
-			echo "alpha $alpha us: the 2-rank 1 KiB exchange step, best of the rounds, is smaller, $from/p2p.wake"
-		fi
-	fi
+	calibrate_alpha "$from"
 	# a collective's step has both ranks of a pair send and receive at
 	# once: the bandwidth it sees is the 2-rank exchange step's, 1 MiB
 	# in (step at 1 MiB - step at 1 KiB), best of the rounds. A one-way
@@ -211,7 +223,18 @@ if [ -z "$from" ]; then
 	maxB=$(numfmt --from=iec "$maxb")
 	rm -rf "$keep"
 	mkdir -p "$keep"
+	pb=$build/bench/ohc_verbs_p2p_bench
 	for ((rep = 1; rep <= reps; rep++)); do
+		# the per-message cost of this round (it swings with the
+		# host's state, the bandwidth constants hold): HcclSend/Recv's
+		# 2-rank half round trip and exchange step at 1 KiB, for alpha
+		echo "== 1 KiB point to point over shm (round $rep)" >&2
+		lat=$(timeout 120 "$pb" 1024 1024 2000 100 lat 3 |
+			awk '$1 == 1024 { print $3 }' || true)
+		echo "1024 - ${lat:--}" >>"$keep/p2p.lat"
+		xchg=$(OHC_BENCH_RANKS=2 timeout 120 "$pb" 1024 1024 200 20 \
+			xchg 3 | awk '$1 == 1024 { print $3 }' || true)
+		echo "2 xchg ${xchg:--}" >>"$keep/p2p.wake"
 		for np in $nps; do
 			for op in $ops; do
 				echo "== $op -np $np (run $rep of $reps)" >&2
@@ -226,6 +249,7 @@ if [ -z "$from" ]; then
 else
 	src=$from
 fi
+[ "$net" != shm ] || calibrate_alpha "$src"
 
 printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s\n' op ranks bytes \
 	algorithm measured_us predicted_us pred/meas simulated_us sim/meas

@@ -25,6 +25,8 @@
  * r - k in step k: only at k = N/2 are both one step.)
  * WINDOWS (1) times each size that many times, ITERS messages each,
  * and reports the best (a window the host stalled drops out).
+ * OHC_BENCH_ACL=1 takes the buffers from aclrtMalloc, as hccl_test does:
+ * large ones are then shared memory, which shm reads zero-copy.
  * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP]
  *                            [bw|lat|xchg] [WINDOWS]
  */
@@ -123,14 +125,22 @@ static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
 		    enum mode mode)
 {
 	HcclComm comm;
-	char *buf = malloc(2 * maxb);
+	const char *acl = getenv("OHC_BENCH_ACL");
+	int dev = acl && atoi(acl);
+	void *mem = NULL;
+	char *buf;
 	const char *sync = getenv("OHC_BENCH_SYNC");
 	aclrtStream st = NULL;
 	HcclResult r = HCCL_SUCCESS;
 	int k = 0;
 
-	if (!buf || aclrtSetDevice(rank) ||
-	    HcclCommInitRootInfo((uint32_t)nranks, &sh->root, (uint32_t)rank,
+	if (aclrtSetDevice(rank))
+		return 1;
+	if (dev ? aclrtMalloc(&mem, 2 * maxb, ACL_MEM_MALLOC_HUGE_FIRST)
+		: !(mem = malloc(2 * maxb)))
+		return 1;
+	buf = mem;
+	if (HcclCommInitRootInfo((uint32_t)nranks, &sh->root, (uint32_t)rank,
 				 &comm))
 		return 1;
 	if (mode != M_LAT && !(sync && atoi(sync)) && aclrtCreateStream(&st))
@@ -193,7 +203,10 @@ static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
 	if (st)
 		aclrtDestroyStream(st);
 	HcclCommDestroy(comm);
-	free(buf);
+	if (dev)
+		aclrtFree(mem);
+	else
+		free(mem);
 	return 0;
 }
 

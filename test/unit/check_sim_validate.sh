@@ -9,7 +9,8 @@
 # ranks is N / CPUs wakes, one wake fitted over the run's rank counts
 # (-E: each count its own), passed as --wake-us per sharing rank. A made-up run with known
 # rows must give those parameters, and each prediction must be what
-# hccl_simulate prints for them by hand.
+# hccl_simulate prints for them by hand. On shm (a run of sim_validate.sh
+# itself) alpha comes the same way from its rounds' probes.
 # usage: check_sim_validate.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -98,4 +99,25 @@ done
 p4=$(awk '$1 == "allgather" && $2 == 4 && $3 == 1024 { print $6 }' <<<"$out")
 awk -v p="$p4" 'BEGIN { exit !(p >= 2 * (40 + 1080)) }' ||
 	fail "4 ranks, 1 KiB: predicted $p4 us, below 2 x (40 + 1080)"
+
+# shm (an earlier run of sim_validate.sh itself: raw.OP.NP.REP): alpha is
+# the best round's 1 KiB half round trip (p2p.lat, a line per round), or
+# the 2-rank exchange step if smaller; the model is shm's with that alpha
+mkdir "$d/shm"
+printf '1024 - 0.8\n1024 - 0.31\n1024 - 0.75\n' >"$d/shm/p2p.lat"
+printf '2 xchg 0.9\n2 xchg 0.5\n2 xchg 0.95\n' >"$d/shm/p2p.wake"
+{
+	echo "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
+	echo "1024              | 0.50           | 2.0                  | success"
+} >"$d/shm/raw.allgather.2.1"
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n 2 \
+	-o allgather 2>&1) || true
+grep -q "^alpha 0.31 us: HcclSend/Recv latency at 1 KiB" <<<"$o" ||
+	{ out=$o; fail "shm: alpha is not the best round's 0.31 us"; }
+want=$("$sim" --measure "$d/shm/raw.allgather.2.1" --op allgather --ranks 2 \
+	--net shm --alpha 0.31 --cores "$(nproc)" |
+	awk '$1 == 1024 { print $4 }') || true
+got=$(awk '$1 == "allgather" && $2 == 2 && $3 == 1024 { print $6 }' <<<"$o")
+[ -n "$want" ] && [ "$got" = "$want" ] ||
+	{ out=$o; fail "shm, 1 KiB: predicted '$got', want '$want'"; }
 echo "PASS"
