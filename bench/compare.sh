@@ -352,7 +352,7 @@ p2p_table() {
 	echo "bench/verbs_p2p.c (its \`lat\` ping-pong for the latency)."
 	[ -s "$out/p2p.wake" ] || return 0
 	echo
-	echo "| ranks | 1 KiB message, $(cat "$out/cpus" 2>/dev/null || echo "?") CPUs | us |"
+	echo "| ranks | 1 KiB message (unless named), $(cat "$out/cpus" 2>/dev/null || echo "?") CPUs | us |"
 	echo "|---:|---|---:|"
 	# each rank count's and mode's best
 	awk '$3 ~ /^[0-9.]+$/ { k = $1 " " $2
@@ -364,7 +364,9 @@ p2p_table() {
 		if ($2 == "xchg")
 			d = "exchange step (HcclBatchSendRecv with rank + N/2, all at once)"
 		else if ($2 == "xchg-slowest")
-			d = "the same, its slowest rank"
+			d = "1 KiB exchange step, its slowest rank"
+		else if ($2 == "xchg1m")
+			d = "exchange step of 1 MiB"
 		printf "| %s | %s | %s |\n", $1, d, $3 }'
 	echo
 	echo "Best of the $(grep -c "^2 xchg " "$out/p2p.wake") rounds (one per run)."
