@@ -105,6 +105,7 @@ calibrate_alpha() {
 	alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
 		m = $c + 0 } $1 == 1024 && $c != "-" && (k == "" || $c + 0 < k) {
 		k = $c + 0 } END { print (k != "" ? k : m) }' "$dir/p2p.lat")
+	[ -n "$alpha" ] || return 0 # no probe gave a time: the defaults
 	echo "alpha $alpha us: $what latency at 1 KiB (else the smallest), $dir/p2p.lat"
 	# p2p.lat is timed once, at the start; the 2-rank 1 KiB
 	# exchange step (a collective's step) every round, best kept
