@@ -95,13 +95,15 @@ while getopts "n:o:b:e:f:r:N:x:a:w:c:W:EPh" c; do
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
+# whose point-to-point numbers calibrate (-P: the device's floor)
+what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
+
 # calibrate_alpha DIR: alpha from DIR/p2p.lat ("BYTES IB OHC" lines, the
 # best at 1 KiB, else the smallest) or, if smaller, the best 2-rank 1 KiB
 # exchange step of DIR/p2p.wake; sets alpha unless -a set it
 calibrate_alpha() {
-	local dir=$1 what x2
+	local dir=$1 x2
 	[ -z "$alpha" ] && [ -s "$dir/p2p.lat" ] || return 0
-	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
 	alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
 		m = $c + 0 } $1 == 1024 && $c != "-" && (k == "" || $c + 0 < k) {
 		k = $c + 0 } END { print (k != "" ? k : m) }' "$dir/p2p.lat")
@@ -123,7 +125,6 @@ calibrate_alpha() {
 if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 	net=${net:-rxe}
 	[ -d "$from" ] || { echo "sim_validate: no folder $from" >&2; exit 2; }
-	what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
 	calibrate_alpha "$from"
 	# a collective's step has both ranks of a pair send and receive at
 	# once: the bandwidth it sees is the 2-rank exchange step's, 1 MiB
