@@ -334,6 +334,28 @@ static ohc_status_t check_counts(const char *fn, const char *what,
 	return OHC_OK;
 }
 
+/*
+ * V-displacement arrays: the offset of every non-empty block within the
+ * maximum count, so that the block's end in bytes (at most 2 * 2^35
+ * elements of at most 16 bytes) cannot wrap. Empty blocks are never
+ * touched and their displacements are not read.
+ */
+static ohc_status_t check_displs(const char *fn, const char *what,
+				 const uint64_t *counts,
+				 const uint64_t *displs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (counts[i] && displs[i] > SYS_MAX_COUNT) {
+			OHC_ERROR(OHC_SS_API,
+				  "%s: %s[%u] = %llu exceeds the maximum %llu",
+				  fn, what, i, (unsigned long long)displs[i],
+				  SYS_MAX_COUNT);
+			return OHC_ERR_INVALID;
+		}
+	}
+	return OHC_OK;
+}
+
 /* Live communicator for calls that need its size before check_common. */
 static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
 {
@@ -356,8 +378,9 @@ static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
  * when it is 0 the call is a no-op on every rank alike.
  */
 static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
-			     const void *counts, const void *displs,
-			     struct ohc_comm **c_p, uint64_t *total_p)
+			     const char *dwhat, const void *counts,
+			     const void *displs, struct ohc_comm **c_p,
+			     uint64_t *total_p)
 {
 	HcclResult r = comm_of(fn, comm, c_p);
 
@@ -365,10 +388,11 @@ static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
 		return r;
 	if (!counts || !displs) {
 		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
-			  !counts ? what : "displacements");
+			  !counts ? what : dwhat);
 		return HCCL_E_PTR;
 	}
-	if (check_counts(fn, what, counts, (*c_p)->nranks, total_p) < 0)
+	if (check_counts(fn, what, counts, (*c_p)->nranks, total_p) < 0 ||
+	    check_displs(fn, dwhat, counts, displs, (*c_p)->nranks) < 0)
 		return HCCL_E_PARA;
 	if (*total_p == 0)
 		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do", fn);
@@ -387,8 +411,8 @@ OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
 	HcclResult r;
 
 	OHC_API_ENTRY(__func__);
-	r = v_prologue(__func__, comm, "recvCounts", recvCounts, recvDispls,
-		       &c, &total);
+	r = v_prologue(__func__, comm, "recvCounts", "recvDispls", recvCounts,
+		       recvDispls, &c, &total);
 	if (r != HCCL_SUCCESS || total == 0)
 		return r;
 	if (((const uint64_t *)recvCounts)[c->rank] != sendCount) {
@@ -429,8 +453,8 @@ OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
 	HcclResult r;
 
 	OHC_API_ENTRY(__func__);
-	r = v_prologue(__func__, comm, "sendCounts", sendCounts, sendDispls,
-		       &c, &total);
+	r = v_prologue(__func__, comm, "sendCounts", "sendDispls", sendCounts,
+		       sendDispls, &c, &total);
 	if (r != HCCL_SUCCESS || total == 0)
 		return r;
 	if (((const uint64_t *)sendCounts)[c->rank] != recvCount) {
@@ -503,7 +527,9 @@ static HcclResult alltoallv(const char *fn, const void *sendBuf,
 	uint64_t stotal, rtotal;
 
 	if (check_counts(fn, "sendCounts", sc, c->nranks, &stotal) < 0 ||
-	    check_counts(fn, "recvCounts", rc, c->nranks, &rtotal) < 0)
+	    check_counts(fn, "recvCounts", rc, c->nranks, &rtotal) < 0 ||
+	    check_displs(fn, "sdispls", sc, sd, c->nranks) < 0 ||
+	    check_displs(fn, "rdispls", rc, rd, c->nranks) < 0)
 		return HCCL_E_PARA;
 	if (sendType != recvType) {
 		OHC_ERROR(OHC_SS_API, "%s: sendType %d and recvType %d differ",

@@ -12,11 +12,7 @@
 /* Validate a communicator handle; NULL-checks belong to the caller. */
 struct ohc_comm *ohc_api_comm(HcclComm comm)
 {
-	struct ohc_comm *c = comm;
-
-	if (!c || c->magic != OHC_COMM_MAGIC)
-		return NULL;
-	return c;
+	return ohc_comm_lookup(comm);
 }
 
 static HcclResult env_check(void)
@@ -76,7 +72,7 @@ static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
 		ohc_bootstrap_destroy(bs);
 		return ohc_status_to_hccl(status);
 	}
-	*comm = c;
+	*comm = ohc_comm_handle(c);
 	return HCCL_SUCCESS;
 }
 
@@ -303,7 +299,7 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 		ohc_bootstrap_destroy(bs);
 		goto out;
 	}
-	*comm = c;
+	*comm = ohc_comm_handle(c);
 out:
 	ohc_ranktable_free(rt);
 	return ohc_status_to_hccl(status);
@@ -433,7 +429,7 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 		status = OHC_ERR_SYSCALL;
 	for (uint32_t i = 0; i < ndev; i++) {
 		if (status == OHC_OK) {
-			comms[i] = args[i].comm;
+			comms[i] = ohc_comm_handle(args[i].comm);
 			continue;
 		}
 		if (i < started && args[i].status == OHC_OK)
@@ -551,7 +547,7 @@ static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
 				subCommId, status < 0 ? NULL : &cfg, &sub);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
-	*subComm = sub;
+	*subComm = ohc_comm_handle(sub);
 	return HCCL_SUCCESS;
 }
 
@@ -665,7 +661,7 @@ OHC_API HcclResult HcclCommGetHandleWithName(const char *commName,
 			  commName);
 		return HCCL_E_NOT_FOUND;
 	}
-	*comm = c;
+	*comm = ohc_comm_handle(c);
 	return HCCL_SUCCESS;
 }
 

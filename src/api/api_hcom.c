@@ -37,6 +37,7 @@ struct hcom_group {
 	char name[GROUP_NAME_MAX + 1];
 	int device;
 	struct ohc_comm *comm; /* NULL for the world group's entry */
+	void *handle;	       /* comm's handle, checked before use */
 	uint32_t nranks;
 	uint32_t *world_ranks; /* group rank -> world rank */
 	struct ohc_hcom_fusion fusion;
@@ -61,7 +62,7 @@ static struct hcom_group *group_find(const char *name, int device)
 
 		if (g->device != device || strcmp(g->name, name))
 			continue;
-		if (g->comm && !ohc_comm_registered(g->comm)) {
+		if (g->comm && ohc_comm_lookup(g->handle) != g->comm) {
 			OHC_WARN(OHC_SS_API,
 				 "group '%s': its communicator was destroyed "
 				 "with HcclCommDestroy; the group is gone",
@@ -296,6 +297,7 @@ OHC_API HcclResult HcomCreateGroup(const char *group, uint32_t rankNum,
 		goto free_group;
 	}
 	g->comm = sub;
+	g->handle = ohc_comm_handle(sub);
 	pthread_mutex_lock(&groups_lock);
 	if (group_find(group, device)) {
 		pthread_mutex_unlock(&groups_lock);

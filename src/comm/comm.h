@@ -57,10 +57,8 @@ void ohc_comm_cfg_default(struct ohc_comm_cfg *c);
 void ohc_comm_set_deterministic_all(int value);
 int ohc_comm_get_deterministic_global(void);
 
-#define OHC_COMM_MAGIC 0x6f6863636f6d6d31ull /* "ohccomm1" */
-
 struct ohc_comm {
-	uint64_t magic; /* OHC_COMM_MAGIC while alive */
+	void *handle; /* the user's HcclComm (ohc_comm_lookup) */
 	char name[OHC_COMM_NAME_MAX];
 	uint32_t rank, nranks;
 	int device; /* logical device at init, or -1 */
@@ -144,8 +142,15 @@ void ohc_comm_destroy(struct ohc_comm *comm);
 
 /* Registry by name (and, for thread ranks, device). */
 struct ohc_comm *ohc_comm_find(const char *name, int device);
-/* Whether comm is a live communicator of this process (by address). */
-int ohc_comm_registered(const struct ohc_comm *comm);
+/*
+ * The live communicator behind a user's handle, or NULL: a destroyed
+ * communicator's handle, a value never handed out or garbage are refused
+ * without being dereferenced. Lock-free when this thread looked the same
+ * handle up last and nothing was destroyed since.
+ */
+struct ohc_comm *ohc_comm_lookup(const void *handle);
+/* The handle users get for comm (valid from create to destroy). */
+void *ohc_comm_handle(const struct ohc_comm *comm);
 int ohc_comm_name_taken(const char *name, uint32_t rank);
 /* Whether a live communicator is named name and has this rank or was made
  * on this device (sub-communicator names are unique per process/device). */
