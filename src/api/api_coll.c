@@ -341,8 +341,8 @@ static ohc_status_t check_counts(const char *fn, const char *what,
  * touched and their displacements are not read.
  */
 static ohc_status_t check_displs(const char *fn, const char *what,
-				 const uint64_t *counts,
-				 const uint64_t *displs, uint32_t n)
+				 const uint64_t *counts, const uint64_t *displs,
+				 uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		if (counts[i] && displs[i] > SYS_MAX_COUNT) {

@@ -57,8 +57,7 @@ Test(hostile, displacements_one_rank)
 	HcclComm comm = one_rank_comm();
 	struct guarded sg, rg;
 
-	for (size_t k = 0; k < sizeof(bad_displs) / sizeof(*bad_displs);
-	     k++) {
+	for (size_t k = 0; k < sizeof(bad_displs) / sizeof(*bad_displs); k++) {
 		uint64_t cnt[1] = {4}, ok[1] = {0}, bad[1] = {bad_displs[k]};
 		float *s = guarded_init(&sg), *r = guarded_init(&rg);
 
@@ -117,8 +116,8 @@ static void *two_main(void *p)
 				t->comm, NULL);
 	t->rsv = HcclReduceScatterV(s, cnt, displs, r, 4, HCCL_DATA_TYPE_FP32,
 				    HCCL_REDUCE_SUM, t->comm, NULL);
-	t->a2av = HcclAlltoAllV(s, cnt, ok, HCCL_DATA_TYPE_FP32, r, cnt,
-				displs, HCCL_DATA_TYPE_FP32, t->comm, NULL);
+	t->a2av = HcclAlltoAllV(s, cnt, ok, HCCL_DATA_TYPE_FP32, r, cnt, displs,
+				HCCL_DATA_TYPE_FP32, t->comm, NULL);
 	return NULL;
 }
 
@@ -179,8 +178,8 @@ Test(hostile, destroyed_handle)
 Test(hostile, wild_handles)
 {
 	HcclComm live = one_rank_comm();
-	void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
+	void *page =
+		mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *wild[] = {(void *)0x10, page, (void *)(uintptr_t)-1,
 			(uint8_t *)live + 1, (void *)&page};
 	float b[4] = {0};
