@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1073,6 +1074,79 @@ Test(refuse, junk_connections, .timeout = 60)
 	free(log);
 	close(fd[0]);
 	close(fd[1]);
+}
+
+/*
+ * A flood on the root's port: 2000 connections that stay silent, send
+ * junk or half a frame, held open while two real ranks join. The ranks
+ * must get through well within their timeout (the listener used to keep
+ * 128 strangers for 10 s each and let the rest wait in the backlog), the
+ * root must hold no more than its gate's bound, and the log must stay
+ * short: a few lines, then counts.
+ */
+#define FLOOD 2000
+
+Test(refuse, flood_of_strangers, .timeout = 120)
+{
+	uint8_t info[OHC_ROOT_INFO_BYTES], junk[64], half[BS_HDR_BYTES];
+	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
+	struct trank t[2] = {0};
+	struct rlimit rl;
+	struct bs_addr root;
+	char ip[64], *log, *p;
+	unsigned port, lines = 0;
+	int *fds, err, opened = 0;
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < FLOOD + 1024 && rl.rlim_max >= FLOOD + 1024) {
+		rl.rlim_cur = FLOOD + 1024;
+		cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	cr_assert_geq(rl.rlim_cur, FLOOD + 1024,
+		      "the test needs %d fds (hard limit %llu)", FLOOD + 1024,
+		      (unsigned long long)rl.rlim_max);
+	fds = calloc(FLOOD, sizeof(*fds));
+	cr_assert(fds);
+	cr_assert_eq(ohc_root_info_create(info), OHC_OK);
+	cr_assert_eq(sscanf(ohc_root_info_name(info), "%63[^_]_%u", ip, &port),
+		     2);
+	cr_assert_eq(bs_addr_from_ip(ip, (uint16_t)port, &root), OHC_OK);
+	memset(junk, 0xa5, sizeof(junk));
+	bs_hdr_encode(&h, half); /* a JOIN header whose payload never comes */
+	capture_begin();
+	for (int i = 0; i < FLOOD; i++) {
+		ohc_status_t st = bs_connect_start(&root, &fds[i], &err);
+
+		cr_assert(st == OHC_OK || st == OHC_INPROGRESS,
+			  "connect %d: %s", i, strerror(err));
+		opened++;
+	}
+	/* Wait until most are connected, then make some of them talk. */
+	for (int i = 0; i < FLOOD; i++) {
+		if (bs_wait_fd(fds[i], POLLOUT, ohc_deadline_after_ms(20)) ==
+		    OHC_OK) {
+			if (i % 3 == 1)
+				(void)!write(fds[i], junk, sizeof(junk));
+			else if (i % 3 == 2)
+				(void)!write(fds[i], half, sizeof(half));
+		}
+	}
+	for (uint32_t r = 0; r < 2; r++)
+		trank_start(&t[r], info, r, 2, TMO_MS, body_exercise);
+	for (uint32_t r = 0; r < 2; r++) {
+		trank_join(&t[r]);
+		cr_assert_eq(t[r].status, OHC_OK, "rank %u: status %d", r,
+			     t[r].status);
+		cr_assert_eq(t[r].result, 0);
+	}
+	for (int i = 0; i < opened; i++)
+		close(fds[i]);
+	free(fds);
+	log = capture_end();
+	for (p = log; (p = strstr(p, "refused")); p++)
+		lines++;
+	cr_assert_leq(lines, 10, "%u lines say 'refused'", lines);
+	free(log);
 }
 
 Test(refuse, bad_arguments, .timeout = 30)

@@ -302,6 +302,69 @@ uint64_t bs_get64(const uint8_t *p);
 void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------- */
+/* The gate of a listener (bs_gate.c): accepted connections that have not  */
+/* presented their first frame yet. Never full for a newcomer (the oldest  */
+/* goes), bounded wait per connection, drops counted and logged sparingly. */
+
+#define BS_GATE_MAX 256 /* connections held at once */
+
+enum bs_gate_drop {
+	BS_GATE_IDLE,	   /* no whole first frame in time */
+	BS_GATE_EVICTED,   /* the oldest, for a newer connection */
+	BS_GATE_CLOSED,	   /* closed or reset before a whole frame */
+	BS_GATE_MALFORMED, /* not a frame of ours */
+	BS_GATE_REFUSED,   /* a frame its owner refused */
+	BS_GATE_NDROP,
+};
+
+struct bs_gate_conn {
+	int fd; /* -1: dropped or taken; removed by bs_gate_tidy */
+	struct bs_rx rx;
+	struct bs_addr from;
+	uint64_t since;
+};
+
+struct bs_gate {
+	char where[BS_ADDR_STRLEN + 32]; /* owner, for log lines */
+	size_t frame_max;
+	uint64_t wait_ns;
+	struct bs_gate_conn *conns;
+	unsigned n, cap; /* entries (some may be -1 until tidied) */
+	unsigned live;	 /* entries with an fd */
+	uint64_t accept_pause;
+	int accept_warned;
+	uint64_t dropped[BS_GATE_NDROP];
+	unsigned logged; /* drops logged one by one */
+	uint64_t quiet;	 /* drops since the last summary line */
+	uint64_t summary_at;
+};
+
+void bs_gate_init(struct bs_gate *g, const char *where, size_t frame_max);
+/* Close what is held; a last summary line if drops went unlogged. */
+void bs_gate_fini(struct bs_gate *g);
+/* Drop connections past their wait and compact: call before building a
+ * pollset (entry indices are stable between two calls). */
+void bs_gate_tidy(struct bs_gate *g);
+/* Whether the listening socket should be polled now (not after accept
+ * failed, e.g. out of fds, for 100 ms). */
+int bs_gate_listening(const struct bs_gate *g);
+/* Accept what is pending on lfd (a burst); returns the index of the first
+ * new entry (new entries are [first, g->n)). */
+unsigned bs_gate_accept(struct bs_gate *g, int lfd);
+/* Read entry i. OHC_OK: its first frame (payload to free in *pl_p); the
+ * caller then takes or refuses the entry. OHC_INPROGRESS: not yet (or the
+ * entry is gone). < 0: the connection was dropped and counted. */
+ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i, struct bs_hdr *h_p,
+			  uint8_t **pl_p);
+/* Hand entry i's fd to the caller (from_p may be NULL). */
+int bs_gate_take(struct bs_gate *g, unsigned i, struct bs_addr *from_p);
+const struct bs_addr *bs_gate_from(const struct bs_gate *g, unsigned i);
+/* Refuse entry i: count, log (sparingly) "refused <who> from <addr>:
+ * <why>"; with reply < 0 first send a REFUSE frame (reply, why). */
+void bs_gate_refuse(struct bs_gate *g, unsigned i, ohc_status_t reply,
+		    const char *who, const char *why);
+
+/* ---------------------------------------------------------------------- */
 /* Root listener (bs_root.c).                                             */
 
 /*

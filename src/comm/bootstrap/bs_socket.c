@@ -32,9 +32,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define PENDING_MAX 64
-#define PENDING_WAIT_MS 10000 /* an accepted connection must say HELLO */
-
 enum out_state { OUT_NONE, OUT_CONNECTING, OUT_OPEN, OUT_DOWN };
 
 /* Why a direction of a peer is unusable. */
@@ -81,13 +78,6 @@ struct sock_peer {
 	int32_t abort_status;
 };
 
-struct sock_pending {
-	int fd;
-	struct bs_rx rx;
-	struct bs_addr from;
-	uint64_t since;
-};
-
 struct sock_ep {
 	struct bs_ep super;
 	uint64_t token;
@@ -99,10 +89,7 @@ struct sock_ep {
 	int aborted;	     /* under lock */
 	ohc_status_t broken; /* under lock: sticky collective failure */
 	struct sock_peer *peers;
-	struct sock_pending pending[PENDING_MAX];
-	unsigned npending;
-	uint64_t accept_pause; /* out of fds: leave the backlog until then */
-	int accept_warned;
+	struct bs_gate gate; /* connections yet to say HELLO */
 	struct pollfd *pfd; /* poller only */
 	uint32_t *pwho;
 	size_t pcap;
@@ -110,8 +97,8 @@ struct sock_ep {
 
 #define WHO_WAKE 0u
 #define WHO_LISTEN 1u
-#define WHO_PENDING 2u
-#define WHO_PEER (WHO_PENDING + PENDING_MAX) /* + 2 * rank (+1 = in) */
+#define WHO_GATE 2u	     /* + gate entry */
+#define WHO_PEER 0x40000000u /* + 2 * rank (+1 = in) */
 
 static const struct bs_ep_ops sock_ops;
 
@@ -434,56 +421,18 @@ static void out_read_locked(struct sock_peer *p)
 	}
 }
 
-static void accept_locked(struct sock_ep *ep)
+/* Read the HELLO of gate entry i; install or refuse it. */
+static void gate_read_locked(struct sock_ep *ep, unsigned i)
 {
-	while (ep->npending < PENDING_MAX) {
-		struct sock_pending *q = &ep->pending[ep->npending];
-		struct bs_addr from;
-		int fd, err = 0;
-		ohc_status_t status =
-			bs_accept(ep->listen_fd, &fd, &from, &err);
-
-		if (status == OHC_INPROGRESS)
-			return;
-		if (status < 0) {
-			/* Typically out of fds: retry in a while, not in a
-			 * busy loop. */
-			if (!ep->accept_warned++)
-				OHC_WARN(OHC_SS_BOOT,
-					 "rank %u: bootstrap accept: %s",
-					 ep->super.rank, strerror(err));
-			ep->accept_pause = ohc_time_ns() + 100000000ull;
-			return;
-		}
-		q->fd = fd;
-		q->from = from;
-		q->since = ohc_time_ns();
-		bs_rx_init(&q->rx, fd);
-		ep->npending++;
-	}
-}
-
-/* Read the HELLO of pending connection i; install or refuse it. The
- * entry's fd becomes -1 when it is done with (compacted later). */
-static void pending_read_locked(struct sock_ep *ep, unsigned i)
-{
-	struct sock_pending *q = &ep->pending[i];
 	uint32_t me = ep->super.rank, n = ep->super.nranks, from, to, nr;
-	char where[BS_ADDR_STRLEN];
 	const char *why = NULL;
+	char who[48];
 	struct bs_hdr h;
-	uint8_t *pl;
-	int err = 0;
-	ohc_status_t status = bs_rx_read(&q->rx, BS_HELLO_BYTES, &err);
+	uint8_t *pl = NULL;
+	int fd;
 
-	if (status == OHC_INPROGRESS)
+	if (bs_gate_read(&ep->gate, i, &h, &pl) != OHC_OK)
 		return;
-	if (status < 0) {
-		bs_rx_reset(&q->rx);
-		close_fd(&q->fd);
-		return;
-	}
-	pl = bs_rx_take(&q->rx, &h);
 	from = to = nr = BS_NO_RANK;
 	if (h.type != BS_T_HELLO || h.len != BS_HELLO_BYTES) {
 		why = "not a bootstrap hello";
@@ -500,42 +449,46 @@ static void pending_read_locked(struct sock_ep *ep, unsigned i)
 	}
 	free(pl);
 	if (why) {
-		OHC_WARN(OHC_SS_BOOT,
-			 "rank %u: refused a bootstrap connection from %s "
-			 "(claims rank %u): %s",
-			 me, bs_addr_str(&q->from, where, sizeof(where)), from,
-			 why);
-		close_fd(&q->fd);
+		snprintf(who, sizeof(who), "a peer claiming rank %u", from);
+		bs_gate_refuse(&ep->gate, i, OHC_OK, who, why);
 		return;
 	}
-	ep->peers[from].in_fd = q->fd;
+	fd = bs_gate_take(&ep->gate, i, NULL);
+	ep->peers[from].in_fd = fd;
 	ep->peers[from].in_seen = 1;
-	bs_rx_init(&ep->peers[from].in_rx, q->fd);
-	q->fd = -1;
+	bs_rx_init(&ep->peers[from].in_rx, fd);
 	/* Frames may already follow the HELLO. */
 	in_read_locked(&ep->peers[from]);
 }
 
-static void pending_compact_locked(struct sock_ep *ep)
+/* New connections are read at once: a peer's HELLO is usually there. */
+static void accept_locked(struct sock_ep *ep)
 {
-	unsigned j = 0;
-	uint64_t now = ohc_time_ns();
+	unsigned first = bs_gate_accept(&ep->gate, ep->listen_fd);
 
-	for (unsigned i = 0; i < ep->npending; i++) {
-		struct sock_pending *q = &ep->pending[i];
+	for (unsigned i = first; i < ep->gate.n; i++)
+		gate_read_locked(ep, i);
+}
 
-		if (q->fd >= 0 &&
-		    now - q->since > PENDING_WAIT_MS * 1000000ull) {
-			bs_rx_reset(&q->rx);
-			close_fd(&q->fd);
-		}
-		if (q->fd < 0)
-			continue;
-		if (i != j)
-			ep->pending[j] = *q;
-		j++;
-	}
-	ep->npending = j;
+/* Room in the pollset for what the gate and the peers may need. */
+static int pollset_reserve_locked(struct sock_ep *ep)
+{
+	size_t cap = 2 + (size_t)ep->gate.n + 2 * (size_t)ep->super.nranks;
+	struct pollfd *pfd;
+	uint32_t *who;
+
+	if (cap <= ep->pcap)
+		return 1;
+	pfd = realloc(ep->pfd, cap * sizeof(*pfd));
+	if (!pfd)
+		return 0;
+	ep->pfd = pfd;
+	who = realloc(ep->pwho, cap * sizeof(*who));
+	if (!who)
+		return 0;
+	ep->pwho = who;
+	ep->pcap = cap;
+	return 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -547,16 +500,15 @@ static size_t pollset_locked(struct sock_ep *ep)
 
 	ep->pfd[n] = (struct pollfd){.fd = ep->wake_fd, .events = POLLIN};
 	ep->pwho[n++] = WHO_WAKE;
-	if (ep->listen_fd >= 0 && ep->npending < PENDING_MAX &&
-	    ohc_time_ns() >= ep->accept_pause) {
+	if (ep->listen_fd >= 0 && bs_gate_listening(&ep->gate)) {
 		ep->pfd[n] =
 			(struct pollfd){.fd = ep->listen_fd, .events = POLLIN};
 		ep->pwho[n++] = WHO_LISTEN;
 	}
-	for (unsigned i = 0; i < ep->npending; i++) {
-		ep->pfd[n] = (struct pollfd){.fd = ep->pending[i].fd,
+	for (unsigned i = 0; i < ep->gate.n; i++) {
+		ep->pfd[n] = (struct pollfd){.fd = ep->gate.conns[i].fd,
 					     .events = POLLIN};
-		ep->pwho[n++] = WHO_PENDING + i;
+		ep->pwho[n++] = WHO_GATE + i;
 	}
 	for (uint32_t r = 0; r < ep->super.nranks; r++) {
 		struct sock_peer *p = &ep->peers[r];
@@ -607,7 +559,11 @@ static void poll_round_locked(struct sock_ep *ep, uint64_t deadline)
 	size_t n;
 	int rc;
 
-	pending_compact_locked(ep);
+	bs_gate_tidy(&ep->gate);
+	if (!pollset_reserve_locked(ep)) {
+		/* Out of memory: leave the newest connections waiting. */
+		bs_gate_fini(&ep->gate);
+	}
 	n = pollset_locked(ep);
 	ep->polling = 1;
 	pthread_mutex_unlock(&ep->lock);
@@ -627,8 +583,7 @@ static void poll_round_locked(struct sock_ep *ep, uint64_t deadline)
 		} else if (who == WHO_LISTEN) {
 			accept_locked(ep);
 		} else if (who < WHO_PEER) {
-			if (ep->pending[who - WHO_PENDING].fd >= 0)
-				pending_read_locked(ep, who - WHO_PENDING);
+			gate_read_locked(ep, who - WHO_GATE);
 		} else if ((who - WHO_PEER) % 2 == 0) {
 			out_event_locked(&ep->peers[(who - WHO_PEER) / 2], ev);
 		} else {
@@ -919,10 +874,7 @@ static void sock_free(struct sock_ep *ep, int locks)
 		close_fd(&p->out_fd);
 		close_fd(&p->in_fd);
 	}
-	for (unsigned i = 0; i < ep->npending; i++) {
-		bs_rx_reset(&ep->pending[i].rx);
-		close_fd(&ep->pending[i].fd);
-	}
+	bs_gate_fini(&ep->gate);
 	close_fd(&ep->listen_fd);
 	close_fd(&ep->wake_fd);
 	if (locks) {
@@ -965,10 +917,16 @@ static ohc_status_t sock_alloc(uint32_t nranks, uint32_t rank, uint64_t token,
 	ep->super.nranks = nranks;
 	ep->super.refs = 1;
 	ep->token = token;
+	{
+		char where[48];
+
+		snprintf(where, sizeof(where), "bootstrap rank %u", rank);
+		bs_gate_init(&ep->gate, where, BS_HELLO_BYTES);
+	}
 	ep->listen_fd = -1;
 	ep->wake_fd = -1;
 	ep->peers = calloc(nranks, sizeof(*ep->peers));
-	ep->pcap = WHO_PEER + 2 * (size_t)nranks;
+	ep->pcap = 2 + 2 * (size_t)nranks;
 	ep->pfd = calloc(ep->pcap, sizeof(*ep->pfd));
 	ep->pwho = calloc(ep->pcap, sizeof(*ep->pwho));
 	if (!ep->peers || !ep->pfd || !ep->pwho) {
