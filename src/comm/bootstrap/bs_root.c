@@ -25,6 +25,7 @@
 #include "comm/bootstrap/bs_internal.h"
 #include "util/compiler.h"
 #include "util/config.h"
+#include "util/file.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -86,7 +87,8 @@ static ohc_status_t whitelist_load(struct bs_root *r)
 	json_error_t jerr;
 	json_t *doc, *arr;
 	ohc_status_t status = OHC_OK;
-	size_t n;
+	char why[256], *text;
+	size_t n, len;
 
 	if (env->whitelist_disable)
 		return OHC_OK;
@@ -97,14 +99,15 @@ static ohc_status_t whitelist_load(struct bs_root *r)
 			  "[...]})");
 		return OHC_ERR_INVALID;
 	}
-	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	status = ohc_file_read(path, 16u << 20, &text, &len, why, sizeof(why));
+	if (status < 0) {
+		OHC_ERROR(OHC_SS_BOOT, "cannot read HCCL_WHITELIST_FILE %s: %s",
+			  path, why);
+		return status;
+	}
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!doc) {
-		if (json_error_code(&jerr) == json_error_cannot_open_file) {
-			OHC_ERROR(OHC_SS_BOOT,
-				  "cannot read HCCL_WHITELIST_FILE %s: %s",
-				  path, jerr.text);
-			return OHC_ERR_OPEN_FILE;
-		}
 		OHC_ERROR(OHC_SS_BOOT, "HCCL_WHITELIST_FILE %s:%d:%d: %s", path,
 			  jerr.line, jerr.column, jerr.text);
 		return OHC_ERR_INVALID;
