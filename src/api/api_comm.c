@@ -244,6 +244,7 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 	struct ohc_comm *c = NULL;
 	const char *root_ip;
 	uint16_t port;
+	unsigned nports;
 	ohc_status_t status;
 
 	if (!clusterInfo || !comm) {
@@ -286,11 +287,17 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 	snprintf(cfg.backup_ip, sizeof(cfg.backup_ip), "%s",
 		 rt->ranks[rank].backup_device_ip);
 	root_ip = ranktable_root_ip(rt);
-	port = rt->ranks[0].host_port > 0
-		       ? (uint16_t)rt->ranks[0].host_port
-		       : (uint16_t)ohc_env()->if_base_port;
+	/* rank 0's host_port exactly, else the first free of 32 ports
+	 * from HCCL_IF_BASE_PORT (the ranks look for it there) */
+	if (rt->ranks[0].host_port > 0) {
+		port = (uint16_t)rt->ranks[0].host_port;
+		nports = 1;
+	} else {
+		port = (uint16_t)ohc_env()->if_base_port;
+		nports = OHC_MIN(OHC_BOOTSTRAP_PORTS_MAX, 65536u - port);
+	}
 	status = ohc_bootstrap_init_addr(
-		root_ip, port, rt->content_hash, rt->nranks, rank,
+		root_ip, port, nports, rt->content_hash, rt->nranks, rank,
 		(uint64_t)ohc_env()->connect_timeout_s * 1000, &bs);
 	if (status < 0)
 		goto out;

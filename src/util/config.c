@@ -12,12 +12,13 @@
 #include "util/log.h"
 
 enum field_kind {
-	F_INT,    /* decimal integer in [min, max] */
-	F_BOOL,   /* 0/1, true/false (case-insensitive) */
-	F_STR,    /* free string, length-checked */
+	F_INT,	  /* decimal integer in [min, max] */
+	F_BOOL,	  /* 0/1, true/false (case-insensitive) */
+	F_STR,	  /* free string, length-checked */
 	F_DETERM, /* false/true/strict */
 	F_FAMILY, /* AF_INET/AF_INET6 */
-	F_LOG,    /* owned by util/log.c, listed for the dump */
+	F_LOG,	  /* owned by util/log.c, listed for the dump */
+	F_SECRET, /* a string never printed (dumps show that it is set) */
 };
 
 struct field {
@@ -58,8 +59,18 @@ static const struct field fields[] = {
 	BOOL_F("HCCL_WHITELIST_DISABLE", "1",
 	       "0 = accept bootstrap peers only from HCCL_WHITELIST_FILE",
 	       whitelist_disable),
-	STR_F("HCCL_WHITELIST_FILE", "JSON {\"host_ip\": [...]} of allowed peers",
-	      whitelist_file),
+	STR_F("HCCL_WHITELIST_FILE",
+	      "JSON {\"host_ip\": [...]} of allowed peers", whitelist_file),
+	{"OPENHCCL_BOOTSTRAP_SECRET", "",
+	 "shared secret the bootstrap's session tokens are derived from; "
+	 "without it anyone holding the root info or able to read the rank "
+	 "table can join (never printed)",
+	 F_SECRET, offsetof(struct ohc_env, bootstrap_secret),
+	 sizeof(((struct ohc_env *)0)->bootstrap_secret), 0, 0},
+	STR_F("OPENHCCL_BOOTSTRAP_SECRET_FILE",
+	      "file holding that secret instead (a regular file, best mode "
+	      "0600)",
+	      bootstrap_secret_file),
 	INT_F("HCCL_EXEC_TIMEOUT", "1836",
 	      "seconds a rank waits for peers inside an operation (0 = never)",
 	      exec_timeout_s, 0, 2147483647),
@@ -258,6 +269,7 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 		}
 		return OHC_OK;
 	case F_STR:
+	case F_SECRET:
 		if (strlen(val) >= f->size) {
 			FIELD_ERROR("%s is longer than %zu characters", f->name,
 				    f->size - 1);
@@ -365,6 +377,8 @@ void ohc_env_dump(FILE *out)
 		const char *val = ohc_config_raw(f->name);
 		int set = ohc_config_is_set(f->name);
 
+		if (set && f->kind == F_SECRET)
+			val = "(set, not shown)";
 		fprintf(out, "%-30s = %-16s (%s)  # %s\n", f->name,
 			set ? val : f->def, set ? "environment" : "default",
 			f->doc);
@@ -399,7 +413,7 @@ ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p)
 	var_p->name = f->name;
 	var_p->def = f->def;
 	var_p->doc = f->doc;
-	var_p->value = val;
+	var_p->value = val && f->kind == F_SECRET ? "(set, not shown)" : val;
 	var_p->valid = valid;
 	return OHC_OK;
 }

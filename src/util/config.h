@@ -31,6 +31,8 @@ struct ohc_env {
 	char host_port_range[256];    /* HCCL_HOST_SOCKET_PORT_RANGE */
 	int64_t whitelist_disable;    /* HCCL_WHITELIST_DISABLE */
 	char whitelist_file[4096];    /* HCCL_WHITELIST_FILE */
+	char bootstrap_secret[256];   /* OPENHCCL_BOOTSTRAP_SECRET */
+	char bootstrap_secret_file[4096]; /* OPENHCCL_BOOTSTRAP_SECRET_FILE */
 	/* execution */
 	int64_t exec_timeout_s;       /* HCCL_EXEC_TIMEOUT, 0 = never */
 	int64_t buffsize_mb;          /* HCCL_BUFFSIZE */

@@ -79,9 +79,30 @@ struct ohc_bootstrap {
 ohc_status_t bs_handle_new(struct bs_ep *ep, uint64_t timeout_ms,
 			   struct ohc_bootstrap **bs_p);
 
-/* Socket endpoint: register with the root at `root` and build the ring. */
-ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
-			  uint32_t nranks, uint32_t rank, uint64_t timeout_ms,
+/* Tokens (bs_auth.c): what JOIN and HELLO present and WELCOME proves,
+ * derived from the job's raw token and the optional shared secret. */
+struct bs_auth {
+	uint64_t raw; /* root info token or rank-table hash: never shown */
+	uint64_t key[2];
+	int keyed; /* OPENHCCL_BOOTSTRAP_SECRET(_FILE) in use */
+};
+
+/* Load the secret (if configured; logs what is wrong with it). */
+ohc_status_t bs_auth_init(uint64_t raw, struct bs_auth *auth_p);
+uint64_t bs_auth_join(const struct bs_auth *auth);
+uint64_t bs_auth_welcome(const struct bs_auth *auth, uint32_t rank);
+/* What names may show of a raw token (it does not reveal the token). */
+uint64_t bs_auth_public_id(uint64_t raw);
+
+/*
+ * Socket endpoint: register with the root and build the ring. With one
+ * root address the rank waits there for the root (retrying while it is not
+ * up yet); with several (a rank-table root that found its first ports
+ * taken) it tries them in turn until one answers with this job's WELCOME.
+ */
+ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
+			  const struct bs_auth *auth, uint32_t nranks,
+			  uint32_t rank, uint64_t timeout_ms,
 			  struct bs_ep **ep_p);
 
 /* Milliseconds elapsed since t0 (an ohc_time_ns value). */
@@ -205,7 +226,7 @@ ohc_status_t bs_wait_fd(int fd, short events, uint64_t deadline);
 /* the receiver expects before anything is allocated.                     */
 
 #define BS_WIRE_MAGIC 0x4f42u /* "OB" */
-#define BS_WIRE_VERSION 1
+#define BS_WIRE_VERSION 2
 #define BS_HDR_BYTES 32
 
 enum bs_type {
@@ -217,7 +238,8 @@ enum bs_type {
 	BS_T_COLL = 6,	  /* collective step */
 	BS_T_DATA = 7,	  /* tagged send/recv */
 	BS_T_ABORT = 8,	  /* the sender poisoned its bootstrap */
-	BS_T_MAX = 8,
+	BS_T_WELCOME = 9, /* root -> rank: JOIN accepted, with the proof */
+	BS_T_MAX = 9,
 };
 
 struct bs_hdr {
@@ -236,6 +258,8 @@ ohc_status_t bs_hdr_decode(const uint8_t *in, struct bs_hdr *h_p);
 #define BS_JOIN_BYTES (8 + 4 + 4 + 8 + BS_ENTRY_BYTES)
 /* HELLO: token, from, to, nranks, 4 reserved. */
 #define BS_HELLO_BYTES 24
+/* WELCOME: bs_auth_welcome() for the rank. */
+#define BS_WELCOME_BYTES 8
 /* ABORT: reporter, culprit, status. */
 #define BS_ABORT_BYTES 12
 /* REFUSE: status + text; EXPIRED: text. */
@@ -375,9 +399,10 @@ void bs_gate_refuse(struct bs_gate *g, unsigned i, ohc_status_t reply,
  * bound_p gets the bound address, id_p an id for bs_root_cancel.
  */
 ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
-			   const struct bs_ports *ports, uint64_t token,
-			   uint32_t nranks, uint64_t idle_ms,
-			   struct bs_addr *bound_p, uint64_t *id_p);
+			   const struct bs_ports *ports,
+			   const struct bs_auth *auth, uint32_t nranks,
+			   uint64_t idle_ms, struct bs_addr *bound_p,
+			   uint64_t *id_p);
 /* Stop and join the listener `id` if it still runs. */
 void bs_root_cancel(uint64_t id);
 

@@ -50,7 +50,8 @@ struct bs_root {
 	int finished; /* atomic: the thread is about to return */
 	int orphan;   /* inherited through fork(): no thread behind it */
 	int joined;   /* atomic: ranks held, for ohc_root_info_joined */
-	uint64_t token;
+	struct bs_auth auth; /* the job's raw token and key */
+	uint64_t token;	     /* the join token ranks must present */
 	uint64_t idle_deadline;
 	char where[BS_ADDR_STRLEN];
 	struct bs_addr *white; /* HCCL_WHITELIST_FILE hosts when enforced */
@@ -202,6 +203,21 @@ static ohc_status_t ranks_alloc(struct bs_root *r, uint32_t nranks)
 	return OHC_OK;
 }
 
+/* Tell a rank at once that its JOIN is accepted, with the proof that this
+ * root knows the job's token. One small write into an empty socket
+ * buffer; if it fails the rank's connection is broken anyway. */
+static void send_welcome(struct bs_root *r, uint32_t rank)
+{
+	struct bs_hdr h = {.type = BS_T_WELCOME, .len = BS_WELCOME_BYTES};
+	uint8_t proof[BS_WELCOME_BYTES];
+	struct bs_tx tx;
+	int err;
+
+	bs_put64(proof, bs_auth_welcome(&r->auth, rank));
+	bs_tx_init(&tx, &h, proof);
+	(void)bs_tx_write(r->ranks[rank].fd, &tx, &err);
+}
+
 static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 			const uint8_t *pl)
 {
@@ -232,11 +248,16 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 		bs_gate_refuse(&r->gate, i, OHC_ERR_TCP_CONNECT, who, why);
 		return;
 	}
-	if (token != r->token)
+	if (token != r->token) {
 		snprintf(why, sizeof(why),
-			 "wrong session token (a different root info or rank "
-			 "table)");
-	else if (nranks == 0 || nranks > OHC_BOOTSTRAP_MAX_RANKS)
+			 "wrong session token (a different root info, rank "
+			 "table or OPENHCCL_BOOTSTRAP_SECRET)");
+		snprintf(who, sizeof(who), "rank %u of %u", rank, nranks);
+		/* UNAVAILABLE: not this job; a rank-table rank that tried
+		 * the wrong port moves on to the next. */
+		bs_gate_refuse(&r->gate, i, OHC_ERR_UNAVAILABLE, who, why);
+		return;
+	} else if (nranks == 0 || nranks > OHC_BOOTSTRAP_MAX_RANKS)
 		snprintf(why, sizeof(why), "nranks %u is not in [1, %u]",
 			 nranks, OHC_BOOTSTRAP_MAX_RANKS);
 	else if (r->nranks && nranks != r->nranks)
@@ -270,6 +291,7 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 	}
 	r->ranks[rank].fd = bs_gate_take(&r->gate, i, &r->ranks[rank].from);
 	memcpy(r->ranks[rank].entry, entry, BS_ENTRY_BYTES);
+	send_welcome(r, rank);
 
 	if (tmo < ROOT_MIN_TIMEOUT_MS)
 		tmo = ROOT_MIN_TIMEOUT_MS;
@@ -694,18 +716,18 @@ void bs_root_cancel(uint64_t id)
 
 int ohc_root_info_joined(const void *root_info)
 {
-	uint64_t token = ohc_root_info_session(root_info);
+	uint64_t raw = ohc_root_info_session(root_info);
 	struct ohc_list *pos;
 	int joined = -1;
 
-	if (!token)
+	if (!raw)
 		return -1;
 	pthread_mutex_lock(&reg_lock);
 	ohc_list_for_each(pos, &reg_list)
 	{
 		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
 
-		if (r->token == token && !r->orphan &&
+		if (r->auth.raw == raw && !r->orphan &&
 		    !__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE))
 			joined = __atomic_load_n(&r->joined, __ATOMIC_ACQUIRE);
 	}
@@ -714,9 +736,10 @@ int ohc_root_info_joined(const void *root_info)
 }
 
 ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
-			   const struct bs_ports *ports, uint64_t token,
-			   uint32_t nranks, uint64_t idle_ms,
-			   struct bs_addr *bound_p, uint64_t *id_p)
+			   const struct bs_ports *ports,
+			   const struct bs_auth *auth, uint32_t nranks,
+			   uint64_t idle_ms, struct bs_addr *bound_p,
+			   uint64_t *id_p)
 {
 	struct bs_addr addr = *bind_addr;
 	sigset_t all, old;
@@ -730,7 +753,8 @@ ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
 		return OHC_ERR_NO_MEMORY;
 	r->lfd = -1;
 	r->wake_fd = -1;
-	r->token = token;
+	r->auth = *auth;
+	r->token = bs_auth_join(auth);
 	ohc_list_init(&r->link);
 	status = whitelist_load(r);
 	if (status < 0)

@@ -82,6 +82,7 @@ struct sock_ep {
 	struct bs_ep super;
 	uint64_t token;
 	int listen_fd;
+	struct bs_addr listen_addr; /* as announced in our JOIN */
 	int wake_fd;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC; a poll round ended */
@@ -1101,73 +1102,178 @@ static ohc_status_t ring_up(struct sock_ep *ep, uint64_t deadline, uint64_t t0)
 	return status;
 }
 
-ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
-			  uint32_t nranks, uint32_t rank, uint64_t timeout_ms,
-			  struct bs_ep **ep_p)
+/*
+ * The root's first answer to our JOIN. OHC_OK: WELCOME with this job's
+ * proof. OHC_ERR_NOT_FOUND (only when `probing`, i.e. other candidates
+ * remain): not this job's root: refused for a wrong token, a wrong proof,
+ * no answer by the deadline, closed; logged at DEBUG. Otherwise errors
+ * are logged here: a refusal's status, OHC_ERR_TIMEOUT, or
+ * OHC_ERR_TCP_CONNECT / OHC_ERR_TCP_TRANSFER.
+ */
+static ohc_status_t read_welcome(struct sock_ep *ep, int rfd, const char *root,
+				 uint64_t deadline, uint64_t t0,
+				 const struct bs_auth *auth, int probing)
 {
-	uint64_t t0 = ohc_time_ns();
-	uint64_t deadline = ohc_deadline_after_ms(timeout_ms);
-	uint64_t verdict =
-		ohc_deadline_after_ms(timeout_ms + bs_grace_ms(timeout_ms));
+	uint32_t me = ep->super.rank;
+	char text[BS_TEXT_MAX + 1];
+	const char *why = NULL;
+	ohc_status_t status;
+	struct bs_hdr h;
+	uint8_t *pl = NULL;
+	int err = 0;
+
+	status = bs_recv_frame(rfd, BS_TEXT_MAX + 4, deadline, &h, &pl, &err);
+	if (status == OHC_ERR_TIMEOUT) {
+		why = "no answer to our join request";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: no answer from the bootstrap root "
+				  "at %s after %" PRIu64 " ms",
+				  me, root, bs_ms_since(t0));
+			return OHC_ERR_TIMEOUT;
+		}
+	} else if (status < 0) {
+		why = status == OHC_ERR_INVALID ? "malformed data"
+						: "connection closed";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at %s %s "
+				  "before accepting this rank",
+				  me, root,
+				  status == OHC_ERR_INVALID
+					  ? "sent malformed data"
+					  : "closed the connection");
+			return OHC_ERR_TCP_CONNECT;
+		}
+	} else if (h.type == BS_T_WELCOME) {
+		if (h.len == BS_WELCOME_BYTES &&
+		    bs_get64(pl) == bs_auth_welcome(auth, me)) {
+			free(pl);
+			return OHC_OK;
+		}
+		why = "its welcome lacks this job's proof (another program on "
+		      "the port, or a different OPENHCCL_BOOTSTRAP_SECRET)";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at "
+				  "%s is not this job's: %s",
+				  me, root, why);
+			free(pl);
+			return OHC_ERR_INVALID;
+		}
+	} else if (h.type == BS_T_REFUSE && h.len >= 4) {
+		bs_text_clean(pl + 4, h.len - 4, text, sizeof(text));
+		status = (ohc_status_t)(int32_t)bs_get32(pl);
+		if (probing && status == OHC_ERR_UNAVAILABLE) {
+			why = "another job's root (wrong session token)";
+		} else {
+			if (status != OHC_ERR_TCP_CONNECT &&
+			    status != OHC_ERR_NO_MEMORY)
+				status = OHC_ERR_INVALID;
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at %s refused "
+				  "this rank: %s",
+				  me, root, text);
+			free(pl);
+			return status;
+		}
+	} else {
+		why = "unexpected data";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at %s sent "
+				  "malformed data before accepting this rank",
+				  me, root);
+			free(pl);
+			return OHC_ERR_TCP_TRANSFER;
+		}
+	}
+	free(pl);
+	OHC_DEBUG(OHC_SS_BOOT,
+		  "rank %u: %s is not this job's bootstrap root: %s", me, root,
+		  why);
+	return OHC_ERR_NOT_FOUND;
+}
+
+/*
+ * Connect to one candidate root, open our listener on the way (the
+ * address we reach the root from, unless configured), send JOIN and read
+ * the WELCOME. On OHC_OK *rfd_p is the connection to wait on for the
+ * table. OHC_ERR_NOT_FOUND (probing only): try the next candidate.
+ */
+static ohc_status_t try_root(struct sock_ep *ep, const struct bs_addr *root,
+			     const struct bs_auth *auth, uint64_t timeout_ms,
+			     uint64_t deadline, uint64_t verdict, uint64_t t0,
+			     int probing, int *rfd_p)
+{
+	uint32_t rank = ep->super.rank, nranks = ep->super.nranks;
 	uint8_t join[BS_JOIN_BYTES];
 	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
 	char where[BS_ADDR_STRLEN], hostid[OHC_HOSTID_MAX];
 	struct bs_addr laddr;
 	struct bs_ports ports;
-	struct sock_ep *ep;
 	socklen_t alen = sizeof(laddr.u);
 	ohc_status_t status;
+	uint64_t until;
 	int rfd = -1, err = 0;
 
 	bs_addr_str(root, where, sizeof(where));
-	status = sock_alloc(nranks, rank, token, &ep);
-	if (status < 0)
-		return status;
 	status = ohc_hostid_get(hostid, sizeof(hostid));
 	if (status < 0)
-		goto err_free;
-
-	status = bs_connect(root, deadline, 1, &rfd, &err);
+		return status;
+	until = probing ? OHC_MIN(deadline, ohc_deadline_after_ms(1000))
+			: deadline;
+	status = bs_connect(root, until, !probing, &rfd, &err);
 	if (status < 0) {
+		if (probing)
+			return OHC_ERR_NOT_FOUND;
 		OHC_ERROR(
 			OHC_SS_BOOT,
 			"rank %u: cannot reach the bootstrap root at %s%s: %s",
 			rank, where,
 			status == OHC_ERR_TIMEOUT ? " before the timeout" : "",
 			strerror(err));
-		goto err_free;
+		return status;
 	}
-	/* Listen where we reach the root from, unless told otherwise. */
-	memset(&laddr, 0, sizeof(laddr));
-	if (bs_local_addr_forced()) {
-		status = bs_local_addr(&laddr);
+	if (ep->listen_fd < 0) {
+		/* Listen where we reach the root from, unless told otherwise.
+		 */
+		memset(&laddr, 0, sizeof(laddr));
+		if (bs_local_addr_forced()) {
+			status = bs_local_addr(&laddr);
+			if (status < 0)
+				goto err_close;
+		} else if (getsockname(rfd, &laddr.u.sa, &alen) != 0) {
+			OHC_ERROR(OHC_SS_BOOT, "rank %u: getsockname: %s", rank,
+				  strerror(errno));
+			status = OHC_ERR_SYSCALL;
+			goto err_close;
+		} else {
+			laddr.len = alen;
+		}
+		bs_addr_set_port(&laddr, 0);
+		status = bs_ports_for_rank(&ports);
 		if (status < 0)
 			goto err_close;
-	} else if (getsockname(rfd, &laddr.u.sa, &alen) != 0) {
-		OHC_ERROR(OHC_SS_BOOT, "rank %u: getsockname: %s", rank,
-			  strerror(errno));
-		status = OHC_ERR_SYSCALL;
-		goto err_close;
-	} else {
-		laddr.len = alen;
+		status = bs_listen(&laddr, &ports, &ep->listen_fd);
+		if (status < 0)
+			goto err_close;
+		ep->listen_addr = laddr;
 	}
-	bs_addr_set_port(&laddr, 0);
-	status = bs_ports_for_rank(&ports);
-	if (status < 0)
-		goto err_close;
-	status = bs_listen(&laddr, &ports, &ep->listen_fd);
-	if (status < 0)
-		goto err_close;
 
 	memset(join, 0, sizeof(join));
-	bs_put64(join, token);
+	bs_put64(join, ep->token);
 	bs_put32(join + 8, nranks);
 	bs_put32(join + 12, rank);
 	bs_put64(join + 16, timeout_ms);
-	bs_addr_encode(&laddr, join + 24);
+	bs_addr_encode(&ep->listen_addr, join + 24);
 	memcpy(join + 24 + BS_WIRE_ADDR_BYTES, hostid, strlen(hostid) + 1);
 	status = bs_send_frame(rfd, &h, join, deadline, &err);
 	if (status < 0) {
+		if (probing) {
+			status = OHC_ERR_NOT_FOUND;
+			goto err_close;
+		}
 		OHC_ERROR(OHC_SS_BOOT,
 			  "rank %u: cannot register with the bootstrap root at "
 			  "%s: %s",
@@ -1178,11 +1284,68 @@ ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
 			status = OHC_ERR_TCP_CONNECT;
 		goto err_close;
 	}
-	status =
-		read_verdict(ep, rfd, where, verdict, t0, bs_addr_port(&laddr));
+	until = probing ? OHC_MIN(verdict, ohc_deadline_after_ms(2000))
+			: verdict;
+	status = read_welcome(ep, rfd, where, until, t0, auth, probing);
 	if (status < 0)
 		goto err_close;
+	*rfd_p = rfd;
+	return OHC_OK;
+
+err_close:
 	close_fd(&rfd);
+	return status;
+}
+
+ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
+			  const struct bs_auth *auth, uint32_t nranks,
+			  uint32_t rank, uint64_t timeout_ms,
+			  struct bs_ep **ep_p)
+{
+	uint64_t t0 = ohc_time_ns();
+	uint64_t deadline = ohc_deadline_after_ms(timeout_ms);
+	uint64_t verdict =
+		ohc_deadline_after_ms(timeout_ms + bs_grace_ms(timeout_ms));
+	char where[BS_ADDR_STRLEN], last[BS_ADDR_STRLEN];
+	struct sock_ep *ep;
+	ohc_status_t status;
+	int rfd = -1, probing = nroots > 1;
+	unsigned k = 0;
+
+	status = sock_alloc(nranks, rank, bs_auth_join(auth), &ep);
+	if (status < 0)
+		return status;
+	/* With several candidates, round after round until one answers. */
+	for (;;) {
+		status = try_root(ep, &roots[k], auth, timeout_ms, deadline,
+				  verdict, t0, probing, &rfd);
+		if (status != OHC_ERR_NOT_FOUND)
+			break;
+		if (++k < nroots)
+			continue;
+		k = 0;
+		if (ohc_deadline_passed(deadline)) {
+			bs_addr_str(&roots[0], where, sizeof(where));
+			bs_addr_str(&roots[nroots - 1], last, sizeof(last));
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: no bootstrap root of this job "
+				  "answered on %s .. %s within %" PRIu64 " ms",
+				  rank, where, last, bs_ms_since(t0));
+			status = OHC_ERR_TIMEOUT;
+			break;
+		}
+		(void)bs_poll(NULL, 0,
+			      OHC_MIN(deadline, ohc_deadline_after_ms(100)),
+			      100);
+	}
+	if (status < 0)
+		goto err_free;
+	bs_addr_str(&roots[k], where, sizeof(where));
+	status = read_verdict(ep, rfd, where, verdict, t0,
+			      bs_addr_port(&ep->listen_addr));
+	close_fd(&rfd);
+	if (status < 0)
+		goto err_free;
 
 	if (nranks > 1) {
 		status = ring_up(ep, verdict, t0);
@@ -1194,8 +1357,6 @@ ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
 	*ep_p = &ep->super;
 	return OHC_OK;
 
-err_close:
-	close_fd(&rfd);
 err_free:
 	sock_free(ep, 1);
 	return status;
