@@ -754,6 +754,13 @@ void ohc_comm_destroy(struct ohc_comm *comm)
 		 (unsigned long long)comm->plans.misses,
 		 (unsigned long long)comm->plans.hits);
 	ohc_zc_owner_release(comm);
+	if (comm->refused > 1)
+		OHC_WARN(OHC_SS_COLL,
+			 "rank %u: communicator '%s': %llu operations were "
+			 "refused after it failed (%s)",
+			 comm->rank, comm->name,
+			 (unsigned long long)comm->refused,
+			 ohc_status_str(comm->failed));
 
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_del(&comm->link);
@@ -792,6 +799,26 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 					    (int)status, 0, __ATOMIC_ACQ_REL,
 					    __ATOMIC_ACQUIRE);
 	}
+}
+
+/*
+ * An operation on a failed communicator fails at once with the first
+ * error. Only the first refusal is logged (the failure itself was, where
+ * it was detected); the rest are counted and the count is logged at
+ * destroy: a program that keeps calling after a peer died must not write
+ * a line per call.
+ */
+static ohc_status_t comm_refuse(struct ohc_comm *comm, enum ohc_coll_op op,
+				int failed)
+{
+	if (__atomic_fetch_add(&comm->refused, 1, __ATOMIC_RELAXED) == 0)
+		OHC_ERROR(OHC_SS_COLL,
+			  "rank %u: %s on communicator '%s' refused: the "
+			  "communicator failed earlier (%s); later operations "
+			  "on it fail the same way, counted but not logged",
+			  comm->rank, ohc_coll_op_name(op), comm->name,
+			  ohc_status_str(failed));
+	return failed;
 }
 
 /*
@@ -912,12 +939,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	pthread_mutex_lock(&comm->exec_lock);
 	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
 	if (failed) {
-		OHC_ERROR(OHC_SS_COLL,
-			  "rank %u: %s on communicator '%s' refused: the "
-			  "communicator failed earlier (%s)",
-			  comm->rank, ohc_coll_op_name(op->args.op), comm->name,
-			  ohc_status_str(failed));
-		status = failed;
+		status = comm_refuse(comm, op->args.op, failed);
 		goto out;
 	}
 	op->args.host_of = comm->host_of;
@@ -1166,8 +1188,12 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 			     const struct ohc_coll_args *args, void *stream)
 {
-	struct ohc_op *op = ohc_op_alloc(comm, args);
+	int failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+	struct ohc_op *op;
 
+	if (failed)
+		return comm_refuse(comm, args->op, failed);
+	op = ohc_op_alloc(comm, args);
 	if (!op)
 		return OHC_ERR_NO_MEMORY;
 	if (ohc_group_depth() > 0)

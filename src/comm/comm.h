@@ -83,6 +83,7 @@ struct ohc_comm {
 
 	int abort_flag;	 /* atomic: destroy/failure cancels */
 	int failed;	 /* atomic: sticky ohc_status_t (<0) */
+	uint64_t refused; /* atomic: operations refused since (one line) */
 	int async_error; /* atomic: sticky ohc_status_t (<0) */
 
 	struct ohc_list link;	     /* process registry */

@@ -6,6 +6,7 @@
  * failure, and leave nothing behind in /dev/shm.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +25,30 @@
 #define VICTIM 2
 #define EXEC_TIMEOUT_S 20
 
+#define AFTER_CALLS 2000
+
 struct shared {
 	HcclRootInfo root;
 	int iterations_done[NR];
 	double detect_s[NR];
 	int async_err[NR];
+	int after_ok[NR];  /* calls after the failure that did not fail */
+	int log_lines[NR]; /* lines the survivor logged in all */
+	char log_path[NR][64];
 };
+
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
 
 static int kill_rank(int rank, struct shared *sh, int use_stream)
 {
@@ -65,11 +84,19 @@ static int kill_rank(int rank, struct shared *sh, int use_stream)
 	}
 	sh->detect_s[rank] = ohc_test_now_s() - t0;
 	HcclGetCommAsyncError(comm, (HcclResult *)&sh->async_err[rank]);
-	/* later operations on the failed communicator fail at once */
-	if (HcclAllReduce(buf, buf, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
-			  comm, NULL) == HCCL_SUCCESS)
-		return 1;
+	/* later operations on the failed communicator fail at once, and a
+	 * program that keeps calling does not get a log line per call */
+	for (int i = 0; i < AFTER_CALLS; i++) {
+		HcclResult r = HcclAllReduce(buf, buf, 1, HCCL_DATA_TYPE_FP32,
+					     HCCL_REDUCE_SUM, comm, stream);
+
+		if (r == HCCL_SUCCESS && stream)
+			r = aclrtSynchronizeStream(stream) ? HCCL_E_REMOTE : r;
+		sh->after_ok[rank] += r == HCCL_SUCCESS;
+	}
 	HcclCommDestroy(comm);
+	fflush(stderr);
+	sh->log_lines[rank] = count_lines(sh->log_path[rank]);
 	if (stream)
 		aclrtDestroyStream(stream);
 	free(buf);
@@ -88,13 +115,21 @@ static void run_kill(int use_stream)
 	setenv("HCCL_EXEC_TIMEOUT", v, 1);
 	cr_assert_eq(HcclGetRootInfo(&sh->root), HCCL_SUCCESS);
 	cr_assert_eq(pipe(gate), 0);
+	for (int r = 0; r < NR; r++)
+		snprintf(sh->log_path[r], sizeof(sh->log_path[r]),
+			 "/tmp/ohc_failures_%d_%d.log", (int)getpid(), r);
 	ohc_test_fork_settle();
 	for (int r = 0; r < NR; r++) {
 		pids[r] = fork();
 		if (pids[r] == 0) {
 			char c;
 
+			int fd = open(sh->log_path[r],
+				      O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
 			close(gate[1]); /* start once every fork is done */
+			if (fd >= 0)
+				dup2(fd, 2);
 			(void)!read(gate[0], &c, 1);
 			_exit(kill_rank(r, sh, use_stream));
 		}
@@ -116,9 +151,20 @@ static void run_kill(int use_stream)
 		cr_assert(sh->async_err[r] == HCCL_E_REMOTE ||
 				  sh->async_err[r] == HCCL_E_TIMEOUT,
 			  "rank %d async error %d", r, sh->async_err[r]);
+		cr_expect_eq(sh->after_ok[r], 0,
+			     "rank %d: %d calls after the failure succeeded", r,
+			     sh->after_ok[r]);
+		/* the failure, its detection, one refusal, the count at
+		 * destroy, a few lines of teardown: not one per call */
+		cr_expect(sh->log_lines[r] >= 1 && sh->log_lines[r] <= 12,
+			  "rank %d logged %d lines for %d calls after the "
+			  "failure",
+			  r, sh->log_lines[r], AFTER_CALLS);
 		fprintf(stderr, "rank %d detected the dead peer in %.2f s\n",
 			r, sh->detect_s[r]);
 	}
+	for (int r = 0; r < NR; r++)
+		unlink(sh->log_path[r]);
 	cr_assert_eq(ohc_test_shm_leftovers(), 0);
 	munmap(sh, sizeof(*sh));
 }
