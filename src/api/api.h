@@ -19,6 +19,9 @@ ohc_status_t ohc_status_from_hccl(HcclResult r);
 ohc_status_t ohc_api_config_decode(const HcclCommConfig *user,
 				   struct ohc_comm_cfg *c);
 
+/* Run the registered state callbacks for comm (api_state.c). */
+void ohc_api_state_notify(HcclComm comm, HcclCommStatePhase phase);
+
 /* The live communicator behind a handle, or NULL (api_comm.c). */
 struct ohc_comm *ohc_api_comm(HcclComm comm);
 

@@ -596,7 +596,10 @@ static HcclResult destroy_now(HcclComm comm)
 			  comm);
 		return HCCL_E_PARA;
 	}
+	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_PRE);
 	ohc_comm_destroy(c);
+	/* the handle is dead now: callbacks may only compare it */
+	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_POST);
 	return HCCL_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -352,7 +353,7 @@ static void op_pool_fini(struct ohc_comm *comm)
 	comm->op_pool = comm->op_taken = NULL;
 }
 
-static void comm_close_transports(struct ohc_comm *comm)
+void ohc_comm_transports_close(struct ohc_comm *comm)
 {
 	if (comm->eps) {
 		for (uint32_t r = 0; r < comm->nranks; r++) {
@@ -374,7 +375,7 @@ static void comm_close_transports(struct ohc_comm *comm)
 
 static void comm_free(struct ohc_comm *comm)
 {
-	comm_close_transports(comm);
+	ohc_comm_transports_close(comm);
 	free(comm->eps);
 	free(comm->ep_tp);
 	free(comm->host_of);
@@ -417,8 +418,8 @@ void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
  * transport per peer (the first that reaches it: self, shm, verbs), and
  * connect. Transports nobody uses are closed again.
  */
-static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
-				 uint64_t deadline)
+ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
+				      uint64_t deadline)
 {
 	const struct ohc_env *env = ohc_env();
 	unsigned ntp = ohc_transport_count();
@@ -671,7 +672,14 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 		 cfg->name[0] ? cfg->name : default_name);
 	ohc_list_init(&comm->link);
 	pthread_mutex_init(&comm->lock, NULL);
-	pthread_cond_init(&comm->idle_cond, NULL);
+	{
+		pthread_condattr_t ca; /* ohc_comm_wait_idle's clock */
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&comm->idle_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&comm->exec_lock, NULL);
 	if (ohc_comm_name_taken(comm->name, comm->rank)) {
 		OHC_ERROR(OHC_SS_INIT,
@@ -691,7 +699,7 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	status = ohc_bootstrap_bcast(bs, &session, sizeof(session), 0);
 	if (status < 0)
 		goto err_free;
-	status = comm_connect(comm, session, deadline);
+	status = ohc_comm_transports_open(comm, session, deadline);
 	if (status < 0)
 		goto err_free;
 	comm_choose_spin(comm);
@@ -733,6 +741,25 @@ void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
 	}
 }
 
+int ohc_comm_wait_idle(struct ohc_comm *comm, uint64_t timeout_ms)
+{
+	uint64_t deadline = ohc_time_ns() + timeout_ms * 1000000ull;
+	struct timespec ts;
+	int rc = 0;
+
+	ts.tv_sec = (time_t)(deadline / 1000000000ull);
+	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	pthread_mutex_lock(&comm->lock);
+	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE) && rc == 0)
+		if (pthread_cond_timedwait(&comm->idle_cond, &comm->lock,
+					   &ts) == ETIMEDOUT)
+			rc = -1;
+	if (!__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
+		rc = 0;
+	pthread_mutex_unlock(&comm->lock);
+	return rc;
+}
+
 void ohc_comm_destroy(struct ohc_comm *comm)
 {
 	const struct ohc_xfer_stats *st = &comm->stats;
@@ -767,7 +794,7 @@ void ohc_comm_destroy(struct ohc_comm *comm)
 	handle_remove_locked(comm);
 	pthread_mutex_unlock(&registry_lock);
 
-	comm_close_transports(comm);
+	ohc_comm_transports_close(comm);
 	if (comm->bs)
 		ohc_bootstrap_destroy(comm->bs);
 	comm->bs = NULL;
@@ -780,7 +807,7 @@ ohc_status_t ohc_comm_async_error(struct ohc_comm *comm)
 }
 
 /* Mark the communicator failed; the first error sticks. */
-static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
+void ohc_comm_fail(struct ohc_comm *comm, ohc_status_t status)
 {
 	int expected = 0;
 
@@ -813,11 +840,14 @@ static ohc_status_t comm_refuse(struct ohc_comm *comm, enum ohc_coll_op op,
 {
 	if (__atomic_fetch_add(&comm->refused, 1, __ATOMIC_RELAXED) == 0)
 		OHC_ERROR(OHC_SS_COLL,
-			  "rank %u: %s on communicator '%s' refused: the "
-			  "communicator failed earlier (%s); later operations "
-			  "on it fail the same way, counted but not logged",
+			  "rank %u: %s on communicator '%s' refused: %s; "
+			  "later operations on it fail the same way, counted "
+			  "but not logged",
 			  comm->rank, ohc_coll_op_name(op), comm->name,
-			  ohc_status_str(failed));
+			  failed == OHC_ERR_SUSPENDING
+				  ? "the communicator is suspended "
+				    "(HcclCommSuspend)"
+				  : ohc_status_str(failed));
 	return failed;
 }
 
@@ -938,6 +968,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 
 	pthread_mutex_lock(&comm->exec_lock);
 	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		failed = OHC_ERR_SUSPENDING;
 	if (failed) {
 		status = comm_refuse(comm, op->args.op, failed);
 		goto out;
@@ -1002,8 +1034,10 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
 				   __ATOMIC_RELAXED);
 	}
+	if (status < 0 && __atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		status = OHC_ERR_SUSPENDING; /* canceled by HcclCommSuspend */
 	if (status < 0)
-		comm_fail(comm, status);
+		ohc_comm_fail(comm, status);
 out:
 	pthread_mutex_unlock(&comm->exec_lock);
 	return status;
@@ -1191,6 +1225,8 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 	int failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
 	struct ohc_op *op;
 
+	if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		return comm_refuse(comm, args->op, OHC_ERR_SUSPENDING);
 	if (failed)
 		return comm_refuse(comm, args->op, failed);
 	op = ohc_op_alloc(comm, args);

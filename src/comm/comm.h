@@ -81,7 +81,8 @@ struct ohc_comm {
 	uint64_t coll_seq;	   /* atomic: next collective seq */
 	unsigned inflight;	   /* atomic: enqueued, not finished */
 
-	int abort_flag;	 /* atomic: destroy/failure cancels */
+	int abort_flag;	 /* atomic: destroy/failure/suspend cancels */
+	int suspended;	 /* atomic: HcclCommSuspend until resumed */
 	int failed;	 /* atomic: sticky ohc_status_t (<0) */
 	uint64_t refused; /* atomic: operations refused since (one line) */
 	int async_error; /* atomic: sticky ohc_status_t (<0) */
@@ -238,5 +239,30 @@ void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
 
 /* Sticky asynchronous error of the communicator (OHC_OK if none). */
 ohc_status_t ohc_comm_async_error(struct ohc_comm *comm);
+
+/*
+ * Suspend (comm_state.c), local: operations in flight are canceled (they
+ * and every later one fail with OHC_ERR_SUSPENDING; the peers' transports
+ * are told, so their operations with us fail too), and it returns once
+ * none is left in flight (bounded by the exec timeout: OHC_ERR_BUSY).
+ */
+ohc_status_t ohc_comm_suspend(struct ohc_comm *comm);
+/*
+ * Resume, collective over every rank of comm: the ranks agree over the
+ * bootstrap (a rank with exported memory or zero-copy windows registered
+ * refuses, and then everyone gets OHC_ERR_INVALID), every transport is
+ * closed and opened anew with a new session (as at init: rank table
+ * device_ip, not a NIC switched to), the failure and the suspension are
+ * cleared. Works on a suspended, a failed or a healthy communicator.
+ */
+ohc_status_t ohc_comm_resume(struct ohc_comm *comm);
+
+/* For comm/ only: what create and resume share (comm.c). */
+void ohc_comm_fail(struct ohc_comm *comm, ohc_status_t status);
+void ohc_comm_transports_close(struct ohc_comm *comm);
+ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
+				      uint64_t deadline);
+/* Wait until no operation is in flight, at most timeout_ms: 0 or -1. */
+int ohc_comm_wait_idle(struct ohc_comm *comm, uint64_t timeout_ms);
 
 #endif

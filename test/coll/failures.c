@@ -24,6 +24,7 @@
 #define NR 4
 #define VICTIM 2
 #define EXEC_TIMEOUT_S 20
+#define EXEC_TIMEOUT_S_SR 2 /* suspend/resume: the stall outlasts it */
 
 #define AFTER_CALLS 2000
 
@@ -212,4 +213,224 @@ Test(failures, rank_never_arrives, .timeout = 60)
 		cr_assert_lt(a->took[r], 3.0 + 10.0);
 	}
 	munmap(a, sizeof(*a));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Suspend and resume around a fault                                      */
+
+#define SR_NR 2
+#define SR_COUNT (256u * 1024) /* 1 MiB of int32: every transport path */
+
+struct sr_shared {
+	HcclRootInfo root;
+	int root_ready;
+	int phases[SR_NR][8]; /* callback phases in order, -1 terminated */
+	int nphases[SR_NR];
+	int step[SR_NR]; /* how far each rank got (for the message) */
+};
+
+static struct sr_shared *sr_sh;
+
+static HcclResult sr_callback(HcclComm comm, HcclCommStatePhase phase,
+			      void *args)
+{
+	int rank = (int)(long)args;
+
+	(void)comm;
+	if (sr_sh->nphases[rank] < 8)
+		sr_sh->phases[rank][sr_sh->nphases[rank]++] = (int)phase;
+	return HCCL_SUCCESS;
+}
+
+/* One correct AllReduce of SR_COUNT int32 (sum of rank + i). */
+static int sr_allreduce(HcclComm comm, int rank, int32_t *buf)
+{
+	for (uint32_t i = 0; i < SR_COUNT; i++)
+		buf[i] = rank + (int32_t)i;
+	if (HcclAllReduce(buf, buf, SR_COUNT, HCCL_DATA_TYPE_INT32,
+			  HCCL_REDUCE_SUM, comm, NULL) != HCCL_SUCCESS)
+		return 1;
+	for (uint32_t i = 0; i < SR_COUNT; i++)
+		if (buf[i] != 1 + 2 * (int32_t)i)
+			return 1;
+	return 0;
+}
+
+/*
+ * The fault: rank 1 stalls past the exec timeout while rank 0 is inside
+ * an AllReduce, so rank 0's operation times out and its communicator
+ * fails (and rank 1's next one fails too: rank 0's transports were
+ * aborted). Both suspend (operations fail with HCCL_E_SUSPENDING, the
+ * status says SUSPENDING), resume (collective; the transports are built
+ * anew) and run correct AllReduces again. The state callbacks fire
+ * RESUME_PRE, RESUME_POST, DESTROY_PRE, DESTROY_POST in that order.
+ */
+static int sr_rank(int rank, int nranks, void *p)
+{
+	struct sr_shared *sh = p;
+	int32_t *buf = malloc(SR_COUNT * sizeof(int32_t));
+	HcclCommStatus st = HCCL_COMM_STATUS_INVALID;
+	HcclResult err = HCCL_SUCCESS;
+	char name[COMM_NAME_MAX_LENGTH];
+	HcclComm comm;
+
+	(void)nranks;
+	sr_sh = sh;
+	if (!buf ||
+	    ohc_test_share_roots(&sh->root, 1, &sh->root_ready, rank, 60) ||
+	    HcclCommRegCommStateCallback("test", sr_callback,
+					 (void *)(long)rank) ||
+	    HcclCommInitRootInfo(SR_NR, &sh->root, rank, &comm) ||
+	    HcclGetCommName(comm, name))
+		OHC_RANK_FAIL("rank %d: setup", rank);
+	sh->step[rank] = 1;
+	if (sr_allreduce(comm, rank, buf))
+		OHC_RANK_FAIL("rank %d: first AllReduce", rank);
+	sh->step[rank] = 2;
+	if (rank == 1)
+		sleep(EXEC_TIMEOUT_S_SR + 2); /* the stall */
+	if (sr_allreduce(comm, rank, buf) == 0)
+		OHC_RANK_FAIL("rank %d: the AllReduce across the stall "
+			      "succeeded",
+			      rank);
+	sh->step[rank] = 3;
+	OHC_RANK_CHECK_RET(rank, HcclCommSuspend(comm), HCCL_SUCCESS);
+	OHC_RANK_CHECK_RET(rank, HcclCommGetStatus(name, &st), HCCL_SUCCESS);
+	if (st != HCCL_COMM_STATUS_SUSPENDING)
+		OHC_RANK_FAIL("rank %d: status %d after suspend", rank, st);
+	OHC_RANK_CHECK_RET(rank,
+			   HcclAllReduce(buf, buf, 4, HCCL_DATA_TYPE_INT32,
+					 HCCL_REDUCE_SUM, comm, NULL),
+			   HCCL_E_SUSPENDING);
+	sh->step[rank] = 4;
+	OHC_RANK_CHECK_RET(rank, HcclCommResume(comm), HCCL_SUCCESS);
+	OHC_RANK_CHECK_RET(rank, HcclCommGetStatus(name, &st), HCCL_SUCCESS);
+	if (st != HCCL_COMM_STATUS_READY)
+		OHC_RANK_FAIL("rank %d: status %d after resume", rank, st);
+	OHC_RANK_CHECK_RET(rank, HcclGetCommAsyncError(comm, &err),
+			   HCCL_SUCCESS);
+	if (err != HCCL_SUCCESS)
+		OHC_RANK_FAIL("rank %d: async error %d after resume", rank,
+			      err);
+	sh->step[rank] = 5;
+	for (int i = 0; i < 5; i++)
+		if (sr_allreduce(comm, rank, buf))
+			OHC_RANK_FAIL("rank %d: AllReduce %d after resume",
+				      rank, i);
+	sh->step[rank] = 6;
+	OHC_RANK_CHECK_RET(rank, HcclCommDestroy(comm), HCCL_SUCCESS);
+	HcclCommRegCommStateCallback("test", NULL, NULL);
+	free(buf);
+	return 0;
+}
+
+Test(suspend_resume, around_a_stalled_peer, .timeout = 120)
+{
+	static const int want[] = {
+		HCCL_COMM_STATE_PHASE_RESUME_PRE,
+		HCCL_COMM_STATE_PHASE_RESUME_POST,
+		HCCL_COMM_STATE_PHASE_DESTROY_PRE,
+		HCCL_COMM_STATE_PHASE_DESTROY_POST,
+	};
+	struct sr_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char v[16];
+	int failed;
+
+	snprintf(v, sizeof(v), "%d", EXEC_TIMEOUT_S_SR);
+	setenv("HCCL_EXEC_TIMEOUT", v, 1);
+	failed = ohc_test_fork_ranks(SR_NR, sr_rank, sh, 100);
+	unsetenv("HCCL_EXEC_TIMEOUT");
+	cr_assert_eq(failed, 0, "ranks reached steps %d and %d", sh->step[0],
+		     sh->step[1]);
+	for (int r = 0; r < SR_NR; r++) {
+		cr_expect_eq(sh->nphases[r], 4, "rank %d: %d callbacks", r,
+			     sh->nphases[r]);
+		for (int k = 0; k < 4 && k < sh->nphases[r]; k++)
+			cr_expect_eq(sh->phases[r][k], want[k],
+				     "rank %d callback %d: phase %d", r, k,
+				     sh->phases[r][k]);
+	}
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(sh, sizeof(*sh));
+}
+
+/* Suspend while an operation is in flight on a stream: it is canceled
+ * (the stream reports the error), later ones fail with SUSPENDING. */
+static int sr_inflight_rank(int rank, int nranks, void *p)
+{
+	struct sr_shared *sh = p;
+	int32_t *buf = malloc(SR_COUNT * sizeof(int32_t));
+	aclrtStream stream;
+	HcclComm comm;
+
+	(void)nranks;
+	if (!buf ||
+	    ohc_test_share_roots(&sh->root, 1, &sh->root_ready, rank, 60) ||
+	    aclInit(NULL) || aclrtSetDevice(rank) ||
+	    aclrtCreateStream(&stream) ||
+	    HcclCommInitRootInfo(SR_NR, &sh->root, rank, &comm))
+		OHC_RANK_FAIL("rank %d: setup", rank);
+	if (rank == 0) {
+		/* rank 1 does not take part: this one cannot finish */
+		OHC_RANK_CHECK_RET(rank,
+				   HcclAllReduce(buf, buf, SR_COUNT,
+						 HCCL_DATA_TYPE_INT32,
+						 HCCL_REDUCE_SUM, comm, stream),
+				   HCCL_SUCCESS);
+		usleep(200000);
+	} else {
+		usleep(600000);
+	}
+	OHC_RANK_CHECK_RET(rank, HcclCommSuspend(comm), HCCL_SUCCESS);
+	if (rank == 0 && aclrtSynchronizeStream(stream) == ACL_SUCCESS)
+		OHC_RANK_FAIL("rank 0: the canceled AllReduce succeeded");
+	OHC_RANK_CHECK_RET(rank,
+			   HcclAllReduce(buf, buf, 4, HCCL_DATA_TYPE_INT32,
+					 HCCL_REDUCE_SUM, comm, stream),
+			   HCCL_E_SUSPENDING);
+	OHC_RANK_CHECK_RET(rank, HcclCommResume(comm), HCCL_SUCCESS);
+	for (int i = 0; i < 3; i++)
+		if (sr_allreduce(comm, rank, buf))
+			OHC_RANK_FAIL("rank %d: AllReduce %d after resume",
+				      rank, i);
+	OHC_RANK_CHECK_RET(rank, HcclCommDestroy(comm), HCCL_SUCCESS);
+	aclrtDestroyStream(stream);
+	free(buf);
+	return 0;
+}
+
+Test(suspend_resume, cancels_what_is_in_flight, .timeout = 120)
+{
+	struct sr_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_eq(ohc_test_fork_ranks(SR_NR, sr_inflight_rank, sh, 100), 0);
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(sh, sizeof(*sh));
+}
+
+/* Arguments: NULLs, dead handles, unknown names, long callback names. */
+Test(suspend_resume, bad_arguments)
+{
+	char longname[200];
+	HcclCommStatus st;
+
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	cr_expect_eq(HcclCommSuspend(NULL), HCCL_E_PTR);
+	cr_expect_eq(HcclCommResume(NULL), HCCL_E_PTR);
+	cr_expect_eq(HcclCommSuspend((HcclComm)0x10), HCCL_E_PARA);
+	cr_expect_eq(HcclCommResume((HcclComm)0x10), HCCL_E_PARA);
+	cr_expect_eq(HcclCommGetStatus(NULL, &st), HCCL_E_PTR);
+	cr_expect_eq(HcclCommGetStatus("x", NULL), HCCL_E_PTR);
+	cr_expect_eq(HcclCommGetStatus("no_such_comm", &st), HCCL_E_NOT_FOUND);
+	cr_expect_eq(HcclCommRegCommStateCallback(NULL, sr_callback, NULL),
+		     HCCL_E_PTR);
+	cr_expect_eq(HcclCommRegCommStateCallback("", sr_callback, NULL),
+		     HCCL_E_PARA);
+	cr_expect_eq(HcclCommRegCommStateCallback(longname, sr_callback, NULL),
+		     HCCL_E_PARA);
+	cr_expect_eq(HcclCommRegCommStateCallback("gone", NULL, NULL),
+		     HCCL_SUCCESS);
 }
