@@ -600,12 +600,26 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 /* ---- receiving ----------------------------------------------------- */
 
-static void tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed)
+/*
+ * The peer's count of slots it freed (32 bits of it): newer counts move
+ * tx_freed forward, but never past what we wrote. A count beyond that is
+ * a protocol error: credits for slots never sent would let ep_push post
+ * more fragments than the ring (and the WR and SGE arrays) hold.
+ * 0: fine; -1: the ep failed.
+ */
+static int tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed, uint32_t qpn)
 {
 	uint32_t delta = freed - (uint32_t)e->tx_freed;
 
-	if (delta < 0x80000000u) /* newer than what we knew */
-		e->tx_freed += delta;
+	if (delta >= 0x80000000u) /* older than what we knew */
+		return 0;
+	if (e->tx_freed + delta > e->tx_slots) {
+		ep_fail(e, qpn,
+			"protocol error: the peer freed slots never sent");
+		return -1;
+	}
+	e->tx_freed += delta;
+	return 0;
 }
 
 /*
@@ -674,18 +688,22 @@ static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 /* Hand landed fragments to posted receives, in order. */
 static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
+	struct vx_hdr hdr;
 	unsigned n = 0;
 	int force = 0;
 
 	while (!e->broken) {
 		uint32_t idx = (uint32_t)(e->rx_next % vi->slots);
 		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
-		const struct vx_hdr *h = (const struct vx_hdr *)slot;
+		const struct vx_hdr *h = &hdr;
 		struct ohc_req *req;
 		int pulled, routed;
 
 		if (!e->arrived[idx])
 			break;
+		/* The peer may write the ring at any time: check and use one
+		 * copy of the header. */
+		memcpy(&hdr, slot, sizeof(hdr));
 		pulled = h->rdv == VX_PULL_FLAG;
 		routed = h->rdv && !pulled;
 		if (routed) { /* a rendezvous's message: its own receive */
@@ -701,9 +719,12 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		} else {
 			break;
 		}
+		/* in order, within the receive and the slot, and whole
+		 * 64-byte lines but for the last (req.h) */
 		if (h->off != req->done || h->frag_len > req->len - req->done ||
 		    h->frag_len > vi->slot_bytes - OHC_VX_HDR -
 					  (pulled ? OHC_VX_PULL_PAD : 0) ||
+		    (h->frag_len % 64 && h->frag_len != req->len - req->done) ||
 		    (req->done == 0 &&
 		     (h->msg_len != req->len ||
 		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
@@ -806,9 +827,9 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 		h = (const struct vx_hdr *)(e->ring +
 					    (size_t)idx * vi->slot_bytes);
 		e->arrived[idx] = 1;
-		tx_freed_update(e, h->freed);
+		(void)tx_freed_update(e, h->freed, wc->qp_num);
 	} else if (wc->opcode == IBV_WC_RECV) {
-		tx_freed_update(e, ntohl(wc->imm_data));
+		(void)tx_freed_update(e, ntohl(wc->imm_data), wc->qp_num);
 	}
 }
 
@@ -1824,7 +1845,11 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 		if (fd < 0)
 			continue;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (sock_io(fd, &c, sizeof(c), 0, deadline) ||
+		/* a peer writes its record as soon as it is connected: a
+		 * connection that says nothing for 2 s is dropped, not
+		 * waited for until the deadline */
+		if (sock_io(fd, &c, sizeof(c), 0,
+			    OHC_MIN(deadline, ohc_deadline_after_ms(2000))) ||
 		    conn_check(vi, &c) < 0 || c.from >= rank ||
 		    !(e = vi->by_peer[c.from]) || e->sock >= 0) {
 			close(fd); /* a stranger or a duplicate */

@@ -228,6 +228,21 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	return n;
 }
 
+/* How a direct rendezvous of len bytes is striped over nqps QPs; both
+ * sides compute it (the receiver checks the count the sender announces). */
+static uint32_t stripes_of(size_t len, uint32_t nqps, size_t *chunk_p)
+{
+	uint32_t ns = nqps;
+	size_t chunk;
+
+	if (len / RDV_STRIPE_MIN < ns)
+		ns = (uint32_t)OHC_MAX(len / RDV_STRIPE_MIN, 1);
+	chunk = ((len + ns - 1) / ns + 63) & ~(size_t)63;
+	if (chunk_p)
+		*chunk_p = chunk;
+	return (uint32_t)((len + chunk - 1) / chunk);
+}
+
 /* Take up the message of a direct CTS: register the source, plan the
  * stripes; -1 if that failed (the ep is failed). */
 static int tx_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -235,14 +250,10 @@ static int tx_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 {
 	struct vx_rdv_tx *t = &e->rdv.tx[req_seq(req) % OHC_VX_RDV_N];
 	size_t len = req->len;
-	uint32_t ns = e->nqps;
 	int zc;
 
-	if (len / RDV_STRIPE_MIN < ns)
-		ns = (uint32_t)OHC_MAX(len / RDV_STRIPE_MIN, 1);
 	memset(t, 0, sizeof(*t));
-	t->chunk = ((len + ns - 1) / ns + 63) & ~(size_t)63;
-	t->ns = (uint32_t)((len + t->chunk - 1) / t->chunk);
+	t->ns = stripes_of(len, e->nqps, &t->chunk);
 	t->mr = ohc_vx_mr_get(vi, req->sbuf, len, 0, &zc);
 	if (!t->mr) {
 		char why[160];
@@ -429,7 +440,7 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 /*
  * A landing CTS for a send from exported memory: take the send buffer's
  * registration and start writing. 0: decline (not exported, or no
- * registration), the message goes eager.
+ * registration), the message goes eager; -1: the ep failed.
  */
 static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			 struct ohc_req *req, const struct vx_rdv_cts *cts)
@@ -440,6 +451,12 @@ static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	if (!cts->land_n)
 		return 0;
+	/* the peer's landing geometry within what any receiver offers */
+	if (cts->land_n > OHC_VX_LAND_CHUNKS || !cts->land_chunk ||
+	    cts->land_chunk > OHC_VX_LAND_CHUNK || cts->land_chunk % 64) {
+		ohc_vx_ep_fail(e, 0, "protocol error: landing geometry");
+		return -1;
+	}
 	memset(t, 0, sizeof(*t));
 	t->mr = ohc_vx_mr_get(vi, req->sbuf, req->len, 0, &zc);
 	if (!t->mr)
@@ -505,7 +522,10 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (cts->land_chunk && req->smem) {
 			if (r->tx[slot].req)
 				break; /* the slot's previous send: acks */
-			if (tx_land_start(vi, e, req, cts)) {
+			rc = tx_land_start(vi, e, req, cts);
+			if (rc < 0)
+				break;
+			if (rc) {
 				r->cts_ok[slot] = 0;
 				n++;
 				continue;
@@ -636,6 +656,12 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		ohc_vx_ep_fail(e, 0,
 			       "protocol error: unexpected rendezvous "
 			       "data");
+		return;
+	}
+	/* the sender's stripe count must be the one this length gives:
+	 * fewer would complete the receive while writes still come */
+	if (((imm >> 16) & 0x3fff) != stripes_of(req->len, e->nqps, NULL)) {
+		ohc_vx_ep_fail(e, 0, "protocol error: rendezvous stripes");
 		return;
 	}
 	if (++x->seen < ((imm >> 16) & 0x3fff))
