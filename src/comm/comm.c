@@ -184,6 +184,18 @@ void *ohc_comm_handle(const struct ohc_comm *comm)
 	return comm->handle;
 }
 
+void ohc_comm_for_each(void (*fn)(struct ohc_comm *comm, void *arg), void *arg)
+{
+	struct ohc_list *pos;
+
+	pthread_mutex_lock(&registry_lock);
+	ohc_list_for_each(pos, &registry)
+	{
+		fn(ohc_container_of(pos, struct ohc_comm, link), arg);
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
 int ohc_comm_name_taken(const char *name, uint32_t rank)
 {
 	struct ohc_list *pos;
@@ -711,6 +723,7 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	if (status < 0)
 		goto err_free;
 
+	ohc_comm_flight_arm();
 	pthread_mutex_lock(&registry_lock);
 	status = handle_add_locked(comm);
 	if (status == OHC_OK)
@@ -1017,11 +1030,16 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
 	x.stats = &st;
+	x.err_peer = OHC_FLIGHT_NO_PEER;
+	x.flight = ohc_flight_begin(
+		&comm->flight, op->sig.seq, x.what, algo ? algo->name : NULL,
+		op->args.count * op->args.esize, run->nsteps);
 	if (op->zc.n) {
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = &op->zc;
 	}
 	status = ohc_exec_run(&x, run);
+	ohc_flight_end(x.flight, status);
 	if (run == &s) {
 		scratch_keep(comm, &s);
 		ohc_sched_fini(&s);
@@ -1036,6 +1054,11 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	}
 	if (status < 0 && __atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
 		status = OHC_ERR_SUSPENDING; /* canceled by HcclCommSuspend */
+	/* The first failure of a peer or of time: show what led to it. */
+	if ((status == OHC_ERR_TIMEOUT || status == OHC_ERR_REMOTE ||
+	     status == OHC_ERR_DESYNC) &&
+	    !__atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE))
+		ohc_comm_flight_dump(comm);
 	if (status < 0)
 		ohc_comm_fail(comm, status);
 out:

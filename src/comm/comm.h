@@ -15,6 +15,7 @@
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/plan_cache.h"
 #include "core/exec.h"
+#include "core/flight.h"
 #include "core/req.h"
 #include "runtime/ohc_rt.h"
 #include "transport/transport.h"
@@ -87,6 +88,7 @@ struct ohc_comm {
 	uint64_t refused; /* atomic: operations refused since (one line) */
 	int async_error; /* atomic: sticky ohc_status_t (<0) */
 
+	struct ohc_flight flight;    /* the last operations (core/flight.h) */
 	struct ohc_list link;	     /* process registry */
 	struct ohc_xfer_stats stats; /* bytes received per path (atomic) */
 	struct ohc_plan_cache plans; /* recent schedules; exec_lock */
@@ -256,6 +258,16 @@ ohc_status_t ohc_comm_suspend(struct ohc_comm *comm);
  * cleared. Works on a suspended, a failed or a healthy communicator.
  */
 ohc_status_t ohc_comm_resume(struct ohc_comm *comm);
+
+/*
+ * Flight recorder (comm_flight.c): dump comm's to the log; and, once
+ * per process when OPENHCCL_FLIGHT_SIGNAL is set, install the handler
+ * that makes every communicator dump its record.
+ */
+void ohc_comm_flight_dump(struct ohc_comm *comm);
+void ohc_comm_flight_arm(void);
+/* Call fn for every live communicator, under the registry lock. */
+void ohc_comm_for_each(void (*fn)(struct ohc_comm *comm, void *arg), void *arg);
 
 /* For comm/ only: what create and resume share (comm.c). */
 void ohc_comm_fail(struct ohc_comm *comm, ohc_status_t status);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ enum field_kind {
 	F_FAMILY, /* AF_INET/AF_INET6 */
 	F_LOG,	  /* owned by util/log.c, listed for the dump */
 	F_SECRET, /* a string never printed (dumps show that it is set) */
+	F_SIGNAL, /* a signal a user may send: USR1, SIGUSR2, 10; "" = none */
 };
 
 struct field {
@@ -182,6 +184,11 @@ static const struct field fields[] = {
 	      "1: a thread synchronizing a stream runs its queued tasks "
 	      "itself while the stream's worker is idle; 0: it sleeps",
 	      sync_runs_tasks, 0, 1),
+	{"OPENHCCL_FLIGHT_SIGNAL", "",
+	 "a signal (USR1, USR2, HUP, QUIT, URG, WINCH, PWR or a number) "
+	 "that makes every communicator of the process dump its flight "
+	 "recorder, the last 64 operations, to the log; unset: none",
+	 F_SIGNAL, offsetof(struct ohc_env, flight_signal), 0, 0, 0},
 	INT_F("OPENHCCL_DEVICE_COUNT", "16",
 	      "number of logical devices the host runtime reports",
 	      device_count, 1, 65536),
@@ -208,6 +215,41 @@ int ohc_config_is_set(const char *name)
 	const char *val = ohc_config_raw(name);
 
 	return val && *val;
+}
+
+ohc_status_t ohc_parse_signal(const char *s, int64_t *sig_p)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} ok[] = {
+		{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+		{"QUIT", SIGQUIT}, {"URG", SIGURG},   {"WINCH", SIGWINCH},
+		{"PWR", SIGPWR},
+	};
+	int64_t n;
+
+	if (!*s) {
+		*sig_p = 0;
+		return OHC_OK;
+	}
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(ok); i++) {
+		if (!strcasecmp(s, ok[i].name)) {
+			*sig_p = ok[i].sig;
+			return OHC_OK;
+		}
+	}
+	if (ohc_parse_int(s, 1, 64, &n) != OHC_OK)
+		return OHC_ERR_INVALID;
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(ok); i++) {
+		if (ok[i].sig == n) {
+			*sig_p = n;
+			return OHC_OK;
+		}
+	}
+	return OHC_ERR_INVALID;
 }
 
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
@@ -306,6 +348,15 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 		}
 		return OHC_OK;
 	case F_LOG:
+		return OHC_OK;
+	case F_SIGNAL:
+		if (ohc_parse_signal(val, ip) != OHC_OK) {
+			FIELD_ERROR("%s='%s' is not a signal a user may send "
+				    "(USR1, USR2, HUP, QUIT, URG, WINCH, PWR "
+				    "or a number of one)",
+				    f->name, val);
+			return OHC_ERR_INVALID;
+		}
 		return OHC_OK;
 	}
 	return OHC_ERR_INTERNAL;

@@ -33,6 +33,7 @@ struct ohc_env {
 	char whitelist_file[4096];    /* HCCL_WHITELIST_FILE */
 	char bootstrap_secret[256];   /* OPENHCCL_BOOTSTRAP_SECRET */
 	char bootstrap_secret_file[4096]; /* OPENHCCL_BOOTSTRAP_SECRET_FILE */
+	int64_t flight_signal;		  /* OPENHCCL_FLIGHT_SIGNAL, 0 = none */
 	/* execution */
 	int64_t exec_timeout_s;       /* HCCL_EXEC_TIMEOUT, 0 = never */
 	int64_t buffsize_mb;          /* HCCL_BUFFSIZE */
@@ -104,6 +105,8 @@ const char *ohc_config_raw(const char *name);
  */
 int ohc_config_is_set(const char *name);
 
+/* "USR1", "SIGUSR2", "10"...: a signal a user may send (0 for ""). */
+ohc_status_t ohc_parse_signal(const char *s, int64_t *sig_p);
 /* Parse helpers shared with other validators (rank table, config). */
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
 			   int64_t *out_p);

@@ -434,3 +434,185 @@ Test(suspend_resume, bad_arguments)
 	cr_expect_eq(HcclCommRegCommStateCallback("gone", NULL, NULL),
 		     HCCL_SUCCESS);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Flight recorder                                                        */
+
+struct fl_shared {
+	HcclRootInfo root;
+	int root_ready;
+	int go; /* rank 0 -> rank 1: join the operation now */
+	char log_path[SR_NR][64];
+};
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static int fl_setup(struct fl_shared *sh, int rank, HcclComm *comm)
+{
+	int fd = open(sh->log_path[rank], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0)
+		return 1;
+	dup2(fd, 2);
+	close(fd);
+	return ohc_test_share_roots(&sh->root, 1, &sh->root_ready, rank, 60) ||
+	       HcclCommInitRootInfo(SR_NR, &sh->root, rank, comm);
+}
+
+/*
+ * Timeout: rank 1 skips the third AllReduce. Rank 0 times out; its log
+ * holds the flight recorder: two operations done, the third FAILED in its
+ * first step waiting for rank 1. Rank 1, failing on its next operation
+ * once rank 0's abort reached it, writes its record too.
+ */
+static int fl_timeout_rank(int rank, int nranks, void *p)
+{
+	struct fl_shared *sh = p;
+	int32_t v = 1, out = 0;
+	HcclComm comm;
+
+	(void)nranks;
+	if (fl_setup(sh, rank, &comm))
+		return 1;
+	for (int i = 0; i < 2; i++)
+		OHC_RANK_CHECK_RET(rank,
+				   HcclAllReduce(&v, &out, 1,
+						 HCCL_DATA_TYPE_INT32,
+						 HCCL_REDUCE_SUM, comm, NULL),
+				   HCCL_SUCCESS);
+	if (rank == 0) {
+		if (HcclAllReduce(&v, &out, 1, HCCL_DATA_TYPE_INT32,
+				  HCCL_REDUCE_SUM, comm,
+				  NULL) != HCCL_E_TIMEOUT)
+			return 1;
+		__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+	} else {
+		while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
+			usleep(10000);
+		usleep(200000); /* rank 0's abort has reached us */
+		if (HcclAllReduce(&v, &out, 1, HCCL_DATA_TYPE_INT32,
+				  HCCL_REDUCE_SUM, comm, NULL) == HCCL_SUCCESS)
+			return 1;
+	}
+	HcclCommDestroy(comm);
+	return 0;
+}
+
+Test(flight_recorder, dumped_on_a_timeout, .timeout = 120)
+{
+	struct fl_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char *log0, *log1;
+
+	for (int r = 0; r < SR_NR; r++)
+		snprintf(sh->log_path[r], sizeof(sh->log_path[r]),
+			 "/tmp/ohc_flight_%d_%d.log", (int)getpid(), r);
+	setenv("HCCL_EXEC_TIMEOUT", "2", 1);
+	cr_assert_eq(ohc_test_fork_ranks(SR_NR, fl_timeout_rank, sh, 100), 0);
+	unsetenv("HCCL_EXEC_TIMEOUT");
+	log0 = read_file(sh->log_path[0]);
+	log1 = read_file(sh->log_path[1]);
+	cr_assert(log0 && log1);
+	cr_expect(strstr(log0, "flight recorder, the last 3 of 3 operations"),
+		  "%s", log0);
+	cr_expect(strstr(log0, "#0 allreduce 4 B"), "%s", log0);
+	cr_expect(strstr(log0, ": done in "), "%s", log0);
+	cr_expect(strstr(log0, "#2 allreduce 4 B") &&
+			  strstr(log0, "FAILED (timed out)") &&
+			  strstr(log0, "waiting for rank 1"),
+		  "%s", log0);
+	cr_expect(strstr(log1, "flight recorder") && strstr(log1, "FAILED (") &&
+			  strstr(log1, "waiting for rank 0"),
+		  "%s", log1);
+	fputs(log0, stderr); /* what a user sees */
+	for (int r = 0; r < SR_NR; r++)
+		unlink(sh->log_path[r]);
+	free(log0);
+	free(log1);
+	munmap(sh, sizeof(*sh));
+}
+
+/* On the signal named by OPENHCCL_FLIGHT_SIGNAL, a rank stuck in an
+ * operation says so: RUNNING, which step, on whom it waits. */
+static int fl_signal_rank(int rank, int nranks, void *p)
+{
+	struct fl_shared *sh = p;
+	int32_t v = 1, out = 0;
+	aclrtStream stream;
+	HcclComm comm;
+
+	(void)nranks;
+	if (fl_setup(sh, rank, &comm) || aclInit(NULL) ||
+	    aclrtSetDevice(rank) || aclrtCreateStream(&stream))
+		return 1;
+	if (rank == 0) {
+		OHC_RANK_CHECK_RET(rank,
+				   HcclAllReduce(&v, &out, 1,
+						 HCCL_DATA_TYPE_INT32,
+						 HCCL_REDUCE_SUM, comm, stream),
+				   HCCL_SUCCESS);
+		usleep(300000); /* the op waits for rank 1 */
+		kill(getpid(), SIGUSR1);
+		usleep(300000); /* the watcher writes the record */
+		__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+	} else {
+		while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
+			usleep(10000);
+		OHC_RANK_CHECK_RET(rank,
+				   HcclAllReduce(&v, &out, 1,
+						 HCCL_DATA_TYPE_INT32,
+						 HCCL_REDUCE_SUM, comm, stream),
+				   HCCL_SUCCESS);
+	}
+	if (aclrtSynchronizeStream(stream) != ACL_SUCCESS || out != 2)
+		return 1;
+	HcclCommDestroy(comm);
+	aclrtDestroyStream(stream);
+	return 0;
+}
+
+Test(flight_recorder, dumped_on_a_signal, .timeout = 120)
+{
+	struct fl_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char *log0;
+
+	for (int r = 0; r < SR_NR; r++)
+		snprintf(sh->log_path[r], sizeof(sh->log_path[r]),
+			 "/tmp/ohc_flight_%d_%d.log", (int)getpid(), r);
+	setenv("OPENHCCL_FLIGHT_SIGNAL", "USR1", 1);
+	cr_assert_eq(ohc_test_fork_ranks(SR_NR, fl_signal_rank, sh, 100), 0);
+	unsetenv("OPENHCCL_FLIGHT_SIGNAL");
+	log0 = read_file(sh->log_path[0]);
+	cr_assert(log0);
+	cr_expect(strstr(log0, "signal 10 (OPENHCCL_FLIGHT_SIGNAL)"), "%s",
+		  log0);
+	cr_expect(strstr(log0, "#0 allreduce 4 B") &&
+			  strstr(log0, "RUNNING for") &&
+			  strstr(log0, "in step 1 of") &&
+			  strstr(log0, "waiting for rank 1"),
+		  "%s", log0);
+	fputs(log0, stderr); /* what a user sees */
+	for (int r = 0; r < SR_NR; r++)
+		unlink(sh->log_path[r]);
+	free(log0);
+	munmap(sh, sizeof(*sh));
+}
