@@ -20,7 +20,7 @@ struct ohc_flight_op *ohc_flight_begin(struct ohc_flight *fr, uint64_t seq,
 	op->what = what;
 	op->algo = algo;
 	op->bytes = bytes;
-	op->t_start = ohc_time_ns();
+	op->t_start = ohc_time_coarse_ns();
 	op->t_end = 0;
 	op->step = 0;
 	op->nsteps = nsteps;
@@ -33,7 +33,7 @@ struct ohc_flight_op *ohc_flight_begin(struct ohc_flight *fr, uint64_t seq,
 
 void ohc_flight_end(struct ohc_flight_op *op, int32_t status)
 {
-	op->t_end = ohc_time_ns();
+	op->t_end = ohc_time_coarse_ns();
 	op->status = status;
 	__atomic_store_n(&op->state,
 			 status < 0 ? OHC_FLIGHT_FAILED : OHC_FLIGHT_DONE,
@@ -52,7 +52,7 @@ void ohc_flight_dump(const struct ohc_flight *fr, const char *who, FILE *out)
 {
 	uint64_t next = __atomic_load_n(&fr->next, __ATOMIC_ACQUIRE);
 	uint64_t first = next > OHC_FLIGHT_N ? next - OHC_FLIGHT_N : 0;
-	uint64_t now = ohc_time_ns();
+	uint64_t now = ohc_time_coarse_ns();
 	char text[512];
 
 	snprintf(text, sizeof(text),
@@ -77,19 +77,19 @@ void ohc_flight_dump(const struct ohc_flight *fr, const char *who, FILE *out)
 			       op->algo ? " " : "", op->algo ? op->algo : "");
 		if (state == OHC_FLIGHT_RUNNING)
 			snprintf(text + len, sizeof(text) - len,
-				 "RUNNING for %.3f ms, in step %u of %u%s",
+				 "RUNNING for %.0f ms, in step %u of %u%s",
 				 (double)(now - op->t_start) / 1e6,
 				 op->step + 1, op->nsteps, wait);
 		else if (state == OHC_FLIGHT_FAILED)
 			snprintf(text + len, sizeof(text) - len,
-				 "FAILED (%s) after %.3f ms in step %u of "
+				 "FAILED (%s) after %.0f ms in step %u of "
 				 "%u%s",
 				 ohc_status_str((ohc_status_t)op->status),
 				 (double)(op->t_end - op->t_start) / 1e6,
 				 op->step + 1, op->nsteps, wait);
 		else
 			snprintf(text + len, sizeof(text) - len,
-				 "done in %.3f ms (%u steps)",
+				 "done in %.0f ms (%u steps)",
 				 (double)(op->t_end - op->t_start) / 1e6,
 				 op->nsteps);
 		line(out, text);
