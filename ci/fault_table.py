@@ -11,17 +11,20 @@ import sys
 def main(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     bad = 0
-    print("| fault | transport | outcome (expected) | ops | time to error "
-          "| ERROR / WARN lines | first ERROR line | shm left |")
-    print("|---|---|---|---:|---:|---:|---|---:|")
+    print("| fault | transport | outcome (expected) | ops | to the first "
+          "error | to the end | ERROR / WARN lines | first ERROR line "
+          "| shm left |")
+    print("|---|---|---|---:|---:|---:|---:|---|---:|")
     for r in rows:
         ok = r["outcome"] == r["expect"]
         bad += (not ok) or r["outcome"] in ("hang", "wrong") or r["shm_left"] > 0
         tte = r["time_to_error_s"]
-        print("| {} | {} | {}{} | {} | {} | {} / {} | {} | {} |".format(
+        tend = r.get("time_to_end_s", "-")
+        print("| {} | {} | {}{} | {} | {} | {} | {} / {} | {} | {} |".format(
             r["fault"], r["transport"], r["outcome"],
             "" if ok else " (**expected {}**)".format(r["expect"]),
             r["ops"], "-" if tte == "-" else tte + " s",
+            "-" if tend == "-" else tend + " s",
             r["error_lines"], r["warn_lines"],
             r["first_error"].replace("|", "/") or "-", r["shm_left"]))
     hangs = sum(r["outcome"] == "hang" for r in rows)

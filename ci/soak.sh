@@ -79,18 +79,21 @@ scenario() {
 	3) outcome=failed ;;
 	*) outcome="exit $rc" ;;
 	esac
-	local tte=-
+	# from the fault to the first error a rank of this machine saw, and
+	# to the end of the run (teardown included)
+	local tte=- tend=-
 	if [ "$outcome" = failed ] && [ "$tf" != 0 ]; then
-		tte=$(awk -v a="$tf" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
+		tte=$(awk -F'"error_at": ' -v f="$tf" '{split($2,a,","); t=a[1]+0; if (t > 0 && (m == "" || t < m)) m = t} END{if (m == "") print "-"; else printf "%.2f", m - f}' "$log.json")
+		tend=$(awk -v a="$tf" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
 	fi
 	local ops errs warns first
 	ops=$(awk -F'"ops": ' '{split($2,a,","); s+=a[1]} END{print s+0}' "$log.json")
 	errs=$(grep -c ' ERROR ' "$log" || true)
 	warns=$(grep -c ' WARN ' "$log" || true)
 	first=$(grep -m1 -E ' ERROR ' "$log" | sed 's/^\[[^]]*\] ERROR //; s/ ([a-z_]*\.c:[0-9]*)$//; s/"/'"'"'/g; s/\\/\//g' | cut -c1-160 || true)
-	printf '{"transport": "%s", "fault": "%s", "expect": "%s", "outcome": "%s", "ops": %s, "seconds": %.1f, "time_to_error_s": "%s", "error_lines": %s, "warn_lines": %s, "first_error": "%s", "shm_left": %s}\n' \
+	printf '{"transport": "%s", "fault": "%s", "expect": "%s", "outcome": "%s", "ops": %s, "seconds": %.1f, "time_to_error_s": "%s", "time_to_end_s": "%s", "error_lines": %s, "warn_lines": %s, "first_error": "%s", "shm_left": %s}\n' \
 		"$tp" "$fault" "$expect" "$outcome" "$ops" \
-		"$(awk -v a="$t0" -v b="$end" 'BEGIN{print b-a}')" "$tte" \
+		"$(awk -v a="$t0" -v b="$end" 'BEGIN{print b-a}')" "$tte" "$tend" \
 		"$errs" "$warns" "$first" "$((shm_after - shm_before))" \
 		>>"$OHC_SOAK_RESULTS"
 	echo "soak: $tp $fault: $outcome (expected $expect), $ops ops, $errs ERROR lines"

@@ -42,6 +42,16 @@ if [ "${OHC_CI_SKIP_VM:-0}" != 1 ]; then
 	echo "== Soft-RoCE VM: verbs suites (HCCL_INTRA_ROCE_ENABLE=1) =="
 	bash ci/soft-roce/vm-suites.sh build/ci
 fi
+# Soak with faults (ci/soak.sh): randomized mixed collectives on four
+# communicators while a rank is killed or stalled, and across the VMs'
+# wire with loss, delay and a link flap; every result checked, no hang
+# allowed; the fault table is printed (about 7 minutes).
+echo "== soak with faults =="
+if [ "${OHC_CI_SKIP_VM:-0}" = 1 ]; then
+	bash ci/soak.sh -t 15 --no-vm build/ci
+else
+	bash ci/soak.sh -t 15 build/ci
+fi
 left=$(ls /dev/shm 2>/dev/null | grep -i -E 'ohc|hccl' || true)
 if [ -n "$left" ]; then
 	echo "FAIL: shared-memory segments left in /dev/shm: $left" >&2

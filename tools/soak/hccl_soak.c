@@ -21,7 +21,8 @@
  *   1 a wrong result (or a tool error);
  *   2 a hang (the watchdog fired).
  * One JSON line per rank at the end: ops, bytes, seconds, outcome, the
- * first error and how long after the last good operation it came.
+ * first error, how long after the last good operation it came and when
+ * (wall clock, for the time from an injected fault).
  *
  *   hccl_soak -np 4 -t 60                    4 local ranks (root info)
  *   hccl_soak --rank-table T --ranks 2,3 -t 60   ranks 2 and 3 of table T
@@ -181,8 +182,17 @@ struct rank_state {
 	double t0, last_ok;
 	HcclResult first_err;
 	uint64_t err_op;
-	double err_after;
+	double err_after; /* since the last good operation */
+	double err_at;	  /* wall clock (epoch seconds) of the error */
 };
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void put(void *buf, int fp, uint64_t k, int32_t v)
 {
@@ -288,6 +298,7 @@ static int run_one(struct rank_state *s, uint64_t i)
 		s->first_err = r;
 		s->err_op = i;
 		s->err_after = now_s() - s->last_ok;
+		s->err_at = wall_s();
 		return OUT_FAILED;
 	}
 	/* check */
@@ -489,6 +500,7 @@ static int rank_main(int rank, int nranks)
 				s.first_err = r;
 				s.err_op = i;
 				s.err_after = now_s() - s.last_ok;
+				s.err_at = wall_s();
 				outcome = OUT_FAILED;
 				break;
 			}
@@ -498,14 +510,14 @@ static int rank_main(int rank, int nranks)
 	printf("{\"rank\": %d, \"ops\": %" PRIu64 ", \"bytes\": %" PRIu64
 	       ", \"seconds\": %.2f, \"outcome\": \"%s\", \"error\": \"%s\", "
 	       "\"error_op\": %" PRIu64 ", \"error_after_s\": %.3f, "
-	       "\"seed\": %" PRIu64 "}\n",
+	       "\"error_at\": %.3f, \"seed\": %" PRIu64 "}\n",
 	       rank, s.ops, s.bytes, now_s() - s.t0,
 	       outcome == OUT_OK       ? "ok"
 	       : outcome == OUT_WRONG  ? "wrong"
 	       : outcome == OUT_FAILED ? "failed"
 				       : "hang",
 	       outcome == OUT_FAILED ? HcclGetErrorString(s.first_err) : "",
-	       s.err_op, s.err_after, o.seed);
+	       s.err_op, s.err_after, s.err_at, o.seed);
 	fflush(stdout);
 	for (int c = NCOMMS; c-- > 0;)
 		if (s.comms[c])
