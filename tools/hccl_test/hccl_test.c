@@ -755,6 +755,10 @@ struct ht_slot {
 
 static struct ht_slot *my_slot; /* this rank's (-np), else NULL */
 static int my_rank = -1;
+/* an error (not a failed check, which every rank sees and reports):
+ * the other ranks may wait for this one, so mpirun and srun are asked to
+ * end the job */
+static int hard_failure;
 
 static void note_v(int print, const char *fmt, va_list ap)
 {
@@ -778,6 +782,7 @@ static void ht_fail(const char *fmt, ...)
 {
 	va_list ap;
 
+	hard_failure = 1;
 	va_start(ap, fmt);
 	note_v(1, fmt, ap);
 	va_end(ap);
@@ -1523,11 +1528,14 @@ static int pmi_main(struct ht_opts *o, const struct ht_test *t)
 			 sizeof(err))) {
 		if (ok)
 			ht_fail("%s", err);
-		ht_pmi_finalize(&p);
+		ht_pmi_abort(&p, 1);
 		return 1;
 	}
 	ret = run_rank(o, t, p.rank, env_local_rank(p.rank), &root);
-	ht_pmi_finalize(&p);
+	if (ret && hard_failure)
+		ht_pmi_abort(&p, ret);
+	else
+		ht_pmi_finalize(&p);
 	return ret;
 }
 
@@ -1580,6 +1588,8 @@ static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 	MPI_Bcast(&root, (int)sizeof(root), MPI_BYTE, 0, MPI_COMM_WORLD);
 	MPI_Barrier(MPI_COMM_WORLD);
 	ret = run_rank(o, t, rank, lrank, &root);
+	if (ret && hard_failure)
+		MPI_Abort(MPI_COMM_WORLD, ret);
 	MPI_Finalize();
 	return ret;
 }
@@ -1588,8 +1598,10 @@ static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 /*
  * Which launcher started us: -np N wins; Open MPI's mpirun (its
  * environment) runs through MPI; a PMI-1 channel (srun --mpi=pmi2, MPICH's
- * mpirun) through ht_pmi.c; a Slurm step or PMIx without either needs the
- * MPI build; else the local launcher with 2 ranks.
+ * mpirun) through ht_pmi.c; PMIx alone (srun --mpi=pmix) through MPI
+ * (Open MPI speaks it); a Slurm step of several tasks with none of these
+ * cannot share the root info (refused, with advice); else the local
+ * launcher with 2 ranks.
  */
 int ht_main(int argc, char **argv, const struct ht_test *tool)
 {
@@ -1620,16 +1632,31 @@ int ht_main(int argc, char **argv, const struct ht_test *tool)
 	}
 	if (o.nranks == 0 && ht_pmi_available())
 		return pmi_main(&o, t);
-	if (o.nranks == 0 && (step > 1 || getenv("PMIX_RANK"))) {
+	if (o.nranks == 0 && getenv("PMIX_RANK")) {
 #ifdef OHC_HT_MPI
+		/* srun --mpi=pmix: Open MPI's MPI_Init speaks PMIx */
 		return mpi_main(&o, t, step > 1 ? step : 0);
 #else
 		fprintf(stderr,
-			"%s: started by srun (%d tasks) without a PMI-1 "
-			"channel: run srun --mpi=pmi2, or build with MPI\n",
-			t->name, step);
+			"%s: started with PMIx but built without MPI: run "
+			"srun --mpi=pmi2, or use -np N\n",
+			t->name);
 		return 1;
 #endif
+	}
+	if (o.nranks == 0 && step > 1) {
+		fprintf(stderr,
+			"%s: started by srun as one of %d tasks without a PMI "
+			"channel (PMI_FD) to share the root info: run srun "
+			"--mpi=pmi2%s\n",
+			t->name, step,
+#ifdef OHC_HT_MPI
+			" (or --mpi=pmix)"
+#else
+			""
+#endif
+		);
+		return 1;
 	}
 	if (o.nranks == 0)
 		o.nranks = 2;

@@ -9,6 +9,7 @@
  *   barrier_in                          -> barrier_out
  *   get kvsname=K key=A                 -> get_result rc=0 value=V
  *   finalize                            -> finalize_ack
+ *   abort exitcode=N                    (the launcher ends the job)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -203,7 +204,7 @@ int ht_pmi_get(struct ht_pmi *p, const char *key, char *val, size_t vlen,
 
 /*
  * Rank 0's data as hex in keys <name>-0, -1, ... (trailing zero bytes
- * left out), with "<name>-n" = "<significant bytes> <keys>" ("fail" when
+ * left out), with "<name>-n" = "<significant bytes>:<keys>" ("fail" when
  * rank 0 passed data NULL); then a barrier and every other rank's gets.
  */
 int ht_pmi_bcast(struct ht_pmi *p, const char *name, void *data, size_t n,
@@ -233,7 +234,7 @@ int ht_pmi_bcast(struct ht_pmi *p, const char *name, void *data, size_t n,
 				return -1;
 		}
 		if (b)
-			snprintf(val, sizeof(val), "%zu %u", used, nkeys);
+			snprintf(val, sizeof(val), "%zu:%u", used, nkeys);
 		else
 			snprintf(val, sizeof(val), "fail");
 		snprintf(key, sizeof(key), "%s-n", name);
@@ -251,7 +252,7 @@ int ht_pmi_bcast(struct ht_pmi *p, const char *name, void *data, size_t n,
 		snprintf(err, len, "rank 0 could not make the %s", name);
 		return -1;
 	}
-	if (sscanf(val, "%llu %u", &total, &nkeys) != 2 || total > n) {
+	if (sscanf(val, "%llu:%u", &total, &nkeys) != 2 || total > n) {
 		snprintf(err, len, "PMI: bad %s size '%s'", name, val);
 		return -1;
 	}
@@ -279,6 +280,16 @@ int ht_pmi_bcast(struct ht_pmi *p, const char *name, void *data, size_t n,
 		}
 	}
 	return 0;
+}
+
+void ht_pmi_abort(struct ht_pmi *p, int code)
+{
+	char req[64];
+
+	/* no answer comes: the launcher ends the job */
+	snprintf(req, sizeof(req), "cmd=abort exitcode=%d\n", code);
+	if (p->fd > 0)
+		(void)!write(p->fd, req, strlen(req));
 }
 
 void ht_pmi_finalize(struct ht_pmi *p)

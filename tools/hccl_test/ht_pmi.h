@@ -33,6 +33,11 @@ int ht_pmi_get(struct ht_pmi *p, const char *key, char *val, size_t vlen,
 /* Rank 0's len bytes of data to every rank (a put, a barrier, gets). */
 int ht_pmi_bcast(struct ht_pmi *p, const char *name, void *data, size_t n,
 		 char *err, size_t len);
+/*
+ * Ask the launcher to end the job with exit code code: the other ranks
+ * may be waiting for this one. Returns; the caller exits.
+ */
+void ht_pmi_abort(struct ht_pmi *p, int code);
 /* Tell the launcher we are done (it may treat silence as a crash). */
 void ht_pmi_finalize(struct ht_pmi *p);
 
