@@ -161,6 +161,17 @@ else
 	echo "ok: srun --mpi=none is refused with advice"
 fi
 
+# 6. the README's recipe for a user program: rank from Slurm's
+# environment, root info through a file (no PMI, no MPI)
+run 60 --mpi=none -n 4 "$build/examples/launch_example" "$d"
+if [ $st != 0 ] || [ "$(grep -c 'data\[0\] = 6 (expect 6) ok' "$d/out")" != 4 ] ||
+	ls "$d"/hccl-root.* >/dev/null 2>&1; then
+	echo "FAIL: srun -n 4 launch_example: exit $st"
+	fail=1
+else
+	echo "ok: srun -n 4 launch_example (root info through a file)"
+fi
+
 left=$(ls /dev/shm 2>/dev/null | grep -i -E 'ohc|hccl' || true)
 [ -z "$left" ] || { echo "FAIL: left in /dev/shm: $left"; fail=1; }
 [ $fail = 0 ] && echo "slurm.sh: all passed"
