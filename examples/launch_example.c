@@ -35,7 +35,8 @@ int main(int argc, char **argv)
 	int local = env_int("SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
 			    "MPI_LOCALRANKID");
 	const char *dir = argc > 1 ? argv[1] : "/tmp";
-	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+	const char *job = getenv("SLURM_JOB_ID"),
+		   *step = getenv("SLURM_STEP_ID");
 	char path[512], tmp[600];
 	HcclRootInfo root;
 	HcclComm comm;

@@ -53,10 +53,10 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } subsys_names[] = {
-	{"init", OHC_SS_INIT}, {"boot", OHC_SS_BOOT}, {"shm", OHC_SS_SHM},
+	{"init", OHC_SS_INIT},	 {"boot", OHC_SS_BOOT}, {"shm", OHC_SS_SHM},
 	{"verbs", OHC_SS_VERBS}, {"coll", OHC_SS_COLL}, {"algo", OHC_SS_ALGO},
-	{"rt", OHC_SS_RT}, {"env", OHC_SS_ENV}, {"api", OHC_SS_API},
-	{"mem", OHC_SS_MEM}, {"all", OHC_SS_ALL},
+	{"rt", OHC_SS_RT},	 {"env", OHC_SS_ENV},	{"api", OHC_SS_API},
+	{"mem", OHC_SS_MEM},	 {"all", OHC_SS_ALL},
 };
 
 static const char *const level_names[] = {"NONE", "ERROR", "WARN",
@@ -161,17 +161,18 @@ static int check_pattern(const char *p, char *why, size_t len)
 	return 0;
 }
 
-ohc_status_t ohc_log_setting_check(const char *name, const char *val,
-				   char *why, size_t len)
+ohc_status_t ohc_log_setting_check(const char *name, const char *val, char *why,
+				   size_t len)
 {
 	char bad[96];
 
 	if (!strcmp(name, "OPENHCCL_DEBUG")) {
 		if (parse_level(val) >= 0)
 			return OHC_OK;
-		snprintf(why, len,
-			 "is not a log level: NONE, ERROR, WARN, INFO, DEBUG or "
-			 "TRACE");
+		snprintf(
+			why, len,
+			"is not a log level: NONE, ERROR, WARN, INFO, DEBUG or "
+			"TRACE");
 		return OHC_ERR_INVALID;
 	}
 	if (!strcmp(name, "OPENHCCL_DEBUG_SUBSYS")) {
@@ -277,8 +278,8 @@ void ohc_log_ctx_push(const char *comm, int rank, struct ohc_log_ctx *saved_p)
 {
 	*saved_p = tls_ctx;
 	tls_ctx.rank = rank;
-	snprintf(tls_ctx.comm, sizeof(tls_ctx.comm), "%s", comm ? comm : "");
-	if (rank >= 0)
+	tls_ctx.comm = comm;
+	if (rank >= 0 && __atomic_load_n(&proc_rank, __ATOMIC_RELAXED) != rank)
 		__atomic_store_n(&proc_rank, rank, __ATOMIC_RELAXED);
 }
 
@@ -450,9 +451,10 @@ void ohc_log(enum ohc_log_level level, unsigned subsys, const char *file,
 		     ts.tv_nsec / 1000, log_host, (int)getpid());
 	n = OHC_MIN((size_t)r, max);
 	if (tls_ctx.rank >= 0)
-		n += (size_t)snprintf(buf + n, max - n, " rank %d", tls_ctx.rank);
+		n += (size_t)snprintf(buf + n, max - n, " rank %d",
+				      tls_ctx.rank);
 	n = OHC_MIN(n, max);
-	if (tls_ctx.comm[0])
+	if (tls_ctx.comm && tls_ctx.comm[0])
 		n += (size_t)snprintf(buf + n, max - n, " comm '%s'",
 				      tls_ctx.comm);
 	n = OHC_MIN(n, max);

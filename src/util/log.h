@@ -40,16 +40,16 @@ enum ohc_log_level {
 };
 
 enum ohc_log_subsys {
-	OHC_SS_INIT = 1u << 0,  /* communicator lifecycle */
-	OHC_SS_BOOT = 1u << 1,  /* bootstrap, root info, rank table */
-	OHC_SS_SHM = 1u << 2,   /* shared-memory transport */
+	OHC_SS_INIT = 1u << 0,	/* communicator lifecycle */
+	OHC_SS_BOOT = 1u << 1,	/* bootstrap, root info, rank table */
+	OHC_SS_SHM = 1u << 2,	/* shared-memory transport */
 	OHC_SS_VERBS = 1u << 3, /* RDMA verbs transport */
-	OHC_SS_COLL = 1u << 4,  /* collectives, executor */
-	OHC_SS_ALGO = 1u << 5,  /* algorithm selection */
-	OHC_SS_RT = 1u << 6,    /* acl host runtime */
-	OHC_SS_ENV = 1u << 7,   /* configuration */
-	OHC_SS_API = 1u << 8,   /* argument checks */
-	OHC_SS_MEM = 1u << 9,   /* zero-copy, windows, registration */
+	OHC_SS_COLL = 1u << 4,	/* collectives, executor */
+	OHC_SS_ALGO = 1u << 5,	/* algorithm selection */
+	OHC_SS_RT = 1u << 6,	/* acl host runtime */
+	OHC_SS_ENV = 1u << 7,	/* configuration */
+	OHC_SS_API = 1u << 8,	/* argument checks */
+	OHC_SS_MEM = 1u << 9,	/* zero-copy, windows, registration */
 	OHC_SS_ALL = 0xffffu,
 };
 
@@ -64,11 +64,13 @@ OHC_API void ohc_log_reload(void);
  * The rank and communicator a thread's log lines concern. Set for a scope
  * with OHC_LOG_SCOPE(comm_name, rank) (comm_name may be NULL or "", rank
  * -1 when unknown); the previous context comes back when the scope ends.
- * The name is copied (truncated to 63 characters).
+ * The name is not copied (a collective's entry and execution set it on
+ * every call): it must outlive the scope, as a communicator's name does
+ * while a call on it runs.
  */
 struct ohc_log_ctx {
 	int rank;
-	char comm[64];
+	const char *comm;
 };
 
 OHC_API void ohc_log_ctx_push(const char *comm, int rank,

@@ -413,7 +413,8 @@ Test(doctor, log_and_algo_settings_validated)
 		 "TRACE (default WARN), or unset it"},
 		{"OPENHCCL_DEBUG_SUBSYS=coll,nope",
 		 "[FAIL]  OPENHCCL_DEBUG_SUBSYS='coll,nope'",
-		 "fix: set OPENHCCL_DEBUG_SUBSYS to a comma list of init, boot, "
+		 "fix: set OPENHCCL_DEBUG_SUBSYS to a comma list of init, "
+		 "boot, "
 		 "shm, verbs, coll, algo, rt, env, api, mem, all"},
 		{"OPENHCCL_LOG_FILE=/tmp/ohc.%q.log",
 		 "[FAIL]  OPENHCCL_LOG_FILE='/tmp/ohc.%q.log'",

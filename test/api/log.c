@@ -153,10 +153,12 @@ Test(log, lines_name_time_host_pid_rank_and_comm)
 				continue;
 			ranked[r]++;
 			snprintf(re, sizeof(re),
-				 "\\] INFO call HcclAllReduce\\(sendBuf=0x[0-9a-f]+, "
+				 "\\] INFO call "
+				 "HcclAllReduce\\(sendBuf=0x[0-9a-f]+, "
 				 "recvBuf=0x[0-9a-f]+, count=256, "
 				 "dataType=float32, op=sum, comm=0x[0-9a-f]+, "
-				 "stream=\\(nil\\)\\) \\(api_coll\\.c:[0-9]+\\)$");
+				 "stream=\\(nil\\)\\) "
+				 "\\(api_coll\\.c:[0-9]+\\)$");
 			entry[r] += matches(line, re);
 		}
 	}

@@ -542,8 +542,8 @@ Test(tools, bad_options_named, .timeout = 60)
 /* More ranks than CPUs and than 16 NPU-style devices: the check passes. */
 Test(tools, more_ranks_than_cpus, .timeout = 300)
 {
-	static const char *const args[] = {"-b", "8", "-e", "1K", "-f",
-					   "8", "-n", "2", "-w", "1", NULL};
+	static const char *const args[] = {"-b", "8", "-e", "1K", "-f", "8",
+					   "-n", "2", "-w", "1",  NULL};
 	static struct run r;
 
 	ohc_test_fork_settle();
@@ -577,9 +577,9 @@ static const char *last_line(const struct run *r)
  */
 Test(tools, killed_rank_stops_the_others, .timeout = 120)
 {
-	static const char *const args[] = {"-b", "8",  "-e", "1M", "-f", "2",
-					   "-n", "20", "-w", "1",  "--kill_rank",
-					   "2",	 NULL};
+	static const char *const args[] = {
+		"-b", "8",  "-e", "1M",		 "-f", "2", "-n",
+		"20", "-w", "1",  "--kill_rank", "2",  NULL};
 	static struct run r;
 	double t0, secs, ms = -1;
 	const char *last, *p;
@@ -609,8 +609,8 @@ Test(tools, killed_rank_stops_the_others, .timeout = 120)
  */
 Test(tools, bad_device_stops_the_others, .timeout = 120)
 {
-	static const char *const args[] = {"-p", "4", "-b", "8", "-e", "8",
-					   NULL};
+	static const char *const args[] = {"-p", "4", "-b", "8",
+					   "-e", "8", NULL};
 	static struct run r;
 	double t0, secs, ms = -1;
 	const char *last, *p;
@@ -644,9 +644,9 @@ Test(tools, bad_device_stops_the_others, .timeout = 120)
 Test(tools, json_and_csv_output, .timeout = 120)
 {
 	char dir[] = "/tmp/ohc_ht_out_XXXXXX", jpath[256], cpath[256];
-	const char *args[] = {"-b",	"8",	 "-e",	 "4K",	"-f",
-			      "8",	"-n",	 "2",	 "-w",	"1",
-			      "--json", jpath,	 "--csv", cpath, NULL};
+	const char *args[] = {"-b",	"8",   "-e",	"4K",  "-f",
+			      "8",	"-n",  "2",	"-w",  "1",
+			      "--json", jpath, "--csv", cpath, NULL};
 	static struct run r;
 	json_error_t jerr;
 	json_t *doc, *rows;
@@ -745,8 +745,9 @@ Test(tools, json_of_a_failed_check, .timeout = 60)
 {
 	char path[] = "/tmp/ohc_ht_fail_XXXXXX";
 	int fd = mkstemp(path);
-	const char *args[] = {"-b", "4K", "-e", "4K", "-n", "1",
-			      "--corrupt_rank", "1", "--json", path, NULL};
+	const char *args[] = {
+		"-b", "4K",	"-e", "4K", "-n", "1", "--corrupt_rank",
+		"1",  "--json", path, NULL};
 	static struct run r;
 	json_error_t jerr;
 	json_t *doc;
@@ -761,17 +762,18 @@ Test(tools, json_of_a_failed_check, .timeout = 60)
 	cr_assert(doc, "%s", jerr.text);
 	cr_expect_str_eq(json_string_value(json_object_get(doc, "result")),
 			 "failed");
-	cr_expect_str_eq(json_string_value(json_object_get(
-				 json_array_get(json_object_get(doc, "rows"),
-						0),
-				 "check")),
-			 "failed");
+	cr_expect_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(doc, "rows"), 0),
+			"check")),
+		"failed");
 	json_decref(doc);
 	cr_expect(strstr(last_line(&r), "rank 1 of 2 failed (exit status 1): "
 					"check result failed at 4096 bytes") ||
-			  strstr(last_line(&r), "rank 0 of 2 failed (exit status "
-						"1): check result failed at "
-						"4096 bytes"),
+			  strstr(last_line(&r),
+				 "rank 0 of 2 failed (exit status "
+				 "1): check result failed at "
+				 "4096 bytes"),
 		  "%s", r.out);
 }
 
@@ -856,7 +858,7 @@ Test(tools, under_mpirun, .timeout = 300)
 Test(tools, under_mpich_mpirun, .timeout = 300)
 {
 	char path[4096];
-	const char *argv[] = {"mpirun.mpich", "-np", "3", path, "-b", "8",
+	const char *argv[] = {"mpirun.mpich", "-np", "3",  path, "-b", "8",
 			      "-e",	      "64K", "-f", "8",	 "-n", "2",
 			      "-w",	      "1",   NULL, NULL, NULL};
 	static struct run r;

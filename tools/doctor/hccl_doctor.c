@@ -646,8 +646,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (shm_only && multi_host) {
-		fprintf(stderr, "%s: --shm-only and --multi-host exclude each "
-				"other\n",
+		fprintf(stderr,
+			"%s: --shm-only and --multi-host exclude each "
+			"other\n",
 			argv[0]);
 		return 2;
 	}
@@ -664,8 +665,8 @@ int main(int argc, char **argv)
 	}
 	printf("hccl_doctor: OpenHCCL preflight checks\n");
 	ndevs = dr_rdma_scan(&rep,
-			     rdma_need(shm_only, multi_host, ranktable,
-				       needbuf, sizeof(needbuf)),
+			     rdma_need(shm_only, multi_host, ranktable, needbuf,
+				       sizeof(needbuf)),
 			     ports, DR_MAX_DEVS, &nports);
 	check_memlock(&rep, ndevs > 0);
 	check_mr_cache();

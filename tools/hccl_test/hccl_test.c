@@ -347,7 +347,8 @@ static void usage(FILE *out, const char *prog)
 		"  -n, --iters       timed iterations (20)\n"
 		"  -w, --warmup_iters  warm-up iterations (10)\n"
 		"  -c, --check       0 off, 1 check, 2 verbose (1)\n"
-		"  -p, --npus        devices per node: local rank r uses device "
+		"  -p, --npus        devices per node: local rank r uses "
+		"device "
 		"r %% npus\n"
 		"                    (the runtime's device count)\n"
 		"  -z, --zero_copy   1: buffers in VMM memory activated for "
@@ -358,13 +359,15 @@ static void usage(FILE *out, const char *prog)
 		"windows (0)\n"
 		"  --json FILE       also write the rows as JSON (- for "
 		"stdout)\n"
-		"  --csv FILE        also write the rows as CSV (- for stdout)\n"
+		"  --csv FILE        also write the rows as CSV (- for "
+		"stdout)\n"
 		"  --bind core|none  -np: rank r runs on the r-th CPU it may "
 		"use\n"
 		"                    when the ranks fit those CPUs, as mpirun\n"
 		"                    binds 2 ranks (core)\n"
 		"  --version         print the version and exit\n"
-		"  --corrupt_rank R  testing aid: rank R flips one result byte\n"
+		"  --corrupt_rank R  testing aid: rank R flips one result "
+		"byte\n"
 		"                    before checking (the check must fail)\n"
 		"  --kill_rank R     testing aid: rank R kills itself after "
 		"init\n",
@@ -568,12 +571,13 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 			usage(stdout, argv[0]);
 			return 1;
 		case ':':
-			fprintf(stderr, "%s: option %s needs a value\n", ht_name,
-				argv[optind - 1]);
+			fprintf(stderr, "%s: option %s needs a value\n",
+				ht_name, argv[optind - 1]);
 			return -1;
 		default:
-			fprintf(stderr, "%s: unknown option '%s' (--help lists "
-					"them)\n",
+			fprintf(stderr,
+				"%s: unknown option '%s' (--help lists "
+				"them)\n",
 				ht_name, argv[optind - 1]);
 			return -1;
 		}
@@ -595,8 +599,9 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 	}
 	if (o->json_path && o->csv_path && !strcmp(o->json_path, "-") &&
 	    !strcmp(o->csv_path, "-")) {
-		fprintf(stderr, "%s: --json - and --csv - cannot both take "
-				"stdout\n",
+		fprintf(stderr,
+			"%s: --json - and --csv - cannot both take "
+			"stdout\n",
 			ht_name);
 		return -1;
 	}
@@ -1146,7 +1151,7 @@ free_in:
 		if (_e != ACL_SUCCESS) {                                       \
 			const char *_m = aclGetRecentErrMsg();                 \
 			ht_fail("%s failed: acl error %d%s%s", #call, _e,      \
-				_m && *_m ? ": " : "", _m ? _m : "");          \
+				_m &&*_m ? ": " : "", _m ? _m : "");           \
 			goto label;                                            \
 		}                                                              \
 	} while (0)

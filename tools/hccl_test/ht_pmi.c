@@ -79,8 +79,9 @@ static int recv_line(struct ht_pmi *p, char *buf, size_t blen, char *err,
 			continue;
 		if (r <= 0) {
 			snprintf(err, len,
-				 "PMI: the launcher closed PMI_FD %d%s%s", p->fd,
-				 r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
+				 "PMI: the launcher closed PMI_FD %d%s%s",
+				 p->fd, r < 0 ? ": " : "",
+				 r < 0 ? strerror(errno) : "");
 			return -1;
 		}
 		if (c == '\n')
@@ -112,8 +113,8 @@ static void field(const char *line, const char *key, char *out, size_t olen)
 }
 
 /* Send req, read the answer, check it is cmd=want with rc 0 (or none). */
-static int call(struct ht_pmi *p, const char *req, const char *want,
-		char *ans, size_t alen, char *err, size_t len)
+static int call(struct ht_pmi *p, const char *req, const char *want, char *ans,
+		size_t alen, char *err, size_t len)
 {
 	char cmd[64], rc[16], what[32];
 
@@ -157,8 +158,8 @@ int ht_pmi_init(struct ht_pmi *p, char *err, size_t len)
 		snprintf(err, len, "PMI: vallen_max '%s' is too small", v);
 		return -1;
 	}
-	if (call(p, "cmd=get_my_kvsname\n", "my_kvsname", ans, sizeof(ans),
-		 err, len))
+	if (call(p, "cmd=get_my_kvsname\n", "my_kvsname", ans, sizeof(ans), err,
+		 len))
 		return -1;
 	field(ans, "kvsname", p->kvs, sizeof(p->kvs));
 	if (!p->kvs[0]) {
@@ -186,8 +187,8 @@ int ht_pmi_barrier(struct ht_pmi *p, char *err, size_t len)
 {
 	char ans[PMI_LINE];
 
-	return call(p, "cmd=barrier_in\n", "barrier_out", ans, sizeof(ans),
-		    err, len);
+	return call(p, "cmd=barrier_in\n", "barrier_out", ans, sizeof(ans), err,
+		    len);
 }
 
 int ht_pmi_get(struct ht_pmi *p, const char *key, char *val, size_t vlen,
