@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages OpenHCCL needs to build, test and benchmark,
-# skipping what is already there. Usage: ci/deps.sh [build|bench|all]
+# skipping what is already there.
+# Usage: ci/deps.sh [build|bench|slurm|plot|all]
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
+# a one-node Slurm for test/tools/slurm.sh, and MPICH's mpirun (tools.*)
+slurm_pkgs=(slurmctld slurmd slurm-client mpich)
+# bench/allreduce.sh's plot (Debian's matplotlib, for /usr/bin/python3)
+plot_pkgs=(python3-matplotlib)
 
 case "${1:-all}" in
 build) want=("${build_pkgs[@]}") ;;
 bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
-all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}") ;;
-*) echo "usage: $0 [build|bench|all]" >&2; exit 2 ;;
+slurm) want=("${slurm_pkgs[@]}") ;;
+plot) want=("${plot_pkgs[@]}") ;;
+all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}"
+	"${slurm_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|slurm|plot|all]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite, from a fresh Debian 12 machine: installs what is
 # missing, builds with -Werror, runs every Criterion suite through ctest,
-# then again with AddressSanitizer + UBSan. Exit status is the verdict.
+# the tools under a one-node Slurm, then the suites again with
+# AddressSanitizer + UBSan. Exit status is the verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -20,6 +21,11 @@ run_suite() {
 
 echo "== release build (-Werror) =="
 run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# The tools under a real one-node Slurm (slurmctld + slurmd started and
+# stopped by the script, about 5 s): srun --mpi=pmi2 -n 4 all_reduce_test.
+echo "== Slurm: srun the hccl_test tools =="
+bash test/tools/slurm.sh build/ci
 
 echo "== AddressSanitizer + UBSan build =="
 # LeakSanitizer is off here: its exit-time stop-the-world can deadlock a

@@ -25,12 +25,29 @@ void ohc_api_state_notify(HcclComm comm, HcclCommStatePhase phase);
 /* The live communicator behind a handle, or NULL (api_comm.c). */
 struct ohc_comm *ohc_api_comm(HcclComm comm);
 
-/* Log every call when HCCL_ENTRY_LOG_ENABLE=1, whatever the log level. */
-#define OHC_API_ENTRY(name)                                                    \
+/* The name and rank of a live communicator for log lines; NULL, -1. */
+const char *ohc_api_log_name(HcclComm comm);
+int ohc_api_log_rank(HcclComm comm);
+
+/*
+ * The first statement of an entry point: the rest of the call logs with
+ * the communicator's rank and name (comm: an HcclComm, NULL when the call
+ * has none), and when HCCL_ENTRY_LOG_ENABLE=1, whatever the log level,
+ * one line shows the call with its arguments (printf format, names for
+ * enums). OHC_API_ENTRY_RANK: a call that knows its rank but has no
+ * communicator yet (init).
+ */
+#define OHC_API_ENTRY_LOG(...)                                                 \
 	do {                                                                   \
 		if (ohc_env()->entry_log)                                      \
 			ohc_log(OHC_LOG_INFO, OHC_SS_API, __FILE__, __LINE__,  \
-				"entry: %s", name);                            \
+				"call " __VA_ARGS__);                          \
 	} while (0)
+#define OHC_API_ENTRY(comm, ...)                                               \
+	OHC_LOG_SCOPE(ohc_api_log_name(comm), ohc_api_log_rank(comm));         \
+	OHC_API_ENTRY_LOG(__VA_ARGS__)
+#define OHC_API_ENTRY_RANK(rank, ...)                                          \
+	OHC_LOG_SCOPE(NULL, (int)(rank));                                      \
+	OHC_API_ENTRY_LOG(__VA_ARGS__)
 
 #endif

@@ -86,7 +86,12 @@ OHC_API HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
 	struct ohc_comm *c;
 	ohc_status_t status;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAllReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
+		      "dataType=%s, op=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
 	if (count == 0) {
 		OHC_WARN(OHC_SS_API, "HcclAllReduce: count is 0, nothing to do");
 		return HCCL_SUCCESS;
@@ -154,7 +159,11 @@ OHC_API HcclResult HcclSend(void *sendBuf, uint64_t count,
 			    HcclDataType dataType, uint32_t destRank,
 			    HcclComm comm, aclrtStream stream)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclSend(sendBuf=%p, count=%llu, dataType=%s, "
+		      "destRank=%u, comm=%p, stream=%p)",
+		      sendBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), destRank, comm, stream);
 	return p2p(__func__, OHC_COLL_SEND, sendBuf, count, dataType, destRank,
 		   comm, stream);
 }
@@ -163,7 +172,11 @@ OHC_API HcclResult HcclRecv(void *recvBuf, uint64_t count,
 			    HcclDataType dataType, uint32_t srcRank,
 			    HcclComm comm, aclrtStream stream)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclRecv(recvBuf=%p, count=%llu, dataType=%s, "
+		      "srcRank=%u, comm=%p, stream=%p)",
+		      recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), srcRank, comm, stream);
 	return p2p(__func__, OHC_COLL_RECV, recvBuf, count, dataType, srcRank,
 		   comm, stream);
 }
@@ -174,7 +187,7 @@ OHC_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 	struct ohc_comm *c;
 	ohc_status_t status;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm, "HcclBarrier(comm=%p, stream=%p)", comm, stream);
 	status = check_common(__func__, comm, stream, 0, OHC_INT8, 0, 0, &c);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
@@ -230,7 +243,11 @@ OHC_API HcclResult HcclBroadcast(void *buf, uint64_t count,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_BROADCAST};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclBroadcast(buf=%p, count=%llu, dataType=%s, root=%u, "
+		      "comm=%p, stream=%p)",
+		      buf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), root, comm, stream);
 	ZERO_COUNT(__func__, count);
 	NULL_CHECK(__func__, buf);
 	a.sbuf = a.rbuf = buf;
@@ -246,7 +263,12 @@ OHC_API HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
+		      "dataType=%s, op=%s, root=%u, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      root, comm, stream);
 	ZERO_COUNT(__func__, count);
 	NULL_CHECK(__func__, sendBuf);
 	NULL_CHECK(__func__, recvBuf);
@@ -265,7 +287,11 @@ OHC_API HcclResult HcclAllGather(void *sendBuf, void *recvBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAllGather(sendBuf=%p, recvBuf=%p, sendCount=%llu, "
+		      "dataType=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)sendCount,
+		      ohc_dtype_name((int)dataType), comm, stream);
 	ZERO_COUNT(__func__, sendCount);
 	NULL_CHECK(__func__, sendBuf);
 	NULL_CHECK(__func__, recvBuf);
@@ -283,7 +309,12 @@ OHC_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE_SCATTER};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclReduceScatter(sendBuf=%p, recvBuf=%p, "
+		      "recvCount=%llu, dataType=%s, op=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)recvCount,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
 	ZERO_COUNT(__func__, recvCount);
 	NULL_CHECK(__func__, sendBuf);
 	NULL_CHECK(__func__, recvBuf);
@@ -302,7 +333,11 @@ OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_SCATTER};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclScatter(sendBuf=%p, recvBuf=%p, recvCount=%llu, "
+		      "dataType=%s, root=%u, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)recvCount,
+		      ohc_dtype_name((int)dataType), root, comm, stream);
 	ZERO_COUNT(__func__, recvCount);
 	NULL_CHECK(__func__, recvBuf);
 	a.sbuf = sendBuf;
@@ -410,7 +445,13 @@ OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
 	uint64_t total;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAllGatherV(sendBuf=%p, sendCount=%llu, recvBuf=%p, "
+		      "recvCounts=%p, recvDispls=%p, dataType=%s, comm=%p, "
+		      "stream=%p)",
+		      sendBuf, (unsigned long long)sendCount, recvBuf,
+		      recvCounts, recvDispls, ohc_dtype_name((int)dataType),
+		      comm, stream);
 	r = v_prologue(__func__, comm, "recvCounts", "recvDispls", recvCounts,
 		       recvDispls, &c, &total);
 	if (r != HCCL_SUCCESS || total == 0)
@@ -452,7 +493,14 @@ OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
 	uint64_t total;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclReduceScatterV(sendBuf=%p, sendCounts=%p, "
+		      "sendDispls=%p, recvBuf=%p, recvCount=%llu, dataType=%s, "
+		      "op=%s, comm=%p, stream=%p)",
+		      sendBuf, sendCounts, sendDispls, recvBuf,
+		      (unsigned long long)recvCount,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
 	r = v_prologue(__func__, comm, "sendCounts", "sendDispls", sendCounts,
 		       sendDispls, &c, &total);
 	if (r != HCCL_SUCCESS || total == 0)
@@ -488,7 +536,14 @@ OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_ALLTOALL};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAlltoAll(sendBuf=%p, sendCount=%llu, sendType=%s, "
+		      "recvBuf=%p, recvCount=%llu, recvType=%s, comm=%p, "
+		      "stream=%p)",
+		      sendBuf, (unsigned long long)sendCount,
+		      ohc_dtype_name((int)sendType), recvBuf,
+		      (unsigned long long)recvCount,
+		      ohc_dtype_name((int)recvType), comm, stream);
 	if (sendCount == 0 && recvCount == 0) {
 		OHC_WARN(OHC_SS_API, "%s: counts are 0, nothing to do",
 			 __func__);
@@ -532,8 +587,9 @@ static HcclResult alltoallv(const char *fn, const void *sendBuf,
 	    check_displs(fn, "rdispls", rc, rd, c->nranks) < 0)
 		return HCCL_E_PARA;
 	if (sendType != recvType) {
-		OHC_ERROR(OHC_SS_API, "%s: sendType %d and recvType %d differ",
-			  fn, sendType, recvType);
+		OHC_ERROR(OHC_SS_API, "%s: sendType %s and recvType %s differ",
+			  fn, ohc_dtype_name((int)sendType),
+			  ohc_dtype_name((int)recvType));
 		return HCCL_E_PARA;
 	}
 	if ((stotal && !sendBuf) || (rtotal && !recvBuf)) {
@@ -565,7 +621,13 @@ OHC_API HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
 	struct ohc_comm *c;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAlltoAllV(sendBuf=%p, sendCounts=%p, sdispls=%p, "
+		      "sendType=%s, recvBuf=%p, recvCounts=%p, rdispls=%p, "
+		      "recvType=%s, comm=%p, stream=%p)",
+		      sendBuf, sendCounts, sdispls,
+		      ohc_dtype_name((int)sendType), recvBuf, recvCounts,
+		      rdispls, ohc_dtype_name((int)recvType), comm, stream);
 	r = comm_of(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
@@ -590,7 +652,12 @@ OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
 	uint32_t n;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAlltoAllVC(sendBuf=%p, sendCountMatrix=%p, "
+		      "sendType=%s, recvBuf=%p, recvType=%s, comm=%p, "
+		      "stream=%p)",
+		      sendBuf, sendCountMatrix, ohc_dtype_name((int)sendType),
+		      recvBuf, ohc_dtype_name((int)recvType), comm, stream);
 	r = comm_of(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
@@ -623,7 +690,10 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 	ohc_status_t status;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclBatchSendRecv(sendRecvInfo=%p, itemNum=%u, comm=%p, "
+		      "stream=%p)",
+		      (void *)sendRecvInfo, itemNum, comm, stream);
 	if (itemNum == 0) {
 		OHC_WARN(OHC_SS_API, "%s: no items, nothing to do", __func__);
 		return HCCL_SUCCESS;
@@ -684,14 +754,14 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 
 OHC_API HcclResult HcclGroupStart(void)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclGroupStart()");
 	ohc_group_start();
 	return HCCL_SUCCESS;
 }
 
 OHC_API HcclResult HcclGroupEnd(void)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclGroupEnd()");
 	return ohc_status_to_hccl(ohc_group_end());
 }
 

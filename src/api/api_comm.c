@@ -15,6 +15,20 @@ struct ohc_comm *ohc_api_comm(HcclComm comm)
 	return ohc_comm_lookup(comm);
 }
 
+const char *ohc_api_log_name(HcclComm comm)
+{
+	struct ohc_comm *c = ohc_api_comm(comm);
+
+	return c ? c->name : NULL;
+}
+
+int ohc_api_log_rank(HcclComm comm)
+{
+	struct ohc_comm *c = ohc_api_comm(comm);
+
+	return c ? (int)c->rank : -1;
+}
+
 static HcclResult env_check(void)
 {
 	if (ohc_env_status() != OHC_OK)
@@ -24,7 +38,7 @@ static HcclResult env_check(void)
 
 OHC_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclGetRootInfo(rootInfo=%p)", (void *)rootInfo);
 	if (!rootInfo) {
 		OHC_ERROR(OHC_SS_API, "HcclGetRootInfo: rootInfo is NULL");
 		return HCCL_E_PTR;
@@ -193,7 +207,10 @@ OHC_API HcclResult HcclCommInitRootInfo(uint32_t nRanks,
 					const HcclRootInfo *rootInfo,
 					uint32_t rank, HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitRootInfo(nRanks=%u, rootInfo=%p, "
+			   "rank=%u, comm=%p)",
+			   nRanks, (const void *)rootInfo, rank, (void *)comm);
 	if (ohc_group_depth() > 0)
 		return defer_init(__func__, nRanks, rootInfo, NULL, rank, NULL,
 				  comm);
@@ -206,7 +223,11 @@ OHC_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks,
 					      const HcclCommConfig *config,
 					      HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitRootInfoConfig(nRanks=%u, rootInfo=%p, "
+			   "rank=%u, config=%p, comm=%p)",
+			   nRanks, (const void *)rootInfo, rank,
+			   (const void *)config, (void *)comm);
 	if (!config) {
 		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
 		return HCCL_E_PTR;
@@ -315,7 +336,11 @@ out:
 OHC_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo,
 					   uint32_t rank, HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitClusterInfo(clusterInfo=%s, rank=%u, "
+			   "comm=%p)",
+			   clusterInfo ? clusterInfo : "(null)", rank,
+			   (void *)comm);
 	if (ohc_group_depth() > 0)
 		return defer_init(__func__, 0, NULL, clusterInfo, rank, NULL,
 				  comm);
@@ -327,7 +352,11 @@ OHC_API HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo,
 						 HcclCommConfig *config,
 						 HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitClusterInfoConfig(clusterInfo=%s, "
+			   "rank=%u, config=%p, comm=%p)",
+			   clusterInfo ? clusterInfo : "(null)", rank,
+			   (void *)config, (void *)comm);
 	if (!config) {
 		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
 		return HCCL_E_PTR;
@@ -365,7 +394,8 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 	ohc_status_t status = OHC_OK;
 	uint32_t started = 0;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclCommInitAll(ndev=%u, devices=%p, comms=%p)",
+		      ndev, (void *)devices, (void *)comms);
 	if (!devices || !comms) {
 		OHC_ERROR(OHC_SS_API, "HcclCommInitAll: %s is NULL",
 			  !devices ? "devices" : "comms");
@@ -376,12 +406,13 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 		return HCCL_E_PARA;
 	}
 	for (uint32_t i = 0; i < ndev; i++) {
-		if (devices[i] < 0 || devices[i] >= ohc_env()->device_count) {
+		if (devices[i] < 0 ||
+		    devices[i] >= ohc_config_device_count()) {
 			OHC_ERROR(OHC_SS_API,
 				  "HcclCommInitAll: devices[%u] = %d is not a "
-				  "device id in [0, %lld)",
-				  i, devices[i],
-				  (long long)ohc_env()->device_count);
+				  "device id in [0, %d) (OPENHCCL_DEVICE_COUNT "
+				  "sets the count)",
+				  i, devices[i], ohc_config_device_count());
 			return HCCL_E_PARA;
 		}
 		for (uint32_t j = 0; j < i; j++) {
@@ -500,7 +531,13 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 					   HcclCommConfig *config,
 					   HcclComm *subComm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm ? *comm : NULL,
+		      "HcclCreateSubCommConfig(comm=%p, rankNum=%u, rankIds=%p, "
+		      "subCommId=%llu, subCommRankId=%u, config=%p, "
+		      "subComm=%p)",
+		      comm ? *comm : NULL, rankNum, (void *)rankIds,
+		      (unsigned long long)subCommId, subCommRankId,
+		      (void *)config, (void *)subComm);
 	if (ohc_group_depth() > 0)
 		return defer_split(comm, rankNum, rankIds, subCommId,
 				   subCommRankId, config, subComm);
@@ -562,7 +599,8 @@ OHC_API HcclResult HcclCommDestroy(HcclComm comm)
 {
 	struct deferred *d;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(ohc_api_log_rank(comm),
+			   "HcclCommDestroy(comm=%p)", comm);
 	if (!comm)
 		return HCCL_SUCCESS;
 	if (ohc_group_depth() == 0)
@@ -690,7 +728,10 @@ OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
 {
 	struct ohc_comm *c;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclCommWorkingDevNicSet(comm=%p, ranks=%p, "
+		      "useBackup=%p, nRanks=%u)",
+		      comm, (void *)ranks, (void *)useBackup, nRanks);
 	GET_COMM(c, comm, __func__);
 	NOT_NULL(ranks, __func__);
 	NOT_NULL(useBackup, __func__);
@@ -705,7 +746,10 @@ OHC_API uint32_t HcclGetCommConfigCapability(void)
 
 OHC_API HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclSetConfig(config=%s, configValue=%d)",
+		      config == HCCL_DETERMINISTIC ? "HCCL_DETERMINISTIC"
+						   : "(another key)",
+		      (int)configValue.value);
 	if (config != HCCL_DETERMINISTIC)
 		return HCCL_SUCCESS; /* HCCL ignores other keys */
 	if (configValue.value < 0 || configValue.value > 2) {

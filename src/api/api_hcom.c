@@ -242,7 +242,8 @@ OHC_API HcclResult HcomCreateGroup(const char *group, uint32_t rankNum,
 	uint32_t index;
 	HcclResult ret;
 
-	OHC_API_ENTRY(fn);
+	OHC_API_ENTRY(NULL, "HcomCreateGroup(group=%s, rankNum=%u, rankIds=%p)",
+		      group ? group : "(null)", rankNum, (void *)rankIds);
 	ret = check_name(fn, group);
 	if (ret != HCCL_SUCCESS)
 		return ret;
@@ -325,7 +326,8 @@ OHC_API HcclResult HcomDestroyGroup(const char *group)
 	struct hcom_group *g;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcomDestroyGroup(group=%s)",
+		      group ? group : "(null)");
 	ret = check_name(__func__, group);
 	if (ret != HCCL_SUCCESS)
 		return ret;
@@ -364,7 +366,8 @@ static HcclResult query(const char *fn, const char *group, enum query q,
 	uint32_t lsize, lrank;
 	HcclResult ret;
 
-	OHC_API_ENTRY(fn);
+	OHC_API_ENTRY(NULL, "%s(group=%s, out=%p)", fn,
+		      group ? group : "(null)", (void *)out);
 	if (!out) {
 		OHC_ERROR(OHC_SS_API, "%s: output pointer is NULL", fn);
 		return HCCL_E_PTR;
@@ -410,7 +413,10 @@ OHC_API HcclResult HcomGetWorldRankFromGroupRank(const char *group,
 	struct group_view v;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomGetWorldRankFromGroupRank(group=%s, groupRank=%u, "
+		      "worldRank=%p)",
+		      group ? group : "(null)", groupRank, (void *)worldRank);
 	if (!worldRank) {
 		OHC_ERROR(OHC_SS_API, "%s: worldRank is NULL", __func__);
 		return HCCL_E_PTR;
@@ -438,7 +444,10 @@ OHC_API HcclResult HcomGetGroupRankFromWorldRank(uint32_t worldRank,
 	uint32_t found = UINT32_MAX;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomGetGroupRankFromWorldRank(worldRank=%u, group=%s, "
+		      "groupRank=%p)",
+		      worldRank, group ? group : "(null)", (void *)groupRank);
 	if (!groupRank) {
 		OHC_ERROR(OHC_SS_API, "%s: groupRank is NULL", __func__);
 		return HCCL_E_PTR;
@@ -515,7 +524,11 @@ OHC_API HcclResult HcomSetGradFusionByIndex(const char *group,
 	struct hcom_group *g;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomSetGradFusionByIndex(group=%s, segmentNum=%u, "
+		      "idxList=%p)",
+		      group ? group : "(null)", segmentNum,
+		      (const void *)idxList);
 	ret = check_name(__func__, group);
 	if (ret == HCCL_SUCCESS)
 		ret = check_segments(__func__, segmentNum, idxList);
@@ -549,7 +562,11 @@ OHC_API HcclResult HcomSetGradFusionBySize(const char *group,
 	double sum = 0;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomSetGradFusionBySize(group=%s, segmentNum=%u, "
+		      "sizeList=%p)",
+		      group ? group : "(null)", segmentNum,
+		      (const void *)sizeList);
 	ret = check_name(__func__, group);
 	if (ret == HCCL_SUCCESS)
 		ret = check_segments(__func__, segmentNum, sizeList);

@@ -73,7 +73,10 @@ OHC_API HcclResult HcclCommRegCommStateCallback(const char *regName,
 	unsigned i;
 	HcclResult r = HCCL_SUCCESS;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcclCommRegCommStateCallback(regName=%.160s, cb=%s, "
+		      "args=%p)",
+		      regName ? regName : "(null)", cb ? "set" : "NULL", args);
 	if (!regName) {
 		OHC_ERROR(OHC_SS_API, "%s: regName is NULL", __func__);
 		return HCCL_E_PTR;
@@ -134,7 +137,7 @@ OHC_API HcclResult HcclCommSuspend(HcclComm comm)
 	struct ohc_comm *c;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm, "HcclCommSuspend(comm=%p)", comm);
 	r = live_comm(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
@@ -146,7 +149,7 @@ OHC_API HcclResult HcclCommResume(HcclComm comm)
 	struct ohc_comm *c;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm, "HcclCommResume(comm=%p)", comm);
 	r = live_comm(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
@@ -165,7 +168,8 @@ OHC_API HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
 {
 	struct ohc_comm *c;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclCommGetStatus(commId=%.128s, status=%p)",
+		      commId ? commId : "(null)", (void *)status);
 	if (!commId || !status) {
 		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", __func__,
 			  !commId ? "commId" : "status");

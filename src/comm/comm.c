@@ -978,6 +978,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	int cacheable;
 	ohc_status_t status;
 	int failed;
+	OHC_LOG_SCOPE(comm->name, (int)comm->rank);
 
 	pthread_mutex_lock(&comm->exec_lock);
 	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "util/compiler.h"
 #include "util/config.h"
@@ -18,7 +19,7 @@ enum field_kind {
 	F_STR,	  /* free string, length-checked */
 	F_DETERM, /* false/true/strict */
 	F_FAMILY, /* AF_INET/AF_INET6 */
-	F_LOG,	  /* owned by util/log.c, listed for the dump */
+	F_LOG,	  /* owned by util/log.c (its parsers validate), listed here */
 	F_SECRET, /* a string never printed (dumps show that it is set) */
 	F_SIGNAL, /* a signal a user may send: USR1, SIGUSR2, 10; "" = none */
 };
@@ -189,14 +190,19 @@ static const struct field fields[] = {
 	 "that makes every communicator of the process dump its flight "
 	 "recorder, the last 64 operations, to the log; unset: none",
 	 F_SIGNAL, offsetof(struct ohc_env, flight_signal), 0, 0, 0},
-	INT_F("OPENHCCL_DEVICE_COUNT", "16",
-	      "number of logical devices the host runtime reports",
-	      device_count, 1, 65536),
+	INT_F("OPENHCCL_DEVICE_COUNT", "0",
+	      "number of logical devices the host runtime reports; 0 = auto: "
+	      "this host's online CPUs, at least 16",
+	      device_count, 0, 65536),
 	{"OPENHCCL_DEBUG", "WARN",
 	 "log level: NONE, ERROR, WARN, INFO, DEBUG, TRACE", F_LOG, 0, 0, 0, 0},
 	{"OPENHCCL_DEBUG_SUBSYS", "all",
 	 "log subsystems: init,boot,shm,verbs,coll,algo,rt,env,api,mem (^ "
 	 "excludes)",
+	 F_LOG, 0, 0, 0, 0},
+	{"OPENHCCL_LOG_FILE", "",
+	 "log to this file instead of stderr; %h host, %p pid, %r rank (a file "
+	 "per rank), %% a percent sign",
 	 F_LOG, 0, 0, 0, 0},
 };
 
@@ -285,6 +291,7 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 	} while (0)
 	char *dst = (char *)e + f->offset;
 	int64_t *ip = (int64_t *)dst;
+	char why[160];
 
 	switch (f->kind) {
 	case F_INT:
@@ -348,6 +355,11 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 		}
 		return OHC_OK;
 	case F_LOG:
+		if (ohc_log_setting_check(f->name, val, why, sizeof(why)) !=
+		    OHC_OK) {
+			FIELD_ERROR("%s='%s' %s", f->name, val, why);
+			return OHC_ERR_INVALID;
+		}
 		return OHC_OK;
 	case F_SIGNAL:
 		if (ohc_parse_signal(val, ip) != OHC_OK) {
@@ -377,8 +389,11 @@ static void env_parse_locked(void)
 		const struct field *f = &fields[i];
 		const char *val = ohc_config_raw(f->name);
 
-		if (f->kind == F_LOG)
+		if (f->kind == F_LOG) {
+			if (val && *val && parse_field(f, val) != OHC_OK)
+				status = OHC_ERR_INVALID;
 			continue;
+		}
 		if (parse_field(f, f->def) != OHC_OK)
 			status = OHC_ERR_INTERNAL;
 		if (val && *val && parse_field(f, val) != OHC_OK)
@@ -436,6 +451,50 @@ void ohc_env_dump(FILE *out)
 	}
 }
 
+/* The values f accepts, for fix lines: "an integer in [1, 7200]". */
+static void range_text(const struct field *f, char *buf, size_t len)
+{
+	switch (f->kind) {
+	case F_INT:
+		snprintf(buf, len, "an integer in [%lld, %lld]%s",
+			 (long long)f->min, (long long)f->max,
+			 strcmp(f->name, "HCCL_RDMA_TC") ? ""
+							 : ", a multiple of 4");
+		break;
+	case F_BOOL:
+		snprintf(buf, len, "0 or 1 (or false, true)");
+		break;
+	case F_STR:
+		if (!strcmp(f->name, "HCCL_ALGO"))
+			snprintf(buf, len,
+				 "level0:NA;level1:<algo>, or per op "
+				 "<op>=level0:NA;level1:<algo>/..., <algo> one "
+				 "of ring, H-D_R, NHR, NHR_V1, NB, AHC, "
+				 "pipeline, pairwise");
+		else
+			snprintf(buf, len, "a string of at most %zu characters",
+				 f->size - 1);
+		break;
+	case F_DETERM:
+		snprintf(buf, len, "false, true or strict");
+		break;
+	case F_FAMILY:
+		snprintf(buf, len, "AF_INET or AF_INET6");
+		break;
+	case F_LOG:
+		ohc_log_setting_range(f->name, buf, len);
+		break;
+	case F_SECRET:
+		snprintf(buf, len, "a secret of at most %zu characters",
+			 f->size - 1);
+		break;
+	case F_SIGNAL:
+		snprintf(buf, len,
+			 "USR1, USR2, HUP, QUIT, URG, WINCH, PWR or its number");
+		break;
+	}
+}
+
 size_t ohc_config_count(void)
 {
 	return OHC_ARRAY_SIZE(fields);
@@ -454,7 +513,7 @@ ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p)
 	val = ohc_config_raw(f->name);
 	if (val && !*val)
 		val = NULL;
-	if (val && f->kind != F_LOG) {
+	if (val) {
 		scratch = malloc(sizeof(*scratch));
 		if (!scratch)
 			return OHC_ERR_NO_MEMORY;
@@ -466,5 +525,18 @@ ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p)
 	var_p->doc = f->doc;
 	var_p->value = val && f->kind == F_SECRET ? "(set, not shown)" : val;
 	var_p->valid = valid;
+	range_text(f, var_p->range, sizeof(var_p->range));
 	return OHC_OK;
+}
+
+int ohc_config_device_count(void)
+{
+	int64_t n = ohc_env()->device_count;
+	long cpus;
+
+	if (n > 0)
+		return (int)n;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus > OHC_DEVICE_COUNT_MIN ? (int)(cpus < 65536 ? cpus : 65536)
+					   : OHC_DEVICE_COUNT_MIN;
 }

@@ -64,7 +64,7 @@ struct ohc_env {
 	int64_t malloc_shared_kb;     /* OPENHCCL_MALLOC_SHARED_KB, 0 = never */
 	int64_t shm_zc_kb;            /* OPENHCCL_SHM_ZC_KB, 0 = never */
 	int64_t spin_us;              /* OPENHCCL_SPIN_US, -1 = auto */
-	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT */
+	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT, 0 = auto */
 	int64_t pipeline_slices;      /* OPENHCCL_PIPELINE_SLICES, 0 = auto */
 	int64_t sync_runs_tasks;      /* OPENHCCL_SYNC_RUNS_TASKS */
 };
@@ -84,7 +84,8 @@ struct ohc_config_var {
 	const char *def;   /* the default, as text */
 	const char *doc;   /* one line */
 	const char *value; /* from the environment; NULL when unset or empty */
-	int valid;	   /* 0: value is malformed (OPENHCCL_DEBUG*: always 1) */
+	int valid;	   /* 0: value is malformed */
+	char range[256];   /* the values it accepts, one line */
 };
 
 /* Number of rows of the table. */
@@ -107,6 +108,16 @@ int ohc_config_is_set(const char *name);
 
 /* "USR1", "SIGUSR2", "10"...: a signal a user may send (0 for ""). */
 ohc_status_t ohc_parse_signal(const char *s, int64_t *sig_p);
+
+/*
+ * The runtime's logical device count: OPENHCCL_DEVICE_COUNT when set
+ * (> 0), else this host's online CPUs, at least OHC_DEVICE_COUNT_MIN (an
+ * NPU server's count, so programs written for one still find their
+ * devices on a small host).
+ */
+#define OHC_DEVICE_COUNT_MIN 16
+int ohc_config_device_count(void);
+
 /* Parse helpers shared with other validators (rank table, config). */
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
 			   int64_t *out_p);
