@@ -4,7 +4,7 @@
 # skipping what is already there. Usage: ci/deps.sh [build|bench|all]
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
+build_pkgs=(build-essential cmake pkg-config libibverbs-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
