@@ -815,6 +815,70 @@ static void scratch_keep(struct ohc_comm *comm, struct ohc_sched *s)
 	s->scratch_bytes = s->scratch_cap = 0;
 }
 
+/*
+ * Profiling (only while ohc_rt_prof_on()): note the algorithm and the
+ * ranks the schedule sends to or receives from, in order of first use.
+ * Peers at or above PROF_PEER_BITS are deduplicated among the listed ones
+ * only, so at those rank counts prof_npeers may count one twice.
+ */
+#define PROF_PEER_BITS 4096u
+static void op_prof_note(struct ohc_op *op, const struct ohc_algo *algo,
+			 const struct ohc_sched *run)
+{
+	uint64_t seen[PROF_PEER_BITS / 64] = {0};
+	uint32_t n = 0;
+
+	op->prof_algo = algo ? algo->name : NULL;
+	for (unsigned i = 0; i < run->nxfers; i++) {
+		const struct ohc_xfer *x = &run->xfers[i];
+		uint32_t p = x->peer;
+		bool dup = false;
+
+		if ((x->kind != OHC_XFER_SEND && x->kind != OHC_XFER_RECV) ||
+		    p == op->args.rank)
+			continue;
+		if (p < PROF_PEER_BITS) {
+			dup = seen[p / 64] & (1ull << (p % 64));
+			seen[p / 64] |= 1ull << (p % 64);
+		} else {
+			for (uint32_t j = 0; j < n && j < OHC_RT_PROF_PEERS;
+			     j++)
+				dup = dup || op->prof_peers[j] == p;
+		}
+		if (dup)
+			continue;
+		if (n < OHC_RT_PROF_PEERS)
+			op->prof_peers[n] = p;
+		n++;
+	}
+	op->prof_npeers = n;
+}
+
+/* What the profile records of an op (the runtime filled times and place). */
+static void op_prof_fill(const struct ohc_op *op, struct ohc_rt_prof_rec *rec)
+{
+	size_t len = strnlen(op->comm->name, sizeof(rec->comm) - 1);
+	uint32_t n = OHC_MIN(op->prof_npeers, (uint32_t)OHC_RT_PROF_PEERS);
+
+	rec->kind = OHC_RT_PROF_HCCL;
+	rec->name = ohc_coll_api_name(op->args.op);
+	rec->algo = op->prof_algo;
+	rec->bytes = ohc_coll_bytes(&op->args);
+	rec->seq = op->sig.seq;
+	rec->rank = (int32_t)op->args.rank;
+	rec->nranks = (int32_t)op->args.nranks;
+	rec->npeers = op->prof_npeers;
+	memcpy(rec->peers, op->prof_peers, n * sizeof(rec->peers[0]));
+	memcpy(rec->comm, op->comm->name, len);
+	rec->comm[len] = '\0';
+}
+
+static void op_task_describe(const struct ohc_rt_task *task,
+			     struct ohc_rt_prof_rec *rec)
+{
+	op_prof_fill((const struct ohc_op *)task, rec);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
@@ -881,6 +945,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
 	x.stats = &st;
+	if (OHC_UNLIKELY(ohc_rt_prof_on()))
+		op_prof_note(op, algo, run);
 	if (op->zc.n) {
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = &op->zc;
@@ -927,11 +993,9 @@ static void op_done(struct ohc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 }
 
-static int op_task_run(struct ohc_rt_task *task)
+/* The aclError a stream reports for an op's status. */
+static int op_status_rt(ohc_status_t status)
 {
-	struct ohc_op *op = (struct ohc_op *)task;
-	ohc_status_t status = comm_execute(op->comm, op);
-
 	switch (status) {
 	case OHC_OK:
 		return 0;
@@ -946,6 +1010,31 @@ static int op_task_run(struct ohc_rt_task *task)
 	default:
 		return OHC_RT_ERR_INTERNAL;
 	}
+}
+
+static int op_task_run(struct ohc_rt_task *task)
+{
+	struct ohc_op *op = (struct ohc_op *)task;
+
+	return op_status_rt(comm_execute(op->comm, op));
+}
+
+/* An op without a stream, run here and recorded (profile running). */
+static ohc_status_t op_run_profiled(struct ohc_comm *comm, struct ohc_op *op)
+{
+	struct ohc_rt_prof_rec rec;
+	ohc_status_t status;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.start_ns = ohc_time_ns();
+	status = comm_execute(comm, op);
+	rec.end_ns = ohc_time_ns();
+	rec.enq_ns = rec.start_ns;
+	rec.status = status == OHC_OK ? 0 : op_status_rt(status);
+	rec.dev = -1; /* the thread's current device */
+	op_prof_fill(op, &rec);
+	ohc_rt_prof_record(&rec);
+	return status;
 }
 
 static void op_task_release(struct ohc_rt_task *task)
@@ -1015,6 +1104,7 @@ struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 	op->args.pipeline_slices = (uint32_t)ohc_env()->pipeline_slices;
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
+	op->task.describe = op_task_describe;
 	op->task.name = ohc_coll_op_name(args->op);
 	return op;
 }
@@ -1061,7 +1151,10 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		ohc_zc_pin(args->sbuf, slen, args->rbuf, rlen, &op->zc);
 
 	if (!stream) {
-		status = comm_execute(comm, op);
+		if (OHC_UNLIKELY(ohc_rt_prof_on()))
+			status = op_run_profiled(comm, op);
+		else
+			status = comm_execute(comm, op);
 		ohc_zc_unpin(&op->zc);
 		op_free(comm, op);
 		op_done(comm);

@@ -171,6 +171,11 @@ static const struct field fields[] = {
 	      "1: a thread synchronizing a stream runs its queued tasks "
 	      "itself while the stream's worker is idle; 0: it sleeps",
 	      sync_runs_tasks, 0, 1),
+	STR_F("OPENHCCL_PROFILE",
+	      "directory: profile the whole process (every HCCL operation "
+	      "and runtime task, aclInit to aclFinalize) into a Chrome trace "
+	      "JSON file there, as aclprofStart/aclprofStop would",
+	      profile_dir),
 	INT_F("OPENHCCL_DEVICE_COUNT", "16",
 	      "number of logical devices the host runtime reports",
 	      device_count, 1, 65536),
