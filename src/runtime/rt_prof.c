@@ -570,8 +570,14 @@ static int session_write_locked(const struct prof_session *s, char *path_p,
 		goto out;
 	}
 	err = make_dirs(s->dir);
-	if (!err)
-		err = trace_write(&t, path, host);
+	if (err) {
+		ret = OHC_RT_FAIL(ACL_ERROR_PROFILING_FAILURE,
+				  "profile session %d: cannot create the "
+				  "directory %s: %s",
+				  s->id, s->dir, strerror(err));
+		goto out;
+	}
+	err = trace_write(&t, path, host);
 	if (err) {
 		ret = OHC_RT_FAIL(ACL_ERROR_PROFILING_FAILURE,
 				  "profile session %d: cannot write the trace "
