@@ -816,19 +816,35 @@ static void scratch_keep(struct ohc_comm *comm, struct ohc_sched *s)
 }
 
 /*
- * Profiling (only while ohc_rt_prof_on()): note the algorithm and the
- * ranks the schedule sends to or receives from, in order of first use.
- * Peers at or above PROF_PEER_BITS are deduplicated among the listed ones
- * only, so at those rank counts prof_npeers may count one twice.
+ * Profiling (only while ohc_rt_prof_on()). comm_execute notes the
+ * algorithm and the ranks the schedule sends to or receives from (in
+ * order of first use) for the thread that runs the op; the op's record
+ * is filled right after, on that thread (the runtime's describe call, or
+ * op_run_profiled), so the note needs no room in struct ohc_op. Peers at
+ * or above PROF_PEER_BITS are deduplicated among the listed ones only, so
+ * at those rank counts npeers may count one twice.
  */
 #define PROF_PEER_BITS 4096u
-static void op_prof_note(struct ohc_op *op, const struct ohc_algo *algo,
+struct prof_note {
+	const struct ohc_op *op; /* the op noted */
+	const char *algo;
+	uint32_t npeers;
+	uint32_t peers[OHC_RT_PROF_PEERS];
+};
+static __thread struct prof_note prof_note;
+
+static void op_prof_note(const struct ohc_op *op, const struct ohc_algo *algo,
 			 const struct ohc_sched *run)
 {
-	uint64_t seen[PROF_PEER_BITS / 64] = {0};
+	struct prof_note *pn = &prof_note;
+	uint64_t seen[PROF_PEER_BITS / 64];
 	uint32_t n = 0;
 
-	op->prof_algo = algo ? algo->name : NULL;
+	/* clear what the communicator's ranks can use */
+	memset(seen, 0,
+	       (OHC_MIN(op->args.nranks, PROF_PEER_BITS) + 63) / 64 * 8);
+	pn->op = op;
+	pn->algo = algo ? algo->name : NULL;
 	for (unsigned i = 0; i < run->nxfers; i++) {
 		const struct ohc_xfer *x = &run->xfers[i];
 		uint32_t p = x->peer;
@@ -843,34 +859,43 @@ static void op_prof_note(struct ohc_op *op, const struct ohc_algo *algo,
 		} else {
 			for (uint32_t j = 0; j < n && j < OHC_RT_PROF_PEERS;
 			     j++)
-				dup = dup || op->prof_peers[j] == p;
+				dup = dup || pn->peers[j] == p;
 		}
 		if (dup)
 			continue;
 		if (n < OHC_RT_PROF_PEERS)
-			op->prof_peers[n] = p;
+			pn->peers[n] = p;
 		n++;
 	}
-	op->prof_npeers = n;
+	pn->npeers = n;
 }
 
 /* What the profile records of an op (the runtime filled times and place). */
 static void op_prof_fill(const struct ohc_op *op, struct ohc_rt_prof_rec *rec)
 {
-	size_t len = strnlen(op->comm->name, sizeof(rec->comm) - 1);
-	uint32_t n = OHC_MIN(op->prof_npeers, (uint32_t)OHC_RT_PROF_PEERS);
+	struct ohc_comm *comm = op->comm;
+	const struct prof_note *pn = &prof_note;
+	const char *name = __atomic_load_n(&comm->prof_name, __ATOMIC_ACQUIRE);
 
+	if (!name) { /* once per communicator; the same pointer if raced */
+		name = ohc_rt_prof_intern(comm->name);
+		__atomic_store_n(&comm->prof_name, name, __ATOMIC_RELEASE);
+	}
 	rec->kind = OHC_RT_PROF_HCCL;
 	rec->name = ohc_coll_api_name(op->args.op);
-	rec->algo = op->prof_algo;
+	rec->comm = name;
 	rec->bytes = ohc_coll_bytes(&op->args);
 	rec->seq = op->sig.seq;
 	rec->rank = (int32_t)op->args.rank;
 	rec->nranks = (int32_t)op->args.nranks;
-	rec->npeers = op->prof_npeers;
-	memcpy(rec->peers, op->prof_peers, n * sizeof(rec->peers[0]));
-	memcpy(rec->comm, op->comm->name, len);
-	rec->comm[len] = '\0';
+	if (pn->op == op) { /* not when it failed before building */
+		uint32_t n = OHC_MIN(pn->npeers, (uint32_t)OHC_RT_PROF_PEERS);
+
+		rec->algo = pn->algo;
+		rec->npeers = (uint16_t)OHC_MIN(pn->npeers, 0xffffu);
+		memcpy(rec->peers, pn->peers, n * sizeof(rec->peers[0]));
+		prof_note.op = NULL;
+	}
 }
 
 static void op_task_describe(const struct ohc_rt_task *task,

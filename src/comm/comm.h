@@ -62,6 +62,7 @@ int ohc_comm_get_deterministic_global(void);
 struct ohc_comm {
 	uint64_t magic; /* OHC_COMM_MAGIC while alive */
 	char name[OHC_COMM_NAME_MAX];
+	const char *prof_name; /* atomic: name interned for profiles, lazily */
 	uint32_t rank, nranks;
 	int device; /* logical device at init, or -1 */
 	struct ohc_comm_cfg cfg;

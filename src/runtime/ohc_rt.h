@@ -133,27 +133,37 @@ enum ohc_rt_prof_kind {
 	OHC_RT_PROF_HCCL = 2,    /* HCCL operations */
 };
 
-#define OHC_RT_PROF_PEERS 16    /* peers listed per record */
-#define OHC_RT_PROF_COMM_MAX 48 /* communicator name bytes kept (with NUL) */
+#define OHC_RT_PROF_PEERS 8 /* peers listed per record */
 
-/* One recorded piece of work. Times are CLOCK_MONOTONIC nanoseconds. */
+/*
+ * One recorded piece of work (128 bytes). Times are CLOCK_MONOTONIC
+ * nanoseconds. Strings are never copied: they must live as long as the
+ * process (literals, or ohc_rt_prof_intern).
+ */
 struct ohc_rt_prof_rec {
-	const char *name; /* static string (the library's, never freed) */
-	const char *algo; /* HCCL: algorithm that ran (static), or NULL */
+	const char *name; /* what ran */
+	const char *algo; /* HCCL: algorithm that ran, or NULL */
+	const char *comm; /* HCCL: communicator name (interned), or NULL */
 	uint64_t enq_ns;  /* when it was enqueued; 0 = not known */
 	uint64_t start_ns, end_ns;
 	uint64_t bytes; /* HCCL: ohc_coll_bytes; runtime: bytes copied/set */
 	uint64_t seq;   /* HCCL: the collective's number in its communicator */
-	uint32_t kind;  /* enum ohc_rt_prof_kind */
 	uint32_t stream_id; /* the stream's profile id; 0 = no stream */
-	int32_t dev;        /* device of the stream (or thread); -1 = none */
-	uint32_t tid;       /* thread that ran it */
-	int32_t status;     /* what the task returned (0 = success) */
+	int32_t dev;	    /* device of the stream (or thread); -1 = none */
+	uint32_t tid;	    /* thread that ran it */
+	int32_t status;	    /* what the task returned (0 = success) */
 	int32_t rank, nranks; /* HCCL: in the communicator; else -1, 0 */
-	uint32_t npeers;      /* ranks exchanged with (first ones in peers) */
+	uint16_t kind;	      /* enum ohc_rt_prof_kind */
+	uint16_t npeers;      /* ranks exchanged with (first ones in peers) */
 	uint32_t peers[OHC_RT_PROF_PEERS];
-	char comm[OHC_RT_PROF_COMM_MAX]; /* HCCL: communicator name */
 };
+
+/*
+ * A copy of s that lives until the process ends (the same pointer for
+ * equal strings), for names a record outlives (communicators). NULL when
+ * out of memory. Takes a lock: call it once per name, not per record.
+ */
+OHC_API const char *ohc_rt_prof_intern(const char *s);
 
 /*
  * Record work that ran without a stream (an HCCL operation on a NULL

@@ -20,6 +20,9 @@
  * its records are dropped: stream workers end at aclrtDestroyStream,
  * before programs stop their profile.
  *
+ * Memory: chunks of 4096 records, touched before use (a pool filled when
+ * a session starts); up to 16 MiB of them stay for the next profile.
+ *
  * Sessions (sess_lock) are either the aclprof* API's (libmsprofiler, one
  * per device set, devices not shared between running sessions) or the
  * one OPENHCCL_PROFILE runs from aclInit to aclFinalize (all devices).
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -41,28 +45,34 @@
 
 OHC_API int ohc_rt_prof_active; /* atomic: running sessions > 0 */
 
-#define CHUNK_RECS 1024u
-/* Per thread and session span: 256 Ki records of ~250 bytes (64 MiB);
- * later ones are counted as dropped and reported. */
-#define THREAD_MAX_RECS (256u * 1024u)
+/* 4096 records of 128 bytes: 512 KiB, mapped with its pages populated */
+#define CHUNK_RECS 4096u
+/* Per thread and session span: 1 Mi records (128 MiB); later ones are
+ * counted as dropped and reported. */
+#define THREAD_MAX_RECS (1024u * 1024u)
+/* Chunks a thread keeps for its next profile when the records go. */
+#define THREAD_SPARE_CHUNKS 4
 #define MAX_SESSIONS 64
 /* Lane ids ("tid" in the trace) of work run without a stream. */
 #define INLINE_LANE_BASE 0x40000000u
 
+_Static_assert(sizeof(struct ohc_rt_prof_rec) == 128, "record size");
+
 struct prof_chunk {
 	struct prof_chunk *next; /* atomic: set once by the owner (release) */
 	uint32_t n;		 /* atomic: published records (release) */
-	struct ohc_rt_prof_rec recs[CHUNK_RECS];
+	struct ohc_rt_prof_rec recs[CHUNK_RECS] __attribute__((aligned(64)));
 };
 
 struct prof_buf {
-	struct prof_buf *next;	 /* every buffer; sess_lock */
-	struct prof_chunk *head; /* atomic: set by the owner (release) */
-	struct prof_chunk *tail; /* owner (and a quiesced reset) */
-	uint64_t nrecs;		 /* owner (and a quiesced reset) */
-	uint64_t dropped;	 /* atomic: owner adds, stop reads */
-	int writing;		 /* atomic: the owner is inside an append */
-	bool orphan;		 /* its thread exited; sess_lock */
+	struct prof_buf *next;	  /* every buffer; sess_lock */
+	struct prof_chunk *head;  /* atomic: set by the owner (release) */
+	struct prof_chunk *tail;  /* owner (and a quiesced reset) */
+	struct prof_chunk *spare; /* owner (and a quiesced reset) */
+	uint64_t nrecs;		  /* owner (and a quiesced reset) */
+	uint64_t dropped;	  /* atomic: owner adds, stop reads */
+	int writing;		  /* atomic: the owner is inside an append */
+	bool orphan;		  /* its thread exited; sess_lock */
 };
 
 struct prof_session {
@@ -89,7 +99,128 @@ static bool key_ok;
 static __thread struct prof_buf *my_buf;
 static __thread uint32_t my_tid;
 
+/* ---- interned names ---- */
+
+struct interned {
+	struct interned *next;
+	char s[];
+};
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct interned *interned; /* intern_lock; kept until exit */
+
+OHC_API const char *ohc_rt_prof_intern(const char *s)
+{
+	struct interned *i;
+	size_t len;
+
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&intern_lock);
+	for (i = interned; i; i = i->next)
+		if (!strcmp(i->s, s))
+			goto out;
+	len = strlen(s);
+	i = malloc(sizeof(*i) + len + 1);
+	if (i) {
+		memcpy(i->s, s, len + 1);
+		i->next = interned;
+		interned = i;
+	}
+out:
+	pthread_mutex_unlock(&intern_lock);
+	return i ? i->s : NULL;
+}
+
 /* ---- recording (any thread) ---- */
+
+/*
+ * Chunks. Writing memory for the first time can cost far more than the
+ * record itself (a page fault every 32 records; 5 us per page in some
+ * VMs), so a session's start touches POOL_READY chunks ahead of use, and
+ * chunks of dropped records go back to the pool (up to POOL_MAX) or stay
+ * with their thread (THREAD_SPARE_CHUNKS) instead of being unmapped.
+ * pool_lock is a leaf: a writer takes it inside an append, so nothing
+ * that waits for writers may hold it.
+ */
+#define POOL_READY 16 /* 8 MiB touched when a session starts */
+#define POOL_MAX 32
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct prof_chunk *pool; /* pool_lock */
+static int pool_n;		/* pool_lock */
+
+static struct prof_chunk *chunk_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct prof_chunk), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 0, sizeof(struct prof_chunk)); /* first touch: here */
+	return p;
+}
+
+/* A ready chunk from the pool, else a new one; NULL when out of memory. */
+static struct prof_chunk *chunk_get(void)
+{
+	struct prof_chunk *c;
+
+	pthread_mutex_lock(&pool_lock);
+	c = pool;
+	if (c) {
+		pool = c->next;
+		pool_n--;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return c ? c : chunk_new();
+}
+
+/* Give chunks back: to the pool while it has room, else unmapped. */
+static void chunks_free(struct prof_chunk *c)
+{
+	struct prof_chunk *next;
+
+	pthread_mutex_lock(&pool_lock);
+	for (; c; c = next) {
+		next = c->next;
+		if (pool_n < POOL_MAX) {
+			c->next = pool;
+			pool = c;
+			pool_n++;
+		} else {
+			munmap(c, sizeof(*c));
+		}
+	}
+	pthread_mutex_unlock(&pool_lock);
+}
+
+/* Touch chunks ahead of a session (no lock held but the caller's). */
+static void pool_fill(void)
+{
+	struct prof_chunk *c;
+
+	for (;;) {
+		pthread_mutex_lock(&pool_lock);
+		if (pool_n >= POOL_READY) {
+			pthread_mutex_unlock(&pool_lock);
+			return;
+		}
+		pthread_mutex_unlock(&pool_lock);
+		c = chunk_new();
+		if (!c)
+			return;
+		c->next = NULL;
+		chunks_free(c);
+	}
+}
+
+static void buf_free(struct prof_buf *b)
+{
+	chunks_free(b->head);
+	chunks_free(b->spare);
+	free(b);
+}
 
 static void buf_thread_exit(void *arg)
 {
@@ -105,7 +236,7 @@ static void buf_thread_exit(void *arg)
 				break;
 			}
 		}
-		free(b);
+		buf_free(b);
 	}
 	pthread_mutex_unlock(&sess_lock);
 	my_buf = NULL;
@@ -144,22 +275,29 @@ static struct prof_buf *buf_get(void)
 	return b;
 }
 
-static void prof_append(const struct ohc_rt_prof_rec *rec)
+/*
+ * Open an append on b (the calling thread's buffer): the slot to fill,
+ * or NULL when the profile stopped meanwhile or the record is dropped.
+ * Whatever it returns, prof_close(b) must follow, after filling the slot
+ * and prof_publish. The reader waits for prof_close before it drops
+ * records, so only short work belongs between the two.
+ */
+static struct ohc_rt_prof_rec *prof_open(struct prof_buf *b)
 {
-	struct prof_buf *b = buf_get();
 	struct prof_chunk *c;
-	uint32_t n;
 
-	if (!b)
-		return;
 	__atomic_store_n(&b->writing, 1, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&ohc_rt_prof_active, __ATOMIC_SEQ_CST))
-		goto out; /* stopped meanwhile: a reset may be under way */
+		return NULL; /* stopped meanwhile: a reset may be under way */
 	c = b->tail;
 	if (!c || __atomic_load_n(&c->n, __ATOMIC_RELAXED) == CHUNK_RECS) {
-		if (b->nrecs >= THREAD_MAX_RECS || !(c = malloc(sizeof(*c)))) {
-			__atomic_fetch_add(&b->dropped, 1, __ATOMIC_RELAXED);
-			goto out;
+		if (b->nrecs >= THREAD_MAX_RECS)
+			goto drop;
+		if (b->spare) {
+			c = b->spare;
+			b->spare = c->next;
+		} else if (!(c = chunk_get())) {
+			goto drop;
 		}
 		c->next = NULL;
 		c->n = 0;
@@ -169,48 +307,80 @@ static void prof_append(const struct ohc_rt_prof_rec *rec)
 			__atomic_store_n(&b->head, c, __ATOMIC_RELEASE);
 		b->tail = c;
 	}
-	n = c->n;
-	c->recs[n] = *rec;
-	__atomic_store_n(&c->n, n + 1, __ATOMIC_RELEASE);
+	return &c->recs[c->n];
+drop:
+	__atomic_fetch_add(&b->dropped, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* The slot prof_open returned is filled: readers may see it. */
+static void prof_publish(struct prof_buf *b)
+{
+	struct prof_chunk *c = b->tail;
+
+	__atomic_store_n(&c->n, c->n + 1, __ATOMIC_RELEASE);
 	b->nrecs++;
-out:
+}
+
+static void prof_close(struct prof_buf *b)
+{
 	__atomic_store_n(&b->writing, 0, __ATOMIC_RELEASE);
 }
 
 int ohc_rt_prof_run(struct ohc_rt_task *t, uint32_t stream_id, int dev)
 {
-	struct ohc_rt_prof_rec rec;
+	struct prof_buf *b = buf_get();
+	struct ohc_rt_prof_rec *rec;
+	uint64_t start, end;
 	int rc;
 
-	rec.start_ns = ohc_time_ns();
+	start = ohc_time_ns();
 	rc = t->run(t);
-	rec.end_ns = ohc_time_ns();
-	rec.name = t->name ? t->name : "task";
-	rec.algo = NULL;
-	rec.enq_ns = t->enq_ns;
-	rec.bytes = 0;
-	rec.seq = 0;
-	rec.kind = OHC_RT_PROF_RUNTIME;
-	rec.stream_id = stream_id;
-	rec.dev = dev;
-	rec.tid = thread_id();
-	rec.status = rc;
-	rec.rank = -1;
-	rec.nranks = 0;
-	rec.npeers = 0;
-	rec.comm[0] = '\0';
-	if (t->describe)
-		t->describe(t, &rec);
-	prof_append(&rec);
+	end = ohc_time_ns();
+	if (!b)
+		return rc;
+	rec = prof_open(b);
+	if (rec) {
+		rec->name = t->name ? t->name : "task";
+		rec->algo = NULL;
+		rec->comm = NULL;
+		rec->enq_ns = t->enq_ns;
+		rec->start_ns = start;
+		rec->end_ns = end;
+		rec->bytes = 0;
+		rec->seq = 0;
+		rec->stream_id = stream_id;
+		rec->dev = dev;
+		rec->tid = thread_id();
+		rec->status = rc;
+		rec->rank = -1;
+		rec->nranks = 0;
+		rec->kind = OHC_RT_PROF_RUNTIME;
+		rec->npeers = 0;
+		if (t->describe)
+			t->describe(t, rec);
+		prof_publish(b);
+	}
+	prof_close(b);
 	return rc;
 }
 
 OHC_API void ohc_rt_prof_record(struct ohc_rt_prof_rec *rec)
 {
+	struct prof_buf *b = buf_get();
+	struct ohc_rt_prof_rec *slot;
+
+	if (!b)
+		return;
 	rec->tid = thread_id();
 	if (rec->dev < 0)
 		rec->dev = ohc_rt_current_device();
-	prof_append(rec);
+	slot = prof_open(b);
+	if (slot) {
+		*slot = *rec;
+		prof_publish(b);
+	}
+	prof_close(b);
 }
 
 /* ---- the trace file (sess_lock held) ---- */
@@ -345,6 +515,12 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The communicator of a record ("" when its name could not be kept). */
+static const char *rec_comm(const struct ohc_rt_prof_rec *r)
+{
+	return r->comm ? r->comm : "";
+}
+
 /* Microseconds of t after base, for "ts"/"dur" (negative allowed). */
 static double us_after(uint64_t t, uint64_t base)
 {
@@ -367,7 +543,7 @@ static void write_lane_meta(FILE *f, int pid, const struct lane *l)
 			       l->tid);
 	if (h && len > 0 && (size_t)len < sizeof(name))
 		snprintf(name + len, sizeof(name) - (size_t)len,
-			 ": rank %d of %s", (int)h->rank, h->comm);
+			 ": rank %d of %s", (int)h->rank, rec_comm(h));
 	fprintf(f,
 		"{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
 		"\"tid\":%u,\"args\":{\"name\":",
@@ -396,7 +572,7 @@ static void write_event(FILE *f, int pid, uint64_t base,
 		us_after(r->start_ns, base), us_after(r->end_ns, r->start_ns));
 	if (hccl) {
 		fputs("\"comm\":", f);
-		json_str(f, r->comm);
+		json_str(f, rec_comm(r));
 		fprintf(f, ",\"rank\":%d,\"nranks\":%d,", (int)r->rank,
 			(int)r->nranks);
 		if (r->algo) {
@@ -436,12 +612,13 @@ static void write_ranks(FILE *f, const struct trace *t)
 			const struct ohc_rt_prof_rec *q = t->recs[j];
 
 			seen = q->kind == OHC_RT_PROF_HCCL &&
-			       q->rank == r->rank && !strcmp(q->comm, r->comm);
+			       q->rank == r->rank &&
+			       !strcmp(rec_comm(q), rec_comm(r));
 		}
 		if (seen)
 			continue;
 		fprintf(f, "%s{\"comm\":", first ? "" : ",");
-		json_str(f, r->comm);
+		json_str(f, rec_comm(r));
 		fprintf(f, ",\"rank\":%d,\"nranks\":%d,\"device\":%d}",
 			(int)r->rank, (int)r->nranks, (int)r->dev);
 		first = false;
@@ -600,28 +777,41 @@ out:
 	return ret;
 }
 
-/* No session runs: drop every record (sess_lock held). */
+/*
+ * No session runs: drop every record (sess_lock held). A live thread
+ * keeps up to THREAD_SPARE_CHUNKS chunks for its next profile.
+ */
 static void bufs_reset_locked(void)
 {
 	struct prof_buf **pp = &bufs, *b;
 
 	while ((b = *pp)) {
 		struct prof_chunk *c, *next;
+		int kept = 0;
 
 		while (__atomic_load_n(&b->writing, __ATOMIC_SEQ_CST))
 			sched_yield();
+		if (b->orphan) {
+			*pp = b->next;
+			buf_free(b);
+			continue;
+		}
+		for (c = b->spare; c; c = c->next)
+			kept++;
 		for (c = b->head; c; c = next) {
 			next = c->next;
-			free(c);
+			if (kept < THREAD_SPARE_CHUNKS) {
+				c->next = b->spare;
+				b->spare = c;
+				kept++;
+			} else {
+				c->next = NULL;
+				chunks_free(c);
+			}
 		}
 		b->head = b->tail = NULL;
 		b->nrecs = 0;
 		__atomic_store_n(&b->dropped, 0, __ATOMIC_RELAXED);
-		if (b->orphan) {
-			*pp = b->next;
-			free(b);
-			continue;
-		}
 		pp = &b->next;
 	}
 }
@@ -750,6 +940,7 @@ OHC_API int ohc_rt_prof_start(const char *dir, const uint32_t *devs,
 			map[devs[i] / 8] |= (uint8_t)(1u << (devs[i] % 8));
 		}
 	}
+	pool_fill();
 	pthread_mutex_lock(&sess_lock);
 	ret = session_start_locked(dir, map, kinds, false, id_p);
 	pthread_mutex_unlock(&sess_lock);
@@ -799,6 +990,7 @@ void ohc_rt_prof_env_begin(void)
 			 dir);
 		return;
 	}
+	pool_fill();
 	pthread_mutex_lock(&sess_lock);
 	if (!env_id &&
 	    session_start_locked(dir, NULL,
