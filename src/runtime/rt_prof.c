@@ -1010,6 +1010,49 @@ void ohc_rt_prof_env_end(void)
 	pthread_mutex_unlock(&sess_lock);
 }
 
+/*
+ * fork(): the child profiles nothing of its parent's sessions (their
+ * traces are the parent's to write); its copies of the other threads'
+ * buffers are orphans (those threads do not exist there), dropped with
+ * the records at the child's next reset.
+ */
+static void prof_prepare(void)
+{
+	pthread_mutex_lock(&sess_lock);
+	pthread_mutex_lock(&pool_lock);
+	pthread_mutex_lock(&intern_lock);
+}
+
+static void prof_parent(void)
+{
+	pthread_mutex_unlock(&intern_lock);
+	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_unlock(&sess_lock);
+}
+
+static void prof_child(void)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		free(sessions[i].dir);
+		free(sessions[i].devs);
+		memset(&sessions[i], 0, sizeof(sessions[i]));
+	}
+	nactive = 0;
+	env_id = 0;
+	__atomic_store_n(&ohc_rt_prof_active, 0, __ATOMIC_SEQ_CST);
+	for (struct prof_buf *b = bufs; b; b = b->next) {
+		b->writing = 0;
+		if (b != my_buf)
+			b->orphan = true;
+	}
+	prof_parent();
+}
+
+__attribute__((constructor)) static void prof_init(void)
+{
+	pthread_atfork(prof_prepare, prof_parent, prof_child);
+}
+
 /* A process that exits without aclFinalize still gets its trace. */
 __attribute__((destructor)) static void prof_fini(void)
 {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <acl/acl.h>
@@ -549,4 +550,25 @@ Test(prof, env_variable, .init = env_init, .fini = remove_dir, .timeout = 120)
 	check_events(root, COUNT * sizeof(float));
 	json_decref(root);
 	cr_expect_eq(aclprofDestroyConfig(cfg), ACL_SUCCESS);
+}
+
+/*
+ * A process forked while a profile runs profiles nothing of it: its exit
+ * writes no trace (the parent's aclFinalize writes the one trace).
+ */
+Test(prof, fork_child_writes_nothing, .init = env_init, .fini = remove_dir)
+{
+	int status = -1;
+	pid_t pid;
+
+	cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		exit(0); /* runs the runtime's destructor */
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect_eq(trace_files(NULL, 0), 0);
+	cr_expect_eq(aclFinalize(), ACL_SUCCESS);
+	cr_expect_eq(trace_files(NULL, 0), 1);
 }
