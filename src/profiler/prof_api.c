@@ -262,9 +262,10 @@ aclprofCreateConfig(uint32_t *deviceIdList, uint32_t deviceNums,
 		free(cfg);
 		return NULL;
 	}
-	if (deviceNums)
+	if (deviceNums) {
 		memcpy(cfg->devs, deviceIdList, deviceNums * sizeof(uint32_t));
-	qsort(cfg->devs, deviceNums, sizeof(uint32_t), u32_cmp);
+		qsort(cfg->devs, deviceNums, sizeof(uint32_t), u32_cmp);
+	}
 	for (uint32_t i = 0; i < deviceNums; i++) {
 		if (cfg->devs[i] >= (uint32_t)total ||
 		    (i && cfg->devs[i] == cfg->devs[i - 1])) {

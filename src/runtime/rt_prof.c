@@ -521,11 +521,20 @@ static const char *rec_comm(const struct ohc_rt_prof_rec *r)
 	return r->comm ? r->comm : "";
 }
 
-/* Microseconds of t after base, for "ts"/"dur" (negative allowed). */
-static double us_after(uint64_t t, uint64_t base)
+/*
+ * Microseconds of t after base (negative allowed) as exact decimal text,
+ * "12.345": a slice's ts + dur is then exactly where it ends, so slices
+ * that follow each other on a lane never overlap by a rounding.
+ */
+#define US_LEN 32
+static const char *us_after(char buf[US_LEN], uint64_t t, uint64_t base)
 {
-	return t >= base ? (double)(t - base) / 1000.0
-			 : -(double)(base - t) / 1000.0;
+	uint64_t ns = t >= base ? t - base : base - t;
+
+	snprintf(buf, US_LEN, "%s%llu.%03llu", t >= base ? "" : "-",
+		 (unsigned long long)(ns / 1000),
+		 (unsigned long long)(ns % 1000));
+	return buf;
 }
 
 static void write_lane_meta(FILE *f, int pid, const struct lane *l)
@@ -562,14 +571,16 @@ static void write_event(FILE *f, int pid, uint64_t base,
 {
 	uint32_t lane = r->stream_id ? r->stream_id : INLINE_LANE_BASE + r->tid;
 	bool hccl = r->kind == OHC_RT_PROF_HCCL;
+	char a[US_LEN], b[US_LEN];
 
 	fputs("{\"name\":", f);
 	json_str(f, r->name);
 	fprintf(f,
 		",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,"
-		"\"ts\":%.3f,\"dur\":%.3f,\"args\":{",
+		"\"ts\":%s,\"dur\":%s,\"args\":{",
 		hccl ? "hccl" : "runtime", pid, lane,
-		us_after(r->start_ns, base), us_after(r->end_ns, r->start_ns));
+		us_after(a, r->start_ns, base),
+		us_after(b, r->end_ns, r->start_ns));
 	if (hccl) {
 		fputs("\"comm\":", f);
 		json_str(f, rec_comm(r));
@@ -590,9 +601,9 @@ static void write_event(FILE *f, int pid, uint64_t base,
 	fprintf(f, "\"bytes\":%llu,\"device\":%d,\"stream\":%u,",
 		(unsigned long long)r->bytes, (int)r->dev, r->stream_id);
 	if (r->enq_ns && r->enq_ns <= r->start_ns)
-		fprintf(f, "\"enqueue_ts\":%.3f,\"queued_us\":%.3f,",
-			us_after(r->enq_ns, base),
-			us_after(r->start_ns, r->enq_ns));
+		fprintf(f, "\"enqueue_ts\":%s,\"queued_us\":%s,",
+			us_after(a, r->enq_ns, base),
+			us_after(b, r->start_ns, r->enq_ns));
 	fprintf(f, "\"thread\":%u,\"status\":%d}}", r->tid, (int)r->status);
 }
 
@@ -633,6 +644,7 @@ static int trace_write(const struct trace *t, const char *path,
 	int pid = (int)getpid();
 	uint32_t dev_total = (uint32_t)ohc_rt_device_count();
 	FILE *f = fopen(path, "w");
+	char dur[US_LEN];
 	bool first = true;
 	int err;
 
@@ -644,10 +656,10 @@ static int trace_write(const struct trace *t, const char *path,
 	json_str(f, host);
 	fprintf(f,
 		",\"pid\":%d,\"session\":%d,\"clock\":\"CLOCK_REALTIME\","
-		"\"base_realtime_ns\":%llu,\"duration_us\":%.3f,"
+		"\"base_realtime_ns\":%llu,\"duration_us\":%s,"
 		"\"events\":%zu,\"dropped\":%llu,\"devices\":",
 		pid, s->id, (unsigned long long)s->start_real_ns,
-		us_after(t->stop_ns, s->start_ns), t->n,
+		us_after(dur, t->stop_ns, s->start_ns), t->n,
 		(unsigned long long)t->dropped);
 	if (!s->devs) {
 		fputs("\"all\"", f);
@@ -736,7 +748,8 @@ static int session_write_locked(const struct prof_session *s, char *path_p,
 				  s->id, t.n);
 		goto out;
 	}
-	qsort(t.recs, t.n, sizeof(*t.recs), rec_cmp);
+	if (t.n)
+		qsort(t.recs, t.n, sizeof(*t.recs), rec_cmp);
 	if ((size_t)snprintf(path, sizeof(path), "%s/openhccl_%s_%d_%u.json",
 			     s->dir, host, (int)getpid(),
 			     ++file_serial) >= sizeof(path)) {
@@ -828,6 +841,19 @@ static bool devs_overlap(const uint8_t *a, const uint8_t *b, size_t bytes)
 	return false;
 }
 
+/* dir made absolute (a later chdir must not move the trace); malloc'd. */
+static char *dir_absolute(const char *dir)
+{
+	char cwd[PATH_MAX], *out;
+
+	if (dir[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return strdup(dir);
+	out = malloc(strlen(cwd) + strlen(dir) + 2);
+	if (out)
+		sprintf(out, "%s/%s", cwd, dir);
+	return out;
+}
+
 static int session_start_locked(const char *dir, uint8_t *devs, uint32_t kinds,
 				bool env, int *id_p)
 {
@@ -854,7 +880,7 @@ static int session_start_locked(const char *dir, uint8_t *devs, uint32_t kinds,
 		return OHC_RT_FAIL(ACL_ERROR_PROF_ALREADY_RUN,
 				   "profile: %d sessions already run",
 				   MAX_SESSIONS);
-	s->dir = strdup(dir);
+	s->dir = dir_absolute(dir);
 	if (!s->dir)
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "profile: out of memory");
