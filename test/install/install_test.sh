@@ -35,6 +35,14 @@ cann_sample | readme_example | cmake_consumer)
 	fi ;;
 esac
 
+if [ "$mode" = cann_sample ]; then
+	command -v mpirun >/dev/null ||
+		{ echo "SKIP: no mpirun (ci/deps.sh bench installs Open MPI)"; exit 77; }
+	[ -e "/usr/lib/$(gcc -dumpmachine)/openmpi/include/mpi.h" ] ||
+		{ echo "SKIP: no Open MPI headers where the sample's Makefile" \
+			"looks (MPI_HOME)"; exit 77; }
+fi
+
 unset LD_LIBRARY_PATH LIBRARY_PATH CPATH C_INCLUDE_PATH PKG_CONFIG_PATH
 tmp=$(mktemp -d /tmp/ohc_install_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
