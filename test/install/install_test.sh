@@ -151,6 +151,15 @@ run_cann_sample() {
 	"$P/bin/hccl_prof_merge" -o "$tmp/merged.json" "$tmp/prof" || fail=1
 	# shellcheck disable=SC2086
 	"$check_trace" -n 1 "$tmp/merged.json" $n $ops || fail=1
+	# bad inputs are refused, naming the file
+	echo '{"traceEvents": [' >"$tmp/broken.json"
+	echo '{"traceEvents": []}' >"$tmp/foreign.json"
+	for f in broken foreign; do
+		if out=$("$P/bin/hccl_prof_merge" -o "$tmp/m2.json" "$tmp/prof" \
+			"$tmp/$f.json" 2>&1) || ! grep -q "$f.json" <<<"$out"; then
+			bad "hccl_prof_merge took $f.json: $out"
+		fi
+	done
 }
 
 # "rank 3: data[0] = 6" from the README's example, run without help.
