@@ -5,7 +5,7 @@
 # Usage: ci/deps.sh [build|bench|slurm|plot|all]
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
+build_pkgs=(build-essential cmake pkg-config libibverbs-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)

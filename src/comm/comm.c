@@ -967,6 +967,95 @@ static void scratch_keep(struct ohc_comm *comm, struct ohc_sched *s)
 	s->scratch_bytes = s->scratch_cap = 0;
 }
 
+/*
+ * Profiling (only while ohc_rt_prof_on()). comm_execute notes the
+ * algorithm and the ranks the schedule sends to or receives from (in
+ * order of first use) for the thread that runs the op; the op's record
+ * is filled right after, on that thread (the runtime's describe call, or
+ * op_run_profiled), so the note needs no room in struct ohc_op. Peers at
+ * or above PROF_PEER_BITS are deduplicated among the listed ones only, so
+ * at those rank counts npeers may count one twice.
+ */
+#define PROF_PEER_BITS 4096u
+struct prof_note {
+	const struct ohc_op *op; /* the op noted */
+	const char *algo;
+	uint32_t npeers;
+	uint32_t peers[OHC_RT_PROF_PEERS];
+};
+static __thread struct prof_note prof_note;
+
+static void op_prof_note(const struct ohc_op *op, const struct ohc_algo *algo,
+			 const struct ohc_sched *run)
+{
+	struct prof_note *pn = &prof_note;
+	uint64_t seen[PROF_PEER_BITS / 64];
+	uint32_t n = 0;
+
+	/* clear what the communicator's ranks can use */
+	memset(seen, 0,
+	       (OHC_MIN(op->args.nranks, PROF_PEER_BITS) + 63) / 64 * 8);
+	pn->op = op;
+	pn->algo = algo ? algo->name : NULL;
+	for (unsigned i = 0; i < run->nxfers; i++) {
+		const struct ohc_xfer *x = &run->xfers[i];
+		uint32_t p = x->peer;
+		bool dup = false;
+
+		if ((x->kind != OHC_XFER_SEND && x->kind != OHC_XFER_RECV) ||
+		    p == op->args.rank)
+			continue;
+		if (p < PROF_PEER_BITS) {
+			dup = seen[p / 64] & (1ull << (p % 64));
+			seen[p / 64] |= 1ull << (p % 64);
+		} else {
+			for (uint32_t j = 0; j < n && j < OHC_RT_PROF_PEERS;
+			     j++)
+				dup = dup || pn->peers[j] == p;
+		}
+		if (dup)
+			continue;
+		if (n < OHC_RT_PROF_PEERS)
+			pn->peers[n] = p;
+		n++;
+	}
+	pn->npeers = n;
+}
+
+/* What the profile records of an op (the runtime filled times and place). */
+static void op_prof_fill(const struct ohc_op *op, struct ohc_rt_prof_rec *rec)
+{
+	struct ohc_comm *comm = op->comm;
+	const struct prof_note *pn = &prof_note;
+	const char *name = __atomic_load_n(&comm->prof_name, __ATOMIC_ACQUIRE);
+
+	if (!name) { /* once per communicator; the same pointer if raced */
+		name = ohc_rt_prof_intern(comm->name);
+		__atomic_store_n(&comm->prof_name, name, __ATOMIC_RELEASE);
+	}
+	rec->kind = OHC_RT_PROF_HCCL;
+	rec->name = ohc_coll_api_name(op->args.op);
+	rec->comm = name;
+	rec->bytes = ohc_coll_bytes(&op->args);
+	rec->seq = op->sig.seq;
+	rec->rank = (int32_t)op->args.rank;
+	rec->nranks = (int32_t)op->args.nranks;
+	if (pn->op == op) { /* not when it failed before building */
+		uint32_t n = OHC_MIN(pn->npeers, (uint32_t)OHC_RT_PROF_PEERS);
+
+		rec->algo = pn->algo;
+		rec->npeers = (uint16_t)OHC_MIN(pn->npeers, 0xffffu);
+		memcpy(rec->peers, pn->peers, n * sizeof(rec->peers[0]));
+		prof_note.op = NULL;
+	}
+}
+
+static void op_task_describe(const struct ohc_rt_task *task,
+			     struct ohc_rt_prof_rec *rec)
+{
+	op_prof_fill((const struct ohc_op *)task, rec);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
@@ -1035,6 +1124,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.flight = ohc_flight_begin(
 		&comm->flight, op->sig.seq, x.what, algo ? algo->name : NULL,
 		op->args.count * op->args.esize, run->nsteps);
+	if (OHC_UNLIKELY(ohc_rt_prof_on()))
+		op_prof_note(op, algo, run);
 	if (op->zc.n) {
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = &op->zc;
@@ -1089,11 +1180,9 @@ static void op_done(struct ohc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 }
 
-static int op_task_run(struct ohc_rt_task *task)
+/* The aclError a stream reports for an op's status. */
+static int op_status_rt(ohc_status_t status)
 {
-	struct ohc_op *op = (struct ohc_op *)task;
-	ohc_status_t status = comm_execute(op->comm, op);
-
 	switch (status) {
 	case OHC_OK:
 		return 0;
@@ -1108,6 +1197,31 @@ static int op_task_run(struct ohc_rt_task *task)
 	default:
 		return OHC_RT_ERR_INTERNAL;
 	}
+}
+
+static int op_task_run(struct ohc_rt_task *task)
+{
+	struct ohc_op *op = (struct ohc_op *)task;
+
+	return op_status_rt(comm_execute(op->comm, op));
+}
+
+/* An op without a stream, run here and recorded (profile running). */
+static ohc_status_t op_run_profiled(struct ohc_comm *comm, struct ohc_op *op)
+{
+	struct ohc_rt_prof_rec rec;
+	ohc_status_t status;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.start_ns = ohc_time_ns();
+	status = comm_execute(comm, op);
+	rec.end_ns = ohc_time_ns();
+	rec.enq_ns = rec.start_ns;
+	rec.status = status == OHC_OK ? 0 : op_status_rt(status);
+	rec.dev = -1; /* the thread's current device */
+	op_prof_fill(op, &rec);
+	ohc_rt_prof_record(&rec);
+	return status;
 }
 
 static void op_task_release(struct ohc_rt_task *task)
@@ -1177,6 +1291,7 @@ struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 	op->args.pipeline_slices = (uint32_t)ohc_env()->pipeline_slices;
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
+	op->task.describe = op_task_describe;
 	op->task.name = ohc_coll_op_name(args->op);
 	return op;
 }
@@ -1223,7 +1338,10 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		ohc_zc_pin(args->sbuf, slen, args->rbuf, rlen, &op->zc);
 
 	if (!stream) {
-		status = comm_execute(comm, op);
+		if (OHC_UNLIKELY(ohc_rt_prof_on()))
+			status = op_run_profiled(comm, op);
+		else
+			status = comm_execute(comm, op);
 		ohc_zc_unpin(&op->zc);
 		op_free(comm, op);
 		op_done(comm);

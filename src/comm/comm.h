@@ -61,6 +61,7 @@ int ohc_comm_get_deterministic_global(void);
 struct ohc_comm {
 	void *handle; /* the user's HcclComm (ohc_comm_lookup) */
 	char name[OHC_COMM_NAME_MAX];
+	const char *prof_name; /* atomic: name interned for profiles, lazily */
 	uint32_t rank, nranks;
 	int device; /* logical device at init, or -1 */
 	struct ohc_comm_cfg cfg;
@@ -171,6 +172,10 @@ struct ohc_op {
 	struct ohc_zc_pin zc;	  /* exported memory pinned while in flight */
 	struct ohc_op *pool_next; /* in comm->op_pool */
 	bool pooled;		  /* from a slab: back to the pool */
+	/* set by comm_execute only while a profile records (ohc_rt_prof_on) */
+	const char *prof_algo; /* the algorithm that ran */
+	uint32_t prof_npeers;  /* ranks its schedule exchanged with */
+	uint32_t prof_peers[OHC_RT_PROF_PEERS];
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 

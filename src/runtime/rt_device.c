@@ -63,6 +63,11 @@ int ohc_rt_device_count(void)
 	return dev_count;
 }
 
+OHC_API int ohc_rt_device_total(void)
+{
+	return ohc_rt_device_count();
+}
+
 bool ohc_rt_numa_usable(void)
 {
 	pthread_once(&dev_once, dev_init_once);

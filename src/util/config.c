@@ -190,6 +190,11 @@ static const struct field fields[] = {
 	 "that makes every communicator of the process dump its flight "
 	 "recorder, the last 64 operations, to the log; unset: none",
 	 F_SIGNAL, offsetof(struct ohc_env, flight_signal), 0, 0, 0},
+	STR_F("OPENHCCL_PROFILE",
+	      "directory: profile the whole process (every HCCL operation "
+	      "and runtime task, aclInit to aclFinalize) into a Chrome trace "
+	      "JSON file there, as aclprofStart/aclprofStop would",
+	      profile_dir),
 	INT_F("OPENHCCL_DEVICE_COUNT", "0",
 	      "number of logical devices the host runtime reports; 0 = auto: "
 	      "this host's online CPUs, at least 16",

@@ -67,6 +67,7 @@ struct ohc_env {
 	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT, 0 = auto */
 	int64_t pipeline_slices;      /* OPENHCCL_PIPELINE_SLICES, 0 = auto */
 	int64_t sync_runs_tasks;      /* OPENHCCL_SYNC_RUNS_TASKS */
+	char profile_dir[4096];       /* OPENHCCL_PROFILE, "" = off */
 };
 
 /* The parsed environment; parsed on first call, never NULL. Thread-safe. */
