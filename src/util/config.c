@@ -143,6 +143,12 @@ static const struct field fields[] = {
 	      "message completes); unset: 64 where that check works "
 	      "(CAP_SYS_ADMIN), else 0",
 	      rdma_mr_cache, 0, 4096),
+	INT_F("OPENHCCL_RDMA_REPLAY_MS", "10000",
+	      "milliseconds an RDMA connection whose link failed (retries "
+	      "exhausted, port down) is given to come back: its QPs are "
+	      "rebuilt and what the peer did not receive is sent again; only "
+	      "then the operation fails (0 = fail at once)",
+	      rdma_replay_ms, 0, 600000),
 	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
 	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
 	      "writes survive packet loss on Soft-RoCE (go-back-N)",

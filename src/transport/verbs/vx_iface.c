@@ -31,17 +31,12 @@
 #define VX_POLL_BATCH 32
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
 
-/* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered;
- * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
-enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3, WR_PULL = 4 };
+/* wr_id packing: vx_proto.h */
+#define WR_SEND OHC_VX_WR_SEND
+#define WR_RECV OHC_VX_WR_RECV
+#define WR_RDV OHC_VX_WR_RDV
+#define WR_PULL OHC_VX_WR_PULL
 #define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
-
-static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
-		      uint32_t covered)
-{
-	return (uint64_t)peer << 32 | (uint64_t)qpi << 24 |
-	       (uint64_t)kind << 20 | (covered & 0xfffff);
-}
 
 /* What each side of a pair sends the other once at connect time. */
 struct vx_conn {
@@ -147,6 +142,7 @@ static int gx_posted(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 		g->req = req;
 		g->mr = e->gx_mr;
+		g->frag_end = e->tx_slots;
 		vi->gx_sends++;
 	}
 	e->gx_req = NULL;
@@ -226,6 +222,7 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	if (e->broken)
 		return;
 	e->broken = status;
+	e->rp.state = VX_RP_NONE;
 	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq) ||
 	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq))
 		OHC_ERROR(OHC_SS_VERBS,
@@ -274,12 +271,23 @@ static void iface_async(struct ohc_verbs_iface *vi)
 			for (uint32_t r = 0; r < vi->super.nranks; r++) {
 				struct ohc_verbs_ep *e = vi->by_peer[r];
 
-				for (uint32_t q = 0; e && q < e->nqps; q++)
+				/* a replay moved its QPs to ERR itself */
+				for (uint32_t q = 0;
+				     e && !e->rp.state && q < e->nqps; q++)
 					if (e->qps[q].qp == ev.element.qp)
 						ep_fail(e, ep_qpn(e, q), why);
 			}
 			break;
 		case IBV_EVENT_PORT_ERR:
+			/* the link may come back: replay, where it can */
+			for (uint32_t r = 0; r < vi->super.nranks; r++) {
+				struct ohc_verbs_ep *e = vi->by_peer[r];
+
+				if (e && e->connected && !e->broken &&
+				    !ohc_vx_replay_start(vi, e, why))
+					ep_fail(e, ep_qpn(e, 0), why);
+			}
+			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			for (uint32_t r = 0; r < vi->super.nranks; r++)
 				if (vi->by_peer[r] && vi->by_peer[r]->connected)
@@ -320,11 +328,11 @@ static int chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		return 0;
 	/* unsignaled WRs complete too when flushed by an error: name them */
 	for (struct ibv_send_wr *w = q->head; w; w = w->next)
-		w->wr_id = wr_id(e->super.peer, qpi, WR_SEND, 0);
+		w->wr_id = ohc_vx_wr_id(e->super.peer, qpi, WR_SEND, 0);
 	if (signal || q->chain_gx || q->unsig + q->nchain >= vi->sq_depth / 4) {
 		q->tail->send_flags |= IBV_SEND_SIGNALED;
-		q->tail->wr_id = wr_id(e->super.peer, qpi, WR_SEND,
-				       q->unsig + q->nchain);
+		q->tail->wr_id = ohc_vx_wr_id(e->super.peer, qpi, WR_SEND,
+					      q->unsig + q->nchain);
 		q->unsig = 0;
 	} else {
 		q->unsig += q->nchain;
@@ -351,7 +359,9 @@ static int post_recvs(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		struct ibv_recv_wr *w = &e->rwrs[i];
 
 		memset(w, 0, sizeof(*w));
-		w->wr_id = wr_id(e->super.peer, qpi, WR_RECV, 1);
+		/* tagged with the replay epoch: stale ones are dropped */
+		w->wr_id =
+			ohc_vx_wr_id(e->super.peer, qpi, WR_RECV, e->rp.epoch);
 		w->next = i + 1 < n ? &e->rwrs[i + 1] : NULL;
 	}
 	rc = ohc_vx_post_recv(q->qp, e->rwrs);
@@ -450,6 +460,8 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	int rc = 0;
 	uint32_t bad_q = 0;
 
+	if (e->rp.state) /* replaying: the sends wait */
+		return 0;
 	while (!e->broken && !ohc_list_empty(&e->sendq) && credits(vi, e)) {
 		struct ohc_req *req =
 			ohc_container_of(e->sendq.next, struct ohc_req, link);
@@ -467,6 +479,7 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 >
 		    vi->sq_depth)
 			break; /* the send queue drains first */
+		e->tx_src[idx].pay = NULL; /* in the staging slot */
 		if (vi->pull_bytes && req->len >= vi->pull_bytes &&
 		    !req->tp_priv) {
 			/* halves (at most a slot); every second is pulled */
@@ -505,19 +518,23 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			vi->pull_tx++;
 			e->pull_end = e->tx_slots + 1;
 		} else if (OHC_VX_HDR + frag <= vi->max_inline) {
-			wr = vx_wr(e, &nw, &sg, &ns, 2,
+			/* staged behind its header too: the send completes
+			 * now, and a replay may need the bytes again */
+			memcpy(slot + OHC_VX_HDR,
+			       (const char *)req->sbuf + req->done, frag);
+			wr = vx_wr(e, &nw, &sg, &ns, 1,
 				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
 			wr->imm_data = htonl(idx);
-			sg[0].addr = (uintptr_t)h;
-			sg[0].length = OHC_VX_HDR;
-			sg[0].lkey = e->stage_mr->lkey;
-			sg[1].addr = (uintptr_t)req->sbuf + req->done;
-			sg[1].length = (uint32_t)frag;
-			sg[1].lkey = e->stage_mr->lkey;
-			wr->num_sge = frag ? 2 : 1;
+			sg->addr = (uintptr_t)h;
+			sg->length = (uint32_t)(OHC_VX_HDR + frag);
+			sg->lkey = e->stage_mr->lkey;
 			wr->send_flags = IBV_SEND_INLINE;
 			chain_add(q, wr);
 		} else if (gx_take(vi, e, req, frag)) {
+			e->tx_src[idx].pay =
+				(const char *)req->sbuf + req->done;
+			e->tx_src[idx].lkey = ohc_vx_mr_lkey(e->gx_mr);
+			e->tx_src[idx].rec = e->gx_tail;
 			frag_chain(vi, e, q, raddr, slot,
 				   (const char *)req->sbuf + req->done,
 				   ohc_vx_mr_lkey(e->gx_mr), frag, idx, &nw,
@@ -570,6 +587,63 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	return n;
 }
 
+/*
+ * Replay: write fragment f (numbered as tx_slots counts) again, on the QP
+ * it first went on, from where its bytes are: its staging slot (copied,
+ * inline and pulled fragments) or the send buffer of a gathering send
+ * still waiting for its WRs (whose marks then name these WRs).
+ */
+int ohc_vx_frag_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       uint64_t f)
+{
+	uint32_t idx = (uint32_t)(f % vi->slots);
+	uint32_t qpi = (uint32_t)(f % e->nqps);
+	struct ohc_vx_qp *q = &e->qps[qpi];
+	char *slot = e->stage + (size_t)idx * vi->slot_bytes;
+	struct vx_hdr *h = (struct vx_hdr *)slot;
+	const struct vx_tx_src *src = &e->tx_src[idx];
+	uint64_t raddr = e->rem_ring + (uint64_t)idx * vi->slot_bytes;
+	unsigned nw = 0, ns = 0;
+	int rc;
+
+	if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 > vi->sq_depth)
+		return 1;
+	h->freed = rx_freed32(e);
+	if (h->rdv == VX_PULL_FLAG) { /* header and descriptor only */
+		struct ibv_send_wr *wr;
+		struct ibv_sge *sg;
+
+		wr = vx_wr(e, &nw, &sg, &ns, 1, IBV_WR_RDMA_WRITE_WITH_IMM,
+			   raddr);
+		wr->imm_data = htonl(idx);
+		sg->addr = (uintptr_t)h;
+		sg->length = OHC_VX_HDR + sizeof(struct vx_pull_desc);
+		sg->lkey = e->stage_mr->lkey;
+		if (sg->length <= vi->max_inline)
+			wr->send_flags = IBV_SEND_INLINE;
+		chain_add(q, wr);
+	} else if (src->pay) {
+		frag_chain(vi, e, q, raddr, slot, src->pay, src->lkey,
+			   h->frag_len, idx, &nw, &ns);
+		q->chain_gx = 1;
+		gx_rec(e, src->rec)->mark[qpi] =
+			q->sq_done + q->sq_inflight + q->nchain;
+	} else {
+		frag_chain(vi, e, q, raddr, slot, slot + OHC_VX_HDR,
+			   e->stage_mr->lkey, h->frag_len, idx, &nw, &ns);
+	}
+	rc = chain_post(vi, e, qpi, 0);
+	if (rc) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "ibv_post_send (replay): %s",
+			 strerror(rc));
+		ep_fail(e, ep_qpn(e, qpi), why);
+		return -1;
+	}
+	return 0;
+}
+
 /* Tell the peer how many slots we freed, if it may be waiting for them. */
 static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		      int force)
@@ -579,7 +653,8 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	uint64_t owed = e->rx_next - e->rx_reported;
 	int rc;
 
-	if (e->broken || !owed || (!force && owed < vi->slots / 4))
+	if (e->broken || e->rp.state || !owed ||
+	    (!force && owed < vi->slots / 4))
 		return;
 	if (q->sq_inflight + 2 > vi->sq_depth)
 		return; /* retried by the next progress */
@@ -669,7 +744,7 @@ static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	wr.sg_list = &sg;
 	wr.num_sge = 1;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr_id = wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
+	wr.wr_id = ohc_vx_wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
 	rc = ohc_vx_post_send(q->qp, &wr);
 	if (rc) {
 		char why[160];
@@ -692,7 +767,7 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	unsigned n = 0;
 	int force = 0;
 
-	while (!e->broken) {
+	while (!e->broken && !e->rp.state) {
 		uint32_t idx = (uint32_t)(e->rx_next % vi->slots);
 		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
 		const struct vx_hdr *h = &hdr;
@@ -770,19 +845,31 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 {
-	uint32_t peer = (uint32_t)(wc->wr_id >> 32);
-	uint32_t qpi = (uint32_t)(wc->wr_id >> 24) & 0xff;
-	unsigned kind = (unsigned)(wc->wr_id >> 20) & 0xf;
-	uint32_t covered = (uint32_t)wc->wr_id & 0xfffff;
+	uint32_t peer = ohc_vx_wr_peer(wc->wr_id);
+	uint32_t qpi = ohc_vx_wr_qpi(wc->wr_id);
+	unsigned kind = ohc_vx_wr_kind(wc->wr_id);
+	uint32_t covered = ohc_vx_wr_low(wc->wr_id);
 	struct ohc_verbs_ep *e =
 		peer < vi->super.nranks ? vi->by_peer[peer] : NULL;
 	struct ohc_vx_qp *q;
 
-	if (!e || qpi >= e->nqps || kind < WR_SEND || kind > WR_PULL)
+	if (!e || qpi >= e->nqps || kind < WR_SEND || kind >= OHC_VX_WR_KINDS)
 		return; /* a finalized ep's leftovers */
 	q = &e->qps[qpi];
+	if (kind == OHC_VX_WR_MARK_SQ) {
+		if (e->rp.state == VX_RP_DRAIN && e->rp.marks)
+			e->rp.marks--; /* this queue flushed to its marker */
+		return;
+	}
+	if (kind == WR_RECV && covered != (e->rp.epoch & 0xfffff))
+		return; /* a receive WR of before a replay */
 	if (kind == WR_RDV)
 		covered &= 0xfff;
+	if (wc->status != IBV_WC_SUCCESS && e->rp.state) {
+		/* flushed by the replay's drain: the drain accounts for the
+		 * queues; it is neither done nor a new failure */
+		return;
+	}
 	if (kind != WR_RECV) {
 		covered = OHC_MIN(covered, q->sq_inflight);
 		q->sq_inflight -= covered;
@@ -798,6 +885,14 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 			 "0x%x)",
 			 ohc_vx_wc_status_str(wc->status),
 			 kind != WR_RECV ? "send" : "receive", wc->vendor_err);
+		/* retries ran out, or rxe failed a post on a link that is
+		 * down: the link may come back */
+		if ((wc->status == IBV_WC_RETRY_EXC_ERR ||
+		     wc->status == IBV_WC_RNR_RETRY_EXC_ERR ||
+		     (wc->status == IBV_WC_LOC_QP_OP_ERR &&
+		      !ohc_vx_port_active(vi))) &&
+		    ohc_vx_replay_start(vi, e, why))
+			return;
 		ep_fail(e, wc->qp_num, why);
 		return;
 	}
@@ -806,7 +901,7 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	if (kind == WR_PULL && e->rd)
 		e->rd_done = 1; /* ep_deliver takes it */
 	if (kind != WR_RECV) {
-		if (!e->broken)
+		if (!e->broken && !e->rp.state)
 			gx_reap(vi, e);
 		return;
 	}
@@ -869,6 +964,8 @@ static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	}
 }
 
+static void ep_sock_check(struct ohc_verbs_ep *e);
+
 static unsigned vx_iface_progress(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
@@ -879,6 +976,12 @@ static unsigned vx_iface_progress(struct ohc_iface *iface)
 
 		if (!e || !e->connected || e->broken)
 			continue;
+		if (e->rp.state) {
+			ep_sock_check(e);
+			ohc_vx_replay_progress(vi, e);
+			if (e->rp.state)
+				continue; /* the data path waits */
+		}
 		ep_refill(vi, e);
 		n += ep_deliver(vi, e);
 		n += ohc_vx_rdv_progress(vi, e);
@@ -927,10 +1030,12 @@ static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
 static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
-	struct pollfd p[3];
+	struct pollfd *p, wake;
+	nfds_t np = 3;
 	uint64_t v;
 
 	if (!vi->cq) { /* not connected yet: only wakes */
+		p = &wake;
 		p[0].fd = vi->wake_fd;
 		p[0].events = POLLIN;
 		if (poll(p, 1, timeout_ms) > 0)
@@ -950,14 +1055,36 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		if (iface_poll(vi))
 			return OHC_OK;
 	}
+	p = vi->wait_fds;
 	p[0].fd = vi->ch->fd;
 	p[0].events = POLLIN;
 	p[1].fd = vi->wake_fd;
 	p[1].events = POLLIN;
 	p[2].fd = vi->ctx->async_fd;
 	p[2].events = POLLIN;
-	if (poll(p, 3, timeout_ms) <= 0)
+	/* and the setup sockets: a peer's abort, its end or a replay
+	 * handshake wakes us at once */
+	for (uint32_t r = 0; r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (e && e->connected && !e->broken && e->sock >= 0 &&
+		    !e->peer_abort) {
+			p[np].fd = e->sock;
+			p[np].events = POLLIN;
+			p[np++].revents = 0;
+		}
+	}
+	if (poll(p, np, timeout_ms) <= 0)
 		return OHC_OK;
+	for (nfds_t k = 3, r = 0; k < np; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (!(e && e->connected && !e->broken && e->sock >= 0 &&
+		      !e->peer_abort))
+			continue;
+		if (p[k++].revents)
+			ep_sock_check(e);
+	}
 	if (p[0].revents & POLLIN) {
 		while (ohc_vx_get_cq_event(vi->ch) == 0)
 			vi->unacked++;
@@ -997,24 +1124,41 @@ static void vx_iface_wake(struct ohc_iface *iface)
  */
 static void ep_sock_check(struct ohc_verbs_ep *e)
 {
+	struct ohc_verbs_iface *vi = vx_iface(e->super.iface);
 	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	uint8_t m[1 + OHC_VX_RP_BODY];
 	ssize_t n;
-	char c;
 
-	if (e->sock < 0 || e->peer_abort || poll(&p, 1, 0) <= 0)
+	while (e->sock >= 0 && !e->peer_abort && poll(&p, 1, 0) > 0) {
+		n = recv(e->sock, m, 1, MSG_DONTWAIT | MSG_PEEK);
+		if (n == 1 &&
+		    (m[0] == OHC_VX_RP_HELLO || m[0] == OHC_VX_RP_READY)) {
+			/* a replay handshake message: take it whole */
+			n = recv(e->sock, m, sizeof(m),
+				 MSG_DONTWAIT | MSG_PEEK);
+			if (n < (ssize_t)sizeof(m))
+				return; /* the rest is on its way */
+			(void)!recv(e->sock, m, sizeof(m), MSG_DONTWAIT);
+			if (!e->broken)
+				ohc_vx_replay_msg(vi, e, (char)m[0], m + 1);
+			continue;
+		}
+		n = recv(e->sock, m, 1, MSG_DONTWAIT);
+		if (n == 1) {
+			e->peer_abort = m[0] == VX_ABORT_DESYNC
+						? OHC_ERR_DESYNC
+						: OHC_ERR_REMOTE;
+			ep_fail(e, ep_qpn(e, 0),
+				m[0] == VX_ABORT_DESYNC
+					? "the peer failed on a mismatched "
+					  "operation"
+					: "the peer's communicator failed");
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			ep_fail(e, ep_qpn(e, 0),
+				"the peer closed its connection (process gone "
+				"or its side failed)");
+		}
 		return;
-	n = recv(e->sock, &c, 1, MSG_DONTWAIT);
-	if (n == 1) {
-		e->peer_abort =
-			c == VX_ABORT_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
-		ep_fail(e, ep_qpn(e, 0),
-			c == VX_ABORT_DESYNC
-				? "the peer failed on a mismatched operation"
-				: "the peer's communicator failed");
-	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-		ep_fail(e, ep_qpn(e, 0),
-			"the peer closed its connection (process gone or its "
-			"side failed)");
 	}
 }
 
@@ -1065,6 +1209,7 @@ static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
+	e->rp.state = VX_RP_NONE;
 	fail_queue(&e->sendq, status);
 	fail_queue(&e->recvq, status);
 	if (!e->broken) {
@@ -1152,6 +1297,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 	if (vi->ctx)
 		ohc_vx_close_device(vi->ctx);
 	free(vi->by_peer);
+	free(vi->wait_fds);
 	vi->listen_fd = vi->wake_fd = -1;
 	vi->cq = NULL;
 	vi->ch = NULL;
@@ -1263,7 +1409,9 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 		return status;
 	vx_soft_defaults(vi);
 	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
-	if (!vi->by_peer) {
+	vi->wait_fds = calloc(3 + (size_t)iface->nranks, sizeof(*vi->wait_fds));
+	vi->replay_ms = (uint32_t)ohc_env()->rdma_replay_ms;
+	if (!vi->by_peer || !vi->wait_fds) {
 		status = OHC_ERR_NO_MEMORY;
 		goto err_close;
 	}
@@ -1479,6 +1627,8 @@ static void vx_ep_fini(struct ohc_ep *ep)
 	free(e->sges);
 	free(e->rwrs);
 	free(e->arrived);
+	free(e->tx_src);
+	e->tx_src = NULL;
 	free(e->gx);
 	free(e->gx_marks);
 	e->gx = NULL;
@@ -1512,11 +1662,12 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			 sizeof(*e->sges));
 	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
 	e->arrived = calloc(vi->slots, 1);
+	e->tx_src = calloc(vi->slots, sizeof(*e->tx_src));
 	e->gx_n = vi->slots;
 	e->gx = calloc(e->gx_n, sizeof(*e->gx));
 	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
-	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->gx ||
-	    !e->gx_marks)
+	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->tx_src ||
+	    !e->gx || !e->gx_marks)
 		return OHC_ERR_NO_MEMORY;
 	for (uint32_t i = 0; i < e->gx_n; i++)
 		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
@@ -1549,7 +1700,6 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->psn = psn & 0xffffff;
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		struct ibv_qp_init_attr qa;
-		struct ibv_qp_attr a;
 		int rc;
 
 		memset(&qa, 0, sizeof(qa));
@@ -1577,16 +1727,7 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 				  rank, i, peer, vi->dev_name, strerror(errno));
 			return OHC_ERR_UNAVAILABLE;
 		}
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_INIT;
-		a.pkey_index = 0;
-		a.port_num = vi->port;
-		a.qp_access_flags =
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
-				      IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT |
-					      IBV_QP_ACCESS_FLAGS);
+		rc = ohc_vx_qp_init(vi, e, i);
 		if (!rc)
 			rc = post_recvs(vi, e, i);
 		if (rc) {
@@ -1597,6 +1738,73 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		}
 	}
 	return OHC_OK;
+}
+
+int ohc_vx_qp_init(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		   uint32_t qpi)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = vi->port;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	return ohc_vx_modify_qp(e->qps[qpi].qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS);
+}
+
+int ohc_vx_recvs_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi)
+{
+	return post_recvs(vi, e, qpi);
+}
+
+/* RTR towards the peer's QP qpi (rem_qpn, rem_gid, rem_mtu). */
+int ohc_vx_qp_rtr(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi, uint32_t peer_psn)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = OHC_MIN(vi->mtu, (enum ibv_mtu)e->rem_mtu);
+	a.dest_qp_num = e->rem_qpn[qpi];
+	a.rq_psn = peer_psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 24; /* 41 ms: never expected, see rq_depth */
+	a.ah_attr.is_global = 1;
+	memcpy(a.ah_attr.grh.dgid.raw, e->rem_gid, 16);
+	a.ah_attr.grh.sgid_index = (uint8_t)vi->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = (uint8_t)vi->tc;
+	a.ah_attr.sl = (uint8_t)vi->sl;
+	a.ah_attr.port_num = vi->port;
+	return ohc_vx_modify_qp(e->qps[qpi].qp, &a,
+				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER);
+}
+
+int ohc_vx_qp_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = (uint8_t)vi->timeout;
+	a.retry_cnt = (uint8_t)vi->retry_cnt;
+	a.rnr_retry = 6;
+	a.sq_psn = e->psn;
+	a.max_rd_atomic = 1;
+	return ohc_vx_modify_qp(e->qps[qpi].qp, &a,
+				IBV_QP_STATE | IBV_QP_TIMEOUT |
+					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_SQ_PSN |
+					IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static void conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -1628,45 +1836,15 @@ static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	e->rem_ring = c->ring;
 	e->rem_rkey = c->rkey;
+	e->rem_mtu = c->mtu;
+	memcpy(e->rem_gid, c->gid, 16);
 	for (uint32_t i = 0; i < e->nqps; i++) {
-		struct ibv_qp_attr a;
 		int rc;
 
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = OHC_MIN(vi->mtu, (enum ibv_mtu)c->mtu);
-		a.dest_qp_num = c->qpn[i];
-		a.rq_psn = c->psn;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 24; /* 41 ms: never expected, see rq_depth */
-		a.ah_attr.is_global = 1;
-		memcpy(a.ah_attr.grh.dgid.raw, c->gid, 16);
-		a.ah_attr.grh.sgid_index = (uint8_t)vi->gid_index;
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.traffic_class = (uint8_t)vi->tc;
-		a.ah_attr.sl = (uint8_t)vi->sl;
-		a.ah_attr.port_num = vi->port;
-		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
-				      IBV_QP_STATE | IBV_QP_AV |
-					      IBV_QP_PATH_MTU |
-					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					      IBV_QP_MAX_DEST_RD_ATOMIC |
-					      IBV_QP_MIN_RNR_TIMER);
-		if (!rc) {
-			memset(&a, 0, sizeof(a));
-			a.qp_state = IBV_QPS_RTS;
-			a.timeout = (uint8_t)vi->timeout;
-			a.retry_cnt = (uint8_t)vi->retry_cnt;
-			a.rnr_retry = 6;
-			a.sq_psn = e->psn;
-			a.max_rd_atomic = 1;
-			rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
-					      IBV_QP_STATE | IBV_QP_TIMEOUT |
-						      IBV_QP_RETRY_CNT |
-						      IBV_QP_RNR_RETRY |
-						      IBV_QP_SQ_PSN |
-						      IBV_QP_MAX_QP_RD_ATOMIC);
-		}
+		e->rem_qpn[i] = c->qpn[i];
+		rc = ohc_vx_qp_rtr(vi, e, i, c->psn);
+		if (!rc)
+			rc = ohc_vx_qp_rts(vi, e, i);
 		if (rc) {
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: QP %u to rank %u (remote QP %u): "

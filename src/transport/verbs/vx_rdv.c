@@ -16,14 +16,13 @@
 #define RDV_FLAG (1ull << 63) /* in a header's rdv field */
 #define RDV_STRIPE_MIN (32u * 1024u)
 #define RDV_BATCH 64	/* WRs per ibv_post_send of a stripe in pieces */
-#define WR_KIND_SEND 1u /* as in vx_iface.c */
-#define WR_KIND_RDV 3u
+#define WR_KIND_SEND OHC_VX_WR_SEND
+#define WR_KIND_RDV OHC_VX_WR_RDV
 
-static uint64_t wr_id(const struct ohc_verbs_ep *e, uint32_t qpi, unsigned kind,
-		      uint32_t low)
+static uint64_t wr_id(const struct ohc_verbs_ep *e, uint32_t qpi,
+		      enum ohc_vx_wr_kind kind, uint32_t low)
 {
-	return (uint64_t)e->super.peer << 32 | (uint64_t)qpi << 24 |
-	       (uint64_t)kind << 20 | (low & 0xfffff);
+	return ohc_vx_wr_id(e->super.peer, qpi, kind, low);
 }
 
 static uint32_t req_seq(const struct ohc_req *req)
@@ -38,7 +37,8 @@ int ohc_vx_rdv_large(const struct ohc_verbs_iface *vi, size_t len)
 
 /* Post one signaled WR on QP qpi (not inside a chain being built). */
 static int rdv_post(struct ohc_verbs_ep *e, uint32_t qpi,
-		    struct ibv_send_wr *wr, unsigned kind, uint32_t slot)
+		    struct ibv_send_wr *wr, enum ohc_vx_wr_kind kind,
+		    uint32_t slot)
 {
 	struct ohc_vx_qp *q = &e->qps[qpi];
 	uint32_t covered = q->unsig + 1;
@@ -46,10 +46,9 @@ static int rdv_post(struct ohc_verbs_ep *e, uint32_t qpi,
 
 	wr->next = NULL;
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	wr->wr_id = (uint64_t)e->super.peer << 32 | (uint64_t)qpi << 24 |
-		    (uint64_t)kind << 20 |
-		    (kind == WR_KIND_RDV ? (slot << 12 | covered)
-					 : (covered & 0xfffff));
+	wr->wr_id =
+		wr_id(e, qpi, kind,
+		      kind == WR_KIND_RDV ? (slot << 12 | covered) : covered);
 	rc = ohc_vx_post_send(q->qp, wr);
 	if (!rc) {
 		q->sq_inflight++;
@@ -292,7 +291,7 @@ static int tx_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		struct ibv_send_wr wrs[RDV_BATCH];
 		struct ibv_sge sgs[RDV_BATCH];
 		uint32_t n = 0, max, used = q->sq_inflight + q->nchain + 1;
-		unsigned kind;
+		enum ohc_vx_wr_kind kind;
 		int rc;
 
 		if (used >= vi->sq_depth)
@@ -742,4 +741,17 @@ void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		ohc_list_del(&req->link);
 		ohc_req_complete(req, status);
 	}
+}
+
+int ohc_vx_rdv_idle(const struct ohc_verbs_ep *e)
+{
+	const struct vx_rdv *r = &e->rdv;
+
+	if (r->txq.next &&
+	    (!ohc_list_empty(&r->txq) || !ohc_list_empty(&r->rxq)))
+		return 0;
+	for (unsigned i = 0; i < OHC_VX_RDV_N; i++)
+		if (r->tx[i].req || r->rx[i].req || r->cts_ok[i])
+			return 0;
+	return r->grants_due == 0;
 }
