@@ -64,6 +64,12 @@ scenario() {
 	"$soak" "$@" >"$log.json" 2>"$log" &
 	local pid=$!
 	if [ "$fault" != none ] && [ "${OHC_SOAK_INJECT:-1}" = 1 ]; then
+		# from the first operation on (init may take a while)
+		for _ in $(seq 600); do
+			grep -q "running" "$log" 2>/dev/null && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
 		sleep "$(awk -v s="$secs" 'BEGIN{print s/3}')"
 		tf=$(date +%s.%N)
 		inject "$fault" "$pid"

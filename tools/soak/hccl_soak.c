@@ -362,7 +362,10 @@ static int run_one(struct rank_state *s, uint64_t i)
 	default:
 		break;
 	}
-	s->ops++;
+	if (s->ops++ == 0) { /* for a harness that waits to inject */
+		fprintf(stderr, "hccl_soak: rank %d running\n", s->rank);
+		fflush(stderr);
+	}
 	s->bytes += cnt * 4;
 	s->last_ok = now_s();
 	sh->last_progress[s->rank] = s->last_ok;

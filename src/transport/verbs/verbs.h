@@ -33,6 +33,7 @@
  */
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -208,6 +209,11 @@ struct ohc_verbs_iface {
 	unsigned unacked;     /* CQ events not yet acknowledged */
 	ohc_status_t aborted; /* reason sent to peers (iface_abort), or 0 */
 	uint32_t replay_ms;   /* OPENHCCL_RDMA_REPLAY_MS */
+	/* Every op of the table runs under lock (the *_locked functions of
+	 * vx_iface.c); iface_wait drops it while it sleeps. The service
+	 * thread (vx_service.c) takes it when free. */
+	pthread_mutex_t lock;
+	struct ohc_list svc_link; /* the service thread's list */
 	uint64_t replays;     /* replays completed (tests, counters) */
 	struct pollfd *wait_fds;       /* iface_wait: 3 + nranks */
 	struct ohc_verbs_ep **by_peer; /* nranks entries */
@@ -312,6 +318,20 @@ void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 #define OHC_VX_RP_HELLO 'H'
 #define OHC_VX_RP_READY 'Y'
 #define OHC_VX_RP_BODY 32 /* bytes after the type byte */
+/*
+ * The service thread (vx_service.c): add a connected iface, remove it
+ * before it closes. For the thread (vx_iface.c): the fds to watch (setup
+ * sockets, the async-event fd; skipped, 0, when the iface is in use),
+ * whether a replay runs (it needs steps), and one round of service
+ * (vi->lock held: events, sockets, replays; then the iface is woken).
+ */
+void ohc_vx_service_add(struct ohc_verbs_iface *vi);
+void ohc_vx_service_del(struct ohc_verbs_iface *vi);
+int ohc_vx_service_fds(struct ohc_verbs_iface *vi, struct pollfd **pfd,
+		       struct ohc_verbs_iface ***owner, size_t *n, size_t *cap);
+int ohc_vx_service_busy(struct ohc_verbs_iface *vi);
+void ohc_vx_service_locked(struct ohc_verbs_iface *vi);
+
 /* Whether the iface's port is ACTIVE now. */
 int ohc_vx_port_active(struct ohc_verbs_iface *vi);
 /* The ep's rendezvous holds nothing: replay is possible. */

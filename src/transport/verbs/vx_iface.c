@@ -72,6 +72,10 @@ static struct ohc_verbs_ep *vx_ep(struct ohc_ep *ep)
 	return ohc_derived_of(ep, struct ohc_verbs_ep);
 }
 
+/* The iface's lock: every op of the table, the service thread. */
+#define VX_LOCK(iface) pthread_mutex_lock(&vx_iface(iface)->lock)
+#define VX_UNLOCK(iface) pthread_mutex_unlock(&vx_iface(iface)->lock)
+
 /* ---- failing an endpoint ------------------------------------------- */
 
 static void fail_queue(struct ohc_list *q, ohc_status_t status)
@@ -966,7 +970,7 @@ static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 static void ep_sock_check(struct ohc_verbs_ep *e);
 
-static unsigned vx_iface_progress(struct ohc_iface *iface)
+static unsigned iface_progress_locked(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
 	unsigned n = iface_poll(vi);
@@ -992,7 +996,7 @@ static unsigned vx_iface_progress(struct ohc_iface *iface)
 
 /* ---- posting requests ---------------------------------------------- */
 
-static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
+static ohc_status_t ep_send_locked(struct ohc_ep *ep, struct ohc_req *req)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -1008,7 +1012,7 @@ static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 	return OHC_OK;
 }
 
-static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
+static ohc_status_t ep_recv_locked(struct ohc_ep *ep, struct ohc_req *req)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -1027,35 +1031,44 @@ static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
 
 /* ---- waiting ------------------------------------------------------- */
 
+/*
+ * Sleep until a completion, a wake, an async event or a setup socket
+ * stirs, or timeout_ms. The lock is held to prepare and to look at what
+ * woke us, not while asleep.
+ */
 static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
-	struct pollfd *p, wake;
+	struct pollfd *p = vi->wait_fds, wake;
 	nfds_t np = 3;
 	uint64_t v;
+	int rc, socks = 0;
 
 	if (!vi->cq) { /* not connected yet: only wakes */
-		p = &wake;
-		p[0].fd = vi->wake_fd;
-		p[0].events = POLLIN;
-		if (poll(p, 1, timeout_ms) > 0)
+		wake.fd = vi->wake_fd;
+		wake.events = POLLIN;
+		if (poll(&wake, 1, timeout_ms) > 0)
 			(void)!read(vi->wake_fd, &v, sizeof(v));
 		return OHC_OK;
 	}
+	VX_LOCK(iface);
 	/* about to sleep: hand back every freed slot, so no sender waits on
 	 * credits we sit on (the quarter-ring batching is for busy times) */
 	for (uint32_t r = 0; r < iface->nranks; r++)
 		if (vi->by_peer[r] && vi->by_peer[r]->connected)
 			ep_credit(vi, vi->by_peer[r], 1);
 	if (!vi->armed) {
-		if (ohc_vx_req_notify_cq(vi->cq))
+		if (ohc_vx_req_notify_cq(vi->cq)) {
+			VX_UNLOCK(iface);
 			return OHC_OK; /* keep polling */
+		}
 		vi->armed = 1;
 		/* completions that came before the arming give no event */
-		if (iface_poll(vi))
+		if (iface_poll(vi)) {
+			VX_UNLOCK(iface);
 			return OHC_OK;
+		}
 	}
-	p = vi->wait_fds;
 	p[0].fd = vi->ch->fd;
 	p[0].events = POLLIN;
 	p[1].fd = vi->wake_fd;
@@ -1074,17 +1087,11 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 			p[np++].revents = 0;
 		}
 	}
-	if (poll(p, np, timeout_ms) <= 0)
+	VX_UNLOCK(iface);
+	rc = poll(p, np, timeout_ms);
+	if (rc <= 0)
 		return OHC_OK;
-	for (nfds_t k = 3, r = 0; k < np; r++) {
-		struct ohc_verbs_ep *e = vi->by_peer[r];
-
-		if (!(e && e->connected && !e->broken && e->sock >= 0 &&
-		      !e->peer_abort))
-			continue;
-		if (p[k++].revents)
-			ep_sock_check(e);
-	}
+	VX_LOCK(iface);
 	if (p[0].revents & POLLIN) {
 		while (ohc_vx_get_cq_event(vi->ch) == 0)
 			vi->unacked++;
@@ -1098,6 +1105,16 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		(void)!read(vi->wake_fd, &v, sizeof(v));
 	if (p[2].revents & POLLIN)
 		iface_async(vi);
+	for (nfds_t k = 3; k < np; k++)
+		socks |= p[k].revents != 0;
+	/* the eps may have changed while we slept: look at all of them */
+	for (uint32_t r = 0; socks && r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (e && e->connected && !e->broken)
+			ep_sock_check(e);
+	}
+	VX_UNLOCK(iface);
 	return OHC_OK;
 }
 
@@ -1172,7 +1189,7 @@ static int sock_closed(const struct ohc_verbs_ep *e)
 	       recv(e->sock, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
 }
 
-static ohc_status_t vx_ep_check(struct ohc_ep *ep)
+static ohc_status_t ep_check_locked(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -1188,7 +1205,7 @@ static ohc_status_t vx_ep_check(struct ohc_ep *ep)
  * socket buffer is empty after setup, so it never blocks). The QPs stay as
  * they are; the core cancels what is in flight.
  */
-static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+static void iface_abort_locked(struct ohc_iface *iface, ohc_status_t reason)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
 	char c = reason == OHC_ERR_DESYNC ? VX_ABORT_DESYNC : VX_ABORT_OTHER;
@@ -1205,7 +1222,7 @@ static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
 	}
 }
 
-static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
+static void ep_cancel_locked(struct ohc_ep *ep, ohc_status_t status)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -1278,6 +1295,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
 
+	ohc_vx_service_del(vi); /* the service thread lets go of it first */
 	if (vi->listen_fd >= 0)
 		close(vi->listen_fd);
 	if (vi->wake_fd >= 0)
@@ -1304,6 +1322,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 	vi->pd = NULL;
 	vi->ctx = NULL;
 	vi->by_peer = NULL;
+	pthread_mutex_destroy(&vi->lock);
 }
 
 /*
@@ -1338,6 +1357,8 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	ohc_status_t status;
 
 	vi->listen_fd = vi->wake_fd = -1;
+	pthread_mutex_init(&vi->lock, NULL);
+	ohc_list_init(&vi->svc_link);
 	vi->session = params->session;
 	vi->nqps = (uint32_t)env->rdma_qps_per_conn;
 	vi->slots = (uint32_t)env->rdma_slots;
@@ -1547,7 +1568,7 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
  * Let our last writes land and the peer read our last pulled fragment
  * (bounded): then the peer's QPs may go away, and our staging with them.
  */
-static void vx_ep_quiesce(struct ohc_ep *ep)
+static void ep_quiesce_locked(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
@@ -1599,14 +1620,14 @@ static void vx_ep_quiesce(struct ohc_ep *ep)
 	}
 }
 
-static void vx_ep_fini(struct ohc_ep *ep)
+static void ep_fini_locked(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
 
 	fail_queue(&e->sendq, OHC_ERR_CANCELED);
 	fail_queue(&e->recvq, OHC_ERR_CANCELED);
-	vx_ep_quiesce(ep);
+	ep_quiesce_locked(ep);
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		if (e->qps[i].qp)
 			ohc_vx_destroy_qp(e->qps[i].qp);
@@ -2070,7 +2091,170 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 	vi->listen_fd = -1;
 	OHC_INFO(OHC_SS_VERBS, "rank %u: %u RDMA connections up on %s", rank, n,
 		 vi->dev_name);
+	ohc_vx_service_add(vi);
 	return OHC_OK;
+}
+
+/* ---- the ops, each under the iface's lock ------------------------- */
+
+static unsigned vx_iface_progress(struct ohc_iface *iface)
+{
+	unsigned n;
+
+	VX_LOCK(iface);
+	n = iface_progress_locked(iface);
+	VX_UNLOCK(iface);
+	return n;
+}
+
+static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
+{
+	ohc_status_t st;
+
+	VX_LOCK(ep->iface);
+	st = ep_send_locked(ep, req);
+	VX_UNLOCK(ep->iface);
+	return st;
+}
+
+static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
+{
+	ohc_status_t st;
+
+	VX_LOCK(ep->iface);
+	st = ep_recv_locked(ep, req);
+	VX_UNLOCK(ep->iface);
+	return st;
+}
+
+static ohc_status_t vx_ep_check(struct ohc_ep *ep)
+{
+	ohc_status_t st;
+
+	VX_LOCK(ep->iface);
+	st = ep_check_locked(ep);
+	VX_UNLOCK(ep->iface);
+	return st;
+}
+
+static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
+{
+	VX_LOCK(ep->iface);
+	ep_cancel_locked(ep, status);
+	VX_UNLOCK(ep->iface);
+}
+
+static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	VX_LOCK(iface);
+	iface_abort_locked(iface, reason);
+	VX_UNLOCK(iface);
+}
+
+static void vx_ep_quiesce(struct ohc_ep *ep)
+{
+	VX_LOCK(ep->iface);
+	ep_quiesce_locked(ep);
+	VX_UNLOCK(ep->iface);
+}
+
+static void vx_ep_fini(struct ohc_ep *ep)
+{
+	VX_LOCK(ep->iface);
+	ep_fini_locked(ep);
+	VX_UNLOCK(ep->iface);
+}
+
+static ohc_status_t vx_mem_reg(struct ohc_iface *iface, void *addr, size_t len,
+			       const struct ohc_mem_desc *desc, void **handle_p)
+{
+	ohc_status_t st;
+
+	VX_LOCK(iface);
+	st = ohc_vx_mem_reg(iface, addr, len, desc, handle_p);
+	VX_UNLOCK(iface);
+	return st;
+}
+
+static void vx_mem_dereg(struct ohc_iface *iface, void *handle)
+{
+	VX_LOCK(iface);
+	ohc_vx_mem_dereg(iface, handle);
+	VX_UNLOCK(iface);
+}
+
+/* ---- service (vx_service.c) ----------------------------------------- */
+
+int ohc_vx_service_fds(struct ohc_verbs_iface *vi, struct pollfd **pfd,
+		       struct ohc_verbs_iface ***owner, size_t *n, size_t *cap)
+{
+	int busy = 0;
+
+	if (pthread_mutex_trylock(&vi->lock))
+		return 0; /* in use: its owner watches for itself */
+	for (uint32_t r = 0; r <= vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e =
+			r < vi->super.nranks ? vi->by_peer[r] : NULL;
+		int fd = r == vi->super.nranks ? vi->ctx->async_fd : -1;
+
+		if (e && e->connected && !e->broken && !e->peer_abort)
+			fd = e->sock;
+		busy |= e && e->rp.state;
+		if (fd < 0)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? 2 * *cap : 64;
+			struct pollfd *p = realloc(*pfd, c * sizeof(*p));
+			struct ohc_verbs_iface **o;
+
+			if (!p)
+				break;
+			*pfd = p;
+			o = realloc(*owner, c * sizeof(*o));
+			if (!o)
+				break;
+			*owner = o;
+			*cap = c;
+		}
+		(*pfd)[*n] = (struct pollfd){.fd = fd, .events = POLLIN};
+		(*owner)[(*n)++] = vi;
+	}
+	pthread_mutex_unlock(&vi->lock);
+	return busy;
+}
+
+int ohc_vx_service_busy(struct ohc_verbs_iface *vi)
+{
+	for (uint32_t r = 0; r < vi->super.nranks; r++)
+		if (vi->by_peer[r] && __atomic_load_n(&vi->by_peer[r]->rp.state,
+						      __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+void ohc_vx_service_locked(struct ohc_verbs_iface *vi)
+{
+	int replaying = 0;
+
+	iface_async(vi);
+	for (uint32_t r = 0; r < vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (!e || !e->connected || e->broken)
+			continue;
+		ep_sock_check(e);
+		replaying |= e->rp.state != VX_RP_NONE;
+	}
+	if (replaying) {
+		iface_poll(vi);
+		for (uint32_t r = 0; r < vi->super.nranks; r++) {
+			struct ohc_verbs_ep *e = vi->by_peer[r];
+
+			if (e && e->rp.state && !e->broken)
+				ohc_vx_replay_progress(vi, e);
+		}
+	}
+	vx_iface_wake(&vi->super); /* a sleeping owner looks again */
 }
 
 const struct ohc_transport_ops ohc_verbs_ops = {
@@ -2094,7 +2278,7 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.iface_wake = vx_iface_wake,
 	.ep_check = vx_ep_check,
 	.ep_cancel = vx_ep_cancel,
-	.mem_reg = ohc_vx_mem_reg,
-	.mem_dereg = ohc_vx_mem_dereg,
+	.mem_reg = vx_mem_reg,
+	.mem_dereg = vx_mem_dereg,
 	.iface_abort = vx_iface_abort,
 };
