@@ -1573,7 +1573,8 @@ static void ep_quiesce_locked(struct ohc_ep *ep)
 	struct ohc_verbs_ep *e = vx_ep(ep);
 	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
 
-	if (e->connected && !e->broken) {
+	/* after a failure (ours: aborted) what is in flight is not wanted */
+	if (e->connected && !e->broken && !vi->aborted) {
 		uint64_t deadline = ohc_deadline_after_ms(VX_DRAIN_MS);
 		unsigned polls = 0;
 		/* a peer that announced its failure reads nothing more */
@@ -1613,8 +1614,8 @@ static void ep_quiesce_locked(struct ohc_ep *ep)
 				continue;
 			if (ohc_deadline_passed(deadline))
 				break;
-			if (reads && sock_closed(e))
-				reads = 0; /* gone: it reads nothing more */
+			if (sock_closed(e))
+				break; /* gone: it reads and acks nothing more */
 			(void)poll(NULL, 0, 1);
 		}
 	}
