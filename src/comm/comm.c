@@ -1092,7 +1092,15 @@ static void op_done(struct ohc_comm *comm)
 static int op_task_run(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
-	ohc_status_t status = comm_execute(op->comm, op);
+	ohc_status_t status;
+
+	if (op->notify)
+		op->notify->start(op->notify_arg, op->notify_tag);
+	status = comm_execute(op->comm, op);
+	if (op->notify) {
+		op->notified = true;
+		op->notify->done(op->notify_arg, op->notify_tag, status);
+	}
 
 	switch (status) {
 	case OHC_OK:
@@ -1115,6 +1123,9 @@ static void op_task_release(struct ohc_rt_task *task)
 	struct ohc_op *op = (struct ohc_op *)task;
 	struct ohc_comm *comm = op->comm;
 
+	if (op->notify && !op->notified) /* skipped by its stream */
+		op->notify->done(op->notify_arg, op->notify_tag,
+				 OHC_ERR_CANCELED);
 	ohc_zc_unpin(&op->zc);
 	op_free(comm, op); /* before op_done: comm may go right after */
 	op_done(comm);
