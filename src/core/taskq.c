@@ -188,6 +188,30 @@ static unsigned discard_from_locked(struct ohc_tq *tq, int h, unsigned from,
 	return n;
 }
 
+/* A dependency of tq failed (state < 0): say so, once. */
+static void log_broken(const struct ohc_tq *tq, const struct tq_entry *e,
+		       int state)
+{
+	const char *what = e->src->tasks[e->task].what;
+
+	if (state == OHC_ERR_CANCELED)
+		OHC_ERROR(OHC_SS_COLL,
+			  "task context '%s': handle %d (%s) of context '%s', "
+			  "which it depends on (InterHcclGroupSync), was "
+			  "discarded before it ran (its context was finalized "
+			  "without sync, or destroyed); the rounds prepared "
+			  "after that dependency fail without running",
+			  tq->name, e->task, what, e->src->name);
+	else
+		OHC_ERROR(OHC_SS_COLL,
+			  "task context '%s': handle %d (%s) of context '%s', "
+			  "which it depends on (InterHcclGroupSync), failed: "
+			  "%s; the rounds prepared after that dependency fail "
+			  "without running",
+			  tq->name, e->task, what, e->src->name,
+			  ohc_status_str(state));
+}
+
 /*
  * Launch what may start: committed rounds in prepare order, up to the
  * first entry that is not complete (a task with rounds not committed, or
@@ -208,14 +232,7 @@ static void pump_locked(struct ohc_tq *tq, struct tq_waiter **pokes)
 				return;
 			if (state < 0 && !tq->broken) {
 				tq->broken = state;
-				OHC_ERROR(OHC_SS_COLL,
-					  "task context '%s': handle %d (%s) "
-					  "of context '%s', which it depends "
-					  "on (InterHcclGroupSync), failed: "
-					  "%s; the rounds prepared after that "
-					  "dependency fail without running",
-					  tq->name, e->task, st->what,
-					  e->src->name, ohc_status_str(state));
+				log_broken(tq, e, state);
 			}
 			tq->cursor++;
 			tq->progress++;

@@ -92,10 +92,11 @@ ohc_status_t ohc_tq_commit(struct ohc_tq *tq, int handle);
 /*
  * Block until the next unwaited round of handle ended; its status. Waits
  * follow prepare order: every round of each earlier task must have been
- * waited first. OHC_ERR_INVALID (logged, nothing changed) for an unknown
- * handle, a wait out of that order, a round not committed, or more waits
- * than rounds; OHC_ERR_TIMEOUT (nothing changed: wait again) after the
- * stall time. A round discarded by finalize or close: OHC_ERR_CANCELED.
+ * waited first (discarded rounds need not be). OHC_ERR_INVALID (logged, nothing
+ * changed) for an unknown handle, a wait out of that order, a round not
+ * committed, or more waits than rounds; OHC_ERR_TIMEOUT (nothing changed: wait
+ * again) after the stall time. A round discarded by finalize or close:
+ * OHC_ERR_CANCELED.
  */
 ohc_status_t ohc_tq_wait(struct ohc_tq *tq, int handle);
 /*
