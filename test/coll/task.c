@@ -846,7 +846,7 @@ Test(task, discard_and_dead_sources_threads, .timeout = 120)
 
 #define NP 4
 #define VICTIM 2
-#define EXEC_TIMEOUT_S 10
+#define EXEC_TIMEOUT_S 20
 
 /*
  * Every rank commits all rounds of a large AllReduce (context A) and an
@@ -901,14 +901,14 @@ static int victim_rank(int rank, int n, void *p)
 	return 0;
 }
 
-Test(task, peer_dies_during_committed_task, .timeout = 200)
+Test(task, peer_dies_during_committed_task, .timeout = 240)
 {
 	struct shared *sh = shared_new();
 	char v[16];
 
 	snprintf(v, sizeof(v), "%d", EXEC_TIMEOUT_S);
 	setenv("HCCL_EXEC_TIMEOUT", v, 1);
-	cr_assert_eq(ohc_test_fork_ranks(NP, victim_rank, sh, 150), 1,
+	cr_assert_eq(ohc_test_fork_ranks(NP, victim_rank, sh, 170), 1,
 		     "only the victim may fail");
 	for (int r = 0; r < NP; r++) {
 		if (r == VICTIM)
