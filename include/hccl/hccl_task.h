@@ -24,6 +24,11 @@
  * tasks. Different contexts run concurrently, except where
  * HcclTaskInterHcclGroupSync orders them. Every rank of the communicator
  * prepares the same tasks with matching arguments, in the same order.
+ * Rounds take their place in the communicator's operation order when
+ * they start: other operations issued on it meanwhile (HcclAllReduce on
+ * a stream, say) would interleave differently on each rank and fail as a
+ * mismatch (HCCL_E_PARA), so leave the communicator to its context while
+ * rounds are pending.
  *
  * repeat (1..255) describes `repeat` back-to-back rounds: round i uses
  * sendBuf + i * count and recvBuf + i * count elements, count being the

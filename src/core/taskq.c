@@ -342,8 +342,8 @@ ohc_status_t ohc_tq_add_task(struct ohc_tq *tq, void *arg, unsigned repeat,
 			  tq->name, what, repeat, OHC_TQ_MAX_REPEAT);
 		return OHC_ERR_INVALID;
 	}
-	/* per round: state, start and end time */
-	mem = calloc(repeat, 1 + 2 * sizeof(uint64_t));
+	/* per round: a state, then (8-byte aligned) start and end times */
+	mem = calloc(1, ((repeat + 7) & ~7u) + 2 * sizeof(uint64_t) * repeat);
 	if (!mem)
 		return OHC_ERR_NO_MEMORY;
 	pthread_mutex_lock(&tq->lock);
