@@ -140,10 +140,10 @@ static ohc_status_t check_task(const char *fn, struct ohc_comm *comm,
 			  (unsigned long long)d->count);
 		return OHC_ERR_INVALID;
 	}
-	/* the last block's displacement, within the V forms' maximum */
-	block = d->op == OHC_COLL_ALLREDUCE ? 0
-		: d->stride		    ? d->stride
-					    : d->count;
+	if (!d->stride || d->stride == d->count)
+		return OHC_OK;
+	/* strided: the V form's last displacement within its maximum */
+	block = d->stride;
 	last = extent((uint64_t)(d->repeat - 1) * d->count, n - 1, block);
 	if (last > OHC_API_MAX_COUNT) {
 		OHC_ERROR(OHC_SS_API,

@@ -659,8 +659,8 @@ static int bad_args(int rank, HcclTaskCtx ctx)
 	CHECK(HcclTaskAlltoAll(ctx, buf, buf, 8, HCCL_DATA_TYPE_INT32, 0, 1,
 			       false) == -1,
 	      "rank %d: in-place AlltoAll accepted", rank);
-	CHECK(HcclTaskReduceScatter(ctx, buf, out, 0x7FFFFFFFFull,
-				    HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, 0, 2,
+	CHECK(HcclTaskReduceScatter(ctx, buf, out, 8, HCCL_DATA_TYPE_INT32,
+				    HCCL_REDUCE_SUM, 0x7FFFFFFFFull, 2,
 				    false) == -1,
 	      "rank %d: a layout past the maximum count accepted", rank);
 	CHECK(HcclTaskAlltoAllV(ctx, buf, NULL, dsp, HCCL_DATA_TYPE_INT32, out,
