@@ -192,10 +192,15 @@ static int rank_main(int rank, const struct opts *o, struct shared *sh)
 		for (int k = 0; k < 3; k++)
 			blocking_coll(o, comm, in, out, n);
 		t1 = max_over_ranks(comm, (now_ms() - t0) / 3);
+		/* compute = a + b * work: fit it on two work counts */
 		t0 = now_ms();
-		compute(in, 0, n, rank, 16);
-		c1 = max_over_ranks(comm, (now_ms() - t0) / 16);
-		work = (int)(o->ratio * t1 / (c1 > 1e-6 ? c1 : 1e-6) + 0.5);
+		compute(in, 0, n, rank, 2);
+		t2 = now_ms();
+		compute(in, 0, n, rank, 34);
+		c1 = (now_ms() - t2 - (t2 - t0)) / 32;
+		c1 = max_over_ranks(comm, c1 > 1e-9 ? c1 : 1e-9);
+		t0 = max_over_ranks(comm, t2 - t0) - 2 * c1;
+		work = (int)((o->ratio * t1 - t0) / c1 + 0.5);
 		work = (int)max_over_ranks(comm, work < 1 ? 1 : work);
 
 		if (HcclTaskInit(comm, &ctx))
