@@ -2,6 +2,8 @@
 #ifndef OHC_API_API_H
 #define OHC_API_API_H
 
+#include <stdbool.h>
+
 #include <hccl/hccl.h>
 
 #include "util/compiler.h"
@@ -21,6 +23,26 @@ ohc_status_t ohc_api_config_decode(const HcclCommConfig *user,
 
 /* Run the registered state callbacks for comm (api_state.c). */
 void ohc_api_state_notify(HcclComm comm, HcclCommStatePhase phase);
+
+/*
+ * Argument checks shared by the collectives and the task API (api_coll.c),
+ * each logging one line naming fn and the argument. Values: count at most
+ * OHC_API_MAX_COUNT, a valid supported data type and, when need_reduce,
+ * a reduce op the type supports (OHC_ERR_INVALID / OHC_ERR_UNSUPPORTED).
+ * Counts: every entry of counts[0..n) at most the maximum, *sum_p their
+ * sum. Displacements: that of every non-empty block within the maximum,
+ * so that a block's end in bytes (at most 2 * 2^35 elements of at most
+ * 16 bytes) cannot wrap; empty blocks' displacements are not read.
+ */
+#define OHC_API_MAX_COUNT 0x7FFFFFFFFull
+ohc_status_t ohc_api_check_values(const char *fn, uint64_t count, int dtype,
+				  int redop, bool need_reduce);
+ohc_status_t ohc_api_check_counts(const char *fn, const char *what,
+				  const uint64_t *counts, uint32_t n,
+				  uint64_t *sum_p);
+ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
+				  const uint64_t *counts,
+				  const uint64_t *displs, uint32_t n);
 
 /* The live communicator behind a handle, or NULL (api_comm.c). */
 struct ohc_comm *ohc_api_comm(HcclComm comm);

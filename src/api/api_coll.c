@@ -12,31 +12,13 @@
  * the argument, and hands a descriptor to the communicator, which runs it
  * now (NULL stream) or enqueues it on the stream.
  */
-#define SYS_MAX_COUNT 0x7FFFFFFFFull
+#define SYS_MAX_COUNT OHC_API_MAX_COUNT
 
 enum { NEED_REDUCE = 1 };
 
-static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
-				 uint64_t count, int dtype, int redop,
-				 int flags, struct ohc_comm **c_p)
+ohc_status_t ohc_api_check_values(const char *fn, uint64_t count, int dtype,
+				  int redop, bool need_reduce)
 {
-	struct ohc_comm *c;
-
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return OHC_ERR_NULL;
-	}
-	c = ohc_api_comm(comm);
-	if (!c) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return OHC_ERR_INVALID;
-	}
-	if (stream && !ohc_rt_stream_valid(stream)) {
-		OHC_ERROR(OHC_SS_API, "%s: stream %p is not a live stream", fn,
-			  stream);
-		return OHC_ERR_INVALID;
-	}
 	if (count > SYS_MAX_COUNT) {
 		OHC_ERROR(OHC_SS_API, "%s: count %llu exceeds the maximum %llu",
 			  fn, (unsigned long long)count, SYS_MAX_COUNT);
@@ -53,7 +35,7 @@ static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
 			  fn);
 		return OHC_ERR_UNSUPPORTED;
 	}
-	if (flags & NEED_REDUCE) {
+	if (need_reduce) {
 		if (redop < 0 || redop > 3) {
 			OHC_ERROR(OHC_SS_API,
 				  "%s: op %d is not a valid HcclReduceOp", fn,
@@ -67,6 +49,35 @@ static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
 			return OHC_ERR_UNSUPPORTED;
 		}
 	}
+	return OHC_OK;
+}
+
+static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
+				 uint64_t count, int dtype, int redop,
+				 int flags, struct ohc_comm **c_p)
+{
+	struct ohc_comm *c;
+	ohc_status_t status;
+
+	if (!comm) {
+		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
+		return OHC_ERR_NULL;
+	}
+	c = ohc_api_comm(comm);
+	if (!c) {
+		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
+			  comm);
+		return OHC_ERR_INVALID;
+	}
+	if (stream && !ohc_rt_stream_valid(stream)) {
+		OHC_ERROR(OHC_SS_API, "%s: stream %p is not a live stream", fn,
+			  stream);
+		return OHC_ERR_INVALID;
+	}
+	status = ohc_api_check_values(fn, count, dtype, redop,
+				      flags & NEED_REDUCE);
+	if (status < 0)
+		return status;
 	*c_p = c;
 	return OHC_OK;
 }
@@ -348,10 +359,9 @@ OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf,
 	return coll(__func__, &a, comm, stream, 0);
 }
 
-/* V-count arrays: none above the maximum count; returns their sum. */
-static ohc_status_t check_counts(const char *fn, const char *what,
-				 const uint64_t *counts, uint32_t n,
-				 uint64_t *sum_p)
+ohc_status_t ohc_api_check_counts(const char *fn, const char *what,
+				  const uint64_t *counts, uint32_t n,
+				  uint64_t *sum_p)
 {
 	uint64_t sum = 0;
 
@@ -369,15 +379,9 @@ static ohc_status_t check_counts(const char *fn, const char *what,
 	return OHC_OK;
 }
 
-/*
- * V-displacement arrays: the offset of every non-empty block within the
- * maximum count, so that the block's end in bytes (at most 2 * 2^35
- * elements of at most 16 bytes) cannot wrap. Empty blocks are never
- * touched and their displacements are not read.
- */
-static ohc_status_t check_displs(const char *fn, const char *what,
-				 const uint64_t *counts, const uint64_t *displs,
-				 uint32_t n)
+ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
+				  const uint64_t *counts,
+				  const uint64_t *displs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		if (counts[i] && displs[i] > SYS_MAX_COUNT) {
@@ -418,6 +422,7 @@ static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
 			     uint64_t *total_p)
 {
 	HcclResult r = comm_of(fn, comm, c_p);
+	uint32_t n;
 
 	if (r != HCCL_SUCCESS)
 		return r;
@@ -426,8 +431,9 @@ static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
 			  !counts ? what : dwhat);
 		return HCCL_E_PTR;
 	}
-	if (check_counts(fn, what, counts, (*c_p)->nranks, total_p) < 0 ||
-	    check_displs(fn, dwhat, counts, displs, (*c_p)->nranks) < 0)
+	n = (*c_p)->nranks;
+	if (ohc_api_check_counts(fn, what, counts, n, total_p) < 0 ||
+	    ohc_api_check_displs(fn, dwhat, counts, displs, n) < 0)
 		return HCCL_E_PARA;
 	if (*total_p == 0)
 		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do", fn);
@@ -580,11 +586,12 @@ static HcclResult alltoallv(const char *fn, const void *sendBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_ALLTOALLV};
 	uint64_t stotal, rtotal;
+	uint32_t n = c->nranks;
 
-	if (check_counts(fn, "sendCounts", sc, c->nranks, &stotal) < 0 ||
-	    check_counts(fn, "recvCounts", rc, c->nranks, &rtotal) < 0 ||
-	    check_displs(fn, "sdispls", sc, sd, c->nranks) < 0 ||
-	    check_displs(fn, "rdispls", rc, rd, c->nranks) < 0)
+	if (ohc_api_check_counts(fn, "sendCounts", sc, n, &stotal) < 0 ||
+	    ohc_api_check_counts(fn, "recvCounts", rc, n, &rtotal) < 0 ||
+	    ohc_api_check_displs(fn, "sdispls", sc, sd, n) < 0 ||
+	    ohc_api_check_displs(fn, "rdispls", rc, rd, n) < 0)
 		return HCCL_E_PARA;
 	if (sendType != recvType) {
 		OHC_ERROR(OHC_SS_API, "%s: sendType %s and recvType %s differ",
@@ -663,7 +670,8 @@ OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
 		return r;
 	NULL_CHECK(__func__, sendCountMatrix);
 	n = c->nranks;
-	if (check_counts(__func__, "sendCountMatrix", m, n * n, &total) < 0)
+	if (ohc_api_check_counts(__func__, "sendCountMatrix", m, n * n,
+				 &total) < 0)
 		return HCCL_E_PARA;
 	if (total == 0) {
 		OHC_WARN(OHC_SS_API, "%s: the matrix is all 0, nothing to do",

@@ -634,6 +634,14 @@ static HcclResult destroy_now(HcclComm comm)
 			  comm);
 		return HCCL_E_PARA;
 	}
+	if (__atomic_load_n(&c->task_ctx, __ATOMIC_ACQUIRE)) {
+		OHC_ERROR(OHC_SS_API,
+			  "HcclCommDestroy: communicator '%s' still has a task "
+			  "context (HcclTaskInit); destroy it first "
+			  "(HcclTaskDestroy); nothing was changed",
+			  c->name);
+		return HCCL_E_AGAIN;
+	}
 	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_PRE);
 	ohc_comm_destroy(c);
 	/* the handle is dead now: callbacks may only compare it */

@@ -1202,8 +1202,16 @@ static int op_status_rt(ohc_status_t status)
 static int op_task_run(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
+	ohc_status_t status;
 
-	return op_status_rt(comm_execute(op->comm, op));
+	if (op->notify)
+		op->notify->start(op->notify_arg, op->notify_tag);
+	status = comm_execute(op->comm, op);
+	if (op->notify) {
+		op->notified = true;
+		op->notify->done(op->notify_arg, op->notify_tag, status);
+	}
+	return op_status_rt(status);
 }
 
 /* An op without a stream, run here and recorded (profile running). */
@@ -1229,6 +1237,9 @@ static void op_task_release(struct ohc_rt_task *task)
 	struct ohc_op *op = (struct ohc_op *)task;
 	struct ohc_comm *comm = op->comm;
 
+	if (op->notify && !op->notified) /* skipped by its stream */
+		op->notify->done(op->notify_arg, op->notify_tag,
+				 OHC_ERR_CANCELED);
 	ohc_zc_unpin(&op->zc);
 	op_free(comm, op); /* before op_done: comm may go right after */
 	op_done(comm);

@@ -111,6 +111,9 @@ struct ohc_comm {
 	unsigned op_slab_ops;	      /* ops mapped; under op_pool_taking */
 	unsigned op_slab_next;	      /* next never used op of op_slabs */
 	unsigned op_slab_n;	      /* ops in op_slabs (the newest) */
+
+	/* atomic: the task context bound to us (comm/task.c), or NULL */
+	struct ohc_task_ctx *task_ctx;
 };
 
 /*
@@ -161,6 +164,17 @@ int ohc_comm_name_taken(const char *name, uint32_t rank);
  * on this device (sub-communicator names are unique per process/device). */
 int ohc_comm_name_clash(const char *name, uint32_t rank, int device);
 
+/*
+ * Who hears of an op's execution (the task API's completion counters):
+ * start(arg, tag) when it begins to run and done(arg, tag, status) once
+ * it ended, on the executing thread; done is called exactly once for a
+ * launched op, with OHC_ERR_CANCELED when its stream skipped it.
+ */
+struct ohc_op_notify {
+	void (*start)(void *arg, uint64_t tag);
+	void (*done)(void *arg, uint64_t tag, ohc_status_t status);
+};
+
 /* An operation of a communicator, queued on a stream or run inline. */
 struct ohc_op {
 	struct ohc_rt_task task; /* first: the stream owns us through it */
@@ -176,6 +190,10 @@ struct ohc_op {
 	const char *prof_algo; /* the algorithm that ran */
 	uint32_t prof_npeers;  /* ranks its schedule exchanged with */
 	uint32_t prof_peers[OHC_RT_PROF_PEERS];
+	bool notified;		  /* notify->done was called */
+	const struct ohc_op_notify *notify; /* NULL: nobody */
+	void *notify_arg;
+	uint64_t notify_tag;
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 

@@ -59,6 +59,20 @@ struct ohc_rt_task {
  */
 OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task);
 
+/*
+ * A stream for libhccl's own use (a task context's, comm/task.c): a live
+ * stream handle like aclrtCreateStream's, whose worker prefers device
+ * dev's NUMA node, but created without a current device and on no
+ * device's list, so aclrtResetDevice and aclFinalize leave it alone.
+ * Returns 0 or an aclError (logged).
+ */
+OHC_API int ohc_rt_stream_open(int dev, void **stream_p);
+/*
+ * Close a stream of ohc_rt_stream_open: its queued tasks run first, then
+ * its worker is joined and it is freed. Not from its own worker.
+ */
+OHC_API void ohc_rt_stream_close(void *stream);
+
 /* 1 if stream is a live stream handle of this runtime, else 0. */
 OHC_API int ohc_rt_stream_valid(void *stream);
 

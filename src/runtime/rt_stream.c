@@ -486,6 +486,36 @@ OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task)
 	return ret;
 }
 
+OHC_API int ohc_rt_stream_open(int dev, void **stream_p)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (!stream_p)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "ohc_rt_stream_open: stream_p is NULL");
+	if (dev < 0 || dev >= ohc_rt_device_count())
+		dev = 0; /* only its NUMA node depends on it */
+	ret = ohc_rt_stream_create(dev, 0, false, &s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ohc_rt_reg_lock);
+	ohc_rt_reg_add_locked(&s->super, OHC_RT_KIND_STREAM);
+	pthread_mutex_unlock(&ohc_rt_reg_lock);
+	*stream_p = s;
+	return ACL_SUCCESS;
+}
+
+OHC_API void ohc_rt_stream_close(void *stream)
+{
+	struct ohc_rt_stream *s;
+
+	if (!stream || ohc_rt_stream_get(stream, &s))
+		return;
+	ohc_rt_stream_shutdown(s, false);
+	ohc_rt_stream_put(s);
+}
+
 OHC_API int ohc_rt_stream_valid(void *stream)
 {
 	uint64_t gen;
