@@ -209,6 +209,8 @@ struct ohc_verbs_iface {
 	unsigned unacked;     /* CQ events not yet acknowledged */
 	ohc_status_t aborted; /* reason sent to peers (iface_abort), or 0 */
 	uint32_t replay_ms;   /* OPENHCCL_RDMA_REPLAY_MS */
+	int port_down;	      /* a PORT_ERR came, no PORT_ACTIVE since */
+	uint64_t port_checked; /* last ibv_query_port for a replay */
 	/* Every op of the table runs under lock (the *_locked functions of
 	 * vx_iface.c); iface_wait drops it while it sleeps. The service
 	 * thread (vx_service.c) takes it when free. */

@@ -282,7 +282,13 @@ static void iface_async(struct ohc_verbs_iface *vi)
 						ep_fail(e, ep_qpn(e, q), why);
 			}
 			break;
+		case IBV_EVENT_PORT_ACTIVE:
+			vi->port_down = 0;
+			OHC_DEBUG(OHC_SS_VERBS, "rank %u: %s", vi->super.rank,
+				  why);
+			break;
 		case IBV_EVENT_PORT_ERR:
+			vi->port_down = 1;
 			/* the link may come back: replay, where it can */
 			for (uint32_t r = 0; r < vi->super.nranks; r++) {
 				struct ohc_verbs_ep *e = vi->by_peer[r];

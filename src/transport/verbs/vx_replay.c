@@ -184,12 +184,23 @@ static void rp_drained(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->rp.state = VX_RP_PORT;
 }
 
+/*
+ * Mostly the async events say (PORT_ERR, PORT_ACTIVE); the port is asked
+ * directly at most once a second, in case an event was missed. Not more:
+ * on rxe each ibv_query_port makes the kernel log a line ("speed is
+ * unknown"), and a flood of those on a serial console stalled a VM.
+ */
 int ohc_vx_port_active(struct ohc_verbs_iface *vi)
 {
 	struct ibv_port_attr pa;
+	uint64_t now = ohc_time_coarse_ns();
 
-	return ohc_vx_query_port(vi->ctx, vi->port, &pa) == 0 &&
-	       pa.state == IBV_PORT_ACTIVE;
+	if (now - vi->port_checked < 1000000000ull)
+		return !vi->port_down;
+	vi->port_checked = now;
+	if (ohc_vx_query_port(vi->ctx, vi->port, &pa) == 0)
+		vi->port_down = pa.state != IBV_PORT_ACTIVE;
+	return !vi->port_down;
 }
 
 /* QPs back to INIT with receives, a new PSN, HELLO. */
