@@ -96,7 +96,7 @@ OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
 	g.nranks = c->nranks;
 	g.bs = c->bs;
 	g.eps = c->eps;
-	g.ep_tp = c->ep_tp;
+	g.ep_ops = c->ep_ops;
 	g.ifaces = c->ifaces;
 	g.nifaces = c->nifaces;
 	g.max_bytes = c->cfg.symwin_max_gb <= UINT64_MAX >> 30

@@ -9,6 +9,7 @@
 #include "algo/reduce.h"
 #include "comm/comm.h"
 #include "core/exec.h"
+#include "transport/transport.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -389,7 +390,7 @@ static void comm_free(struct ohc_comm *comm)
 {
 	ohc_comm_transports_close(comm);
 	free(comm->eps);
-	free(comm->ep_tp);
+	free(comm->ep_ops);
 	free(comm->host_of);
 	free(comm->on_backup);
 	pthread_mutex_destroy(&comm->lock);
@@ -448,8 +449,8 @@ ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
 	recs = calloc((size_t)comm->nranks * ntp, sizeof(*recs));
 	eps_by_tp = calloc(comm->nranks, sizeof(*eps_by_tp));
 	comm->eps = calloc(comm->nranks, sizeof(*comm->eps));
-	comm->ep_tp = calloc(comm->nranks, sizeof(*comm->ep_tp));
-	if (!recs || !eps_by_tp || !comm->eps || !comm->ep_tp) {
+	comm->ep_ops = calloc(comm->nranks, sizeof(*comm->ep_ops));
+	if (!recs || !eps_by_tp || !comm->eps || !comm->ep_ops) {
 		status = OHC_ERR_NO_MEMORY;
 		goto out;
 	}
@@ -508,8 +509,11 @@ ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
 			if (!iface || peer->len == 0 ||
 			    peer->len > OHC_ADDR_MAX)
 				continue;
+			/* HCCL_INTRA_ROCE_ENABLE: peers on this host over
+			 * the NIC too, not over a host-only transport */
 			if (env->intra_roce_enable &&
-			    !strcmp(iface->ops->name, "shm"))
+			    (iface->ops->caps & OHC_TP_CAP_SAME_HOST) &&
+			    !(iface->ops->caps & OHC_TP_CAP_NIC))
 				continue;
 			if (!iface->ops->iface_reachable(iface, peer->blob,
 							 peer->len))
@@ -533,7 +537,7 @@ ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
 				goto out;
 			}
 			comm->eps[r] = ep;
-			comm->ep_tp[r] = iface->ops->name;
+			comm->ep_ops[r] = iface->ops;
 			break;
 		}
 		if (!comm->eps[r]) {

@@ -18,7 +18,7 @@
 #include "core/flight.h"
 #include "core/req.h"
 #include "runtime/ohc_rt.h"
-#include "transport/transport.h"
+#include "core/tp.h"
 #include "util/list.h"
 #include "util/status.h"
 #include "zerocopy/zc.h"
@@ -69,7 +69,7 @@ struct ohc_comm {
 	struct ohc_iface *ifaces[OHC_MAX_TRANSPORTS];
 	unsigned nifaces;
 	struct ohc_ep **eps;		/* per rank; NULL for ourselves */
-	const char **ep_tp;		/* transport name per rank */
+	const struct ohc_transport_ops **ep_ops; /* transport per rank */
 	enum ohc_link_class link_class; /* slowest link in use */
 	uint32_t *host_of;		/* host index per rank; NULL: one */
 	uint32_t nhosts;

@@ -119,9 +119,9 @@ ohc_status_t ohc_comm_resume(struct ohc_comm *comm)
 	pthread_mutex_lock(&comm->exec_lock);
 	ohc_comm_transports_close(comm);
 	free(comm->eps); /* opened anew below */
-	free(comm->ep_tp);
+	free(comm->ep_ops);
 	comm->eps = NULL;
-	comm->ep_tp = NULL;
+	comm->ep_ops = NULL;
 	free(comm->on_backup); /* a NIC switch is undone by reconnecting */
 	comm->on_backup = NULL;
 	deadline = ohc_deadline_after_ms(

@@ -48,7 +48,7 @@ static struct ohc_iface *comm_verbs_iface(struct ohc_comm *comm,
 					  unsigned *idx_p)
 {
 	for (unsigned i = 0; i < comm->nifaces; i++) {
-		if (!strcmp(comm->ifaces[i]->ops->name, "verbs")) {
+		if (comm->ifaces[i]->ops->caps & OHC_TP_CAP_NIC) {
 			*idx_p = i;
 			return comm->ifaces[i];
 		}

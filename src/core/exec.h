@@ -14,7 +14,7 @@
 #include "core/flight.h"
 #include "core/req.h"
 #include "core/sched.h"
-#include "transport/transport.h"
+#include "core/tp.h"
 
 /* Bytes received per path (enum ohc_path), summed by the executor. */
 struct ohc_xfer_stats {

@@ -20,7 +20,7 @@
 
 #include "comm/bootstrap/bootstrap.h"
 #include "core/req.h"
-#include "transport/transport.h"
+#include "core/tp.h"
 #include "util/status.h"
 
 struct ohc_zc_region;
@@ -87,7 +87,7 @@ struct ohc_zc_group {
 	uint32_t rank, nranks;
 	struct ohc_bootstrap *bs;
 	struct ohc_ep **eps;	  /* per rank, NULL for ourselves */
-	const char *const *ep_tp; /* transport name per rank */
+	const struct ohc_transport_ops *const *ep_ops; /* transport per rank */
 	struct ohc_iface *const *ifaces;
 	unsigned nifaces;
 	uint64_t max_bytes; /* largest window (0: no limit) */

@@ -75,7 +75,8 @@ static ohc_status_t win_map_peers(struct ohc_zc_win *w,
 		}
 		if (!ep)
 			continue;
-		if (g->ep_tp && g->ep_tp[r] && !strcmp(g->ep_tp[r], "self")) {
+		if (g->ep_ops && g->ep_ops[r] &&
+		    (g->ep_ops[r]->caps & OHC_TP_CAP_SAME_PROCESS)) {
 			p->ptr = (void *)(uintptr_t)recs[r].addr;
 			continue;
 		}

@@ -45,8 +45,18 @@ Test(caps, ops_tables_are_complete)
 			      "%s: ep_size", ops->name);
 		cr_expect(ops->caps & REACH_CAPS, "%s reaches someone",
 			  ops->name);
-		cr_expect_eq(ops->caps & ~(REACH_CAPS | OHC_TP_CAP_WAIT), 0,
-			     "%s: unknown capability bits", ops->name);
+		cr_expect_eq(ops->caps & ~(REACH_CAPS | OHC_TP_CAP_WAIT |
+					   OHC_TP_CAP_NIC),
+			     0, "%s: unknown capability bits", ops->name);
+		/* a NIC reaches other hosts; the same process is reached
+		 * by no NIC (its addresses are ours) */
+		if (ops->caps & OHC_TP_CAP_NIC)
+			cr_expect(ops->caps & OHC_TP_CAP_REMOTE_HOST,
+				  "%s: NIC reaches other hosts", ops->name);
+		if (ops->caps & OHC_TP_CAP_SAME_PROCESS)
+			cr_expect_not(ops->caps & OHC_TP_CAP_NIC,
+				      "%s: same process is not a NIC",
+				      ops->name);
 		cr_expect_not(ohc_transport_slot_is_stub(ops, "ep_send"),
 			      "%s: real ep_send", ops->name);
 		cr_expect_not(ohc_transport_slot_is_stub(ops, "ep_recv"),

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "transport/process.h"
-#include "transport/transport.h"
+#include "core/tp.h"
 #include "util/compiler.h"
 #include "util/list.h"
 #include "util/log.h"

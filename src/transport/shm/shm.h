@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "transport/shm/shm_ring.h"
-#include "transport/transport.h"
+#include "core/tp.h"
 #include "util/list.h"
 
 #define OHC_SHM_HOSTID_MAX 200 /* hostid bytes kept verbatim in the blob */

@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "transport/transport.h"
+#include "core/tp.h"
 #include "transport/verbs/vx_proto.h"
 #include "transport/verbs/vx_rdv.h"
 #include "transport/verbs/vx_wrap.h"

@@ -2267,7 +2267,8 @@ void ohc_vx_service_locked(struct ohc_verbs_iface *vi)
 const struct ohc_transport_ops ohc_verbs_ops = {
 	.size = sizeof(struct ohc_transport_ops),
 	.name = "verbs",
-	.caps = OHC_TP_CAP_SAME_HOST | OHC_TP_CAP_REMOTE_HOST | OHC_TP_CAP_WAIT,
+	.caps = OHC_TP_CAP_SAME_HOST | OHC_TP_CAP_REMOTE_HOST |
+		OHC_TP_CAP_WAIT | OHC_TP_CAP_NIC,
 	.iface_size = sizeof(struct ohc_verbs_iface),
 	.ep_size = sizeof(struct ohc_verbs_ep),
 	.iface_open = vx_iface_open,

@@ -56,7 +56,7 @@
 #include <stdint.h>
 
 #include "core/req.h"
-#include "transport/transport.h"
+#include "core/tp.h"
 #include "util/list.h"
 
 #define OHC_VX_RDV_N 64u /* rendezvous past CTS per direction */
