@@ -74,6 +74,17 @@ OHC_API HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
 	return ohc_status_to_hccl(ohc_zc_deactivate(virPtr));
 }
 
+/* A window's collectives: the communicator's bootstrap. */
+static ohc_status_t win_allgather(void *bs, void *buf, size_t each)
+{
+	return ohc_bootstrap_allgather(bs, buf, each);
+}
+
+static ohc_status_t win_barrier(void *bs)
+{
+	return ohc_bootstrap_barrier(bs);
+}
+
 OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
 					  uint64_t size,
 					  HcclCommSymWindow *winHandle,
@@ -94,7 +105,9 @@ OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
 	g.owner = c;
 	g.rank = c->rank;
 	g.nranks = c->nranks;
-	g.bs = c->bs;
+	g.coll_ctx = c->bs;
+	g.allgather = win_allgather;
+	g.barrier = win_barrier;
 	g.eps = c->eps;
 	g.ep_ops = c->ep_ops;
 	g.ifaces = c->ifaces;

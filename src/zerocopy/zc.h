@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm/bootstrap/bootstrap.h"
 #include "core/req.h"
 #include "core/tp.h"
 #include "util/status.h"
@@ -81,11 +80,20 @@ unsigned ohc_zc_region_count(void);
 
 /* ---- symmetric windows (zc_window.c) ---- */
 
-/* What a window needs of its communicator. */
+/*
+ * What a window needs of its communicator: its endpoints, and two
+ * collectives over its out-of-band channel (the bootstrap), passed in so
+ * that this layer stays below the communicator. allgather: buf holds
+ * nranks blocks of each bytes, ours at rank; barrier: all ranks reached
+ * it. Both are called with coll_ctx and must fail, not hang, when a
+ * peer is gone.
+ */
 struct ohc_zc_group {
 	const void *owner;
 	uint32_t rank, nranks;
-	struct ohc_bootstrap *bs;
+	void *coll_ctx;
+	ohc_status_t (*allgather)(void *coll_ctx, void *buf, size_t each);
+	ohc_status_t (*barrier)(void *coll_ctx);
 	struct ohc_ep **eps;	  /* per rank, NULL for ourselves */
 	const struct ohc_transport_ops *const *ep_ops; /* transport per rank */
 	struct ohc_iface *const *ifaces;

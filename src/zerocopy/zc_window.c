@@ -27,7 +27,8 @@ struct zc_peer {
 struct ohc_zc_win {
 	struct ohc_list node; /* windows */
 	const void *owner;
-	struct ohc_bootstrap *bs;
+	void *coll_ctx; /* the group's collectives (struct ohc_zc_group) */
+	ohc_status_t (*barrier)(void *coll_ctx);
 	uint32_t rank, nranks;
 	uintptr_t addr;
 	size_t size;
@@ -108,17 +109,17 @@ static ohc_status_t win_map_peers(struct ohc_zc_win *w,
 }
 
 /* Everyone's verdict: the first rank's error, or OHC_OK. */
-static ohc_status_t agree(struct ohc_bootstrap *bs, uint32_t nranks,
-			  ohc_status_t mine, uint32_t *bad_rank_p)
+static ohc_status_t agree(const struct ohc_zc_group *g, ohc_status_t mine,
+			  uint32_t *bad_rank_p)
 {
-	int32_t *all = calloc(nranks, sizeof(*all));
+	int32_t *all = calloc(g->nranks, sizeof(*all));
 	ohc_status_t status;
 
 	if (!all)
 		return OHC_ERR_NO_MEMORY;
-	all[ohc_bootstrap_rank(bs)] = mine;
-	status = ohc_bootstrap_allgather(bs, all, sizeof(*all));
-	for (uint32_t r = 0; status == OHC_OK && r < nranks; r++) {
+	all[g->rank] = mine;
+	status = g->allgather(g->coll_ctx, all, sizeof(*all));
+	for (uint32_t r = 0; status == OHC_OK && r < g->nranks; r++) {
 		if (all[r] < 0) {
 			status = all[r];
 			*bad_rank_p = r;
@@ -157,7 +158,8 @@ ohc_status_t ohc_zc_win_register(const struct ohc_zc_group *g, void *addr,
 		goto err_free;
 	}
 	w->owner = g->owner;
-	w->bs = g->bs;
+	w->coll_ctx = g->coll_ctx;
+	w->barrier = g->barrier;
 	w->rank = g->rank;
 	w->nranks = g->nranks;
 	w->addr = (uintptr_t)addr;
@@ -178,7 +180,7 @@ ohc_status_t ohc_zc_win_register(const struct ohc_zc_group *g, void *addr,
 	recs[g->rank].ok = w->region ? 1 : 0;
 	recs[g->rank].size = size;
 	recs[g->rank].addr = (uintptr_t)addr;
-	status = ohc_bootstrap_allgather(g->bs, recs, sizeof(*recs));
+	status = g->allgather(g->coll_ctx, recs, sizeof(*recs));
 	if (status < 0)
 		goto err_region;
 	for (uint32_t r = 0; r < g->nranks; r++) {
@@ -203,7 +205,7 @@ ohc_status_t ohc_zc_win_register(const struct ohc_zc_group *g, void *addr,
 		}
 	}
 	local = win_map_peers(w, g, recs);
-	status = agree(g->bs, g->nranks, local, &bad);
+	status = agree(g, local, &bad);
 	if (status < 0) {
 		if (local == OHC_OK)
 			OHC_ERROR(OHC_SS_MEM,
@@ -293,7 +295,7 @@ ohc_status_t ohc_zc_win_deregister(void *handle)
 	ohc_zc_region_unlink_locked(w->region);
 	ohc_zc_unlock();
 	/* Collective: no peer still loads or stores through its mapping. */
-	status = ohc_bootstrap_barrier(w->bs);
+	status = w->barrier(w->coll_ctx);
 	win_free(w);
 	return status;
 }

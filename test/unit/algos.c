@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Every algorithm through the schedule simulator (src/algo/sim.h): for
+ * Every algorithm through the schedule simulator (src/sim/sim.h): for
  * each rank count 1..9 and 16, counts 0, 1, 7, 100, 1003, roots 0 and
  * n-1, in place and out of place, eager and rendezvous sends, with the
  * memory-hazard check on, every rank's whole buffer must end exactly as a
@@ -24,7 +24,7 @@
 #include "algo/patterns/partition.h"
 #include "algo/patterns/recursive.h"
 #include "algo/patterns/ring.h"
-#include "algo/sim.h"
+#include "sim/sim.h"
 #include "util/log.h"
 
 #define MAXN 16

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The schedule simulator's timing mode (algo/sim.h, sim.timing): for every
+ * The schedule simulator's timing mode (sim/sim.h, sim.timing): for every
  * algorithm, rank count, size and send mode it must give the same time and
  * the same counters as the full simulator's dry run, also when it works
  * in windows of steps, and report broken schedules as errors.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "algo/sim.h"
+#include "sim/sim.h"
 #include "core/sched.h"
 #include "util/compiler.h"
 

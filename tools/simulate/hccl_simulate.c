@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "algo/algo.h"
-#include "algo/sim.h"
+#include "sim/sim.h"
 #include "util/compiler.h"
 
 #define MAX_ALGOS 8

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "algo/sim.h"
+#include "sim/sim.h"
 
 struct sim_msg {
 	uint32_t src;
