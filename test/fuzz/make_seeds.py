@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Write the seed corpora of test/fuzz/corpus/<target>/seed-*.
+
+Seeds are small, well-formed inputs (and a few near misses) that get each
+fuzz target past its first checks; the fuzzer mutates from there. The
+layouts follow the input format described at the top of each target's .c
+file and the wire formats in src/. Running this again rewrites the seed-*
+files only; inputs kept from fuzzing (crash-*, and what ci/fuzz.sh
+-merge adds) are left alone.
+
+Usage: test/fuzz/make_seeds.py [corpus-dir]   (default: next to this file)
+"""
+import json
+import os
+import socket
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus")
+SEEDS = {}
+
+
+def seed(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    SEEDS.setdefault(target, {})["seed-" + name] = data
+
+
+def be16(v):
+    return struct.pack(">H", v & 0xFFFF)
+
+
+def be32(v):
+    return struct.pack(">I", v & 0xFFFFFFFF)
+
+
+def be64(v):
+    return struct.pack(">Q", v & 0xFFFFFFFFFFFFFFFF)
+
+
+def le16(v):
+    return struct.pack("<H", v & 0xFFFF)
+
+
+def le32(v):
+    return struct.pack("<I", v & 0xFFFFFFFF)
+
+
+def le64(v):
+    return struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
+
+
+# ---- rank tables (test/data/ranktables are copied as they are) ----------
+
+def ranktables():
+    def dev(i, ip=True, **kw):
+        d = {"device_id": str(i % 8), "rank_id": str(i)}
+        if ip:
+            d["device_ip"] = "192.168.%d.%d" % (i // 8, 10 + i % 8)
+        d.update(kw)
+        return d
+
+    def table(version, servers, **kw):
+        t = {"status": "completed", "version": version}
+        if version == "1.0" or kw.pop("count", False):
+            t["server_count"] = str(len(servers))
+        t["server_list"] = servers
+        t.update(kw)
+        return t
+
+    one = table("1.0", [{"server_id": "a", "device": [dev(0, False)]}])
+    seed("ranktable", "v10_one_rank", json.dumps(one))
+    two = table("1.0", [
+        {"server_id": "10.0.0.1", "host_ip": "10.0.0.1",
+         "device": [dev(0), dev(1, host_port="60001")]},
+        {"server_id": "10.0.0.2", "host_ip": "10.0.0.2",
+         "device": [dev(2), dev(3, device_port="16666")]}])
+    seed("ranktable", "v10_two_servers_compact", json.dumps(two))
+    v12 = table("1.2", [
+        {"server_id": "n0", "device": [
+            dev(0, super_device_id="0", backup_device_ip="::1",
+                backup_device_port="16667")]},
+        {"server_id": "n1", "device": [dev(1, super_device_id="1")]}],
+        super_pod_list=[{"super_pod_id": "p0", "server_list": [
+            {"server_id": "n0"}, {"server_id": "n1"}]}])
+    seed("ranktable", "v12_pod", json.dumps(v12, indent=1))
+    v12b = table("1.2", [{"server_id": "n0", "device": [dev(0), dev(1)]}],
+                 count=True, super_pod_list=[])
+    seed("ranktable", "v12_count_empty_pods", json.dumps(v12b))
+    ipv6 = table("1.0", [{"server_id": "s", "host_ip": "fe80::1",
+                          "device": [{"device_id": "0", "rank_id": "0",
+                                      "device_ip": "2001:db8::5"}]}])
+    seed("ranktable", "v10_ipv6", json.dumps(ipv6))
+    # near misses: each fails one check
+    bad = dict(two)
+    bad["server_count"] = "3"
+    seed("ranktable", "bad_count", json.dumps(bad))
+    seed("ranktable", "bad_dup_key",
+         '{"status":"completed","status":"completed"}')
+    seed("ranktable", "bad_rank_gap", json.dumps(table("1.0", [
+        {"server_id": "a", "device": [dev(0), dev(2)]}])))
+    seed("ranktable", "bad_unknown_key", json.dumps(table("1.0", [
+        {"server_id": "a", "devrt": [], "device": [dev(0, False)]}])))
+    seed("ranktable", "bad_utf8", b'{"status": "compl\xc3\xa9ted\xff"}')
+    seed("ranktable", "bad_number", '{"status":"completed","version":1.0}')
+    seed("ranktable", "bad_truncated", json.dumps(two)[:97])
+    seed("ranktable", "empty", "")
+    seed("ranktable", "escapes",
+         '{"status":"\\u0063ompleted","version":"1.0","server_count":"1",'
+         '"server_list":[{"server_id":"\\ud83d\\ude00","device":'
+         '[{"device_id":"0","rank_id":"0"}]}]}')
+
+
+# ---- root info ------------------------------------------------------------
+
+RI_MAGIC = 0x4F484352
+
+
+def root_info(fam, port, token, ip, name, scope=0, magic=RI_MAGIC,
+              version=1, reserved=0):
+    b = bytearray(24 + 64 + 128)
+    b[0:4] = be32(magic)
+    b[4:6] = be16(version)
+    b[6:8] = be16(fam)
+    b[8:10] = be16(port)
+    b[10:12] = be16(reserved)
+    b[12:16] = be32(scope)
+    b[16:24] = be64(token)
+    ipb = ip.encode() if isinstance(ip, str) else ip
+    b[24:24 + len(ipb)] = ipb
+    nb = name.encode() if isinstance(name, str) else name
+    b[88:88 + len(nb)] = nb
+    return bytes(b)
+
+
+def root_infos():
+    tok = 0x0123456789ABCDEF
+    seed("root_info", "v4", root_info(4, 60000, tok, "192.168.1.5",
+                                      "192.168.1.5_60000_1f2e3d4c5b6a7988"))
+    seed("root_info", "v4_loopback", root_info(4, 1, 1, "127.0.0.1", "x"))
+    seed("root_info", "v6", root_info(6, 60001, tok, "2001:db8::7",
+                                      "2001:db8::7_60001_0011223344556677"))
+    seed("root_info", "v6_mapped", root_info(6, 5, 9, "::ffff:10.1.2.3", "m"))
+    seed("root_info", "v6_linklocal",
+         root_info(6, 60002, tok, "fe80::1", "fe80::1_60002_aa", scope=2))
+    seed("root_info", "bad_magic", root_info(4, 60000, tok, "1.2.3.4", "n",
+                                             magic=0x4F484353))
+    seed("root_info", "bad_version", root_info(4, 60000, tok, "1.2.3.4", "n",
+                                               version=2))
+    seed("root_info", "bad_family", root_info(5, 60000, tok, "1.2.3.4", "n"))
+    seed("root_info", "bad_port", root_info(4, 0, tok, "1.2.3.4", "n"))
+    seed("root_info", "bad_reserved", root_info(4, 7, tok, "1.2.3.4", "n",
+                                                reserved=1))
+    seed("root_info", "bad_ip_unterminated",
+         root_info(4, 7, tok, b"1" * 64, "n"))
+    seed("root_info", "bad_ip_family", root_info(4, 7, tok, "::1", "n"))
+    seed("root_info", "bad_name_empty", root_info(4, 7, tok, "1.2.3.4", ""))
+    seed("root_info", "bad_name_unterminated",
+         root_info(4, 7, tok, "1.2.3.4", b"n" * 128))
+    seed("root_info", "bad_token", root_info(4, 7, 0, "1.2.3.4", "n"))
+    seed("root_info", "bad_ip_scope", root_info(6, 7, tok, "fe80::1%lo", "n"))
+
+
+# ---- bootstrap frames -----------------------------------------------------
+
+T_JOIN, T_TABLE, T_REFUSE, T_EXPIRED, T_HELLO, T_COLL, T_DATA, T_ABORT, \
+    T_WELCOME = range(1, 10)
+
+
+def frame(ftype, payload=b"", ctx=0, tag=0, length=None, magic=0x4F42,
+          version=2, reserved=0):
+    n = len(payload) if length is None else length
+    return (be16(magic) + bytes([version, ftype]) + be32(reserved) +
+            be64(ctx) + be64(tag) + be64(n) + payload)
+
+
+def wire_addr(ip, port, scope=0):
+    if ":" in ip:
+        return be16(6) + be16(port) + be32(scope) + \
+            socket.inet_pton(socket.AF_INET6, ip)
+    return be16(4) + be16(port) + be32(0) + \
+        socket.inet_pton(socket.AF_INET, ip) + bytes(12)
+
+
+def entry(ip, port, hostid):
+    h = hostid.encode() if isinstance(hostid, str) else hostid
+    return wire_addr(ip, port) + h + bytes(256 - len(h))
+
+
+def join(token, nranks, rank, tmo, ip="10.0.0.1", port=40000,
+         hostid="host-a:boot-1"):
+    return be64(token) + be32(nranks) + be32(rank) + be64(tmo) + \
+        entry(ip, port, hostid)
+
+
+def hello(token, frm, to, nranks):
+    return be64(token) + be32(frm) + be32(to) + be32(nranks) + be32(0)
+
+
+def table(n, port_of_me=None, me=0):
+    pl = be32(n)
+    for r in range(n):
+        port = port_of_me if (r == me and port_of_me) else 41000 + r
+        pl += entry("10.0.0.%d" % (r + 1), port, "host-%d" % (r // 2))
+    return pl
+
+
+def refuse(status, text):
+    return be32(status) + text.encode()
+
+
+def bs_ctx(role, nranks, me, token, root_n, my_port, seed_byte):
+    return (bytes([role, nranks - 1, me]) + le64(token) + bytes([root_n]) +
+            le16(my_port) + bytes([seed_byte]))
+
+
+def bs_frames():
+    tok = 0x1122334455667788
+    # root gate: JOIN
+    seed("bs_frames", "join", bs_ctx(0, 4, 0, tok, 4, 0, 0) +
+         frame(T_JOIN, join(tok, 4, 2, 5000)))
+    seed("bs_frames", "join_v6_chunked", bs_ctx(0, 4, 0, tok, 0, 0, 7) +
+         frame(T_JOIN, join(tok, 2, 1, 10, ip="fe80::2", port=7)))
+    seed("bs_frames", "join_wrong_nranks", bs_ctx(0, 4, 0, tok, 3, 0, 0) +
+         frame(T_JOIN, join(tok, 4, 1, 10)))
+    seed("bs_frames", "join_bad_rank", bs_ctx(0, 4, 0, tok, 0, 0, 0) +
+         frame(T_JOIN, join(tok, 4, 4, 10)))
+    seed("bs_frames", "join_no_hostid", bs_ctx(0, 4, 0, tok, 0, 0, 0) +
+         frame(T_JOIN, join(tok, 4, 1, 10, hostid="")))
+    seed("bs_frames", "join_long_hostid", bs_ctx(0, 4, 0, tok, 0, 0, 0) +
+         frame(T_JOIN, join(tok, 4, 1, 10, hostid=b"h" * 256)[:280]))
+    seed("bs_frames", "join_short", bs_ctx(0, 4, 0, tok, 0, 0, 0) +
+         frame(T_JOIN, join(tok, 4, 1, 10)[:100]))
+    # rank gate: HELLO
+    seed("bs_frames", "hello", bs_ctx(1, 4, 1, tok, 0, 0, 0) +
+         frame(T_HELLO, hello(tok, 0, 1, 4)) + frame(T_COLL, b"abcd",
+                                                     tag=1 << 24))
+    seed("bs_frames", "hello_self", bs_ctx(1, 4, 1, tok, 0, 0, 0) +
+         frame(T_HELLO, hello(tok, 1, 1, 4)))
+    seed("bs_frames", "hello_token", bs_ctx(1, 4, 1, tok, 0, 0, 3) +
+         frame(T_HELLO, hello(tok ^ 1, 2, 1, 4)))
+    # joining rank: WELCOME / REFUSE, then the verdict
+    seed("bs_frames", "welcome", bs_ctx(2, 2, 1, tok, 0, 0, 0) +
+         frame(T_WELCOME, be64(tok)))
+    seed("bs_frames", "refuse", bs_ctx(2, 2, 1, tok, 0, 0, 0) +
+         frame(T_REFUSE, refuse(-7, "rank 1 of 2: wrong session token")))
+    seed("bs_frames", "refuse_short", bs_ctx(2, 2, 1, tok, 0, 0, 0) +
+         frame(T_REFUSE, b"\x00\x01"))
+    seed("bs_frames", "refuse_binary", bs_ctx(3, 2, 1, tok, 0, 0, 5) +
+         frame(T_REFUSE, be32(0xFFFFFFFF) + bytes(range(256))))
+    seed("bs_frames", "expired", bs_ctx(3, 8, 1, tok, 0, 0, 0) +
+         frame(T_EXPIRED, b"ranks 2, 5-7 of 8 never arrived"))
+    seed("bs_frames", "table", bs_ctx(3, 4, 2, tok, 0, 45000, 0) +
+         frame(T_TABLE, table(4, 45000, 2)))
+    seed("bs_frames", "table_one", bs_ctx(3, 1, 0, tok, 0, 41000, 0) +
+         frame(T_TABLE, table(1)))
+    seed("bs_frames", "table_wrong_port", bs_ctx(3, 2, 0, tok, 0, 1, 0) +
+         frame(T_TABLE, table(2)))
+    seed("bs_frames", "table_count", bs_ctx(3, 3, 0, tok, 0, 41000, 0) +
+         frame(T_TABLE, be32(2) + table(3)[4:]))
+    # endpoints: data, aborts, garbage
+    seed("bs_frames", "coll_data_abort", bs_ctx(4, 4, 0, tok, 0, 0, 0) +
+         frame(T_COLL, b"x" * 40, tag=(1 << 24)) +
+         frame(T_DATA, b"y" * 3, ctx=77, tag=5) + frame(T_COLL, tag=2 << 24) +
+         frame(T_ABORT, be32(3) + be32(1) + be32(-10)))
+    seed("bs_frames", "abort_odd", bs_ctx(5, 4, 0, tok, 0, 0, 0) +
+         frame(T_ABORT, be32(3) + be32(99) + be32(5)) +
+         frame(T_ABORT, b"\x01"))
+    seed("bs_frames", "huge_len", bs_ctx(4, 2, 0, tok, 0, 0, 0) +
+         frame(T_DATA, b"", length=1 << 40))
+    seed("bs_frames", "bad_magic", bs_ctx(4, 2, 0, tok, 0, 0, 0) +
+         frame(T_DATA, b"zz", magic=0x4F43))
+    seed("bs_frames", "bad_type", bs_ctx(4, 2, 0, tok, 0, 0, 0) +
+         frame(10, b"zz"))
+    seed("bs_frames", "bad_reserved", bs_ctx(4, 2, 0, tok, 0, 0, 0) +
+         frame(T_DATA, b"zz", reserved=1))
+    seed("bs_frames", "too_long_for_gate", bs_ctx(1, 2, 0, tok, 0, 0, 0) +
+         frame(T_HELLO, bytes(25)))
+
+
+def main():
+    ranktables()
+    root_infos()
+    bs_frames()
+    for target, files in sorted(SEEDS.items()):
+        d = os.path.join(OUT, target)
+        os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):
+            if old.startswith("seed-"):
+                os.unlink(os.path.join(d, old))
+        for name, data in sorted(files.items()):
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+        print("%-12s %3d seeds" % (target, len(files)))
+
+
+if __name__ == "__main__":
+    main()
