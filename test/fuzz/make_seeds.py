@@ -280,10 +280,63 @@ def bs_frames():
          frame(T_HELLO, bytes(25)))
 
 
+def coll_tag(seq, kind, step):
+    return (seq << 32) | (kind << 24) | (step & 0xFFFFFF)
+
+
+def ep_input(n, me, ops, chunks):
+    b = bytes([n - 2, me, len(ops) - 1])
+    for kind, arg, size in ops:
+        b += bytes([kind, arg]) + le16(size)
+    for peer, data in chunks:
+        b += bytes([peer]) + le16(len(data)) + data
+    return b
+
+
+OP_ALLGATHER, OP_BARRIER, OP_BCAST, OP_SEND, OP_RECV = range(5)
+C_ALLGATHER, C_BARRIER, C_BCAST = 1, 2, 3
+
+
+def bs_endpoint():
+    # allgather of 8 bytes, 2 ranks: one step from rank 1
+    seed("bs_endpoint", "allgather2", ep_input(2, 0, [(OP_ALLGATHER, 0, 8)], [
+        (1, frame(T_COLL, b"B" * 8, tag=coll_tag(0, C_ALLGATHER, 0)))]))
+    # 3 ranks, rank 1: two steps from rank 0, then a barrier (two steps)
+    f = b"".join(frame(T_COLL, bytes([65 + s]) * 4,
+                       tag=coll_tag(0, C_ALLGATHER, s)) for s in range(2))
+    f += b"".join(frame(T_COLL, tag=coll_tag(1, C_BARRIER, s))
+                  for s in range(2))
+    seed("bs_endpoint", "allgather3_barrier", ep_input(
+        3, 1, [(OP_ALLGATHER, 0, 4), (OP_BARRIER, 0, 0)], [(0, f)]))
+    # bcast from rank 0 to rank 1 of 2 (one chunk)
+    seed("bs_endpoint", "bcast", ep_input(2, 1, [(OP_BCAST, 0, 100)], [
+        (0, frame(T_COLL, b"c" * 100, tag=coll_tag(0, C_BCAST, 0)))]))
+    # tagged recv, a DATA frame with another tag first, then a send
+    seed("bs_endpoint", "recv_send", ep_input(
+        4, 2, [(OP_RECV, 9, 5), (OP_SEND, 3, 7), (OP_RECV, 9, 5)], [
+            (1, frame(T_DATA, b"other", tag=8) +
+             frame(T_DATA, b"hello", tag=9))]))
+    # the peer sends a wrong length, then an ABORT naming a culprit
+    seed("bs_endpoint", "wrong_length", ep_input(2, 0, [(OP_ALLGATHER, 0, 8)], [
+        (1, frame(T_COLL, b"B" * 9, tag=coll_tag(0, C_ALLGATHER, 0)))]))
+    seed("bs_endpoint", "abort", ep_input(
+        3, 0, [(OP_BARRIER, 0, 0), (OP_ALLGATHER, 0, 1)], [
+            (2, frame(T_ABORT, be32(2) + be32(1) + be32(-10))),
+            (1, frame(T_ABORT, be32(1) + be32(7) + be32(3)))]))
+    # frames an in connection must not carry, and a stream cut short
+    seed("bs_endpoint", "hello_inside", ep_input(2, 0, [(OP_BARRIER, 0, 0)], [
+        (1, frame(T_HELLO, hello(1, 1, 0, 2)))]))
+    seed("bs_endpoint", "cut", ep_input(2, 1, [(OP_RECV, 0, 64)], [
+        (0, frame(T_DATA, b"x" * 64, tag=0)[:70])]))
+    seed("bs_endpoint", "sub_context", ep_input(2, 0, [(OP_RECV, 1, 2)], [
+        (1, frame(T_DATA, b"no", ctx=5, tag=1) + frame(T_DATA, b"ok", tag=1))]))
+
+
 def main():
     ranktables()
     root_infos()
     bs_frames()
+    bs_endpoint()
     for target, files in sorted(SEEDS.items()):
         d = os.path.join(OUT, target)
         os.makedirs(d, exist_ok=True)
