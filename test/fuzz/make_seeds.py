@@ -332,11 +332,139 @@ def bs_endpoint():
         (1, frame(T_DATA, b"no", ctx=5, tag=1) + frame(T_DATA, b"ok", tag=1))]))
 
 
+# ---- transports -----------------------------------------------------------
+
+def tp_blobs():
+    for tp, name, tlen in ((0, "self", 40), (1, "shm", 48 + 25),
+                           (2, "verbs", 80)):
+        # the peer's own blob (XOR with zeros), for each peer number
+        for peer in range(4):
+            seed("tp_blobs", "%s_peer%d" % (name, peer),
+                 bytes([tp, peer, 1, 0]) + bytes(tlen))
+        # one field flipped, a byte short, a byte long
+        seed("tp_blobs", name + "_flip",
+             bytes([tp, 1, 1, 0]) + bytes(8) + b"\x01" + bytes(tlen - 9))
+        seed("tp_blobs", name + "_short", bytes([tp, 1, 3, 0xFF]) +
+             bytes(tlen))
+        seed("tp_blobs", name + "_long", bytes([tp, 1, 3, 1]) +
+             bytes(tlen + 1))
+        seed("tp_blobs", name + "_raw", bytes([tp, 1, 0, 0]) +
+             bytes(range(tlen)))
+    # shm: hostid_kept beyond the blob, and beyond the maximum
+    seed("tp_blobs", "shm_kept_big", bytes([1, 1, 1, 0]) + bytes(6) +
+         le16(0x00C8 ^ 25) + bytes(65))
+    seed("tp_blobs", "shm_kept_huge", bytes([1, 1, 1, 0]) + bytes(6) +
+         le16(0x7FFF) + bytes(65))
+
+
+SHM_DATA, SHM_PAD, SHM_RNDV, SHM_ZC, SHM_INLINE = \
+    0x4441, 0x5041, 0x524E, 0x5A43, 0x494E
+FIRST, LAST = 1, 2
+
+
+def sig(seq, length, step=0):
+    return le64(seq) + le64(0) + le32(0) + bytes([0, 0, 0, step]) + \
+        le64(length)
+
+
+def shm_rec(kind, flags, frag_len, sg, msg_len=0, addr=0, inline=None):
+    h = le64(0) + le16(kind) + le16(flags) + le32(frag_len) + sg
+    if inline is not None:
+        h += inline + bytes(16 - len(inline))
+    else:
+        h += le64(msg_len) + le64(addr)
+    assert len(h) == 64
+    return h
+
+
+def align64(n):
+    return (n + 63) // 64 * 64
+
+
+def shm_input(ring_shift, cma, abort, steps):
+    return bytes([ring_shift, cma, abort]) + b"".join(steps)
+
+
+def s_recv(length, how=0):
+    return bytes([0]) + le16(length) + bytes([how])
+
+
+def s_rec(hdr, payload=b""):
+    return bytes([1]) + hdr + payload
+
+
+S_PROGRESS = bytes([2])
+
+
+def shm_ring():
+    data = bytes(range(100))
+    seed("shm_ring", "copy", shm_input(0, 0, 0, [
+        s_recv(100), s_rec(shm_rec(SHM_DATA, FIRST | LAST, 100, sig(0, 100),
+                                   100), data + bytes(28)), S_PROGRESS]))
+    # three fragments of 1024 + 1024 + 952 (4 KiB ring: 1 KiB fragments)
+    frags, off = [], 0
+    for i, n in enumerate((1024, 1024, 952)):
+        fl = (FIRST if i == 0 else 0) | (LAST if i == 2 else 0)
+        frags.append(s_rec(shm_rec(SHM_DATA, fl, n, sig(0, 3000), 3000),
+                           bytes([i + 1]) * align64(n)))
+    seed("shm_ring", "fragments", shm_input(0, 0, 0,
+                                            [s_recv(3000)] + frags +
+                                            [S_PROGRESS]))
+    seed("shm_ring", "reduce_fp32", shm_input(1, 0, 0, [
+        s_recv(256, 1 | 2 << 2), s_recv(256, 2 | 3 << 2),
+        s_rec(shm_rec(SHM_DATA, FIRST | LAST, 256, sig(0, 256), 256),
+              bytes(256)),
+        s_rec(shm_rec(SHM_DATA, FIRST | LAST, 256, sig(1, 256), 256),
+              b"\x3f" * 256), S_PROGRESS]))
+    seed("shm_ring", "inline", shm_input(0, 0, 0, [
+        s_recv(10), s_recv(0),
+        s_rec(shm_rec(SHM_INLINE, FIRST | LAST, 10, sig(0, 10),
+                      inline=b"0123456789")),
+        s_rec(shm_rec(SHM_INLINE, FIRST | LAST, 0, sig(1, 0), inline=b"")),
+        S_PROGRESS]))
+    # a wrap: 3 records of 1088, a PAD of the 832 left, then one more
+    steps = [s_recv(1024) for _ in range(4)]
+    for i in range(3):
+        steps.append(s_rec(shm_rec(SHM_DATA, FIRST | LAST, 1024,
+                                   sig(i, 1024), 1024), bytes(1024)))
+    steps.append(S_PROGRESS)
+    steps.append(s_rec(shm_rec(SHM_PAD, 0, 4096 - 3 * 1088, bytes(32))))
+    steps.append(s_rec(shm_rec(SHM_DATA, FIRST | LAST, 1024, sig(3, 1024),
+                               1024), bytes(1024)))
+    steps.append(S_PROGRESS)
+    seed("shm_ring", "wrap_pad", shm_input(0, 0, 0, steps))
+    seed("shm_ring", "rndv", shm_input(0, 1, 0, [
+        s_recv(5000), s_rec(shm_rec(SHM_RNDV, FIRST | LAST, 0, sig(0, 5000),
+                                    5000, 0x7F0000001000)), S_PROGRESS]))
+    desc = le64(7) + le32(5) + le32(0) + le64(0) + le64(8192)
+    seed("shm_ring", "zc", shm_input(0, 1, 0, [
+        s_recv(4096), s_rec(shm_rec(SHM_ZC, FIRST | LAST, 64, sig(0, 4096),
+                                    4096), desc + bytes(64 - len(desc))),
+        S_PROGRESS]))
+    seed("shm_ring", "desync_discard", shm_input(0, 0, 2, [
+        s_recv(2048), s_recv(8),
+        s_rec(shm_rec(SHM_DATA, FIRST, 1024, sig(9, 2048), 2048),
+              bytes(1024)),
+        s_rec(shm_rec(SHM_DATA, LAST, 1024, sig(9, 2048), 2048), bytes(1024)),
+        s_rec(shm_rec(SHM_DATA, FIRST | LAST, 8, sig(1, 8), 8), bytes(64)),
+        S_PROGRESS]))
+    seed("shm_ring", "odd_fragment", shm_input(0, 0, 0, [
+        s_recv(8, 2 | 2 << 2),
+        s_rec(shm_rec(SHM_DATA, FIRST, 3, sig(0, 8), 8), bytes(64)),
+        s_rec(shm_rec(SHM_DATA, LAST, 5, sig(0, 8), 8), bytes(64)),
+        S_PROGRESS]))
+    seed("shm_ring", "corrupt_kind", shm_input(0, 0, 0, [
+        s_recv(8), s_rec(shm_rec(0x1234, 3, 8, sig(0, 8), 8), bytes(64)),
+        S_PROGRESS]))
+
+
 def main():
     ranktables()
     root_infos()
     bs_frames()
     bs_endpoint()
+    tp_blobs()
+    shm_ring()
     for target, files in sorted(SEEDS.items()):
         d = os.path.join(OUT, target)
         os.makedirs(d, exist_ok=True)
