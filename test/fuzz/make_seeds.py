@@ -458,6 +458,161 @@ def shm_ring():
         S_PROGRESS]))
 
 
+SHM_SEG_MAGIC = 0x4F48435348534547
+SHM_HELLO_MAGIC = 0x4F4843484C4C4F21
+
+
+def shm_hello(kind, session=0x0123456789ABCDEF, rank=3, pid=100,
+              seg_bytes=0, magic=SHM_HELLO_MAGIC):
+    return le64(magic) + le64(session) + le32(kind) + le32(rank) + \
+        le32(pid) + le32(0) + le64(seg_bytes)
+
+
+def shm_segment(seg_bytes, entries, version=6, session=0x0123456789ABCDEF,
+                owner=3, dir_off=4096, nrings=None):
+    hdr = le64(SHM_SEG_MAGIC) + le32(version) + le32(owner) + \
+        le64(session) + le32(100) + \
+        le32(len(entries) if nrings is None else nrings) + \
+        le64(seg_bytes) + le64(dir_off) + le64(0) + le64(0)
+    b = bytearray(hdr)
+    b += bytes(max(0, dir_off - len(b)))
+    for producer, off, nbytes in entries:
+        b += le32(producer) + le32(0) + le64(off) + le64(nbytes)
+    return bytes(b)
+
+
+def shm_seg():
+    # hellos: the size of the input picks the kind (odd: reply)
+    seed("shm_seg", "hello_connect", b"\x00" + shm_hello(1) + b"\x00")
+    seed("shm_seg", "hello_reply", b"\x00" + shm_hello(2, seg_bytes=1 << 20))
+    seed("shm_seg", "hello_short", b"\x00" + shm_hello(1)[:20])
+    seed("shm_seg", "hello_token", b"\x00" + shm_hello(1, session=5) + b"x")
+    # segments: [1][size - 4096 as u16][bytes]; 3 rings of 4 KiB + 192
+    page = 4096
+    seg_bytes = 2 * page + 3 * 2 * page
+
+    def seg_input(size, body):
+        return b"\x01" + le16(size - page) + body
+
+    rings = [(0, 2 * page + i * 2 * page, 4096) for i in range(3)]
+    rings[1] = (1, rings[1][1], 4096)
+    seed("shm_seg", "segment", seg_input(seg_bytes,
+                                         shm_segment(seg_bytes, rings)))
+    seed("shm_seg", "segment_dir_in_header", seg_input(
+        page, shm_segment(page, [(1, 256, 3072)], dir_off=96)))
+    seed("shm_seg", "segment_ring_at_end", seg_input(
+        page + 4096 + 192, shm_segment(page + 4096 + 192,
+                                       [(1, page, 4096)])))
+    seed("shm_seg", "segment_ring_past_end", seg_input(
+        page + 4096 + 128, shm_segment(page + 4096 + 128,
+                                       [(1, page, 4096)])))
+    seed("shm_seg", "segment_wrapping_entry", seg_input(
+        2 * page, shm_segment(2 * page, [(1, 2 ** 64 - 64, 4096)])))
+    seed("shm_seg", "segment_many_rings", seg_input(
+        2 * page, shm_segment(2 * page, [(0, 0, 0)] * 3, nrings=0xFFFFFFFF)))
+    seed("shm_seg", "segment_no_ring", seg_input(
+        seg_bytes, shm_segment(seg_bytes, [(0, 2 * page, 4096)])))
+    seed("shm_seg", "segment_version", seg_input(
+        seg_bytes, shm_segment(seg_bytes, rings, version=5)))
+
+
+VX_CONN_MAGIC, VX_VERSION = 0x4F484343, 4
+VX_SESSION = 0xFEEDFACE12345678
+
+
+def vx_conn(frm=0, to=1, nqps=2, slots=32, slot_bytes=4096 + 64,
+            session=VX_SESSION, magic=VX_CONN_MAGIC, version=VX_VERSION):
+    return (le32(magic) + le32(version) + le64(session) + le32(frm) +
+            le32(to) + le32(nqps) + le32(slots) + le32(slot_bytes) +
+            le32(3) + le32(1234) + le32(77) + le64(0x7F0000000000) +
+            bytes(16) + b"".join(le32(100 + i) for i in range(32)))
+
+
+def vx_cts(seq, length, sg, addr=0, rkey=0, land_chunk=0, land_n=0):
+    return sg + le64(length) + le64(addr) + le32(rkey) + le32(seq) + \
+        le32(land_chunk) + le32(land_n)
+
+
+def vx_hdr(sg, msg_len, off, frag_len, freed=0, rdv=0):
+    return sg + le64(msg_len) + le64(off) + le32(frag_len) + \
+        le32(freed) + le64(rdv)
+
+
+def vx_msgs():
+    seed("vx_msgs", "conn", b"\x00" + vx_conn())
+    seed("vx_msgs", "conn_from_self", b"\x00" + vx_conn(frm=1))
+    seed("vx_msgs", "conn_geometry", b"\x00" + vx_conn(slots=64))
+    seed("vx_msgs", "conn_token", b"\x00" + vx_conn(session=1))
+    # CTS: [1][ok][len u32][seq u8 (sig)][tp_priv u32][smem][cts]
+    for name, smem, kw in (("direct", 0, {"addr": 0x10000, "rkey": 5}),
+                           ("eager", 0, {}),
+                           ("landing", 1, {"addr": 0x20000,
+                                           "land_chunk": 256 << 10,
+                                           "land_n": 4}),
+                           ("landing_bad", 1, {"addr": 1, "land_chunk": 100,
+                                               "land_n": 9}),
+                           ("landing_no_n", 1, {"addr": 1,
+                                                "land_chunk": 64})):
+        length = 1 << 20
+        seed("vx_msgs", "cts_" + name, b"\x01\x01" + le32(length) +
+             b"\x03" + le32(70) + bytes([smem]) +
+             vx_cts(70, length, sig(3, length), **kw))
+    seed("vx_msgs", "cts_desync", b"\x01\x01" + le32(100) + b"\x03" +
+         le32(70) + b"\x00" + vx_cts(70, 100, sig(4, 100), addr=1))
+    # slots: [2][geo] then steps
+    # geo 0: 4 slots of 4096+64, no rendezvous
+    def recv(length, how=0):
+        return bytes([0]) + le16(length) + bytes([how])
+
+    def land(hdr, payload=b"", k=0):
+        body = hdr + payload
+        return bytes([2 | k << 4]) + le16(len(body)) + body
+
+    PROGRESS = bytes([5])
+    seed("vx_msgs", "slot_one", b"\x02\x00" + recv(100) +
+         land(vx_hdr(sig(0, 100), 100, 0, 100), bytes(100)) + PROGRESS)
+    steps = recv(10000)
+    for i, (off, n) in enumerate(((0, 4096), (4096, 4096), (8192, 1808))):
+        steps += land(vx_hdr(sig(0, 10000), 10000, off, n), bytes([i]) * n,
+                      k=i)
+    seed("vx_msgs", "slot_three_fragments", b"\x02\x00" + steps + PROGRESS)
+    seed("vx_msgs", "slot_reduce", b"\x02\x00" + recv(256, 2 | 2 << 2) +
+         land(vx_hdr(sig(0, 256), 256, 0, 256), b"\x3f" * 256) + PROGRESS)
+    seed("vx_msgs", "slot_odd_fragment", b"\x02\x00" + recv(8, 1 | 2 << 2) +
+         land(vx_hdr(sig(0, 8), 8, 0, 3)) +
+         land(vx_hdr(sig(0, 8), 8, 3, 5), k=1) + PROGRESS)
+    seed("vx_msgs", "slot_out_of_order", b"\x02\x00" + recv(8192) +
+         land(vx_hdr(sig(0, 8192), 8192, 4096, 4096), k=1) +
+         land(vx_hdr(sig(0, 8192), 8192, 0, 4096)) + PROGRESS)
+    seed("vx_msgs", "slot_bad_imm", b"\x02\x00" + recv(8) +
+         bytes([2 | 8]) + le16(64) + vx_hdr(sig(0, 8), 8, 0, 8) +
+         le32(1000) + PROGRESS)
+    # credits: 5 sent, 3 freed, then 9 freed (never sent), then old
+    seed("vx_msgs", "credits", b"\x02\x00" + bytes([4, 5]) + le32(3) +
+         bytes([4, 0]) + le32(2) + bytes([4, 0]) + le32(9))
+    # rendezvous on (geo 0x10): eager receive with a flagged fragment
+    RDV = 1 << 63
+    seed("vx_msgs", "rdv_eager", b"\x02\x10" + recv(20000) + bytes([1]) +
+         b"".join(land(vx_hdr(sig(0, 20000), 20000, o, min(4096,
+                                                              20000 - o),
+                              rdv=RDV | 0), bytes(min(4096, 20000 - o)),
+                       k=i)
+                  for i, o in enumerate(range(0, 20000, 4096))) + PROGRESS)
+    # landing: a 2-chunk reduction, chunks announced by immediates
+    IMM_RDV = 0x80000000
+    seed("vx_msgs", "rdv_landing", b"\x02\x10" +
+         bytes([0]) + le16(0) + bytes([0xC0 | 2 << 2, 1, 0]) +
+         bytes([1]) + bytes([3]) + le32(IMM_RDV | 1 << 16) +
+         bytes([3]) + le32(IMM_RDV | 1 << 16) + bytes([3]) +
+         le32(IMM_RDV | 1 << 16) + PROGRESS)
+    seed("vx_msgs", "rdv_cts_grant_stripe", b"\x02\x10" +
+         bytes([3]) + le32(IMM_RDV | 0x40000000 | 5) +
+         vx_cts(5, 1 << 20, sig(0, 1 << 20), addr=4096) +
+         bytes([3]) + le32(IMM_RDV | 0x60000000 | 5) +
+         bytes([3]) + le32(IMM_RDV | 3 << 16 | 7) +
+         bytes([3]) + le32(IMM_RDV | 65) + PROGRESS)
+
+
 def main():
     ranktables()
     root_infos()
@@ -465,6 +620,8 @@ def main():
     bs_endpoint()
     tp_blobs()
     shm_ring()
+    shm_seg()
+    vx_msgs()
     for target, files in sorted(SEEDS.items()):
         d = os.path.join(OUT, target)
         os.makedirs(d, exist_ok=True)
