@@ -613,6 +613,59 @@ def vx_msgs():
          bytes([3]) + le32(IMM_RDV | 65) + PROGRESS)
 
 
+# ---- environment ----------------------------------------------------------
+
+def config_rows():
+    """The names of util/config.c's table, in its order."""
+    import re
+    src = open(os.path.join(HERE, "..", "..", "src", "util",
+                            "config.c")).read()
+    block = src[src.index("static const struct field fields[]"):]
+    block = block[:block.index("};")]
+    return re.findall(r'(?:INT_F|BOOL_F|STR_F)\(\s*"([A-Z0-9_]+)"|'
+                      r'\{\s*"([A-Z0-9_]+)"', block)
+
+
+ENV_VALUES = {
+    "HCCL_CONNECT_TIMEOUT": ["120", " 7 ", "0", "7201", "1e3", "-5"],
+    "HCCL_IF_IP": ["192.168.1.5", "fe80::1%lo", "fe80::1%99", "::1",
+                   "1.2.3", "x" * 70],
+    "HCCL_SOCKET_IFNAME": ["eth,enp", "^docker,lo", "=eth0", "^=eth0,ib0",
+                           " eth0 , ", "," * 40, "=" + "a" * 20],
+    "HCCL_SOCKET_FAMILY": ["AF_INET", "AF_INET6", "inet"],
+    "HCCL_IF_BASE_PORT": ["60000", "65520", "1023"],
+    "HCCL_HOST_SOCKET_PORT_RANGE": ["60000,60050-60100", "auto", " auto x",
+                                    "1-65535", "5-4", "70000",
+                                    ",".join(["1"] * 70)],
+    "HCCL_WHITELIST_DISABLE": ["0", "TRUE", "yes"],
+    "HCCL_DETERMINISTIC": ["strict", "2", "maybe"],
+    "HCCL_ALGO": ["level0:NA;level1:ring",
+                  "allreduce=level0:NA;level1:H-D_R/others=level0:NA;"
+                  "level1:NB",
+                  "level0:ring;level1:NHR", "alltoall=level1:pairwise",
+                  "broadcast=level0:NA;level1:pipeline/reduce=x",
+                  "level9:ring", "level0", "=;/:=", "level1:" + "r" * 80],
+    "HCCL_RDMA_TC": ["132", "133", "256"],
+    "OPENHCCL_DEBUG": ["DEBUG", "warning", "TRACE", "verbose", ""],
+    "OPENHCCL_DEBUG_SUBSYS": ["init,boot", "^shm,verbs", "all", "nope,",
+                              ",,," + "x" * 300],
+    "OPENHCCL_HOSTID": ["node-7", "x" * 255, "x" * 256],
+    "OPENHCCL_BOOTSTRAP_SECRET": ["s3cret", "x" * 255, "x" * 256],
+    "OPENHCCL_BOOTSTRAP_SECRET_FILE": ["s3cret\n", "\n", "a\r\n",
+                                       "x" * 5000, "bin\x00ary"],
+}
+GENERIC = ["1", "abc", "99999999999999999999"]
+
+
+def env():
+    for row, (a, b) in enumerate(config_rows()):
+        name = a or b
+        values = ENV_VALUES.get(name, GENERIC)
+        for k, v in enumerate(values):
+            seed("env", "%s_%d" % (name.lower(), k), bytes([row]) +
+                 v.encode("latin-1"))
+
+
 def main():
     ranktables()
     root_infos()
@@ -622,6 +675,7 @@ def main():
     shm_ring()
     shm_seg()
     vx_msgs()
+    env()
     for target, files in sorted(SEEDS.items()):
         d = os.path.join(OUT, target)
         os.makedirs(d, exist_ok=True)
