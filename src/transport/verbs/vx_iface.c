@@ -595,8 +595,8 @@ int ohc_vx_hdr_fits(const struct vx_hdr *h, const struct ohc_req *req,
 
 	/* in order, within the receive and the slot, and whole 64-byte
 	 * lines but for the last (req.h) */
-	return h->off == req->done && h->frag_len <= req->len - req->done &&
-	       h->frag_len <= room &&
+	return req->done <= req->len && h->off == req->done &&
+	       h->frag_len <= req->len - req->done && h->frag_len <= room &&
 	       !(h->frag_len % 64 && h->frag_len != req->len - req->done) &&
 	       !(req->done == 0 &&
 		 (h->msg_len != req->len ||
@@ -711,6 +711,15 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			ohc_req_complete(req, OHC_ERR_DESYNC);
 			e->rx_pulled = 0;
 			n++;
+			break;
+		}
+		/* no slot data for a rendezvous written straight into its
+		 * destination (a sender never sends it any; a landing one
+		 * takes slots when its sender declines the ring) */
+		if (routed && !ohc_vx_rdv_takes_slots(e, req)) {
+			ep_fail(e, ep_qpn(e, 0),
+				"protocol error: slot data for a direct "
+				"rendezvous");
 			break;
 		}
 		if (pulled) {

@@ -609,7 +609,9 @@ static void rx_land_chunk(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		(req->len + OHC_VX_LAND_CHUNK - 1) / OHC_VX_LAND_CHUNK;
 	size_t clen;
 
-	if (off >= req->len) {
+	/* chunks or slot data (a sender that declined the ring), never
+	 * both: chunk offsets do not count what came through the slots */
+	if (off >= req->len || req->done != off) {
 		ohc_vx_ep_fail(e, 0, "protocol error: landing overrun");
 		return;
 	}
@@ -721,6 +723,14 @@ struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag)
 	if (!(flag & RDV_FLAG) || !x->req || req_seq(x->req) != seq)
 		return NULL;
 	return x->req;
+}
+
+int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
+			   const struct ohc_req *req)
+{
+	const struct vx_rdv_rx *x = &e->rdv.rx[req_seq(req) % OHC_VX_RDV_N];
+
+	return x->req == req && !x->mr;
 }
 
 void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,

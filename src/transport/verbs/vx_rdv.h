@@ -220,6 +220,11 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 void ohc_vx_rdv_acked(struct ohc_verbs_ep *e, uint32_t slot);
 /* The receive a flagged eager fragment belongs to (NULL: none). */
 struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag);
+/* Whether slot data may be routed into the rendezvous receive req: its
+ * CTS was eager, or offered a landing ring (which the sender may
+ * decline); not when the message is written into its destination. */
+int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
+			   const struct ohc_req *req);
 /* A routed receive finished (done or failed): free its entry. */
 void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			struct ohc_req *req);
