@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages OpenHCCL needs to build, test and benchmark,
-# skipping what is already there. Usage: ci/deps.sh [build|bench|all]
+# skipping what is already there. Usage: ci/deps.sh [build|bench|fuzz|all]
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
+# ci/fuzz.sh: clang with libFuzzer and the sanitizer runtimes
+fuzz_pkgs=(clang libclang-rt-14-dev)
 
 case "${1:-all}" in
 build) want=("${build_pkgs[@]}") ;;
 bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
-all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}") ;;
-*) echo "usage: $0 [build|bench|all]" >&2; exit 2 ;;
+fuzz) want=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
+all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}"
+	"${fuzz_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|fuzz|all]" >&2; exit 2 ;;
 esac
 
 missing=()

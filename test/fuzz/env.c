@@ -22,6 +22,11 @@
 
 static char secret_path[64];
 
+static void remove_secret(void)
+{
+	unlink(secret_path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	int fd;
@@ -34,6 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fd = open(secret_path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
 	FZ_ASSERT(fd >= 0);
 	close(fd);
+	atexit(remove_secret);
 	return 0;
 }
 
