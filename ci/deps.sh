@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages OpenHCCL needs to build, test and benchmark,
 # skipping what is already there.
-# Usage: ci/deps.sh [build|bench|slurm|plot|all]
+# Usage: ci/deps.sh [build|bench|slurm|plot|fuzz|all]
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libibverbs-dev
@@ -13,15 +13,18 @@ vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
 slurm_pkgs=(slurmctld slurmd slurm-client mpich)
 # bench/allreduce.sh's plot (Debian's matplotlib, for /usr/bin/python3)
 plot_pkgs=(python3-matplotlib)
+# ci/fuzz.sh: clang with libFuzzer and the sanitizer runtimes
+fuzz_pkgs=(clang libclang-rt-14-dev)
 
 case "${1:-all}" in
 build) want=("${build_pkgs[@]}") ;;
 bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
 slurm) want=("${slurm_pkgs[@]}") ;;
 plot) want=("${plot_pkgs[@]}") ;;
+fuzz) want=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
 all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}"
-	"${slurm_pkgs[@]}") ;;
-*) echo "usage: $0 [build|bench|slurm|plot|all]" >&2; exit 2 ;;
+	"${slurm_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|slurm|plot|fuzz|all]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -3,7 +3,9 @@
 # The whole test suite, from a fresh Debian 12 machine: installs what is
 # missing, builds with -Werror, runs every Criterion suite through ctest,
 # the tools under a one-node Slurm, then the suites again with
-# AddressSanitizer + UBSan. Exit status is the verdict.
+# AddressSanitizer + UBSan, then the libFuzzer targets (ci/fuzz.sh), the
+# verbs suites on Soft-RoCE and the soak with faults. Exit status is the
+# verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -40,6 +42,12 @@ if [ -n "$left" ]; then
 	echo "FAIL: shared-memory segments left in /dev/shm: $left" >&2
 	exit 1
 fi
+
+# libFuzzer (clang, ASan + UBSan): every corpus input of test/fuzz/corpus
+# replayed, then each target fuzzed briefly (OHC_CI_FUZZ_SECS per target,
+# about 2.5 min on 2 cores; 0: replay only). Longer runs: test/fuzz/README.md.
+echo "== libFuzzer: corpora, then ${OHC_CI_FUZZ_SECS:-30} s per target =="
+bash ci/fuzz.sh "${OHC_CI_FUZZ_SECS:-30}"
 
 # The verbs transport on a real RDMA device: Soft-RoCE in a QEMU VM (the
 # host kernel has no RDMA), every rank pair over rxe. ci/soft-roce/README.md

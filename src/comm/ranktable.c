@@ -1114,13 +1114,60 @@ static uint64_t rt_hash(const char *p, size_t n)
 	return h;
 }
 
-ohc_status_t ohc_ranktable_load(const char *path, struct ohc_ranktable **rt_p)
+ohc_status_t ohc_ranktable_parse(const char *text, size_t len, const char *name,
+				 struct ohc_ranktable **rt_p)
 {
-	struct rt_ctx c = {.path = path};
+	struct rt_ctx c = {.path = name, .text = text, .len = len};
 	struct ohc_ranktable *rt;
 	json_error_t jerr;
 	ohc_status_t st;
 	json_t *root;
+
+	rt_last_error[0] = '\0';
+	if (!name || !rt_p || (!text && len)) {
+		snprintf(rt_last_error, sizeof(rt_last_error),
+			 "rank table: %s is NULL",
+			 !name	 ? "name"
+			 : !rt_p ? "rt_p"
+				 : "text");
+		OHC_ERROR(OHC_SS_BOOT, "%s", rt_last_error);
+		return OHC_ERR_NULL;
+	}
+	if (len == 0)
+		return rt_fail(&c, "", "file is empty");
+	if (len > OHC_RANKTABLE_MAX_BYTES)
+		return rt_fail_file(OHC_ERR_INVALID, name,
+				    "%zu bytes; at most %u allowed", len,
+				    OHC_RANKTABLE_MAX_BYTES);
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return rt_fail_at(jerr.line > 0 ? jerr.line : 1,
+				  jerr.column > 0 ? jerr.column : 1, name,
+				  "json", jerr.text);
+	rt = calloc(1, sizeof(*rt));
+	if (!rt) {
+		st = rt_fail_file(OHC_ERR_NO_MEMORY, name, "out of memory");
+		goto out_root;
+	}
+	c.rt = rt;
+	st = rt_build(&c, root);
+	if (st != OHC_OK) {
+		ohc_ranktable_free(rt);
+		goto out_build;
+	}
+	rt->content_hash = rt_hash(text, len);
+	*rt_p = rt;
+out_build:
+	free(c.server_order);
+	free(c.devs);
+out_root:
+	json_decref(root);
+	return st;
+}
+
+ohc_status_t ohc_ranktable_load(const char *path, struct ohc_ranktable **rt_p)
+{
+	ohc_status_t st;
 	char *text = NULL;
 	size_t len = 0;
 
@@ -1140,38 +1187,7 @@ ohc_status_t ohc_ranktable_load(const char *path, struct ohc_ranktable **rt_p)
 		return OHC_ERR_INVALID;
 	}
 	OHC_CHECK(rt_read_file(path, &text, &len));
-	c.text = text;
-	c.len = len;
-	if (len == 0) {
-		st = rt_fail(&c, "", "file is empty");
-		goto out_text;
-	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		st = rt_fail_at(jerr.line > 0 ? jerr.line : 1,
-				jerr.column > 0 ? jerr.column : 1, path, "json",
-				jerr.text);
-		goto out_text;
-	}
-	rt = calloc(1, sizeof(*rt));
-	if (!rt) {
-		st = rt_fail_file(OHC_ERR_NO_MEMORY, path, "out of memory");
-		goto out_root;
-	}
-	c.rt = rt;
-	st = rt_build(&c, root);
-	if (st != OHC_OK) {
-		ohc_ranktable_free(rt);
-		goto out_build;
-	}
-	rt->content_hash = rt_hash(text, len);
-	*rt_p = rt;
-out_build:
-	free(c.server_order);
-	free(c.devs);
-out_root:
-	json_decref(root);
-out_text:
+	st = ohc_ranktable_parse(text, len, path, rt_p);
 	free(text);
 	return st;
 }

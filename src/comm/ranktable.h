@@ -89,11 +89,21 @@ struct ohc_ranktable {
  */
 ohc_status_t ohc_ranktable_load(const char *path, struct ohc_ranktable **rt_p);
 
-/* Release a table from ohc_ranktable_load(); NULL is a no-op. */
+/*
+ * The same from len bytes of JSON text in memory (need not be
+ * NUL-terminated; at most OHC_RANKTABLE_MAX_BYTES), with `name` in place
+ * of the path in the error text. ohc_ranktable_load reads the file and
+ * calls this. OHC_ERR_NULL when name or rt_p is NULL (or text is NULL
+ * with len > 0); otherwise as ohc_ranktable_load.
+ */
+ohc_status_t ohc_ranktable_parse(const char *text, size_t len, const char *name,
+				 struct ohc_ranktable **rt_p);
+
+/* Release a table from ohc_ranktable_load/parse(); NULL is a no-op. */
 void ohc_ranktable_free(struct ohc_ranktable *rt);
 
 /*
- * The text of this thread's last ohc_ranktable_load() error, without the
+ * The text of this thread's last ohc_ranktable_load/parse() error, without the
  * log prefix; "" when the last load succeeded. Never NULL.
  */
 const char *ohc_ranktable_last_error(void);

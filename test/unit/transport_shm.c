@@ -962,6 +962,55 @@ Test(shm, corrupt_record_fails_the_receive)
 }
 
 /*
+ * A fragment that is not the last must be whole 64-byte lines (what a
+ * reduction relies on): a 3-byte first fragment and a 5-byte last one of
+ * an 8-byte message fail the receive (test/fuzz/corpus/shm_ring/
+ * crash-odd_fragment found it delivered, reduced misaligned).
+ */
+static int odd_fragment_rank(int rank, int nranks, void *arg)
+{
+	struct rctx cc, *c = &cc;
+	uint8_t buf[8];
+	struct ohc_req r, *all[1] = {&r};
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	if (rank == 0) {
+		struct ohc_shm_ep *sep = (struct ohc_shm_ep *)c->eps[1];
+
+		for (int k = 0; k < 2; k++) {
+			struct ohc_shm_rec *rec =
+				(struct ohc_shm_rec *)(sep->tx_data +
+						       sep->tx_tail %
+							       sep->tx_bytes);
+
+			memset(rec, 0, ohc_shm_rec_bytes(64));
+			rec->kind = OHC_SHM_REC_DATA;
+			rec->flags = k ? OHC_SHM_FRAG_LAST : OHC_SHM_FRAG_FIRST;
+			rec->frag_len = k ? 5 : 3;
+			rec->sig.len = sizeof(buf); /* as req_recv's */
+			rec->msg_len = sizeof(buf);
+			ohc_shm_rec_stamp(rec, sep->tx_tail);
+			sep->tx_tail += ohc_shm_rec_bytes(rec->frag_len);
+		}
+		ohc_shm_bell_ring(sep->peer_bell);
+	} else {
+		req_recv(&r, buf, sizeof(buf), 0);
+		CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 100, 10000) == 0, "not failed");
+		CHECK(r.status == OHC_ERR_REMOTE, "recv: %d", r.status);
+	}
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, odd_fragment_fails_the_receive)
+{
+	cr_assert_eq(ohc_test_fork_ranks(2, odd_fragment_rank, NULL, 60), 0);
+}
+
+/*
  * Stale stamps: every 64-byte line of every payload holds the stamp a
  * record header at that place would carry one lap later. The consumer polls
  * stamps where its next record will start, so unless the producer clears

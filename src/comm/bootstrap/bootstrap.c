@@ -135,7 +135,7 @@ uint64_t ohc_root_info_session(const void *root_info)
 	return bs_get64((const uint8_t *)root_info + RI_OFF_TOKEN);
 }
 
-static ohc_status_t ri_root_addr(const void *root_info, struct bs_addr *a_p)
+ohc_status_t bs_root_info_addr(const void *root_info, struct bs_addr *a_p)
 {
 	const uint8_t *b = root_info;
 	ohc_status_t status;
@@ -263,7 +263,7 @@ ohc_status_t ohc_bootstrap_init_root(const void *root_info, uint32_t nranks,
 	OHC_CHECK(ohc_root_info_check(root_info));
 	timeout_ms = default_timeout_ms(timeout_ms);
 	ohc_root_listeners_reap();
-	if (ri_root_addr(root_info, &root) != OHC_OK) {
+	if (bs_root_info_addr(root_info, &root) != OHC_OK) {
 		OHC_ERROR(OHC_SS_BOOT, "root info: unusable root address");
 		return OHC_ERR_INVALID;
 	}

@@ -87,6 +87,10 @@ struct bs_auth {
 	int keyed; /* OPENHCCL_BOOTSTRAP_SECRET(_FILE) in use */
 };
 
+/* The root's address and port in a root info that passed
+ * ohc_root_info_check (bootstrap.c). */
+ohc_status_t bs_root_info_addr(const void *root_info, struct bs_addr *a_p);
+
 /* Load the secret (if configured; logs what is wrong with it). */
 ohc_status_t bs_auth_init(uint64_t raw, struct bs_auth *auth_p);
 uint64_t bs_auth_join(const struct bs_auth *auth);
@@ -104,6 +108,18 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 			  const struct bs_auth *auth, uint32_t nranks,
 			  uint32_t rank, uint64_t timeout_ms,
 			  struct bs_ep **ep_p);
+
+/*
+ * Tests and fuzzing: a socket endpoint of rank `rank` of nranks with no
+ * root and no listener, whose connections already exist: out_fds[r]
+ * carries our frames to rank r (its HELLO taken as written), in_fds[r]
+ * rank r's frames to us (its HELLO taken as read); -1 where there is
+ * none. Takes over every fd (made non-blocking; closed on failure, and
+ * those given for rank itself at once). Host ids are empty.
+ */
+ohc_status_t bs_sock_adopt(uint32_t nranks, uint32_t rank, uint64_t token,
+			   const int *out_fds, const int *in_fds,
+			   struct bs_ep **ep_p);
 
 /* Milliseconds elapsed since t0 (an ohc_time_ns value). */
 static inline uint64_t bs_ms_since(uint64_t t0)
@@ -324,6 +340,63 @@ uint64_t bs_get64(const uint8_t *p);
 
 /* Copy wire text into buf as a printable, NUL-terminated string. */
 void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------- */
+/* Checks of what a peer sends (bs_msg.c): pure, no I/O and no logging,   */
+/* the very functions the root, the gate and the ranks call, so that      */
+/* test/fuzz drives the real checks.                                      */
+
+/* An entry (a JOIN's, or one of a TABLE's): the listen address of a known
+ * family with a non-zero port, and a non-empty NUL-terminated host id
+ * (*hostid_p points into e). Either output may be NULL. */
+ohc_status_t bs_entry_decode(const uint8_t *e, struct bs_addr *a_p,
+			     const char **hostid_p);
+
+/* A JOIN's fields; entry points into the payload (BS_ENTRY_BYTES). */
+struct bs_join {
+	uint64_t token;
+	uint32_t nranks, rank;
+	uint64_t timeout_ms;
+	const uint8_t *entry;
+};
+
+/* OHC_ERR_INVALID: not a JOIN (type, length). */
+ohc_status_t bs_join_decode(const struct bs_hdr *h, const uint8_t *pl,
+			    struct bs_join *j_p);
+/* A JOIN with this job's token, at a root that knows nranks (0: not yet):
+ * nranks in range and as known, rank below it, a good entry. Else
+ * OHC_ERR_INVALID with the reason in why[len]. Duplicates are the root's
+ * to find. */
+ohc_status_t bs_join_check(const struct bs_join *j, uint32_t nranks, char *why,
+			   size_t len);
+
+/* A HELLO to rank me of n presenting token: NULL when it fits, else why.
+ * *from_p: the rank it claims (BS_NO_RANK when it is not a HELLO). A
+ * second connection from the same rank is the caller's to find. */
+const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
+			   uint64_t token, uint32_t me, uint32_t n,
+			   uint32_t *from_p);
+
+/* The root's TABLE for rank me of n, whose listener is on my_port: its
+ * count and length, every entry, our own entry's port. */
+ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
+			    uint32_t n, uint32_t me, uint16_t my_port);
+/* Entry r of a TABLE payload that passed bs_table_check. */
+const uint8_t *bs_table_entry(const uint8_t *pl, uint32_t r);
+
+/* A REFUSE: the root's status word and its text, made printable into
+ * text[size]. OHC_ERR_INVALID: not a REFUSE, or too short for a status. */
+ohc_status_t bs_refuse_parse(const struct bs_hdr *h, const uint8_t *pl,
+			     int32_t *status_p, char *text, size_t size);
+/* What a refused rank returns for the root's status word. */
+ohc_status_t bs_refuse_status(int32_t raw);
+/* A WELCOME carrying proof. */
+int bs_welcome_ok(const struct bs_hdr *h, const uint8_t *pl, uint64_t proof);
+/* An ABORT's payload (len bytes) from a peer of an n-rank endpoint: the
+ * rank it blames (BS_NO_RANK when none of the n) and its status (always
+ * negative: OHC_ERR_REMOTE when it gives none). */
+void bs_abort_parse(const uint8_t *pl, size_t len, uint32_t n,
+		    uint32_t *culprit_p, int32_t *status_p);
 
 /* ---------------------------------------------------------------------- */
 /* The gate of a listener (bs_gate.c): accepted connections that have not  */

@@ -223,21 +223,18 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 {
 	const struct bs_addr *p_from = bs_gate_from(&r->gate, i);
 	char who[64], why[BS_TEXT_MAX], ip[BS_ADDR_STRLEN];
-	uint64_t token, tmo, rank_deadline;
+	uint64_t tmo, rank_deadline;
 	uint32_t nranks, rank;
-	struct bs_addr listen;
-	const uint8_t *entry;
+	struct bs_join j;
 
-	if (h->type != BS_T_JOIN || h->len != BS_JOIN_BYTES) {
+	if (bs_join_decode(h, pl, &j) != OHC_OK) {
 		bs_gate_refuse(&r->gate, i, OHC_ERR_INVALID, NULL,
 			       "malformed join request");
 		return;
 	}
-	token = bs_get64(pl);
-	nranks = bs_get32(pl + 8);
-	rank = bs_get32(pl + 12);
-	tmo = bs_get64(pl + 16);
-	entry = pl + 24;
+	nranks = j.nranks;
+	rank = j.rank;
+	tmo = j.timeout_ms;
 
 	why[0] = '\0';
 	if (r->white_on && !whitelist_allows(r, p_from)) {
@@ -248,7 +245,7 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 		bs_gate_refuse(&r->gate, i, OHC_ERR_TCP_CONNECT, who, why);
 		return;
 	}
-	if (token != r->token) {
+	if (j.token != r->token) {
 		snprintf(why, sizeof(why),
 			 "wrong session token (a different root info, rank "
 			 "table or OPENHCCL_BOOTSTRAP_SECRET)");
@@ -257,22 +254,9 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 		 * the wrong port moves on to the next. */
 		bs_gate_refuse(&r->gate, i, OHC_ERR_UNAVAILABLE, who, why);
 		return;
-	} else if (nranks == 0 || nranks > OHC_BOOTSTRAP_MAX_RANKS)
-		snprintf(why, sizeof(why), "nranks %u is not in [1, %u]",
-			 nranks, OHC_BOOTSTRAP_MAX_RANKS);
-	else if (r->nranks && nranks != r->nranks)
-		snprintf(why, sizeof(why),
-			 "nranks %u does not match the %u of the ranks that "
-			 "joined before",
-			 nranks, r->nranks);
-	else if (rank >= nranks)
-		snprintf(why, sizeof(why), "rank %u is out of range [0, %u)",
-			 rank, nranks);
-	else if (bs_addr_decode(entry, &listen) != OHC_OK ||
-		 !memchr(entry + BS_WIRE_ADDR_BYTES, '\0', OHC_HOSTID_MAX) ||
-		 !entry[BS_WIRE_ADDR_BYTES])
-		snprintf(why, sizeof(why), "bad listen address or host id");
-	else if (r->ranks && r->ranks[rank].fd >= 0)
+	}
+	if (bs_join_check(&j, r->nranks, why, sizeof(why)) == OHC_OK &&
+	    r->ranks && r->ranks[rank].fd >= 0)
 		snprintf(why, sizeof(why),
 			 "duplicate rank %u (already joined from %s)", rank,
 			 bs_addr_str(&r->ranks[rank].from, ip, sizeof(ip)));
@@ -290,7 +274,7 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 		return;
 	}
 	r->ranks[rank].fd = bs_gate_take(&r->gate, i, &r->ranks[rank].from);
-	memcpy(r->ranks[rank].entry, entry, BS_ENTRY_BYTES);
+	memcpy(r->ranks[rank].entry, j.entry, BS_ENTRY_BYTES);
 	send_welcome(r, rank);
 
 	if (tmo < ROOT_MIN_TIMEOUT_MS)

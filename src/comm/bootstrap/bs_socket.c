@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -178,18 +179,13 @@ static int send_dead(const struct sock_peer *p)
 	return p->aborted || p->out_down;
 }
 
-static void peer_aborted_locked(struct sock_peer *p, const uint8_t *pl,
-				size_t len)
+static void peer_aborted_locked(struct sock_peer *p, uint32_t nranks,
+				const uint8_t *pl, size_t len)
 {
 	if (p->aborted)
 		return;
 	p->aborted = 1;
-	p->abort_culprit = BS_NO_RANK;
-	p->abort_status = OHC_ERR_REMOTE;
-	if (len == BS_ABORT_BYTES) {
-		p->abort_culprit = bs_get32(pl + 4);
-		p->abort_status = (int32_t)bs_get32(pl + 8);
-	}
+	bs_abort_parse(pl, len, nranks, &p->abort_culprit, &p->abort_status);
 }
 
 /* Log why p cannot serve x (one line) and return the status. */
@@ -366,7 +362,7 @@ static enum down_kind down_kind_of(ohc_status_t status, int err)
 	return DOWN_EOF;
 }
 
-static void in_read_locked(struct sock_peer *p)
+static void in_read_locked(struct sock_peer *p, uint32_t nranks)
 {
 	while (p->in_fd >= 0) {
 		struct bs_hdr h;
@@ -389,14 +385,14 @@ static void in_read_locked(struct sock_peer *p)
 			continue;
 		}
 		if (h.type == BS_T_ABORT)
-			peer_aborted_locked(p, pl, h.len);
+			peer_aborted_locked(p, nranks, pl, h.len);
 		else
 			in_down_locked(p, DOWN_PROTO, EPROTO);
 		free(pl);
 	}
 }
 
-static void out_read_locked(struct sock_peer *p)
+static void out_read_locked(struct sock_peer *p, uint32_t nranks)
 {
 	while (p->out_fd >= 0) {
 		struct bs_hdr h;
@@ -415,7 +411,7 @@ static void out_read_locked(struct sock_peer *p)
 		}
 		pl = bs_rx_take(&p->out_rx, &h);
 		if (h.type == BS_T_ABORT)
-			peer_aborted_locked(p, pl, h.len);
+			peer_aborted_locked(p, nranks, pl, h.len);
 		else
 			out_down_locked(p, DOWN_PROTO, EPROTO);
 		free(pl);
@@ -425,8 +421,8 @@ static void out_read_locked(struct sock_peer *p)
 /* Read the HELLO of gate entry i; install or refuse it. */
 static void gate_read_locked(struct sock_ep *ep, unsigned i)
 {
-	uint32_t me = ep->super.rank, n = ep->super.nranks, from, to, nr;
-	const char *why = NULL;
+	uint32_t me = ep->super.rank, n = ep->super.nranks, from;
+	const char *why;
 	char who[48];
 	struct bs_hdr h;
 	uint8_t *pl = NULL;
@@ -434,20 +430,9 @@ static void gate_read_locked(struct sock_ep *ep, unsigned i)
 
 	if (bs_gate_read(&ep->gate, i, &h, &pl) != OHC_OK)
 		return;
-	from = to = nr = BS_NO_RANK;
-	if (h.type != BS_T_HELLO || h.len != BS_HELLO_BYTES) {
-		why = "not a bootstrap hello";
-	} else {
-		from = bs_get32(pl + 8);
-		to = bs_get32(pl + 12);
-		nr = bs_get32(pl + 16);
-		if (bs_get64(pl) != ep->token)
-			why = "wrong session token";
-		else if (to != me || nr != n || from >= n || from == me)
-			why = "rank numbers do not fit this communicator";
-		else if (ep->peers[from].in_seen)
-			why = "a second connection from the same rank";
-	}
+	why = bs_hello_check(&h, pl, ep->token, me, n, &from);
+	if (!why && ep->peers[from].in_seen)
+		why = "a second connection from the same rank";
 	free(pl);
 	if (why) {
 		snprintf(who, sizeof(who), "a peer claiming rank %u", from);
@@ -459,7 +444,7 @@ static void gate_read_locked(struct sock_ep *ep, unsigned i)
 	ep->peers[from].in_seen = 1;
 	bs_rx_init(&ep->peers[from].in_rx, fd);
 	/* Frames may already follow the HELLO. */
-	in_read_locked(&ep->peers[from]);
+	in_read_locked(&ep->peers[from], n);
 }
 
 /* New connections are read at once: a peer's HELLO is usually there. */
@@ -533,7 +518,7 @@ static size_t pollset_locked(struct sock_ep *ep)
 	return n;
 }
 
-static void out_event_locked(struct sock_peer *p, short ev)
+static void out_event_locked(struct sock_peer *p, uint32_t nranks, short ev)
 {
 	int err = 0;
 
@@ -551,7 +536,7 @@ static void out_event_locked(struct sock_peer *p, short ev)
 	if (ev & (POLLOUT | POLLERR))
 		flush_locked(p);
 	if (p->out_fd >= 0 && (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)))
-		out_read_locked(p);
+		out_read_locked(p, nranks);
 }
 
 /* One poll() with the lock dropped, then handle what it reported. */
@@ -586,9 +571,11 @@ static void poll_round_locked(struct sock_ep *ep, uint64_t deadline)
 		} else if (who < WHO_PEER) {
 			gate_read_locked(ep, who - WHO_GATE);
 		} else if ((who - WHO_PEER) % 2 == 0) {
-			out_event_locked(&ep->peers[(who - WHO_PEER) / 2], ev);
+			out_event_locked(&ep->peers[(who - WHO_PEER) / 2],
+					 ep->super.nranks, ev);
 		} else {
-			in_read_locked(&ep->peers[(who - WHO_PEER) / 2]);
+			in_read_locked(&ep->peers[(who - WHO_PEER) / 2],
+				       ep->super.nranks);
 		}
 	}
 	pthread_cond_broadcast(&ep->cond);
@@ -961,6 +948,54 @@ static ohc_status_t sock_alloc(uint32_t nranks, uint32_t rank, uint64_t token,
 	return OHC_OK;
 }
 
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+ohc_status_t bs_sock_adopt(uint32_t nranks, uint32_t rank, uint64_t token,
+			   const int *out_fds, const int *in_fds,
+			   struct bs_ep **ep_p)
+{
+	struct sock_ep *ep = NULL;
+	ohc_status_t status = OHC_ERR_INVALID;
+
+	if (nranks && rank < nranks)
+		status = sock_alloc(nranks, rank, token, &ep);
+	for (uint32_t r = 0; r < nranks; r++) {
+		struct sock_peer *p = status < 0 ? NULL : &ep->peers[r];
+		int fds[2] = {out_fds[r], in_fds[r]};
+
+		for (int k = 0; k < 2; k++)
+			if (fds[k] >= 0 &&
+			    (!p || r == rank || set_nonblock(fds[k]) < 0)) {
+				close(fds[k]);
+				fds[k] = -1;
+			}
+		if (!p)
+			continue;
+		snprintf(p->where, sizeof(p->where), "fd %d/%d", fds[0],
+			 fds[1]);
+		if (fds[0] >= 0) {
+			p->out_fd = fds[0];
+			p->out_state = OUT_OPEN;
+			p->out_written = 1;
+			bs_rx_init(&p->out_rx, fds[0]);
+		}
+		if (fds[1] >= 0) {
+			p->in_fd = fds[1];
+			p->in_seen = 1;
+			bs_rx_init(&p->in_rx, fds[1]);
+		}
+	}
+	if (status < 0)
+		return status;
+	*ep_p = &ep->super;
+	return OHC_OK;
+}
+
 /* The root's reply: the table, a refusal or an expiry. */
 static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 				 uint64_t deadline, uint64_t t0,
@@ -972,6 +1007,7 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 	struct bs_hdr h;
 	uint8_t *pl = NULL;
 	ohc_status_t status;
+	int32_t raw;
 	int err = 0;
 
 	status = bs_recv_frame(rfd,
@@ -998,15 +1034,11 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 	}
 	switch (h.type) {
 	case BS_T_REFUSE:
-		if (h.len < 4) {
+		if (bs_refuse_parse(&h, pl, &raw, text, sizeof(text)) < 0) {
 			status = OHC_ERR_TCP_TRANSFER; /* logged below */
 			break;
 		}
-		bs_text_clean(pl + 4, h.len - 4, text, sizeof(text));
-		status = (ohc_status_t)(int32_t)bs_get32(pl);
-		if (status != OHC_ERR_TCP_CONNECT &&
-		    status != OHC_ERR_NO_MEMORY)
-			status = OHC_ERR_INVALID;
+		status = bs_refuse_status(raw);
 		OHC_ERROR(
 			OHC_SS_BOOT,
 			"rank %u: the bootstrap root at %s refused this rank: "
@@ -1021,21 +1053,16 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 		status = OHC_ERR_TIMEOUT;
 		break;
 	case BS_T_TABLE:
-		if (h.len != want || bs_get32(pl) != n) {
+		if (bs_table_check(&h, pl, n, me, my_port) < 0) {
 			status = OHC_ERR_TCP_TRANSFER;
 			break;
 		}
-		for (uint32_t r = 0; r < n && status == OHC_OK; r++) {
+		for (uint32_t r = 0; r < n; r++) {
 			struct sock_peer *p = &ep->peers[r];
-			const uint8_t *e = pl + 4 + (size_t)r * BS_ENTRY_BYTES;
-			const uint8_t *hid = e + BS_WIRE_ADDR_BYTES;
+			const char *hid;
 
-			if (bs_addr_decode(e, &p->addr) != OHC_OK ||
-			    !memchr(hid, '\0', OHC_HOSTID_MAX) || !hid[0] ||
-			    (r == me && bs_addr_port(&p->addr) != my_port)) {
-				status = OHC_ERR_TCP_TRANSFER;
-				break;
-			}
+			(void)bs_entry_decode(bs_table_entry(pl, r), &p->addr,
+					      &hid);
 			memcpy(p->hostid, hid, OHC_HOSTID_MAX);
 			bs_addr_str(&p->addr, p->where, sizeof(p->where));
 		}
@@ -1120,6 +1147,7 @@ static ohc_status_t read_welcome(struct sock_ep *ep, int rfd, const char *root,
 	ohc_status_t status;
 	struct bs_hdr h;
 	uint8_t *pl = NULL;
+	int32_t raw;
 	int err = 0;
 
 	status = bs_recv_frame(rfd, BS_TEXT_MAX + 4, deadline, &h, &pl, &err);
@@ -1146,8 +1174,7 @@ static ohc_status_t read_welcome(struct sock_ep *ep, int rfd, const char *root,
 			return OHC_ERR_TCP_CONNECT;
 		}
 	} else if (h.type == BS_T_WELCOME) {
-		if (h.len == BS_WELCOME_BYTES &&
-		    bs_get64(pl) == bs_auth_welcome(auth, me)) {
+		if (bs_welcome_ok(&h, pl, bs_auth_welcome(auth, me))) {
 			free(pl);
 			return OHC_OK;
 		}
@@ -1161,15 +1188,12 @@ static ohc_status_t read_welcome(struct sock_ep *ep, int rfd, const char *root,
 			free(pl);
 			return OHC_ERR_INVALID;
 		}
-	} else if (h.type == BS_T_REFUSE && h.len >= 4) {
-		bs_text_clean(pl + 4, h.len - 4, text, sizeof(text));
-		status = (ohc_status_t)(int32_t)bs_get32(pl);
-		if (probing && status == OHC_ERR_UNAVAILABLE) {
+	} else if (bs_refuse_parse(&h, pl, &raw, text, sizeof(text)) ==
+		   OHC_OK) {
+		if (probing && raw == OHC_ERR_UNAVAILABLE) {
 			why = "another job's root (wrong session token)";
 		} else {
-			if (status != OHC_ERR_TCP_CONNECT &&
-			    status != OHC_ERR_NO_MEMORY)
-				status = OHC_ERR_INVALID;
+			status = bs_refuse_status(raw);
 			OHC_ERROR(OHC_SS_BOOT,
 				  "rank %u: the bootstrap root at %s refused "
 				  "this rank: %s",

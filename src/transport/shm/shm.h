@@ -99,6 +99,23 @@ struct ohc_shm_ep {
 	int zc_warned;
 };
 
+/*
+ * The one message each way on a connection of the fd exchange (abstract
+ * unix socket); the reply carries the memfd of the replier's segment.
+ */
+#define OHC_SHM_HELLO_MAGIC 0x4f4843484c4c4f21ull /* "OHCHLLO!" */
+enum { OHC_SHM_HELLO_CONNECT = 1, OHC_SHM_HELLO_REPLY = 2 };
+
+struct ohc_shm_hello {
+	uint64_t magic;
+	uint64_t session; /* the token: anything else is refused */
+	uint32_t kind;
+	uint32_t rank;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t seg_bytes; /* reply: size of the attached memfd */
+};
+
 /* shm_seg.c: our segment, the fd exchange and peer mappings. */
 ohc_status_t ohc_shm_seg_open(struct ohc_shm_iface *sif);
 ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
@@ -109,6 +126,21 @@ void ohc_shm_seg_close(struct ohc_shm_iface *sif);
  * live one) names a ring inside its segment of seg_bytes. */
 int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent,
 			  uint64_t seg_bytes);
+/*
+ * Checks of what a peer sends at connect time (pure, no logging; fuzzed
+ * by test/fuzz/shm_seg.c). A hello of len bytes received: of `kind` and
+ * this session? NULL when it is, else why. A peer's segment (seg_bytes,
+ * mapped at seg): NULL when its header (a copy, in *head_p) is of this
+ * version and session, owned by `owner`, of that size, with its
+ * directory inside it, and a valid directory entry names `me` as a
+ * producer (a copy in *ent_p); else why.
+ */
+const char *ohc_shm_hello_check(const struct ohc_shm_hello *h, size_t len,
+				uint32_t kind, uint64_t session);
+const char *ohc_shm_seg_find_ring(const void *seg, uint64_t seg_bytes,
+				  uint64_t session, uint32_t owner, uint32_t me,
+				  struct ohc_shm_seg_hdr *head_p,
+				  struct ohc_shm_dir_ent *ent_p);
 void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
 
 /*

@@ -796,9 +796,13 @@ static unsigned shm_pull(struct ohc_shm_ep *sep)
 			}
 			goto consume;
 		}
+		/* whole lines but for the last (core/req.h): a reduction
+		 * must see whole elements */
 		if (req->done + rec.frag_len > req->len ||
 		    !!(rec.flags & OHC_SHM_FRAG_LAST) !=
-			    (req->done + rec.frag_len == req->len)) {
+			    (req->done + rec.frag_len == req->len) ||
+		    (!(rec.flags & OHC_SHM_FRAG_LAST) &&
+		     rec.frag_len % OHC_SHM_REC_ALIGN)) {
 			shm_rx_fail(sep, OHC_ERR_REMOTE,
 				    "fragment lengths do not add up");
 			break;

@@ -29,20 +29,6 @@
 
 #define SEG_MIN_RING 4096u
 #define CONNECT_RETRY_MS 5 /* between connect() attempts to a peer */
-#define HELLO_MAGIC 0x4f4843484c4c4f21ull /* "OHCHLLO!" */
-
-enum { HELLO_CONNECT = 1, HELLO_REPLY = 2 };
-
-/* The one message each way on a connection; the reply carries the memfd. */
-struct seg_hello {
-	uint64_t magic;
-	uint64_t session; /* the token: anything else is refused */
-	uint32_t kind;
-	uint32_t rank;
-	int32_t pid;
-	uint32_t pad;
-	uint64_t seg_bytes; /* reply: size of the attached memfd */
-};
 
 static size_t seg_page(void)
 {
@@ -270,13 +256,57 @@ int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent, uint64_t seg_bytes)
 		       seg_bytes - ent->off - sizeof(struct ohc_shm_ring_ctl);
 }
 
+const char *ohc_shm_seg_find_ring(const void *seg, uint64_t seg_bytes,
+				  uint64_t session, uint32_t owner, uint32_t me,
+				  struct ohc_shm_seg_hdr *head_p,
+				  struct ohc_shm_dir_ent *ent_p)
+{
+	const struct ohc_shm_dir_ent *dir;
+	struct ohc_shm_seg_hdr head;
+
+	if (seg_bytes < sizeof(head))
+		return "segment smaller than its header";
+	memcpy(&head, seg, sizeof(head));
+	if (head.magic != OHC_SHM_MAGIC || head.version != OHC_SHM_VERSION ||
+	    head.session != session || head.owner_rank != owner ||
+	    head.seg_bytes != seg_bytes || head.dir_off > seg_bytes ||
+	    head.nrings > (seg_bytes - head.dir_off) / sizeof(*dir))
+		return "bad segment header";
+	dir = (const struct ohc_shm_dir_ent *)(const void *)((const char *)seg +
+							     head.dir_off);
+	for (uint32_t i = 0; i < head.nrings; i++) {
+		struct ohc_shm_dir_ent ent;
+
+		memcpy(&ent, &dir[i], sizeof(ent));
+		if (ent.producer != me)
+			continue;
+		if (!ohc_shm_dir_ent_valid(&ent, seg_bytes))
+			return "bad ring directory entry";
+		*head_p = head;
+		*ent_p = ent;
+		return NULL;
+	}
+	return "no ring for us in the segment";
+}
+
+const char *ohc_shm_hello_check(const struct ohc_shm_hello *h, size_t len,
+				uint32_t kind, uint64_t session)
+{
+	if (len != sizeof(*h) || h->magic != OHC_SHM_HELLO_MAGIC ||
+	    h->kind != kind)
+		return "malformed hello";
+	if (h->session != session)
+		return "wrong session token";
+	return NULL;
+}
+
 /* Map one peer's segment from its memfd and find the ring we write. */
 static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 				 struct ohc_shm_ep *sep, int fd,
 				 uint64_t seg_bytes)
 {
 	struct ohc_shm_seg_hdr *hdr, head;
-	struct ohc_shm_dir_ent *dir;
+	struct ohc_shm_dir_ent ent;
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 	const char *why = NULL;
@@ -301,37 +331,16 @@ static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 	/* The peer can write its segment at any time: check and use copies
 	 * of the header and of the directory entry, never the live ones. */
 	hdr = map;
-	memcpy(&head, hdr, sizeof(head));
-	if (head.magic != OHC_SHM_MAGIC || head.version != OHC_SHM_VERSION ||
-	    head.session != sif->session ||
-	    head.owner_rank != sep->super.peer || head.seg_bytes != seg_bytes ||
-	    head.dir_off > seg_bytes ||
-	    head.nrings > (seg_bytes - head.dir_off) / sizeof(*dir)) {
-		why = "bad segment header";
+	why = ohc_shm_seg_find_ring(map, seg_bytes, sif->session,
+				    sep->super.peer, sif->super.rank, &head,
+				    &ent);
+	if (why)
 		goto bad_map;
-	}
-	dir = (struct ohc_shm_dir_ent *)((char *)map + head.dir_off);
-	for (uint32_t i = 0; i < head.nrings; i++) {
-		struct ohc_shm_dir_ent ent;
-
-		memcpy(&ent, &dir[i], sizeof(ent));
-		if (ent.producer != sif->super.rank)
-			continue;
-		if (!ohc_shm_dir_ent_valid(&ent, seg_bytes)) {
-			why = "bad ring directory entry";
-			goto bad_map;
-		}
-		sep->tx = (struct ohc_shm_ring_ctl *)((char *)map + ent.off);
-		sep->tx_data = (char *)(sep->tx + 1);
-		sep->tx_bytes = ent.bytes;
-		sep->tx_tail = 0; /* a ring carries one connection */
-		sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
-		break;
-	}
-	if (!sep->tx) {
-		why = "no ring for us in the segment";
-		goto bad_map;
-	}
+	sep->tx = (struct ohc_shm_ring_ctl *)((char *)map + ent.off);
+	sep->tx_data = (char *)(sep->tx + 1);
+	sep->tx_bytes = ent.bytes;
+	sep->tx_tail = 0; /* a ring carries one connection */
+	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
 	prefault_tx(sep);
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
@@ -392,10 +401,10 @@ static int xchg_cred_ok(struct xchg *x, int fd, pid_t *pid_p)
 
 static ohc_status_t xchg_send_hello(struct xchg *x, struct xpeer *p)
 {
-	struct seg_hello h = {
-		.magic = HELLO_MAGIC,
+	struct ohc_shm_hello h = {
+		.magic = OHC_SHM_HELLO_MAGIC,
 		.session = x->sif->session,
-		.kind = HELLO_CONNECT,
+		.kind = OHC_SHM_HELLO_CONNECT,
 		.rank = x->sif->super.rank,
 		.pid = x->sif->pid,
 	};
@@ -456,7 +465,7 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		char buf[CMSG_SPACE(sizeof(int) * 4)];
 		struct cmsghdr align;
 	} cbuf;
-	struct seg_hello h;
+	struct ohc_shm_hello h;
 	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 	struct msghdr msg = {
 		.msg_iov = &iov,
@@ -493,11 +502,9 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		why = strerror(errno);
 	else if (r == 0)
 		why = "it closed the connection without answering";
-	else if (r != (ssize_t)sizeof(h) || h.magic != HELLO_MAGIC ||
-		 h.kind != HELLO_REPLY)
-		why = "malformed answer";
-	else if (h.session != x->sif->session)
-		why = "wrong session token";
+	else if ((why = ohc_shm_hello_check(&h, (size_t)r, OHC_SHM_HELLO_REPLY,
+					    x->sif->session)))
+		;
 	else if (h.rank != p->ep->super.peer)
 		why = "answer from another rank";
 	else if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC))
@@ -538,7 +545,7 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
-	struct seg_hello h, rep;
+	struct ohc_shm_hello h, rep;
 	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
 	struct msghdr msg = {
 		.msg_iov = &iov,
@@ -558,11 +565,10 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		return;
 	if (r <= 0)
 		why = "closed before saying who it is";
-	else if (r != (ssize_t)sizeof(h) || h.magic != HELLO_MAGIC ||
-		 h.kind != HELLO_CONNECT)
-		why = "malformed hello";
-	else if (h.session != x->sif->session)
-		why = "wrong session token";
+	else if ((why = ohc_shm_hello_check(&h, (size_t)r,
+					    OHC_SHM_HELLO_CONNECT,
+					    x->sif->session)))
+		;
 	else if (!xchg_cred_ok(x, fd, &cred_pid))
 		why = "runs as another user";
 	else if (!(p = xchg_find(x, h.rank)))
@@ -579,9 +585,9 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 	}
 
 	memset(&rep, 0, sizeof(rep));
-	rep.magic = HELLO_MAGIC;
+	rep.magic = OHC_SHM_HELLO_MAGIC;
 	rep.session = x->sif->session;
-	rep.kind = HELLO_REPLY;
+	rep.kind = OHC_SHM_HELLO_REPLY;
 	rep.rank = x->sif->super.rank;
 	rep.pid = x->sif->pid;
 	rep.seg_bytes = x->sif->hdr->seg_bytes;

@@ -281,6 +281,67 @@ struct ohc_verbs_ep {
 	ohc_status_t peer_abort; /* the peer's announced failure, or OHC_OK */
 };
 
+/* ---- wire format ------------------------------------------------------ */
+
+#define VX_BLOB_MAGIC 0x4f484356u /* "OHCV" */
+#define VX_CONN_MAGIC 0x4f484343u /* "OHCC" */
+#define VX_VERSION 4u
+#define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
+
+/* What each side of a pair sends the other once at connect time. */
+struct vx_conn {
+	uint32_t magic, version;
+	uint64_t session;
+	uint32_t from, to;
+	uint32_t nqps, slots, slot_bytes, mtu;
+	uint32_t psn, rkey;
+	uint64_t ring;
+	uint8_t gid[16];
+	uint32_t qpn[OHC_VX_MAX_QPS];
+};
+
+/* The header at the start of every slot. */
+struct vx_hdr {
+	struct ohc_sig sig;
+	uint64_t msg_len;
+	uint64_t off; /* of this fragment in the message */
+	uint32_t frag_len;
+	uint32_t freed; /* sender's count of slots it freed (mod 2^32) */
+	uint64_t rdv;	/* 0, or 1 << 63 | number: a rendezvous's message */
+};
+
+_Static_assert(sizeof(struct vx_hdr) == OHC_VX_HDR, "header is 64 bytes");
+
+/*
+ * Checks of what a peer sends (vx_iface.c; test/fuzz/vx_msgs.c drives
+ * them). A connect record for this iface: magic, version, session, from
+ * and to, geometry. A slot header for the receive it goes to: the next
+ * fragment in order, within the receive and the slot (less the pull
+ * descriptor's room when pulled), whole 64-byte lines but for the last,
+ * the first one with the receive's length and signature. 1 when it fits.
+ */
+ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
+			       const struct vx_conn *c);
+int ohc_vx_hdr_fits(const struct vx_hdr *h, const struct ohc_req *req,
+		    uint32_t slot_bytes);
+/*
+ * The peer's immediate of a WRITE_WITH_IMM that landed (host order): a
+ * rendezvous event, or the slot its fragment is in (the header's credits
+ * are taken now, its data when ep_deliver gets there). A bad slot fails
+ * the ep.
+ */
+void ohc_vx_imm_landed(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       uint32_t imm, uint32_t qpn);
+/*
+ * The peer's count of slots it freed (32 bits of it): newer counts move
+ * tx_freed forward, but never past what we wrote. A count beyond that is
+ * a protocol error: credits for slots never sent would let ep_push post
+ * more fragments than the ring (and the WR and SGE arrays) hold.
+ * 0: fine; -1: the ep failed.
+ */
+int ohc_vx_tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed,
+			   uint32_t qpn);
+
 /* Device, port and GID for a rank (vx_dev.c); fills the iface fields
  * ctx, port, gid_index, gid, mtu, dev_name, ip. */
 ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,

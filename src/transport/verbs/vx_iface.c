@@ -24,9 +24,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define VX_BLOB_MAGIC 0x4f484356u /* "OHCV" */
-#define VX_CONN_MAGIC 0x4f484343u /* "OHCC" */
-#define VX_VERSION 4u
 #define VX_MAX_INLINE 256u
 #define VX_POLL_BATCH 32
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
@@ -36,31 +33,6 @@
 #define WR_RECV OHC_VX_WR_RECV
 #define WR_RDV OHC_VX_WR_RDV
 #define WR_PULL OHC_VX_WR_PULL
-#define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
-
-/* What each side of a pair sends the other once at connect time. */
-struct vx_conn {
-	uint32_t magic, version;
-	uint64_t session;
-	uint32_t from, to;
-	uint32_t nqps, slots, slot_bytes, mtu;
-	uint32_t psn, rkey;
-	uint64_t ring;
-	uint8_t gid[16];
-	uint32_t qpn[OHC_VX_MAX_QPS];
-};
-
-/* The header at the start of every slot. */
-struct vx_hdr {
-	struct ohc_sig sig;
-	uint64_t msg_len;
-	uint64_t off; /* of this fragment in the message */
-	uint32_t frag_len;
-	uint32_t freed; /* sender's count of slots it freed (mod 2^32) */
-	uint64_t rdv;	/* 0, or 1 << 63 | number: a rendezvous's message */
-};
-
-_Static_assert(sizeof(struct vx_hdr) == OHC_VX_HDR, "header is 64 bytes");
 
 static struct ohc_verbs_iface *vx_iface(struct ohc_iface *iface)
 {
@@ -685,14 +657,7 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 /* ---- receiving ----------------------------------------------------- */
 
-/*
- * The peer's count of slots it freed (32 bits of it): newer counts move
- * tx_freed forward, but never past what we wrote. A count beyond that is
- * a protocol error: credits for slots never sent would let ep_push post
- * more fragments than the ring (and the WR and SGE arrays) hold.
- * 0: fine; -1: the ep failed.
- */
-static int tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed, uint32_t qpn)
+int ohc_vx_tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed, uint32_t qpn)
 {
 	uint32_t delta = freed - (uint32_t)e->tx_freed;
 
@@ -705,6 +670,22 @@ static int tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed, uint32_t qpn)
 	}
 	e->tx_freed += delta;
 	return 0;
+}
+
+int ohc_vx_hdr_fits(const struct vx_hdr *h, const struct ohc_req *req,
+		    uint32_t slot_bytes)
+{
+	uint64_t room = slot_bytes - OHC_VX_HDR -
+			(h->rdv == VX_PULL_FLAG ? OHC_VX_PULL_PAD : 0);
+
+	/* in order, within the receive and the slot, and whole 64-byte
+	 * lines but for the last (req.h) */
+	return req->done <= req->len && h->off == req->done &&
+	       h->frag_len <= req->len - req->done && h->frag_len <= room &&
+	       !(h->frag_len % 64 && h->frag_len != req->len - req->done) &&
+	       !(req->done == 0 &&
+		 (h->msg_len != req->len ||
+		  memcmp(&h->sig, &req->sig, sizeof(req->sig))));
 }
 
 /*
@@ -804,15 +785,7 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		} else {
 			break;
 		}
-		/* in order, within the receive and the slot, and whole
-		 * 64-byte lines but for the last (req.h) */
-		if (h->off != req->done || h->frag_len > req->len - req->done ||
-		    h->frag_len > vi->slot_bytes - OHC_VX_HDR -
-					  (pulled ? OHC_VX_PULL_PAD : 0) ||
-		    (h->frag_len % 64 && h->frag_len != req->len - req->done) ||
-		    (req->done == 0 &&
-		     (h->msg_len != req->len ||
-		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
+		if (!ohc_vx_hdr_fits(h, req, vi->slot_bytes)) {
 			req->got_sig = h->sig;
 			ohc_list_del(&req->link);
 			if (routed) { /* a desync probe: header only */
@@ -823,6 +796,15 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			ohc_req_complete(req, OHC_ERR_DESYNC);
 			e->rx_pulled = 0;
 			n++;
+			break;
+		}
+		/* no slot data for a rendezvous written straight into its
+		 * destination (a sender never sends it any; a landing one
+		 * takes slots when its sender declines the ring) */
+		if (routed && !ohc_vx_rdv_takes_slots(e, req)) {
+			ep_fail(e, ep_qpn(e, 0),
+				"protocol error: slot data for a direct "
+				"rendezvous");
 			break;
 		}
 		if (pulled) {
@@ -852,6 +834,24 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 }
 
 /* ---- completions --------------------------------------------------- */
+
+void ohc_vx_imm_landed(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       uint32_t imm, uint32_t qpn)
+{
+	const struct vx_hdr *h;
+
+	if (imm & OHC_VX_IMM_RDV) {
+		ohc_vx_rdv_imm(vi, e, imm);
+		return;
+	}
+	if (imm >= vi->slots) {
+		ep_fail(e, qpn, "protocol error: bad slot");
+		return;
+	}
+	h = (const struct vx_hdr *)(e->ring + (size_t)imm * vi->slot_bytes);
+	e->arrived[imm] = 1;
+	(void)ohc_vx_tx_freed_update(e, h->freed, qpn);
+}
 
 static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 {
@@ -918,23 +918,10 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	if (e->broken)
 		return;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		uint32_t idx = ntohl(wc->imm_data);
-		const struct vx_hdr *h;
-
-		if (idx & OHC_VX_IMM_RDV) {
-			ohc_vx_rdv_imm(vi, e, idx);
-			return;
-		}
-		if (idx >= vi->slots) {
-			ep_fail(e, wc->qp_num, "protocol error: bad slot");
-			return;
-		}
-		h = (const struct vx_hdr *)(e->ring +
-					    (size_t)idx * vi->slot_bytes);
-		e->arrived[idx] = 1;
-		(void)tx_freed_update(e, h->freed, wc->qp_num);
+		ohc_vx_imm_landed(vi, e, ntohl(wc->imm_data), wc->qp_num);
 	} else if (wc->opcode == IBV_WC_RECV) {
-		(void)tx_freed_update(e, ntohl(wc->imm_data), wc->qp_num);
+		(void)ohc_vx_tx_freed_update(e, ntohl(wc->imm_data),
+					     wc->qp_num);
 	}
 }
 
@@ -1970,7 +1957,7 @@ static int sock_connect(const struct vx_blob *b, uint64_t deadline)
 	}
 }
 
-static ohc_status_t conn_check(struct ohc_verbs_iface *vi,
+ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
 			       const struct vx_conn *c)
 {
 	return c->magic == VX_CONN_MAGIC && c->version == VX_VERSION &&
@@ -2056,7 +2043,7 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 		 * waited for until the deadline */
 		if (sock_io(fd, &c, sizeof(c), 0,
 			    OHC_MIN(deadline, ohc_deadline_after_ms(2000))) ||
-		    conn_check(vi, &c) < 0 || c.from >= rank ||
+		    ohc_vx_conn_check(vi, &c) < 0 || c.from >= rank ||
 		    !(e = vi->by_peer[c.from]) || e->sock >= 0) {
 			close(fd); /* a stranger or a duplicate */
 			continue;
@@ -2082,7 +2069,7 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 		if (e->super.peer < rank)
 			continue;
 		if (sock_io(e->sock, &c, sizeof(c), 0, deadline) ||
-		    conn_check(vi, &c) < 0 || c.from != e->super.peer) {
+		    ohc_vx_conn_check(vi, &c) < 0 || c.from != e->super.peer) {
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: no valid RDMA connection reply "
 				  "from rank %u: %s",

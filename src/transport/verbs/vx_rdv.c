@@ -436,10 +436,31 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	return n;
 }
 
+enum vx_cts_kind ohc_vx_cts_kind(const struct vx_rdv_cts *cts, int cts_ok,
+				 const struct ohc_req *req)
+{
+	if (!cts_ok || cts->seq != req_seq(req))
+		return VX_CTS_NOT_YET;
+	if (cts->len != req->len ||
+	    memcmp(&cts->sig, &req->sig, sizeof(req->sig)))
+		return VX_CTS_DESYNC;
+	if (cts->land_chunk && req->smem && cts->land_n) {
+		/* the peer's landing geometry within what any receiver
+		 * offers */
+		if (cts->land_n > OHC_VX_LAND_CHUNKS ||
+		    cts->land_chunk > OHC_VX_LAND_CHUNK || cts->land_chunk % 64)
+			return VX_CTS_BAD;
+		return VX_CTS_LANDING;
+	}
+	if (!cts->addr || cts->land_chunk)
+		return VX_CTS_EAGER;
+	return VX_CTS_DIRECT;
+}
+
 /*
- * A landing CTS for a send from exported memory: take the send buffer's
- * registration and start writing. 0: decline (not exported, or no
- * registration), the message goes eager; -1: the ep failed.
+ * A landing CTS (checked: VX_CTS_LANDING) for a send from exported
+ * memory: take the send buffer's registration and start writing. 0:
+ * decline (no registration), the message goes eager; 1: started.
  */
 static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			 struct ohc_req *req, const struct vx_rdv_cts *cts)
@@ -448,14 +469,6 @@ static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	struct vx_rdv_tx *t = &e->rdv.tx[slot];
 	int zc;
 
-	if (!cts->land_n)
-		return 0;
-	/* the peer's landing geometry within what any receiver offers */
-	if (cts->land_n > OHC_VX_LAND_CHUNKS || !cts->land_chunk ||
-	    cts->land_chunk > OHC_VX_LAND_CHUNK || cts->land_chunk % 64) {
-		ohc_vx_ep_fail(e, 0, "protocol error: landing geometry");
-		return -1;
-	}
 	memset(t, 0, sizeof(*t));
 	t->mr = ohc_vx_mr_get(vi, req->sbuf, req->len, 0, &zc);
 	if (!t->mr)
@@ -482,6 +495,7 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		struct ohc_req *req = ohc_container_of(p, struct ohc_req, link);
 		uint32_t seq = req_seq(req), slot = seq % OHC_VX_RDV_N;
 		struct vx_rdv_cts *cts = &r->cts[slot];
+		enum vx_cts_kind kind;
 		int rc;
 
 		p = p->next;
@@ -497,10 +511,10 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			n++;
 			continue;
 		}
-		if (!r->cts_ok[slot] || cts->seq != seq)
+		kind = ohc_vx_cts_kind(cts, r->cts_ok[slot], req);
+		if (kind == VX_CTS_NOT_YET)
 			break; /* CTS come in order */
-		if (cts->len != req->len ||
-		    memcmp(&cts->sig, &req->sig, sizeof(req->sig))) {
+		if (kind == VX_CTS_DESYNC) {
 			/* tell the receiver with our signature, then fail */
 			if (r->probe.status == OHC_INPROGRESS && r->probe.len)
 				break; /* the previous probe is still queued */
@@ -518,20 +532,23 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			n++;
 			continue;
 		}
-		if (cts->land_chunk && req->smem) {
-			if (r->tx[slot].req)
-				break; /* the slot's previous send: acks */
-			rc = tx_land_start(vi, e, req, cts);
-			if (rc < 0)
-				break;
-			if (rc) {
+		if (cts->land_chunk && req->smem && r->tx[slot].req)
+			break; /* the slot's previous send: acks */
+		if (kind == VX_CTS_BAD) {
+			ohc_vx_ep_fail(e, 0,
+				       "protocol error: landing geometry");
+			break;
+		}
+		if (kind == VX_CTS_LANDING) {
+			if (tx_land_start(vi, e, req, cts)) {
 				r->cts_ok[slot] = 0;
 				n++;
 				continue;
 			}
+			kind = VX_CTS_EAGER; /* declined */
 		}
-		if (!cts->addr || cts->land_chunk) {
-			/* eager: through the slots, flagged */
+		if (kind == VX_CTS_EAGER) {
+			/* through the slots, flagged */
 			r->cts_ok[slot] = 0;
 			ohc_list_del(&req->link);
 			req->tp_priv = (void *)(uintptr_t)(RDV_FLAG | seq);
@@ -591,7 +608,9 @@ static void rx_land_chunk(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		(req->len + OHC_VX_LAND_CHUNK - 1) / OHC_VX_LAND_CHUNK;
 	size_t clen;
 
-	if (off >= req->len) {
+	/* chunks or slot data (a sender that declined the ring), never
+	 * both: chunk offsets do not count what came through the slots */
+	if (off >= req->len || req->done != off) {
 		ohc_vx_ep_fail(e, 0, "protocol error: landing overrun");
 		return;
 	}
@@ -703,6 +722,14 @@ struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag)
 	if (!(flag & RDV_FLAG) || !x->req || req_seq(x->req) != seq)
 		return NULL;
 	return x->req;
+}
+
+int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
+			   const struct ohc_req *req)
+{
+	const struct vx_rdv_rx *x = &e->rdv.rx[req_seq(req) % OHC_VX_RDV_N];
+
+	return x->req == req && !x->mr;
 }
 
 void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,

@@ -183,6 +183,27 @@ struct vx_rdv {
 	struct ohc_req probe;
 };
 
+/*
+ * What the CTS in a send's table entry asks of the large send req (its
+ * number in tp_priv): a check of what the peer wrote, pure. NOT_YET: no
+ * CTS of this number (cts_ok 0, or another number); DESYNC: another
+ * length or signature; BAD: a landing geometry no receiver offers (a
+ * protocol error: land_n 1..OHC_VX_LAND_CHUNKS chunks of up to
+ * OHC_VX_LAND_CHUNK, multiples of 64); LANDING: into the receiver's
+ * landing ring (only for an exported source, req->smem); EAGER: through
+ * the slots; DIRECT: straight into the destination.
+ */
+enum vx_cts_kind {
+	VX_CTS_NOT_YET,
+	VX_CTS_DESYNC,
+	VX_CTS_BAD,
+	VX_CTS_LANDING,
+	VX_CTS_EAGER,
+	VX_CTS_DIRECT,
+};
+enum vx_cts_kind ohc_vx_cts_kind(const struct vx_rdv_cts *cts, int cts_ok,
+				 const struct ohc_req *req);
+
 /* Large enough to go by rendezvous? */
 int ohc_vx_rdv_large(const struct ohc_verbs_iface *vi, size_t len);
 ohc_status_t ohc_vx_rdv_send(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -199,6 +220,11 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 void ohc_vx_rdv_acked(struct ohc_verbs_ep *e, uint32_t slot);
 /* The receive a flagged eager fragment belongs to (NULL: none). */
 struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag);
+/* Whether slot data may be routed into the rendezvous receive req: its
+ * CTS was eager, or offered a landing ring (which the sender may
+ * decline); not when the message is written into its destination. */
+int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
+			   const struct ohc_req *req);
 /* A routed receive finished (done or failed): free its entry. */
 void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			struct ohc_req *req);

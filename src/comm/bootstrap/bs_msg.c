@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The checks of every bootstrap message a peer (or a stranger) can send,
+ * apart from the frame header (bs_hdr_decode, bs_rx_read in bs_net.c):
+ * pure functions, no I/O and no logging, called by the root (JOIN), the
+ * ranks' gate (HELLO), a joining rank (WELCOME, REFUSE, EXPIRED, TABLE)
+ * and the endpoints (ABORT). test/fuzz/bs_frames.c drives these very
+ * functions with arbitrary bytes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/bootstrap/bs_internal.h"
+
+ohc_status_t bs_entry_decode(const uint8_t *e, struct bs_addr *a_p,
+			     const char **hostid_p)
+{
+	const uint8_t *hid = e + BS_WIRE_ADDR_BYTES;
+	struct bs_addr a;
+
+	if (bs_addr_decode(e, &a) != OHC_OK ||
+	    !memchr(hid, '\0', OHC_HOSTID_MAX) || !hid[0])
+		return OHC_ERR_INVALID;
+	if (a_p)
+		*a_p = a;
+	if (hostid_p)
+		*hostid_p = (const char *)hid;
+	return OHC_OK;
+}
+
+ohc_status_t bs_join_decode(const struct bs_hdr *h, const uint8_t *pl,
+			    struct bs_join *j_p)
+{
+	if (h->type != BS_T_JOIN || h->len != BS_JOIN_BYTES || !pl)
+		return OHC_ERR_INVALID;
+	j_p->token = bs_get64(pl);
+	j_p->nranks = bs_get32(pl + 8);
+	j_p->rank = bs_get32(pl + 12);
+	j_p->timeout_ms = bs_get64(pl + 16);
+	j_p->entry = pl + 24;
+	return OHC_OK;
+}
+
+ohc_status_t bs_join_check(const struct bs_join *j, uint32_t nranks, char *why,
+			   size_t len)
+{
+	if (j->nranks == 0 || j->nranks > OHC_BOOTSTRAP_MAX_RANKS)
+		snprintf(why, len, "nranks %u is not in [1, %u]", j->nranks,
+			 OHC_BOOTSTRAP_MAX_RANKS);
+	else if (nranks && j->nranks != nranks)
+		snprintf(why, len,
+			 "nranks %u does not match the %u of the ranks that "
+			 "joined before",
+			 j->nranks, nranks);
+	else if (j->rank >= j->nranks)
+		snprintf(why, len, "rank %u is out of range [0, %u)", j->rank,
+			 j->nranks);
+	else if (bs_entry_decode(j->entry, NULL, NULL) != OHC_OK)
+		snprintf(why, len, "bad listen address or host id");
+	else
+		return OHC_OK;
+	return OHC_ERR_INVALID;
+}
+
+const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
+			   uint64_t token, uint32_t me, uint32_t n,
+			   uint32_t *from_p)
+{
+	uint32_t from, to, nr;
+
+	*from_p = BS_NO_RANK;
+	if (h->type != BS_T_HELLO || h->len != BS_HELLO_BYTES || !pl)
+		return "not a bootstrap hello";
+	from = bs_get32(pl + 8);
+	to = bs_get32(pl + 12);
+	nr = bs_get32(pl + 16);
+	*from_p = from;
+	if (bs_get64(pl) != token)
+		return "wrong session token";
+	if (to != me || nr != n || from >= n || from == me)
+		return "rank numbers do not fit this communicator";
+	return NULL;
+}
+
+const uint8_t *bs_table_entry(const uint8_t *pl, uint32_t r)
+{
+	return pl + 4 + (size_t)r * BS_ENTRY_BYTES;
+}
+
+ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
+			    uint32_t n, uint32_t me, uint16_t my_port)
+{
+	struct bs_addr a;
+
+	if (h->type != BS_T_TABLE ||
+	    h->len != 4 + (uint64_t)n * BS_ENTRY_BYTES || !pl ||
+	    bs_get32(pl) != n)
+		return OHC_ERR_INVALID;
+	for (uint32_t r = 0; r < n; r++) {
+		if (bs_entry_decode(bs_table_entry(pl, r), &a, NULL) != OHC_OK)
+			return OHC_ERR_INVALID;
+		if (r == me && bs_addr_port(&a) != my_port)
+			return OHC_ERR_INVALID;
+	}
+	return OHC_OK;
+}
+
+ohc_status_t bs_refuse_parse(const struct bs_hdr *h, const uint8_t *pl,
+			     int32_t *status_p, char *text, size_t size)
+{
+	if (h->type != BS_T_REFUSE || h->len < 4 || !pl)
+		return OHC_ERR_INVALID;
+	*status_p = (int32_t)bs_get32(pl);
+	bs_text_clean(pl + 4, h->len - 4, text, size);
+	return OHC_OK;
+}
+
+ohc_status_t bs_refuse_status(int32_t raw)
+{
+	if (raw == OHC_ERR_TCP_CONNECT || raw == OHC_ERR_NO_MEMORY)
+		return raw;
+	return OHC_ERR_INVALID;
+}
+
+int bs_welcome_ok(const struct bs_hdr *h, const uint8_t *pl, uint64_t proof)
+{
+	return h->type == BS_T_WELCOME && h->len == BS_WELCOME_BYTES && pl &&
+	       bs_get64(pl) == proof;
+}
+
+void bs_abort_parse(const uint8_t *pl, size_t len, uint32_t n,
+		    uint32_t *culprit_p, int32_t *status_p)
+{
+	uint32_t culprit = BS_NO_RANK;
+	int32_t status = OHC_ERR_REMOTE;
+
+	if (len == BS_ABORT_BYTES && pl) {
+		culprit = bs_get32(pl + 4);
+		status = (int32_t)bs_get32(pl + 8);
+		/* a peer's word, shown in our log lines: keep it sane */
+		if (culprit >= n)
+			culprit = BS_NO_RANK;
+		if (status >= 0)
+			status = OHC_ERR_REMOTE;
+	}
+	*culprit_p = culprit;
+	*status_p = status;
+}
