@@ -44,9 +44,11 @@ done
 build=$(cd "${1:?usage: ci/soak.sh [-t S] [-o DIR] [--no-vm] BUILD_DIR}" && pwd)
 soak=$build/tools/soak/hccl_soak
 [ -x "$soak" ] || { echo "soak: no $soak (build first)" >&2; exit 2; }
-out=${out:-$build/soak}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+if [ "${OHC_SOAK_INSIDE:-}" != 1 ]; then # inside a VM: its own outdir
+	out=${out:-$build/soak}
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+fi
 
 # ---------------------------------------------------------------------------
 # One scenario on this machine (host or inside a VM).
@@ -189,6 +191,9 @@ fi
 export OHC_SOAK_RESULTS=$out/results.jsonl OHC_SOAK_DIR=$out
 : >"$OHC_SOAK_RESULTS"
 export HCCL_EXEC_TIMEOUT=10
+broken=0
+want=3 # scenarios: 3 shm, 3 in one VM, 6 across two
+[ "$vm" = 1 ] && want=12
 for f in none kill stall; do
 	exp=ok
 	[ $f = kill ] && exp=failed
@@ -200,12 +205,14 @@ if [ "$vm" = 1 ]; then
 	ci/soft-roce/run-vm.sh --vms 1 --rw "$vmout" --timeout $((secs * 6 + 600)) \
 		--env OHC_SOAK_INSIDE=1 --env OHC_SOAK_OUT="$vmout" \
 		--env OHC_SOAK_RESULTS="$vmout/results.jsonl" -- \
-		bash ci/soak.sh -t "$secs" "$build" || echo "soak: one-VM run: exit $?"
+		bash ci/soak.sh -t "$secs" "$build" ||
+		{ echo "soak: one-VM run: exit $?"; broken=1; }
 	cat "$vmout/results.jsonl" >>"$OHC_SOAK_RESULTS" 2>/dev/null || true
 	res=$top/build/soft-roce/runs/soak-$$
 	ci/soft-roce/run-vm.sh --vms 2 --results "$res" --timeout $((secs * 12 + 900)) \
 		--env OHC_SOAK_INSIDE=1 -- \
-		bash ci/soak.sh -t "$secs" "$build" || echo "soak: two-VM run: exit $?"
+		bash ci/soak.sh -t "$secs" "$build" ||
+		{ echo "soak: two-VM run: exit $?"; broken=1; }
 	# VM 1 injected the faults: its record of each run is the one to keep
 	if [ -f "$res/vm1/out/results.jsonl" ]; then
 		cat "$res/vm1/out/results.jsonl" >>"$OHC_SOAK_RESULTS"
@@ -215,4 +222,9 @@ fi
 rc=0
 /usr/bin/python3 ci/fault_table.py "$OHC_SOAK_RESULTS" >"$out/fault_table.md" || rc=$?
 cat "$out/fault_table.md"
+got=$(wc -l <"$OHC_SOAK_RESULTS")
+if [ "$got" != "$want" ] || [ "$broken" = 1 ]; then
+	echo "soak: FAIL: $got of $want scenarios recorded$([ "$broken" = 1 ] && echo ', a VM run failed')" >&2
+	rc=1
+fi
 exit "$rc"
