@@ -99,15 +99,16 @@ static void check_ports(const char *spec)
 static void check_log(void)
 {
 	ohc_log_reload();
-	FZ_ASSERT(ohc_log_level_cur >= OHC_LOG_NONE &&
-		  ohc_log_level_cur <= OHC_LOG_TRACE);
+	/* levels nest: a level on for a subsystem means every more severe
+	 * level is on for it too */
 	for (int l = OHC_LOG_ERROR; l <= OHC_LOG_TRACE; l++)
 		for (unsigned ss = 1; ss <= OHC_SS_MEM; ss <<= 1) {
 			int on = ohc_log_enabled((enum ohc_log_level)l, ss);
 
 			FZ_ASSERT(on == 0 || on == 1);
-			if (on)
-				FZ_ASSERT(l <= ohc_log_level_cur);
+			if (on && l > OHC_LOG_ERROR)
+				FZ_ASSERT(ohc_log_enabled(
+					(enum ohc_log_level)(l - 1), ss));
 		}
 }
 

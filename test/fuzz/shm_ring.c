@@ -23,6 +23,7 @@
 #include "algo/reduce.h"
 #include "hccl/hccl_types.h"
 #include "transport/shm/shm.h"
+#include "transport/transport.h"
 #include "fuzz.h"
 
 #define MAX_RECVS 8

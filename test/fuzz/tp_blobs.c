@@ -16,6 +16,7 @@
 #include "transport/process.h"
 #include "transport/shm/shm.h"
 #include "transport/verbs/verbs.h"
+#include "transport/transport.h"
 #include "fuzz.h"
 
 #define NRANKS 3

@@ -24,6 +24,7 @@
 #include "algo/reduce.h"
 #include "hccl/hccl_types.h"
 #include "transport/verbs/verbs.h"
+#include "transport/transport.h"
 #include "fuzz.h"
 
 #define SESSION 0xfeedface12345678ull
