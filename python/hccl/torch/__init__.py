@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: Apache-2.0
+"""torch.distributed backend "hccl" for CPU tensors.
+
+    import torch.distributed as dist
+    import hccl.torch  # registers the backend
+    dist.init_process_group("hccl")  # env:// (torchrun, python3 -m hccl.run)
+
+Collectives: all_reduce (SUM, PRODUCT, MIN, MAX), broadcast, reduce,
+all_gather (list and into one tensor), reduce_scatter (list and from one
+tensor), all_to_all / all_to_all_single (with splits), send / recv /
+isend / irecv / batch_isend_irecv, barrier. Works are asynchronous: the
+operations run on an acl stream of the group; ``wait()`` synchronizes it,
+and a work's future completes on the group's progress thread (what
+DistributedDataParallel uses). Errors and timeouts raise RuntimeError
+with HCCL's text. See hccl/torch/csrc/process_group_hccl.cpp for the
+rules (isend/irecv start when waited on or at the next collective).
+
+The C++ extension is built on first import (minutes) and cached; see
+``hccl.torch._build``.
+"""
+import torch.distributed as _dist
+
+from . import _build
+
+_C = _build.load()
+
+BACKEND = "hccl"
+
+
+def _create(store, rank, size, timeout):
+    return _C.create_process_group(store, rank, size, timeout)
+
+
+if BACKEND.upper() not in _dist.Backend._plugins:
+    _dist.Backend.register_backend(BACKEND, _create)
+
+__all__ = ["BACKEND"]
