@@ -150,6 +150,8 @@ def all_reduce(x, op="sum", out=None, group=WORLD):
     _check_reduce(x, op, "all_reduce")
     out = _out(out, x.shape, x.dtype, x.size)
     rp = _buf(out, "out", writable=True)[0]
+    if count == 0:
+        return out  # nothing to do (the library would say so)
     _lib.check("HcclAllReduce", _lib.hccl().HcclAllReduce(
         sp, rp, count, dt, int(op), comm, None), "group '%s'" % group)
     return out
@@ -165,6 +167,8 @@ def reduce(x, root=0, op="sum", out=None, group=WORLD):
     _check_reduce(x, op, "reduce")
     out = _out(out, x.shape, x.dtype, x.size)
     rp = _buf(out, "out", writable=True)[0]
+    if count == 0:
+        return out if me == root else None
     _lib.check("HcclReduce", _lib.hccl().HcclReduce(
         sp, rp, count, dt, int(op), root, comm, None), "group '%s'" % group)
     return out if me == root else None
@@ -175,6 +179,8 @@ def broadcast(x, root=0, group=WORLD):
     comm, n, me = _group(group)
     root = _check_root(root, n)
     p, count, dt = _buf(x, "x", writable=me != root)
+    if count == 0:
+        return x
     _lib.check("HcclBroadcast", _lib.hccl().HcclBroadcast(
         p, count, dt, root, comm, None), "group '%s'" % group)
     return x
@@ -189,6 +195,8 @@ def all_gather(x, out=None, group=WORLD):
     rp = _buf(out, "out", writable=True)[0]
     if np.shares_memory(x, out):
         raise ValueError("all_gather: x and out overlap")
+    if count == 0:
+        return out
     _lib.check("HcclAllGather", _lib.hccl().HcclAllGather(
         sp, rp, count, dt, comm, None), "group '%s'" % group)
     return out
@@ -202,17 +210,20 @@ def _blocks(x, n, what):
 
 
 def reduce_scatter(x, op="sum", out=None, group=WORLD):
-    """x holds n equal blocks (x.shape[0] == n, or x.size divisible by n);
-    rank i gets block i reduced over the group."""
+    """x holds n equal blocks; rank i gets block i reduced over the
+    group. The result has shape x.shape[1:] when x has two or more
+    dimensions and x.shape[0] == n, else (x.size // n,)."""
     op = _op(op)
     comm, n, _ = _group(group)
     sp, _, dt = _buf(x, "x")
     _check_reduce(x, op, "reduce_scatter")
     k = _blocks(x, n, "reduce_scatter")
-    shape = x.shape[1:] if x.ndim >= 1 and x.shape[0] == n else (k,)
+    shape = x.shape[1:] if x.ndim >= 2 and x.shape[0] == n else (k,)
     out = _out(out, shape, x.dtype, k)
     rp = _buf(out, "out", writable=True)[0]
     mult = _DTYPES[x.dtype.name][1]
+    if k == 0:
+        return out
     _lib.check("HcclReduceScatter", _lib.hccl().HcclReduceScatter(
         sp, rp, k * mult, dt, int(op), comm, None), "group '%s'" % group)
     return out
@@ -230,6 +241,8 @@ def all_to_all(x, out=None, group=WORLD):
         raise ValueError("all_to_all: x and out overlap (HCCL refuses in "
                          "place)")
     mult = _DTYPES[x.dtype.name][1]
+    if k == 0:
+        return out
     _lib.check("HcclAlltoAll", _lib.hccl().HcclAlltoAll(
         sp, k * mult, dt, rp, k * mult, dt, comm, None),
         "group '%s'" % group)
@@ -314,6 +327,8 @@ def send(x, dst, group=WORLD):
     if dst == me:
         raise ValueError("send: dst %d is this rank itself" % dst)
     p, count, dt = _buf(x, "x")
+    if count == 0:
+        return
     _lib.check("HcclSend", _lib.hccl().HcclSend(p, count, dt, dst, comm,
                                                 None),
                "group '%s', to rank %d" % (group, dst))
@@ -326,6 +341,8 @@ def recv(out, src, group=WORLD):
     if src == me:
         raise ValueError("recv: src %d is this rank itself" % src)
     p, count, dt = _buf(out, "out", writable=True)
+    if count == 0:
+        return out
     _lib.check("HcclRecv", _lib.hccl().HcclRecv(p, count, dt, src, comm,
                                                 None),
                "group '%s', from rank %d" % (group, src))
