@@ -4,9 +4,10 @@
 A rank that fails usually makes its peers fail too: its communicators are
 torn down at exit, the peers' operations end in errors, and those ranks
 may be gone before it is. The launcher names the rank whose exit began
-first: this writes ``exiting.<RANK_ID>`` (the CLOCK_MONOTONIC time, which
-all processes of a host share) into the launcher's OPENHCCL_RUN_DIR, once,
-from an atexit handler and before the world group is torn down.
+first: this writes ``exiting.<RANK_ID>`` (the wall-clock time, which
+launchers on several nodes compare too) into the launcher's
+OPENHCCL_RUN_DIR, once, from an atexit handler and before the world group
+is torn down.
 """
 import os
 import time
@@ -26,7 +27,7 @@ def mark():
     tmp = os.path.join(d, ".exiting.%s.%d" % (rank, os.getpid()))
     try:
         with open(tmp, "w") as f:
-            f.write("%.9f\n" % time.monotonic())
+            f.write("%.6f\n" % time.time())
         os.rename(tmp, os.path.join(d, "exiting.%s" % rank))
     except OSError:
         pass

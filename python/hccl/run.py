@@ -248,8 +248,13 @@ class Launcher(object):
         self.up = None  # other nodes: _Line to node 0
         self.done_nodes = set()
         self.pidfds = {}  # pidfd -> rank: wakes the loop when a rank ends
-        self.ended = {}  # rank -> (when seen, returncode)
+        self.ended = {}  # rank -> (time.time() seen, returncode)
         self.decide_by = None
+        self.reported = False  # this node's first failure is chosen
+        self.stop_requested = False  # node 0 said stop
+        self.candidates = []  # node 0: the nodes' first failures
+        self.verdict_by = None  # node 0: when to announce the verdict
+        self.nnodes, self.node = 1, 0
 
     # -- planning ---------------------------------------------------------
 
@@ -456,43 +461,27 @@ class Launcher(object):
             sig = self.pending_signals.pop(0)
             self._signal_ranks(sig, pgroup=False)
             if sig in TERMINATING and self.culprit is None:
-                self.culprit = (None, 128 + sig, "launcher got %s"
+                self.culprit = (None, 128 + sig, "ended: the launcher got %s"
                                 % _signame(sig))
-                # the ranks got it: give them --grace, then SIGKILL
-                # (unless they exit first)
+                self.reported = True
+                # the ranks got it: they have 5 s (or --grace) to end
                 if self.stop_deadline is None:
                     self.stop_deadline = time.monotonic() + max(
                         self.a.grace, 5.0)
 
-    def _failed(self, rank, code, desc):
-        if self.culprit is not None and self.culprit[0] is not None:
-            return
-        self.culprit = (rank, code, desc)
-        left = [r for r, p in self.procs.items() if p.returncode is None]
-        if left:
-            _say("rank %d %s; stopping %s %s" % (
-                rank, desc, "rank" if len(left) == 1 else "ranks",
-                ", ".join(str(r) for r in left)))
-        else:
-            _say("rank %d %s" % (rank, desc))
-        self.stop_all()
-        self._tell_others({"failed": {"rank": rank, "code": code,
-                                      "desc": desc}})
-
-    def _tell_others(self, msg):
-        for k, ln in list(self.peers.items()):
-            try:
-                ln.send(msg)
-            except OSError:
-                pass
-        if self.up is not None:
-            try:
-                self.up.send(msg)
-            except OSError:
-                pass
+    # -- failures -----------------------------------------------------
+    #
+    # Which rank failed first. A rank killed by a signal (not by us) comes
+    # before one that exited; then the one that began to exit first
+    # (hccl marks it, see hccl/_exitmark.py; wall-clock time, so nodes
+    # compare too), else the one seen ending first. On one node the
+    # launcher decides alone. With several, every launcher sends its own
+    # first failure to node 0, which tells every node to stop, gathers
+    # the reports for 0.5 s and announces the verdict: every launcher
+    # exits with the culprit's code and names it.
 
     def _marks(self):
-        """rank -> when it began to exit (hccl._exitmark), where known."""
+        """rank -> when (time.time()) it began to exit, where known."""
         out = {}
         try:
             names = os.listdir(self.tmp)
@@ -503,51 +492,114 @@ class Launcher(object):
                 continue
             try:
                 with open(os.path.join(self.tmp, n)) as f:
-                    out[int(n.split(".", 1)[1])] = float(f.read())
-            except (OSError, ValueError):
+                    out[int(n.split(".", 1)[1])] = float(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
                 pass
         return out
 
     def _reap(self):
-        """Collect ranks that ended; the first failure stops the others.
-
-        Which failure was first: a rank killed by a signal (not by us)
-        before one that exited; then the one that began to exit first
-        (hccl marks it, see hccl/_exitmark.py), else the one seen ending
-        first. A rank that began to exit before the first failed rank but
-        is still tearing down gets up to 0.4 s to end (it most likely
-        caused the others' failures)."""
+        """Collect ranks that ended; pick this node's first failure. A
+        rank that began to exit before it but is still tearing down gets
+        up to 0.4 s to end (it most likely caused the others' failures);
+        so do marked ranks when node 0 asked us to stop."""
         now = time.monotonic()
         for rank, p in self.procs.items():
             if rank not in self.ended and p.poll() is not None:
-                self.ended[rank] = (now, p.returncode)
+                self.ended[rank] = (time.time(), p.returncode)
         for fd in [fd for fd, r in self.pidfds.items() if r in self.ended]:
             os.close(fd)
             del self.pidfds[fd]
-        if self.stop_deadline is not None:
-            return  # already stopping: what ends now was stopped by us
+        if self.reported:
+            return
         failed = {r: e for r, e in self.ended.items() if e[1] != 0}
-        if not failed:
+        if not failed and not self.stop_requested:
             return
         if self.decide_by is None:
             self.decide_by = now + 0.4
         marks = self._marks()
+        waiting = now < self.decide_by
+        if not failed:
+            if waiting and any(r not in self.ended for r in marks):
+                return
+            self.reported = True
+            self.stop_all()
+            return
 
         def key(r):
             t, rc = failed[r]
-            return (0 if rc < 0 else 1, marks.get(r, t), t, r)
+            return (0 if rc < 0 else 1, marks.get(r, t), r)
 
         best = min(failed, key=key)
-        t_best, rc = failed[best]
-        if rc > 0 and now < self.decide_by:
-            t_best = marks.get(best, t_best)
-            if any(t < t_best and r not in self.ended
-                   for r, t in marks.items()):
-                return  # wait for the rank that began to exit first
+        t, rc = failed[best]
+        t = marks.get(best, t)
+        if rc > 0 and waiting and any(
+                tm < t and r not in self.ended for r, tm in marks.items()):
+            return  # wait for the rank that began to exit first
+        self.reported = True
         if rc < 0:
-            self._failed(best, 128 - rc, "was killed by %s" % _signame(-rc))
+            desc, code = "was killed by %s" % _signame(-rc), 128 - rc
         else:
-            self._failed(best, rc, "exited with code %d" % rc)
+            desc, code = "exited with code %d" % rc, rc
+        self._candidate({"rank": best, "code": code, "desc": desc,
+                         "signal": rc < 0, "t": t, "node": self.node})
+
+    def _candidate(self, c):
+        if self.nnodes == 1:
+            self._verdict(c)
+            return
+        self.stop_all()
+        if self.node != 0:
+            try:
+                self.up.send({"candidate": c})
+            except (OSError, AttributeError):
+                self._verdict(c)  # node 0 is gone: our own word stands
+            return
+        self._add_candidate(c)
+
+    def _add_candidate(self, c):
+        """Node 0: a node's first failure."""
+        if self.culprit is not None:
+            return
+        self.candidates.append(c)
+        if self.verdict_by is None:
+            self.verdict_by = time.monotonic() + 0.5
+            self.stop_requested = True
+            self._to_peers({"stop": True})
+
+    def _verdict(self, c):
+        if self.culprit is not None:
+            return
+        rank = c.get("rank")
+        who = "rank %d" % rank if rank is not None else "a launcher"
+        where = "" if self.nnodes == 1 or c.get("node") in (None, self.node) \
+            else " (on node %d)" % c["node"]
+        self.culprit = (rank, c["code"], c["desc"] + where)
+        left = [r for r, p in self.procs.items() if p.poll() is None]
+        if left:
+            _say("%s%s %s; stopping %s %s" % (
+                who, where, c["desc"], "rank" if len(left) == 1 else "ranks",
+                ", ".join(str(r) for r in left)))
+        else:
+            _say("%s%s %s" % (who, where, c["desc"]))
+        self.stop_all()
+        if self.node == 0 and self.nnodes > 1:
+            self._to_peers({"verdict": c})
+
+    def _to_peers(self, msg):
+        for ln in list(self.peers.values()):
+            try:
+                ln.send(msg)
+            except OSError:
+                pass
+
+    def _judge(self):
+        """Node 0: the verdict once the reports had their time."""
+        if self.culprit is not None or self.verdict_by is None or \
+                time.monotonic() < self.verdict_by:
+            return
+        best = min(self.candidates, key=lambda c: (
+            0 if c.get("signal") else 1, c.get("t", float("inf"))))
+        self._verdict(best)
 
     def _net(self, timeout):
         socks = [ln.sock for ln in self.peers.values()]
@@ -566,71 +618,66 @@ class Launcher(object):
                 if msgs is None:
                     self.up.sock.close()
                     self.up = None
-                    self._remote_fail(None, 1, "node 0's launcher went "
-                                      "away")
+                    self._verdict({"rank": None, "code": 1,
+                                   "desc": "went away (node 0's launcher)",
+                                   "node": 0})
                     continue
                 for m in msgs:
-                    if "failed" in m:
-                        f = m["failed"]
-                        self._remote_fail(f["rank"], f["code"], f["desc"])
+                    if "stop" in m:
+                        self.stop_requested = True
+                    elif "verdict" in m:
+                        self._verdict(m["verdict"])
                 continue
             k = [k for k, ln in self.peers.items() if ln.sock is s][0]
             msgs = self.peers[k].read()
             if msgs is None:
                 self.peers.pop(k).sock.close()
                 if k not in self.done_nodes:
-                    self._remote_fail(None, 1, "the launcher of node %d "
-                                      "went away" % k)
+                    self._add_candidate({
+                        "rank": None, "code": 1, "node": k,
+                        "desc": "went away (the launcher of node %d)" % k,
+                        "t": time.time()})
                 continue
             for m in msgs:
-                if "failed" in m:
-                    f = m["failed"]
-                    self._remote_fail(f["rank"], f["code"], f["desc"],
-                                      relay=k)
+                if "candidate" in m:
+                    self._add_candidate(m["candidate"])
                 elif "done" in m:
                     self.done_nodes.add(k)
 
-    def _remote_fail(self, rank, code, desc, relay=None):
-        if self.culprit is not None and self.culprit[0] is not None:
-            return
-        if self.culprit is not None and rank is None:
-            return
-        self.culprit = (rank, code, desc)
-        who = "rank %d" % rank if rank is not None else "a node"
-        _say("%s %s (another node); stopping this node's ranks"
-             % (who, desc))
-        self.stop_all()
-        for k, ln in list(self.peers.items()):
-            if k != relay:
-                try:
-                    ln.send({"failed": {"rank": rank, "code": code,
-                                        "desc": desc}})
-                except OSError:
-                    pass
-
     def _all_exited(self):
-        return all(p.returncode is not None for p in self.procs.values())
+        return all(p.poll() is not None for p in self.procs.values())
 
     def run(self):
         for s in FORWARDED:
             signal.signal(s, self.on_signal)
+        verdict_wait = None
         try:
             self.start()
             while True:
                 self._handle_signals()
                 self._reap()
+                if self.node == 0:
+                    self._judge()
                 if self.stop_deadline is not None and \
                         time.monotonic() >= self.stop_deadline:
                     self._signal_ranks(signal.SIGKILL)
                 if self._all_exited():
-                    if self.node != 0:
-                        if self.up is not None and self.culprit is None:
-                            self.up.send({"done": True})
+                    if self.culprit is not None:
                         break
-                    if self.culprit is not None or \
+                    if self.node != 0:
+                        if not self.reported and self.up is not None:
+                            self.up.send({"done": True})
+                            break
+                        # we reported a failure: wait for the verdict
+                        if verdict_wait is None:
+                            verdict_wait = time.monotonic() + 3.0
+                        if self.up is None or \
+                                time.monotonic() > verdict_wait:
+                            break
+                    elif not self.candidates and \
                             set(self.peers) <= self.done_nodes:
                         break
-                    self._net(0.05)  # node 0 waits for the other nodes
+                    self._net(0.02)
                     continue
                 self._net(0.02 if self.decide_by is None else 0.01)
         finally:
@@ -644,6 +691,8 @@ class Launcher(object):
             self.pidfds.clear()
             if self.tmp:
                 shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.culprit is None and self.reported:
+            self.culprit = (None, 1, "failed (no verdict from node 0)")
         if self.culprit is None:
             return 0
         rank, code, desc = self.culprit
