@@ -886,7 +886,14 @@ ProcessGroupHCCL::ProcessGroupHCCL(const c10::intrusive_ptr<c10d::Store> &store,
 
 ProcessGroupHCCL::~ProcessGroupHCCL()
 {
-	engine_->shutdown();
+	// Completing the last works may run Python callbacks of their
+	// futures on the progress thread: never wait for it holding the GIL.
+	if (Py_IsInitialized() && PyGILState_Check()) {
+		pybind11::gil_scoped_release nogil;
+		engine_->shutdown();
+	} else {
+		engine_->shutdown();
+	}
 	aclrtResetDevice(device_);
 }
 
