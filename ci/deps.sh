@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages OpenHCCL needs to build, test and benchmark,
-# skipping what is already there. Usage: ci/deps.sh [build|bench|all]
+# skipping what is already there. Usage: ci/deps.sh [build|bench|python|all]
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
+# python/ (hccl package, hccl.torch's C++ extension, its pytest suite; the
+# launcher's tests run one job under mpirun). For /usr/bin/python3.
+python_pkgs=(python3-numpy python3-pytest python3-torch libtorch-dev
+	python3-pybind11 openmpi-bin)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
 
 case "${1:-all}" in
 build) want=("${build_pkgs[@]}") ;;
 bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
-all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}") ;;
-*) echo "usage: $0 [build|bench|all]" >&2; exit 2 ;;
+python) want=("${build_pkgs[@]}" "${python_pkgs[@]}") ;;
+all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${python_pkgs[@]}"
+	"${vm_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|python|all]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -21,6 +21,9 @@ run_suite() {
 echo "== release build (-Werror) =="
 run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+echo "== Python and torch (pytest, against build/ci) =="
+bash ci/python.sh build/ci
+
 echo "== AddressSanitizer + UBSan build =="
 # LeakSanitizer is off here: its exit-time stop-the-world can deadlock a
 # forked rank whose other threads hold the allocator lock. Leaks of fds,

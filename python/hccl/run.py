@@ -713,5 +713,10 @@ def main(argv=None):
     return launcher.run()
 
 
+def main_exit():
+    """Entry point of the hccl-run script (pip install ./python)."""
+    sys.exit(main())
+
+
 if __name__ == "__main__":
     sys.exit(main())
