@@ -15,23 +15,38 @@ DistributedDataParallel uses). Errors and timeouts raise RuntimeError
 with HCCL's text. See hccl/torch/csrc/process_group_hccl.cpp for the
 rules (isend/irecv start when waited on or at the next collective).
 
-The C++ extension is built on first import (minutes) and cached; see
-``hccl.torch._build``.
+The C++ extension is built once (minutes), on first use or with
+``python3 -m hccl.torch.build``, and cached; see ``hccl.torch._build``.
 """
+import sys as _sys
+
 import torch.distributed as _dist
 
 from . import _build
 
-_C = _build.load()
-
 BACKEND = "hccl"
+_C = None
+
+
+def load(verbose=False):
+    """The C++ extension, built first if needed (see hccl.torch._build)."""
+    global _C
+    if _C is None:
+        if not _build.is_built():
+            _sys.stderr.write("hccl.torch: building the C++ extension into "
+                              "%s (first use: minutes)\n" % _build.build_dir())
+        _C = _build.load(verbose=verbose)
+    return _C
 
 
 def _create(store, rank, size, timeout):
-    return _C.create_process_group(store, rank, size, timeout)
+    return load().create_process_group(store, rank, size, timeout)
 
 
 if BACKEND.upper() not in _dist.Backend._plugins:
     _dist.Backend.register_backend(BACKEND, _create)
 
-__all__ = ["BACKEND"]
+if _build.is_built():
+    load()  # cheap, and a broken build shows at import
+
+__all__ = ["BACKEND", "load"]

@@ -66,7 +66,10 @@ def _key(torch_version):
     return h.hexdigest()[:16]
 
 
-def build_dir(torch_version):
+def build_dir(torch_version=None):
+    if torch_version is None:
+        import torch
+        torch_version = torch.__version__
     env = os.environ.get("OPENHCCL_TORCH_BUILD_DIR")
     if env:
         return os.path.abspath(env)
@@ -83,6 +86,18 @@ def _import_built(path):
     return mod
 
 
+def is_built():
+    """Whether the extension for this source, library and torch exists."""
+    import torch
+    d = build_dir(torch.__version__)
+    so = os.path.join(d, NAME + ".so")
+    stamp = os.path.join(d, "stamp")
+    if not (os.path.exists(so) and os.path.exists(stamp)):
+        return False
+    with open(stamp) as f:
+        return f.read().strip() == _key(torch.__version__)
+
+
 def load(verbose=False):
     """The extension module, built first if needed."""
     import torch
@@ -91,10 +106,8 @@ def load(verbose=False):
     so = os.path.join(d, NAME + ".so")
     stamp = os.path.join(d, "stamp")
     key = _key(torch.__version__)
-    if os.path.exists(so) and os.path.exists(stamp):
-        with open(stamp) as f:
-            if f.read().strip() == key:
-                return _import_built(so)
+    if is_built():
+        return _import_built(so)
     os.makedirs(d, exist_ok=True)
     from torch.utils import cpp_extension
     ldflags = []
@@ -106,7 +119,8 @@ def load(verbose=False):
         name=NAME, sources=[SOURCE], extra_include_paths=[include_dir()],
         extra_cflags=["-O2", "-Wall"], extra_ldflags=ldflags,
         build_directory=d, verbose=verbose)
-    with open(stamp + ".tmp", "w") as f:
+    tmp = "%s.%d.tmp" % (stamp, os.getpid())
+    with open(tmp, "w") as f:
         f.write(key + "\n")
-    os.replace(stamp + ".tmp", stamp)
+    os.replace(tmp, stamp)
     return mod

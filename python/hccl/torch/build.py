@@ -5,10 +5,9 @@ import sys
 
 
 def main():
-    import torch
-    from . import _build
-    _build.load(verbose="-v" in sys.argv[1:])
-    print(_build.build_dir(torch.__version__))
+    from . import _build, load
+    load(verbose="-v" in sys.argv[1:])
+    print(_build.build_dir())
     return 0
 
 

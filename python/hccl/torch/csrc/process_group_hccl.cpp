@@ -48,25 +48,39 @@
 #include <thread>
 #include <vector>
 
-namespace ohc_torch {
+namespace ohc_torch
+{
 
-namespace {
+namespace
+{
 
 const char *result_name(HcclResult r)
 {
 	static const char *names[] = {
-		"HCCL_SUCCESS",	       "HCCL_E_PARA",
-		"HCCL_E_PTR",	       "HCCL_E_MEMORY",
-		"HCCL_E_INTERNAL",     "HCCL_E_NOT_SUPPORT",
-		"HCCL_E_NOT_FOUND",    "HCCL_E_UNAVAIL",
-		"HCCL_E_SYSCALL",      "HCCL_E_TIMEOUT",
-		"HCCL_E_OPEN_FILE_FAILURE", "HCCL_E_TCP_CONNECT",
-		"HCCL_E_ROCE_CONNECT", "HCCL_E_TCP_TRANSFER",
-		"HCCL_E_ROCE_TRANSFER", "HCCL_E_RUNTIME",
-		"HCCL_E_DRV",	       "HCCL_E_PROFILING",
-		"HCCL_E_CCE",	       "HCCL_E_NETWORK",
-		"HCCL_E_AGAIN",	       "HCCL_E_REMOTE",
-		"HCCL_E_SUSPENDING",   "HCCL_E_OPRETRY_FAIL",
+		"HCCL_SUCCESS",
+		"HCCL_E_PARA",
+		"HCCL_E_PTR",
+		"HCCL_E_MEMORY",
+		"HCCL_E_INTERNAL",
+		"HCCL_E_NOT_SUPPORT",
+		"HCCL_E_NOT_FOUND",
+		"HCCL_E_UNAVAIL",
+		"HCCL_E_SYSCALL",
+		"HCCL_E_TIMEOUT",
+		"HCCL_E_OPEN_FILE_FAILURE",
+		"HCCL_E_TCP_CONNECT",
+		"HCCL_E_ROCE_CONNECT",
+		"HCCL_E_TCP_TRANSFER",
+		"HCCL_E_ROCE_TRANSFER",
+		"HCCL_E_RUNTIME",
+		"HCCL_E_DRV",
+		"HCCL_E_PROFILING",
+		"HCCL_E_CCE",
+		"HCCL_E_NETWORK",
+		"HCCL_E_AGAIN",
+		"HCCL_E_REMOTE",
+		"HCCL_E_SUSPENDING",
+		"HCCL_E_OPRETRY_FAIL",
 		"HCCL_E_OOM",
 	};
 	int i = static_cast<int>(r);
@@ -79,8 +93,8 @@ std::string hccl_text(HcclResult r)
 {
 	std::ostringstream s;
 	const char *t = HcclGetErrorString(r);
-	s << result_name(r) << " (" << static_cast<int>(r) << "): "
-	  << (t ? t : "unknown");
+	s << result_name(r) << " (" << static_cast<int>(r)
+	  << "): " << (t ? t : "unknown");
 	return s.str();
 }
 
@@ -108,18 +122,18 @@ std::string acl_text(aclError e)
 	return s.str();
 }
 
-#define OHC_CHECK_HCCL(call, what)                                            \
-	do {                                                                  \
-		HcclResult r_ = (call);                                       \
-		TORCH_CHECK(r_ == HCCL_SUCCESS, "HCCL ", what, ": ", #call,   \
-			    " failed: ", hccl_text(r_),                       \
-			    " (the log line above says why)");                \
+#define OHC_CHECK_HCCL(call, what)                                             \
+	do {                                                                   \
+		HcclResult r_ = (call);                                        \
+		TORCH_CHECK(r_ == HCCL_SUCCESS, "HCCL ", what, ": ", #call,    \
+			    " failed: ", hccl_text(r_),                        \
+			    " (the log line above says why)");                 \
 	} while (0)
 
 struct DType {
 	HcclDataType dt;
-	int mult;	// library elements per tensor element
-	bool reduce;	// sum/max/min
+	int mult;    // library elements per tensor element
+	bool reduce; // sum/max/min
 	bool prod;
 	bool sum_only;
 };
@@ -154,8 +168,8 @@ DType dtype_of(const at::Tensor &t, const char *what)
 	default:
 		break;
 	}
-	TORCH_CHECK(false, "HCCL ", what, ": tensors of type ",
-		    t.scalar_type(), " are not supported");
+	TORCH_CHECK(false, "HCCL ", what, ": tensors of type ", t.scalar_type(),
+		    " are not supported");
 	return {};
 }
 
@@ -207,8 +221,8 @@ void check_tensor(const at::Tensor &t, const char *what)
 
 void check_single(const std::vector<at::Tensor> &v, const char *what)
 {
-	TORCH_CHECK(v.size() == 1, "HCCL ", what,
-		    ": one tensor per call (got ", v.size(), ")");
+	TORCH_CHECK(v.size() == 1, "HCCL ", what, ": one tensor per call (got ",
+		    v.size(), ")");
 	check_tensor(v[0], what);
 }
 
@@ -257,14 +271,15 @@ int env_int(const char *name, int dflt)
 
 class Engine;
 
-class WorkHCCL : public c10d::Work {
-public:
+class WorkHCCL : public c10d::Work
+{
+      public:
 	WorkHCCL(std::shared_ptr<Engine> engine, int rank, c10d::OpType type,
 		 const char *name, std::vector<at::Tensor> outputs,
 		 std::vector<at::Tensor> keep, std::function<void()> post)
-		: c10d::Work(rank, type), engine_(std::move(engine)),
-		  name_(name), outputs_(std::move(outputs)),
-		  keep_(std::move(keep)), post_(std::move(post))
+	    : c10d::Work(rank, type), engine_(std::move(engine)), name_(name),
+	      outputs_(std::move(outputs)), keep_(std::move(keep)),
+	      post_(std::move(post))
 	{
 	}
 
@@ -290,27 +305,28 @@ public:
 	// Engine side: the work's operation is done (error empty) or failed.
 	void complete(const std::string &error);
 
-private:
+      private:
 	friend class Engine;
 
 	std::shared_ptr<Engine> engine_;
 	const char *name_;
 	std::vector<at::Tensor> outputs_;
-	std::vector<at::Tensor> keep_; // alive until the stream is past it
+	std::vector<at::Tensor> keep_;	  // alive until the stream is past it
 	std::shared_ptr<void> keep_host_; // host arrays the call reads
 	std::function<void()> post_;
 	c10::intrusive_ptr<c10::ivalue::Future> future_; // mutex_
 
 	// Engine::q_mu_:
-	uint64_t seq_ = 0;	  // position on the stream, 0: not enqueued
-	bool claimed_ = false;	  // a synchronizer took it off the queue
+	uint64_t seq_ = 0;     // position on the stream, 0: not enqueued
+	bool claimed_ = false; // a synchronizer took it off the queue
 	bool want_future_ = false;
 };
 
-class Engine : public std::enable_shared_from_this<Engine> {
-public:
+class Engine : public std::enable_shared_from_this<Engine>
+{
+      public:
 	Engine(int rank, int size, std::chrono::milliseconds timeout)
-		: rank_(rank), size_(size), timeout_(timeout)
+	    : rank_(rank), size_(size), timeout_(timeout)
 	{
 	}
 
@@ -428,7 +444,7 @@ public:
 
 	std::timed_mutex sync_mu_; // one synchronizer at a time
 
-private:
+      private:
 	void check_open_locked(const char *name)
 	{
 		TORCH_CHECK(!closed_, "HCCL ", name,
@@ -448,9 +464,10 @@ private:
 		auto items = std::make_shared<std::vector<HcclSendRecvItem>>();
 		items->swap(batch_);
 		if (r != HCCL_SUCCESS) {
-			std::string e = "HcclBatchSendRecv refused the send/recv "
-					"batch: " +
-					hccl_text(r);
+			std::string e =
+				"HcclBatchSendRecv refused the send/recv "
+				"batch: " +
+				hccl_text(r);
 			for (auto &w : works) {
 				w->claimed_ = true;
 				w->complete(e);
@@ -515,8 +532,9 @@ bool Engine::progress_once(std::chrono::steady_clock::time_point deadline)
 	if (deadline == std::chrono::steady_clock::time_point::max()) {
 		e = aclrtSynchronizeStream(stream_);
 	} else {
-		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-			deadline - std::chrono::steady_clock::now());
+		auto left =
+			std::chrono::duration_cast<std::chrono::milliseconds>(
+				deadline - std::chrono::steady_clock::now());
 		if (left.count() <= 0)
 			return false;
 		e = aclrtSynchronizeStreamWithTimeout(
@@ -659,8 +677,8 @@ bool WorkHCCL::wait(std::chrono::milliseconds timeout)
 {
 	using clock = std::chrono::steady_clock;
 	const bool bounded = timeout != kNoTimeout;
-	const auto deadline = bounded ? clock::now() + timeout
-				      : clock::time_point::max();
+	const auto deadline =
+		bounded ? clock::now() + timeout : clock::time_point::max();
 	for (;;) {
 		{
 			std::lock_guard<std::mutex> l(mutex_);
@@ -696,8 +714,8 @@ bool WorkHCCL::wait(std::chrono::milliseconds timeout)
 			if (completed_)
 				break;
 			TORCH_CHECK(false, "HCCL ", name_,
-				    ": wait timed out after ",
-				    timeout.count(), " ms (the operation is "
+				    ": wait timed out after ", timeout.count(),
+				    " ms (the operation is "
 				    "still queued on the stream)");
 		}
 	}
@@ -734,11 +752,11 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkHCCL::getFuture()
 	return fut;
 }
 
-class ProcessGroupHCCL : public c10d::ProcessGroup {
-public:
-	ProcessGroupHCCL(const c10::intrusive_ptr<c10d::Store> &store,
-			 int rank, int size,
-			 std::chrono::milliseconds timeout);
+class ProcessGroupHCCL : public c10d::ProcessGroup
+{
+      public:
+	ProcessGroupHCCL(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+			 int size, std::chrono::milliseconds timeout);
 	~ProcessGroupHCCL() override;
 
 	const std::string getBackendName() const override
@@ -789,26 +807,27 @@ public:
 	alltoall(std::vector<at::Tensor> &outputs,
 		 std::vector<at::Tensor> &inputs,
 		 const c10d::AllToAllOptions &opts) override;
-	c10::intrusive_ptr<c10d::Work>
-	send(std::vector<at::Tensor> &tensors, int dst, int tag) override;
-	c10::intrusive_ptr<c10d::Work>
-	recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
+	c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
+					    int dst, int tag) override;
+	c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
+					    int src, int tag) override;
 	c10::intrusive_ptr<c10d::Work>
 	barrier(const c10d::BarrierOptions &opts) override;
 
-private:
+      private:
 	void check_rank(int64_t r, const char *what, const char *arg) const
 	{
-		TORCH_CHECK(r >= 0 && r < size_, "HCCL ", what, ": ", arg,
-			    " ", r, " is not a rank of the group (size ",
-			    size_, ")");
+		TORCH_CHECK(r >= 0 && r < size_, "HCCL ", what, ": ", arg, " ",
+			    r, " is not a rank of the group (size ", size_,
+			    ")");
 	}
 
 	std::shared_ptr<Engine> engine_;
 	int device_ = 0;
 };
 
-namespace {
+namespace
+{
 
 std::atomic<int> pg_counter{0};
 
@@ -830,7 +849,7 @@ int pick_device(int rank)
 ProcessGroupHCCL::ProcessGroupHCCL(const c10::intrusive_ptr<c10d::Store> &store,
 				   int rank, int size,
 				   std::chrono::milliseconds timeout)
-	: c10d::ProcessGroup(rank, size)
+    : c10d::ProcessGroup(rank, size)
 {
 	aclError e = aclInit(nullptr);
 	TORCH_CHECK(e == ACL_SUCCESS || e == ACL_ERROR_REPEAT_INITIALIZE,
@@ -844,9 +863,9 @@ ProcessGroupHCCL::ProcessGroupHCCL(const c10::intrusive_ptr<c10d::Store> &store,
 	const std::string key = "hccl_root_info";
 	if (rank == 0) {
 		OHC_CHECK_HCCL(HcclGetRootInfo(&root), "process group init");
-		std::vector<uint8_t> v(
-			reinterpret_cast<uint8_t *>(&root),
-			reinterpret_cast<uint8_t *>(&root) + sizeof(root));
+		std::vector<uint8_t> v(reinterpret_cast<uint8_t *>(&root),
+				       reinterpret_cast<uint8_t *>(&root) +
+					       sizeof(root));
 		store->set(key, v);
 	} else {
 		std::vector<uint8_t> v = store->get(key);
@@ -867,17 +886,16 @@ ProcessGroupHCCL::ProcessGroupHCCL(const c10::intrusive_ptr<c10d::Store> &store,
 			std::max<int64_t>(1, std::min<int64_t>(s, INT32_MAX)));
 	}
 	HcclComm comm = nullptr;
-	OHC_CHECK_HCCL(HcclCommInitRootInfoConfig(static_cast<uint32_t>(size),
-						  &root,
-						  static_cast<uint32_t>(rank),
-						  &cfg, &comm),
+	OHC_CHECK_HCCL(HcclCommInitRootInfoConfig(
+			       static_cast<uint32_t>(size), &root,
+			       static_cast<uint32_t>(rank), &cfg, &comm),
 		       "process group init");
 	aclrtStream stream = nullptr;
 	e = aclrtCreateStream(&stream);
 	if (e != ACL_SUCCESS) {
 		HcclCommDestroy(comm);
-		TORCH_CHECK(false, "HCCL: aclrtCreateStream failed: ",
-			    acl_text(e));
+		TORCH_CHECK(false,
+			    "HCCL: aclrtCreateStream failed: ", acl_text(e));
 	}
 	aclrtSetStreamFailureMode(stream, ACL_STOP_ON_FAILURE);
 	engine_ = std::make_shared<Engine>(rank, size, timeout);
@@ -904,7 +922,7 @@ ProcessGroupHCCL::broadcast(std::vector<at::Tensor> &tensors,
 	check_single(tensors, "broadcast");
 	check_rank(opts.rootRank, "broadcast", "root");
 	TORCH_CHECK(opts.rootTensor == 0, "HCCL broadcast: rootTensor must be "
-		    "0 (one tensor per process)");
+					  "0 (one tensor per process)");
 	at::Tensor t = tensors[0];
 	DType d = dtype_of(t, "broadcast");
 	Buf b = dense_inout(t);
@@ -947,7 +965,7 @@ ProcessGroupHCCL::reduce(std::vector<at::Tensor> &tensors,
 	check_single(tensors, "reduce");
 	check_rank(opts.rootRank, "reduce", "root");
 	TORCH_CHECK(opts.rootTensor == 0, "HCCL reduce: rootTensor must be 0 "
-		    "(one tensor per process)");
+					  "(one tensor per process)");
 	at::Tensor t = tensors[0];
 	HcclReduceOp op = reduce_op(opts.reduceOp, t, "reduce");
 	DType d = dtype_of(t, "reduce");
@@ -1030,8 +1048,10 @@ ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 {
 	(void)opts;
 	check_single(inputs, "allgather");
-	TORCH_CHECK(outputs.size() == 1, "HCCL allgather: one output list per "
-		    "call (got ", outputs.size(), ")");
+	TORCH_CHECK(outputs.size() == 1,
+		    "HCCL allgather: one output list per "
+		    "call (got ",
+		    outputs.size(), ")");
 	std::vector<at::Tensor> outs = outputs[0];
 	TORCH_CHECK(static_cast<int>(outs.size()) == size_,
 		    "HCCL allgather: the output list has ", outs.size(),
@@ -1064,8 +1084,8 @@ ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 	auto post = [outs, flat, in]() mutable {
 		int64_t k = in.numel();
 		for (size_t i = 0; i < outs.size(); i++)
-			outs[i].copy_(flat.narrow(0, i * k, k).view(
-				outs[i].sizes()));
+			outs[i].copy_(
+				flat.narrow(0, i * k, k).view(outs[i].sizes()));
 	};
 	return engine_->launch(
 		c10d::OpType::ALLGATHER, "allgather", outs,
@@ -1110,8 +1130,10 @@ ProcessGroupHCCL::reduce_scatter(std::vector<at::Tensor> &outputs,
 				 const c10d::ReduceScatterOptions &opts)
 {
 	check_single(outputs, "reduce_scatter");
-	TORCH_CHECK(inputs.size() == 1, "HCCL reduce_scatter: one input list "
-		    "per call (got ", inputs.size(), ")");
+	TORCH_CHECK(inputs.size() == 1,
+		    "HCCL reduce_scatter: one input list "
+		    "per call (got ",
+		    inputs.size(), ")");
 	std::vector<at::Tensor> ins = inputs[0];
 	TORCH_CHECK(static_cast<int>(ins.size()) == size_,
 		    "HCCL reduce_scatter: the input list has ", ins.size(),
@@ -1156,24 +1178,24 @@ static std::vector<uint64_t> split_counts(const std::vector<int64_t> &splits,
 {
 	std::vector<uint64_t> out(size);
 	if (splits.empty()) {
-		TORCH_CHECK(t.numel() % size == 0, "HCCL alltoall: the ",
-			    which, " tensor's ", t.numel(),
+		TORCH_CHECK(t.numel() % size == 0, "HCCL alltoall: the ", which,
+			    " tensor's ", t.numel(),
 			    " elements do not split evenly over ", size,
 			    " ranks");
 		for (int i = 0; i < size; i++)
 			out[i] = static_cast<uint64_t>(t.numel() / size) * mult;
 		return out;
 	}
-	TORCH_CHECK(static_cast<int>(splits.size()) == size, "HCCL alltoall: ",
-		    which, " split sizes have ", splits.size(),
-		    " entries, the group ", size, " ranks");
+	TORCH_CHECK(static_cast<int>(splits.size()) == size,
+		    "HCCL alltoall: ", which, " split sizes have ",
+		    splits.size(), " entries, the group ", size, " ranks");
 	TORCH_CHECK(t.dim() >= 1, "HCCL alltoall: a 0-d ", which,
 		    " tensor cannot be split");
 	int64_t row = t.size(0) ? t.numel() / t.size(0) : 0;
 	int64_t sum = 0;
 	for (int i = 0; i < size; i++) {
-		TORCH_CHECK(splits[i] >= 0, "HCCL alltoall: ", which,
-			    " split ", i, " is negative");
+		TORCH_CHECK(splits[i] >= 0, "HCCL alltoall: ", which, " split ",
+			    i, " is negative");
 		sum += splits[i];
 		out[i] = static_cast<uint64_t>(splits[i] * row) * mult;
 	}
@@ -1219,9 +1241,9 @@ ProcessGroupHCCL::alltoall_base(at::Tensor &output, at::Tensor &input,
 		TORCH_CHECK(in.numel() == out.numel(),
 			    "HCCL alltoall: input has ", in.numel(),
 			    " elements, output ", out.numel());
-		TORCH_CHECK(in.numel() % size_ == 0, "HCCL alltoall: ",
-			    in.numel(), " elements do not split evenly over ",
-			    size_, " ranks");
+		TORCH_CHECK(
+			in.numel() % size_ == 0, "HCCL alltoall: ", in.numel(),
+			" elements do not split evenly over ", size_, " ranks");
 		uint64_t k = static_cast<uint64_t>(in.numel() / size_) * d.mult;
 		return engine_->launch(
 			c10d::OpType::ALLTOALL_BASE, "alltoall", {output},
@@ -1233,11 +1255,11 @@ ProcessGroupHCCL::alltoall_base(at::Tensor &output, at::Tensor &input,
 			b.post);
 	}
 	auto arrays = std::make_shared<std::vector<std::vector<uint64_t>>>();
-	arrays->push_back(split_counts(inputSplits, in, size_, d.mult,
-				       "input"));
+	arrays->push_back(
+		split_counts(inputSplits, in, size_, d.mult, "input"));
 	arrays->push_back(displs((*arrays)[0]));
-	arrays->push_back(split_counts(outputSplits, out, size_, d.mult,
-				       "output"));
+	arrays->push_back(
+		split_counts(outputSplits, out, size_, d.mult, "output"));
 	arrays->push_back(displs((*arrays)[2]));
 	auto *a = arrays.get();
 	return engine_->launch(
@@ -1352,10 +1374,10 @@ static c10::intrusive_ptr<c10d::ProcessGroup>
 create(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
        const std::chrono::duration<float> &timeout)
 {
-	TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "HCCL: rank ",
-		    rank, " of ", size, " is not a valid place in a group");
-	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-		timeout);
+	TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "HCCL: rank ", rank,
+		    " of ", size, " is not a valid place in a group");
+	auto ms =
+		std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
 	if (ms.count() <= 0)
 		ms = kProcessGroupDefaultTimeout;
 	return c10::make_intrusive<ProcessGroupHCCL>(store, rank, size, ms);
