@@ -74,7 +74,7 @@ def _candidates():
     if env:
         return [os.path.join(env, "libhccl.so.1"),
                 os.path.join(env, "libhccl.so")]
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.realpath(__file__))
     repo = os.path.dirname(os.path.dirname(here))
     out = [os.path.join(repo, "build", "src", "libhccl.so.1")]
     return [p for p in out if os.path.exists(p)] + ["libhccl.so.1"]

@@ -22,7 +22,7 @@ import sys
 from .. import _lib
 
 NAME = "hccl_torch_C"
-_here = os.path.dirname(os.path.abspath(__file__))
+_here = os.path.dirname(os.path.realpath(__file__))
 SOURCE = os.path.join(_here, "csrc", "process_group_hccl.cpp")
 
 
