@@ -358,6 +358,21 @@ def scenario_subgroups():
             assert t.item() == 1.0 + N
         dist.destroy_process_group(pair)
     dist.destroy_process_group(g)
+    # A group whose last reference goes in a future's callback (on the
+    # group's own progress thread, when the work completes there).
+    g2 = dist.new_group(backend="hccl")
+    keep = {"g": g2}
+    t = torch.ones(1000)
+    fut = dist.all_reduce(t, group=g2, async_op=True).get_future()
+
+    def drop(f, keep=keep):
+        keep.pop("g", None)
+        return f.value()[0]
+
+    chained = fut.then(drop)
+    dist.destroy_process_group(g2)
+    del g2
+    assert torch.equal(chained.wait(), torch.full((1000,), float(N)))
 
 
 def scenario_errors():

@@ -330,9 +330,17 @@ class Engine : public std::enable_shared_from_this<Engine>
 	{
 	}
 
+	// The progress thread holds a reference too: the last one may go on
+	// that very thread, which then cannot be joined.
 	~Engine()
 	{
 		shutdown();
+		if (progress_.joinable()) {
+			if (progress_.get_id() == std::this_thread::get_id())
+				progress_.detach();
+			else
+				progress_.join();
+		}
 	}
 
 	void start(HcclComm comm, aclrtStream stream, int device)
@@ -340,7 +348,8 @@ class Engine : public std::enable_shared_from_this<Engine>
 		comm_ = comm;
 		stream_ = stream;
 		device_ = device;
-		progress_ = std::thread([this] { progress_main(); });
+		auto self = shared_from_this();
+		progress_ = std::thread([self] { self->progress_main(); });
 	}
 
 	HcclComm comm() const
@@ -590,8 +599,14 @@ void Engine::shutdown()
 		stopping_ = true;
 		cv_.notify_all();
 	}
-	if (progress_.joinable())
-		progress_.join();
+	if (progress_.joinable()) {
+		// The last reference to a group can go in a future's callback,
+		// on the progress thread itself: it ends after this returns.
+		if (progress_.get_id() == std::this_thread::get_id())
+			progress_.detach();
+		else
+			progress_.join();
+	}
 	for (;;) {
 		{
 			std::lock_guard<std::mutex> l(q_mu_);
