@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PY, WORKERS, env, launch, run_ranks
+from conftest import PY, WORKERS, env, launch
 
 W = os.path.join(WORKERS, "run_worker.py")
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import PY, PYDIR, WORKERS, env, run_ranks
+from conftest import PY, WORKERS, env, run_ranks
 
 W = os.path.join(WORKERS, "torch_worker.py")
 

@@ -2,7 +2,6 @@
 """Rank side of the numpy / management tests: python3 -m hccl.run -n N
 np_worker.py SCENARIO [ARGS]. Each scenario asserts and ends with
 ``PASS <scenario> rank <r>``."""
-import ctypes
 import os
 import sys
 
