@@ -21,4 +21,4 @@ export PYTHONDONTWRITEBYTECODE=1
 py=/usr/bin/python3
 echo "ci/python.sh: building hccl.torch's extension in $OPENHCCL_TORCH_BUILD_DIR"
 $py -m hccl.torch.build >/dev/null
-$py -m pytest -q -p no:cacheprovider python/tests "$@"
+$py -m pytest -q -p no:cacheprovider --durations=15 python/tests "$@"

@@ -55,6 +55,35 @@ def run_ranks(n, worker, scenario, *args, timeout=120, extra_env=None):
     return r
 
 
+_runs = {}
+
+
+def run_scenarios(n, worker, scenarios, timeout=600, extra_env=None):
+    """Run several scenarios in one launch (each rank runs them in order,
+    stopping at the first failure); cached, so that one test per scenario
+    can check its own PASS lines. Returns the CompletedProcess."""
+    key = (n, worker, tuple(scenarios), tuple(sorted((extra_env or
+                                                      {}).items())))
+    if key not in _runs:
+        _runs[key] = launch(n, worker, ",".join(scenarios), timeout=timeout,
+                            extra_env=extra_env)
+    return _runs[key]
+
+
+def check_scenario(r, n, scenario):
+    """Every rank printed PASS for scenario in the run r (the exit status
+    is checked by each run's own clean-exit test)."""
+    passed = set(int(m) for m in re.findall(
+        r"^PASS %s rank (\d+)$" % re.escape(scenario), r.stdout, re.M))
+    failed = re.findall(r"^FAIL (\w+) rank (\d+)", r.stdout + r.stderr,
+                        re.M)
+    assert passed == set(range(n)), \
+        "scenario %s on %d ranks: passed on ranks %s%s; exit %d\n%s" % (
+            scenario, n, sorted(passed),
+            " (failed first: %s)" % sorted(set(failed)) if failed else "",
+            r.returncode, (r.stdout + r.stderr)[-8000:])
+
+
 def shm_entries():
     try:
         return sorted(x for x in os.listdir("/dev/shm")

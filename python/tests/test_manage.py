@@ -8,36 +8,39 @@ import subprocess
 
 import pytest
 
-from conftest import PY, env, run_ranks
+from conftest import PY, check_scenario, env, run_ranks, run_scenarios
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_world_group(n):
-    run_ranks(n, "np_worker.py", "world")
+# One launch per process count runs these in turn (reinit last: it tears
+# the world down and builds it again).
+PLANS = {1: ["world", "errors", "threads", "reinit"],
+         2: ["world", "errors", "groups", "threads", "reinit"],
+         4: ["world", "groups", "threads"]}
 
 
-@pytest.mark.parametrize("n", [1, 2])
-def test_argument_errors(n):
-    run_ranks(n, "np_worker.py", "errors")
+def _run(n):
+    return run_scenarios(n, "np_worker.py", PLANS[n], timeout=600)
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_unsorted_and_overlapping_groups(n):
-    run_ranks(n, "np_worker.py", "groups")
+@pytest.mark.parametrize("n,scenario", [(n, s) for n in PLANS
+                                        for s in PLANS[n]])
+def test_scenario(n, scenario):
+    """world: every query of the world group and both rank maps;
+    errors: every call's argument checks and library errors; groups:
+    unsorted and overlapping groups (queries, maps, collectives, destroy,
+    re-create); threads: calls from another thread; reinit: finalize and
+    rebuild."""
+    check_scenario(_run(n), n, scenario)
 
 
-@pytest.mark.parametrize("n", [1, 2])
-def test_finalize_and_rebuild(n):
-    run_ranks(n, "np_worker.py", "reinit")
+@pytest.mark.parametrize("n", sorted(PLANS))
+def test_clean_exit(n):
+    r = _run(n)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
 
 
 def test_explicit_init():
     run_ranks(2, "np_worker.py", "explicit_init")
-
-
-@pytest.mark.parametrize("n", [1, 2])
-def test_other_threads(n):
-    run_ranks(n, "np_worker.py", "threads")
 
 
 def _free_port():

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PY, WORKERS, env, launch
+from conftest import PY, PYDIR, WORKERS, env, launch
 
 W = os.path.join(WORKERS, "run_worker.py")
 
@@ -152,7 +152,8 @@ def test_interrupt_ends_the_job(tmp_path, sig):
 def test_module_and_program_modes(tmp_path):
     r = subprocess.run(
         [PY, "-m", "hccl.run", "-n", "2", "-m", "module_main",
-         str(tmp_path)], env=env({"PYTHONPATH": WORKERS}),
+         str(tmp_path)], env=env({"PYTHONPATH": WORKERS + os.pathsep +
+                                  PYDIR}),
         capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "mod.1").read_text() == "__main__"

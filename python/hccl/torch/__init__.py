@@ -8,7 +8,8 @@
 Collectives: all_reduce (SUM, PRODUCT, MIN, MAX), broadcast, reduce,
 all_gather (list and into one tensor), reduce_scatter (list and from one
 tensor), all_to_all / all_to_all_single (with splits), send / recv /
-isend / irecv / batch_isend_irecv, barrier. Works are asynchronous: the
+isend / irecv / batch_isend_irecv, barrier, gather, scatter,
+all_reduce_coalesced. Works are asynchronous: the
 operations run on an acl stream of the group; ``wait()`` synchronizes it,
 and a work's future completes on the group's progress thread (what
 DistributedDataParallel uses). Errors and timeouts raise RuntimeError

@@ -650,10 +650,17 @@ SCENARIOS = {k[len("scenario_"):]: v for k, v in globals().items()
 
 
 def main():
-    name = sys.argv[1]
-    SCENARIOS[name]()
-    sys.stdout.flush()
-    os.write(1, ("PASS %s rank %d\n" % (name, R)).encode())  # one write
+    """Scenarios named in argv[1] (comma separated), in order; the first
+    failure ends the run (FAIL <name> rank <r>, then the traceback)."""
+    for name in sys.argv[1].split(","):
+        try:
+            SCENARIOS[name]()
+        except BaseException:
+            sys.stdout.flush()
+            os.write(1, ("FAIL %s rank %d\n" % (name, R)).encode())
+            raise
+        sys.stdout.flush()
+        os.write(1, ("PASS %s rank %d\n" % (name, R)).encode())
 
 
 if __name__ == "__main__":

@@ -204,6 +204,52 @@ def scenario_gather_scatter():
             same(*both(agt, dtype, lambda: torch.stack(
                 [inputs(shape, dtype, 11, rank=r) for r in range(N)])),
                  ("all_gather_into_tensor", dtype, shape))
+    # gather and scatter at every root
+    for dtype in (torch.float32, torch.int64, torch.uint8, torch.bfloat16):
+        for root in range(N):
+            def ga(g):
+                outs = [torch.zeros(3, 4, dtype=dtype) for _ in range(N)] \
+                    if RANK == root else None
+                dist.gather(inputs((3, 4), dtype, 20), outs, dst=root,
+                            group=g)
+                return outs if RANK == root else torch.zeros(1)
+            same(*both(ga, dtype, lambda: [inputs((3, 4), dtype, 20, rank=r)
+                                           for r in range(N)]
+                       if RANK == root else torch.zeros(1)),
+                 ("gather", dtype, root))
+
+            def sc(g):
+                ins = [inputs((5,), dtype, 21 + j) for j in range(N)] \
+                    if RANK == root else None
+                out = torch.zeros(5, dtype=dtype)
+                dist.scatter(out, ins, src=root, group=g)
+                return out
+            same(*both(sc, dtype, lambda: inputs((5,), dtype, 21 + RANK,
+                                                 rank=root)),
+                 ("scatter", dtype, root))
+    # objects (pickled, over broadcast / all_gather / gather / scatter)
+    objs = [None] * N
+    dist.all_gather_object(objs, {"rank": RANK})
+    assert objs == [{"rank": r} for r in range(N)], objs
+    lst = [("x", RANK)]
+    dist.broadcast_object_list(lst, src=N - 1)
+    assert lst == [("x", N - 1)]
+    got = [None] * N if RANK == 0 else None
+    dist.gather_object(RANK * 3, got, dst=0)
+    if RANK == 0:
+        assert got == [r * 3 for r in range(N)], got
+    mine = [None]
+    dist.scatter_object_list(mine, [str(r) for r in range(N)]
+                             if RANK == 0 else None, src=0)
+    assert mine == [str(RANK)], mine
+    # all_reduce_coalesced: one AllReduce over the tensors packed together
+
+    def coal(g):
+        ts = [inputs((7,), torch.float32, 22), inputs((2, 3), torch.float32,
+                                                      23)]
+        dist.all_reduce_coalesced(ts, group=g)
+        return ts
+    same(*both(coal), "all_reduce_coalesced")
     # outputs that are views of one buffer (no copy) and scattered ones
     flat = torch.zeros(N * 4)
     dist.all_gather(list(flat.chunk(N)), inputs((4,), torch.float32, 12))
@@ -533,15 +579,27 @@ SCENARIOS = {k[len("scenario_"):]: v for k, v in globals().items()
 
 
 def main():
-    name = sys.argv[1]
-    if name != "timeout":
+    """Scenarios named in argv[1] (comma separated), in order, in one
+    process group; the first failure ends the run (FAIL <name> rank <r>,
+    then the traceback). A scenario that returns something has left the
+    group unusable or destroyed it: it must come last."""
+    names = sys.argv[1].split(",")
+    if names != ["timeout"]:
         init()
-    if SCENARIOS[name]() is None:
+    torn = None
+    for name in names:
+        try:
+            torn = SCENARIOS[name]()
+        except BaseException:
+            sys.stdout.flush()
+            os.write(1, ("FAIL %s rank %d\n" % (name, RANK)).encode())
+            raise
+        sys.stdout.flush()
+        os.write(1, ("PASS %s rank %d\n" % (name, RANK)).encode())
+    if torn is None:
         dist.barrier()
         dist.destroy_process_group()
-    sys.stdout.flush()
-    os.write(1, ("PASS %s rank %d\n" % (name, RANK)).encode())
-    if name == "timeout":
+    if names == ["timeout"]:
         os._exit(0)
 
 

@@ -828,6 +828,17 @@ class ProcessGroupHCCL : public c10d::ProcessGroup
 					    int src, int tag) override;
 	c10::intrusive_ptr<c10d::Work>
 	barrier(const c10d::BarrierOptions &opts) override;
+	c10::intrusive_ptr<c10d::Work>
+	gather(std::vector<std::vector<at::Tensor>> &outputs,
+	       std::vector<at::Tensor> &inputs,
+	       const c10d::GatherOptions &opts) override;
+	c10::intrusive_ptr<c10d::Work>
+	scatter(std::vector<at::Tensor> &outputs,
+		std::vector<std::vector<at::Tensor>> &inputs,
+		const c10d::ScatterOptions &opts) override;
+	c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+		std::vector<at::Tensor> &tensors,
+		const c10d::AllreduceCoalescedOptions &opts) override;
 
       private:
 	void check_rank(int64_t r, const char *what, const char *arg) const
@@ -1383,6 +1394,180 @@ ProcessGroupHCCL::barrier(const c10d::BarrierOptions &opts)
 	return engine_->launch(
 		c10d::OpType::BARRIER, "barrier", {}, {},
 		[=](aclrtStream s) { return HcclBarrier(c, s); }, nullptr);
+}
+
+// HCCL has no Gather: the root receives every rank's tensor straight
+// into its output (one HcclBatchSendRecv task), the others send theirs.
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupHCCL::gather(std::vector<std::vector<at::Tensor>> &outputs,
+			 std::vector<at::Tensor> &inputs,
+			 const c10d::GatherOptions &opts)
+{
+	check_single(inputs, "gather");
+	check_rank(opts.rootRank, "gather", "root");
+	at::Tensor in = inputs[0].contiguous();
+	DType d = dtype_of(in, "gather");
+	HcclComm c = engine_->comm();
+	int root = static_cast<int>(opts.rootRank);
+	auto items = std::make_shared<std::vector<HcclSendRecvItem>>();
+	std::vector<at::Tensor> outs, keep{in};
+	std::vector<std::function<void()>> posts;
+	if (getRank() == root) {
+		TORCH_CHECK(outputs.size() == 1 &&
+				    static_cast<int>(outputs[0].size()) ==
+					    size_,
+			    "HCCL gather: the root needs one list of ", size_,
+			    " output tensors");
+		outs = outputs[0];
+		for (int r = 0; r < size_; r++) {
+			check_tensor(outs[r], "gather");
+			TORCH_CHECK(outs[r].scalar_type() == in.scalar_type() &&
+					    outs[r].numel() == in.numel(),
+				    "HCCL gather: output ", r, " (",
+				    outs[r].sizes(), ", ",
+				    outs[r].scalar_type(),
+				    ") does not match the input (", in.sizes(),
+				    ", ", in.scalar_type(), ")");
+			Buf b = dense_inout(outs[r]);
+			keep.push_back(b.dense);
+			if (b.post)
+				posts.push_back(b.post);
+			if (r == root) {
+				at::Tensor dst = b.dense;
+				posts.insert(
+					posts.begin(), [dst, in]() mutable {
+						dst.copy_(in.view(dst.sizes()));
+					});
+				continue;
+			}
+			HcclSendRecvItem it;
+			std::memset(&it, 0, sizeof(it));
+			it.sendRecvType = HCCL_RECV;
+			it.buf = ptr(b.dense);
+			it.count = count(in, d);
+			it.dataType = d.dt;
+			it.remoteRank = static_cast<uint32_t>(r);
+			items->push_back(it);
+		}
+	} else {
+		TORCH_CHECK(outputs.empty() ||
+				    (outputs.size() == 1 && outputs[0].empty()),
+			    "HCCL gather: only the root takes output tensors");
+		HcclSendRecvItem it;
+		std::memset(&it, 0, sizeof(it));
+		it.sendRecvType = HCCL_SEND;
+		it.buf = ptr(in);
+		it.count = count(in, d);
+		it.dataType = d.dt;
+		it.remoteRank = static_cast<uint32_t>(root);
+		items->push_back(it);
+	}
+	auto *v = items.get();
+	auto post = [posts]() {
+		for (auto &p : posts)
+			p();
+	};
+	return engine_->launch(
+		c10d::OpType::GATHER, "gather", outs, keep,
+		[=](aclrtStream s) {
+			if (v->empty())
+				return HCCL_SUCCESS; // a group of one
+			return HcclBatchSendRecv(
+				v->data(), static_cast<uint32_t>(v->size()), c,
+				s);
+		},
+		post, items);
+}
+
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupHCCL::scatter(std::vector<at::Tensor> &outputs,
+			  std::vector<std::vector<at::Tensor>> &inputs,
+			  const c10d::ScatterOptions &opts)
+{
+	check_single(outputs, "scatter");
+	check_rank(opts.rootRank, "scatter", "root");
+	at::Tensor output = outputs[0];
+	DType d = dtype_of(output, "scatter");
+	HcclComm c = engine_->comm();
+	uint32_t root = static_cast<uint32_t>(opts.rootRank);
+	at::Tensor flat;
+	if (getRank() == static_cast<int>(root)) {
+		TORCH_CHECK(inputs.size() == 1 &&
+				    static_cast<int>(inputs[0].size()) == size_,
+			    "HCCL scatter: the root needs one list of ", size_,
+			    " input tensors");
+		std::vector<at::Tensor> ins = inputs[0];
+		for (size_t i = 0; i < ins.size(); i++) {
+			check_tensor(ins[i], "scatter");
+			TORCH_CHECK(
+				ins[i].scalar_type() == output.scalar_type() &&
+					ins[i].numel() == output.numel(),
+				"HCCL scatter: input ", i, " (", ins[i].sizes(),
+				", ", ins[i].scalar_type(),
+				") does not match the output (", output.sizes(),
+				", ", output.scalar_type(), ")");
+		}
+		if (adjacent(ins)) {
+			flat = ins[0];
+		} else {
+			std::vector<at::Tensor> parts;
+			for (auto &t : ins)
+				parts.push_back(t.reshape({-1}));
+			flat = at::cat(parts);
+		}
+	} else {
+		TORCH_CHECK(inputs.empty() ||
+				    (inputs.size() == 1 && inputs[0].empty()),
+			    "HCCL scatter: only the root takes input tensors");
+	}
+	Buf b = dense_inout(output);
+	at::Tensor out = b.dense;
+	return engine_->launch(
+		c10d::OpType::SCATTER, "scatter", {output},
+		keep_list({flat, out, output}),
+		[=](aclrtStream s) {
+			return HcclScatter(flat.defined() ? ptr(flat) : nullptr,
+					   ptr(out), count(out, d), d.dt, root,
+					   c, s);
+		},
+		b.post);
+}
+
+// One AllReduce over the tensors packed together.
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(
+	std::vector<at::Tensor> &tensors,
+	const c10d::AllreduceCoalescedOptions &opts)
+{
+	TORCH_CHECK(!tensors.empty(), "HCCL allreduce_coalesced: no tensors");
+	for (auto &t : tensors) {
+		check_tensor(t, "allreduce_coalesced");
+		TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
+			    "HCCL allreduce_coalesced: mixed tensor types");
+	}
+	HcclReduceOp op =
+		reduce_op(opts.reduceOp, tensors[0], "allreduce_coalesced");
+	DType d = dtype_of(tensors[0], "allreduce_coalesced");
+	std::vector<at::Tensor> parts;
+	for (auto &t : tensors)
+		parts.push_back(t.reshape({-1}));
+	at::Tensor flat = at::cat(parts);
+	std::vector<at::Tensor> outs = tensors;
+	auto post = [outs, flat]() mutable {
+		int64_t off = 0;
+		for (auto &t : outs) {
+			t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+			off += t.numel();
+		}
+	};
+	HcclComm c = engine_->comm();
+	return engine_->launch(
+		c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
+		tensors, keep_list({flat}),
+		[=](aclrtStream s) {
+			return HcclAllReduce(ptr(flat), ptr(flat),
+					     count(flat, d), d.dt, op, c, s);
+		},
+		post);
 }
 
 static c10::intrusive_ptr<c10d::ProcessGroup>
