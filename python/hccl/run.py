@@ -249,7 +249,8 @@ class Launcher(object):
         self.done_nodes = set()
         self.pidfds = {}  # pidfd -> rank: wakes the loop when a rank ends
         self.ended = {}  # rank -> (time.time() seen, returncode)
-        self.decide_by = None
+        self.kill_at = {}  # rank -> when SIGKILL follows our SIGTERM
+        self.spare_until = None
         self.reported = False  # this node's first failure is chosen
         self.stop_requested = False  # node 0 said stop
         self.candidates = []  # node 0: the nodes' first failures
@@ -448,10 +449,30 @@ class Launcher(object):
                 except (ProcessLookupError, PermissionError):
                     pass
 
-    def stop_all(self):
-        if self.stop_deadline is None:
-            self._signal_ranks(signal.SIGTERM)
-            self.stop_deadline = time.monotonic() + self.a.grace
+    def stop_all(self, spare=(), grace=None):
+        """SIGTERM every running rank but those in spare (each once),
+        SIGKILL after grace (--grace by default) seconds."""
+        dl = time.monotonic() + (self.a.grace if grace is None else grace)
+        for rank, p in self.procs.items():
+            if rank in spare or rank in self.kill_at or \
+                    p.poll() is not None:
+                continue
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.kill_at[rank] = dl
+        self.stop_deadline = min(self.kill_at.values(), default=None)
+
+    def _escalate(self):
+        now = time.monotonic()
+        for rank, dl in self.kill_at.items():
+            p = self.procs[rank]
+            if now >= dl and p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def on_signal(self, sig, frame):
         self.pending_signals.append(sig)
@@ -465,9 +486,10 @@ class Launcher(object):
                                 % _signame(sig))
                 self.reported = True
                 # the ranks got it: they have 5 s (or --grace) to end
-                if self.stop_deadline is None:
-                    self.stop_deadline = time.monotonic() + max(
-                        self.a.grace, 5.0)
+                dl = time.monotonic() + max(self.a.grace, 5.0)
+                for rank, p in self.procs.items():
+                    if p.poll() is None:
+                        self.kill_at.setdefault(rank, dl)
 
     # -- failures -----------------------------------------------------
     #
@@ -498,10 +520,13 @@ class Launcher(object):
         return out
 
     def _reap(self):
-        """Collect ranks that ended; pick this node's first failure. A
-        rank that began to exit before it but is still tearing down gets
-        up to 0.4 s to end (it most likely caused the others' failures);
-        so do marked ranks when node 0 asked us to stop."""
+        """Collect ranks that ended; pick this node's first failure.
+
+        A rank that began to exit before the first failed one but is still
+        tearing down most likely caused the others' failures: the others
+        are stopped at once, and it gets up to 2 s to end with its own
+        code. So do marked ranks when node 0 asked us to stop. Ranks that
+        end after our SIGTERM are not candidates."""
         now = time.monotonic()
         for rank, p in self.procs.items():
             if rank not in self.ended and p.poll() is not None:
@@ -511,37 +536,42 @@ class Launcher(object):
             del self.pidfds[fd]
         if self.reported:
             return
-        failed = {r: e for r, e in self.ended.items() if e[1] != 0}
+        failed = {r: e for r, e in self.ended.items()
+                  if e[1] != 0 and r not in self.kill_at}
         if not failed and not self.stop_requested:
             return
-        if self.decide_by is None:
-            self.decide_by = now + 0.4
         marks = self._marks()
-        waiting = now < self.decide_by
-        if not failed:
-            if waiting and any(r not in self.ended for r in marks):
+        if failed:
+            def key(r):
+                t, rc = failed[r]
+                return (0 if rc < 0 else 1, marks.get(r, t), r)
+
+            best = min(failed, key=key)
+            t_best = marks.get(best, failed[best][0])
+            early = set(r for r, tm in marks.items()
+                        if tm < t_best and r not in self.ended)
+            if failed[best][1] < 0:
+                early = set()  # a rank killed by a signal: that is it
+        else:
+            early = set(r for r in marks if r not in self.ended)
+        if early:
+            if self.spare_until is None:
+                self.spare_until = now + 2.0
+                self.stop_all(spare=early)
+            if now < self.spare_until:
                 return
-            self.reported = True
+        self.reported = True
+        if not failed:
             self.stop_all()
             return
-
-        def key(r):
-            t, rc = failed[r]
-            return (0 if rc < 0 else 1, marks.get(r, t), r)
-
-        best = min(failed, key=key)
         t, rc = failed[best]
-        t = marks.get(best, t)
-        if rc > 0 and waiting and any(
-                tm < t and r not in self.ended for r, tm in marks.items()):
-            return  # wait for the rank that began to exit first
-        self.reported = True
         if rc < 0:
             desc, code = "was killed by %s" % _signame(-rc), 128 - rc
         else:
             desc, code = "exited with code %d" % rc, rc
         self._candidate({"rank": best, "code": code, "desc": desc,
-                         "signal": rc < 0, "t": t, "node": self.node})
+                         "signal": rc < 0, "t": marks.get(best, t),
+                         "node": self.node})
 
     def _candidate(self, c):
         if self.nnodes == 1:
@@ -658,9 +688,7 @@ class Launcher(object):
                 self._reap()
                 if self.node == 0:
                     self._judge()
-                if self.stop_deadline is not None and \
-                        time.monotonic() >= self.stop_deadline:
-                    self._signal_ranks(signal.SIGKILL)
+                self._escalate()
                 if self._all_exited():
                     if self.culprit is not None:
                         break
@@ -679,7 +707,7 @@ class Launcher(object):
                         break
                     self._net(0.02)
                     continue
-                self._net(0.02 if self.decide_by is None else 0.01)
+                self._net(0.02 if self.spare_until is None else 0.01)
         finally:
             for s in FORWARDED:
                 signal.signal(s, signal.SIG_DFL)

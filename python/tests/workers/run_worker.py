@@ -52,8 +52,10 @@ def main():
     if mode == "pids":  # write the pid, then compute until killed
         import hccl
         hccl.barrier()
-        with open(os.path.join(args[0], "pid.%d" % R), "w") as f:
+        tmp = os.path.join(args[0], ".pid.%d" % R)
+        with open(tmp, "w") as f:
             f.write(str(os.getpid()))
+        os.rename(tmp, os.path.join(args[0], "pid.%d" % R))  # whole
         loop_allreduce()
     if mode == "stubborn":  # ignore SIGTERM; rank args[0] exits 3
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
