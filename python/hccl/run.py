@@ -15,8 +15,12 @@ The launcher forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
 SIGUSR2 to the ranks. When a rank fails (non-zero exit, or killed by a
 signal) it names it on stderr, stops the others (SIGTERM, then SIGKILL
 after --grace seconds, 0.5 by default) and exits with that rank's code
-(128 + N for signal N). Ranks run in their own process groups, die with
-the launcher (PR_SET_PDEATHSIG) and read no stdin.
+(128 + N for signal N). Which rank failed first: one killed by a signal,
+else the one whose exit began first (hccl marks it, hccl/_exitmark.py);
+such a rank, still tearing down while its peers already failed, gets up
+to 2 s to end with its own code while the others are stopped. Ranks run
+in their own process groups, die with the launcher (PR_SET_PDEATHSIG)
+and read no stdin.
 
 Several nodes: one launcher per node, e.g. ``mpirun -np 2 --map-by node
 python3 -m hccl.run -n 8 train.py`` or ``srun -N 2 --ntasks-per-node=1
