@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages OpenHCCL needs to build, test and benchmark,
-# skipping what is already there. Usage: ci/deps.sh [build|bench|python|all]
+# skipping what is already there.
+# Usage: ci/deps.sh [build|bench|python|slurm|plot|all]
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev
+build_pkgs=(build-essential cmake pkg-config libibverbs-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
 # python/ (hccl package, hccl.torch's C++ extension, its pytest suite; the
@@ -12,14 +13,20 @@ bench_pkgs=(openmpi-bin libopenmpi-dev)
 python_pkgs=(python3-numpy python3-pytest python3-torch libtorch-dev
 	python3-pybind11 openmpi-bin)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
+# a one-node Slurm for test/tools/slurm.sh, and MPICH's mpirun (tools.*)
+slurm_pkgs=(slurmctld slurmd slurm-client mpich)
+# bench/allreduce.sh's plot (Debian's matplotlib, for /usr/bin/python3)
+plot_pkgs=(python3-matplotlib)
 
 case "${1:-all}" in
 build) want=("${build_pkgs[@]}") ;;
 bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
 python) want=("${build_pkgs[@]}" "${python_pkgs[@]}") ;;
+slurm) want=("${slurm_pkgs[@]}") ;;
+plot) want=("${plot_pkgs[@]}") ;;
 all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${python_pkgs[@]}"
-	"${vm_pkgs[@]}") ;;
-*) echo "usage: $0 [build|bench|python|all]" >&2; exit 2 ;;
+	"${vm_pkgs[@]}" "${slurm_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|python|slurm|plot|all]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite, from a fresh Debian 12 machine: installs what is
 # missing, builds with -Werror, runs every Criterion suite through ctest,
-# then again with AddressSanitizer + UBSan. Exit status is the verdict.
+# the tools under a one-node Slurm, then the suites again with
+# AddressSanitizer + UBSan. Exit status is the verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -24,6 +25,11 @@ run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== Python and torch (pytest, against build/ci) =="
 bash ci/python.sh build/ci
 
+# The tools under a real one-node Slurm (slurmctld + slurmd started and
+# stopped by the script, about 5 s): srun --mpi=pmi2 -n 4 all_reduce_test.
+echo "== Slurm: srun the hccl_test tools =="
+bash test/tools/slurm.sh build/ci
+
 echo "== AddressSanitizer + UBSan build =="
 # LeakSanitizer is off here: its exit-time stop-the-world can deadlock a
 # forked rank whose other threads hold the allocator lock. Leaks of fds,
@@ -44,6 +50,16 @@ fi
 if [ "${OHC_CI_SKIP_VM:-0}" != 1 ]; then
 	echo "== Soft-RoCE VM: verbs suites (HCCL_INTRA_ROCE_ENABLE=1) =="
 	bash ci/soft-roce/vm-suites.sh build/ci
+fi
+# Soak with faults (ci/soak.sh): randomized mixed collectives on four
+# communicators while a rank is killed or stalled, and across the VMs'
+# wire with loss, delay and a link flap; every result checked, no hang
+# allowed; the fault table is printed (about 7 minutes).
+echo "== soak with faults =="
+if [ "${OHC_CI_SKIP_VM:-0}" = 1 ]; then
+	bash ci/soak.sh -t 15 --no-vm build/ci
+else
+	bash ci/soak.sh -t 15 build/ci
 fi
 left=$(ls /dev/shm 2>/dev/null | grep -i -E 'ohc|hccl' || true)
 if [ -n "$left" ]; then

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Print every function declared by the public headers include/hccl/*.h and
-# include/acl/{acl.h,acl_rt.h,acl_base.h}, one per line as
-# "<library> <name>" (hccl or ascendcl), sorted. static inline helpers
-# (HcclCommConfigInit) are not exported and are left out.
+# include/acl/{acl.h,acl_rt.h,acl_base.h,acl_prof.h}, one per line as
+# "<library> <name>" (hccl, ascendcl or msprofiler), sorted. static
+# inline helpers (HcclCommConfigInit) are not exported and are left out.
 #
 # The compiler does the parsing: GCC's -aux-info writes one prototype per
 # declared function together with the file it came from.
@@ -26,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 		printf '#include <hccl/%s>\n' "$(basename "$h")"
 	done
 	printf '#include <acl/acl.h>\n#include <acl/acl_base.h>\n'
-	printf '#include <acl/acl_rt.h>\n'
+	printf '#include <acl/acl_rt.h>\n#include <acl/acl_prof.h>\n'
 } > "$tmp/all.c"
 
 "$cc" -std=c11 -I"$inc" -fsyntax-only -aux-info "$tmp/all.aux" "$tmp/all.c"
@@ -43,6 +43,8 @@ awk -v inc="$inc/" '
 			lib = "hccl"
 		else if (rel ~ /^acl\/(acl|acl_rt|acl_base)\.h$/)
 			lib = "ascendcl"
+		else if (rel == "acl/acl_prof.h")
+			lib = "msprofiler"
 		else
 			next
 		decl = $0

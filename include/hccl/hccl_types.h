@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hccl_version.h"
+
 /* Marks every HCCL function as exported from the -fvisibility=hidden build. */
 #ifndef HCCL_API
 #if defined(__GNUC__) || defined(__clang__)

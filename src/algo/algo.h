@@ -215,6 +215,8 @@ ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 			    const struct ohc_algo **algo_p);
 
 const char *ohc_coll_op_name(enum ohc_coll_op op);
+/* The HCCL call an op runs for ("HcclAllReduce"): profile event names. */
+const char *ohc_coll_api_name(enum ohc_coll_op op);
 const char *ohc_link_class_name(enum ohc_link_class link);
 
 /* Default cost constants of a link class; never NULL. */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "algo/common.h"
+#include "algo/dtype.h"
 #include "algo/patterns/pairwise.h"
 #include "util/log.h"
 
@@ -79,12 +80,12 @@ ohc_status_t ohc_batch_validate(const struct ohc_batch_item *items,
 		    items[i].dtype != items[j].dtype) {
 			OHC_ERROR(OHC_SS_ALGO,
 				  "rank %u: batch items %u (self send, %llu of "
-				  "type %d) and %u (self receive, %llu of type "
-				  "%d) pair up but differ",
+				  "%s) and %u (self receive, %llu of %s) pair "
+				  "up but differ",
 				  rank, i, (unsigned long long)items[i].count,
-				  items[i].dtype, j,
+				  ohc_dtype_name(items[i].dtype), j,
 				  (unsigned long long)items[j].count,
-				  items[j].dtype);
+				  ohc_dtype_name(items[j].dtype));
 			return OHC_ERR_INVALID;
 		}
 	}

@@ -135,6 +135,45 @@ const char *ohc_coll_op_name(enum ohc_coll_op op)
 	return "unknown";
 }
 
+const char *ohc_coll_api_name(enum ohc_coll_op op)
+{
+	switch (op) {
+	case OHC_COLL_BROADCAST:
+		return "HcclBroadcast";
+	case OHC_COLL_ALLREDUCE:
+		return "HcclAllReduce";
+	case OHC_COLL_REDUCE:
+		return "HcclReduce";
+	case OHC_COLL_SEND:
+		return "HcclSend";
+	case OHC_COLL_RECV:
+		return "HcclRecv";
+	case OHC_COLL_ALLGATHER:
+		return "HcclAllGather";
+	case OHC_COLL_REDUCE_SCATTER:
+		return "HcclReduceScatter";
+	case OHC_COLL_ALLTOALLV:
+		return "HcclAlltoAllV";
+	case OHC_COLL_ALLTOALLVC:
+		return "HcclAlltoAllVC";
+	case OHC_COLL_ALLTOALL:
+		return "HcclAlltoAll";
+	case OHC_COLL_GATHER:
+		return "HcclGather";
+	case OHC_COLL_SCATTER:
+		return "HcclScatter";
+	case OHC_COLL_BATCH_SEND_RECV:
+		return "HcclBatchSendRecv";
+	case OHC_COLL_ALLGATHER_V:
+		return "HcclAllGatherV";
+	case OHC_COLL_REDUCE_SCATTER_V:
+		return "HcclReduceScatterV";
+	case OHC_COLL_BARRIER:
+		return "HcclBarrier";
+	}
+	return "HcclUnknown";
+}
+
 const char *ohc_link_class_name(enum ohc_link_class link)
 {
 	switch (link) {

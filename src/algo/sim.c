@@ -510,8 +510,8 @@ static ohc_status_t build_all(struct sim_run *run)
 		R->a.nranks = sim->nranks;
 		status = sim->args_fn(sim->ctx, r, &R->a);
 		if (status < 0) {
-			sim_err(sim, "rank %u: arguments: error %d", r,
-				(int)status);
+			sim_err(sim, "rank %u: arguments: %s", r,
+				ohc_status_str(status));
 			return status;
 		}
 		R->a.rank = r;
@@ -744,7 +744,8 @@ static ohc_status_t t_build(struct t_run *run, uint32_t r, unsigned k0,
 	a.nranks = sim->nranks;
 	status = sim->args_fn(sim->ctx, r, &a);
 	if (status < 0) {
-		sim_err(sim, "rank %u: arguments: error %d", r, (int)status);
+		sim_err(sim, "rank %u: arguments: %s", r,
+			ohc_status_str(status));
 		return status;
 	}
 	a.rank = r;

@@ -2,6 +2,8 @@
 #ifndef OHC_API_API_H
 #define OHC_API_API_H
 
+#include <stdbool.h>
+
 #include <hccl/hccl.h>
 
 #include "util/compiler.h"
@@ -19,15 +21,55 @@ ohc_status_t ohc_status_from_hccl(HcclResult r);
 ohc_status_t ohc_api_config_decode(const HcclCommConfig *user,
 				   struct ohc_comm_cfg *c);
 
+/* Run the registered state callbacks for comm (api_state.c). */
+void ohc_api_state_notify(HcclComm comm, HcclCommStatePhase phase);
+
+/*
+ * Argument checks shared by the collectives and the task API (api_coll.c),
+ * each logging one line naming fn and the argument. Values: count at most
+ * OHC_API_MAX_COUNT, a valid supported data type and, when need_reduce,
+ * a reduce op the type supports (OHC_ERR_INVALID / OHC_ERR_UNSUPPORTED).
+ * Counts: every entry of counts[0..n) at most the maximum, *sum_p their
+ * sum. Displacements: that of every non-empty block within the maximum,
+ * so that a block's end in bytes (at most 2 * 2^35 elements of at most
+ * 16 bytes) cannot wrap; empty blocks' displacements are not read.
+ */
+#define OHC_API_MAX_COUNT 0x7FFFFFFFFull
+ohc_status_t ohc_api_check_values(const char *fn, uint64_t count, int dtype,
+				  int redop, bool need_reduce);
+ohc_status_t ohc_api_check_counts(const char *fn, const char *what,
+				  const uint64_t *counts, uint32_t n,
+				  uint64_t *sum_p);
+ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
+				  const uint64_t *counts,
+				  const uint64_t *displs, uint32_t n);
+
 /* The live communicator behind a handle, or NULL (api_comm.c). */
 struct ohc_comm *ohc_api_comm(HcclComm comm);
 
-/* Log every call when HCCL_ENTRY_LOG_ENABLE=1, whatever the log level. */
-#define OHC_API_ENTRY(name)                                                    \
+/* The name and rank of a live communicator for log lines; NULL, -1. */
+const char *ohc_api_log_name(HcclComm comm);
+int ohc_api_log_rank(HcclComm comm);
+
+/*
+ * The first statement of an entry point: the rest of the call logs with
+ * the communicator's rank and name (comm: an HcclComm, NULL when the call
+ * has none), and when HCCL_ENTRY_LOG_ENABLE=1, whatever the log level,
+ * one line shows the call with its arguments (printf format, names for
+ * enums). OHC_API_ENTRY_RANK: a call that knows its rank but has no
+ * communicator yet (init).
+ */
+#define OHC_API_ENTRY_LOG(...)                                                 \
 	do {                                                                   \
 		if (ohc_env()->entry_log)                                      \
 			ohc_log(OHC_LOG_INFO, OHC_SS_API, __FILE__, __LINE__,  \
-				"entry: %s", name);                            \
+				"call " __VA_ARGS__);                          \
 	} while (0)
+#define OHC_API_ENTRY(comm, ...)                                               \
+	OHC_LOG_SCOPE(ohc_api_log_name(comm), ohc_api_log_rank(comm));         \
+	OHC_API_ENTRY_LOG(__VA_ARGS__)
+#define OHC_API_ENTRY_RANK(rank, ...)                                          \
+	OHC_LOG_SCOPE(NULL, (int)(rank));                                      \
+	OHC_API_ENTRY_LOG(__VA_ARGS__)
 
 #endif

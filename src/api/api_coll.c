@@ -12,31 +12,13 @@
  * the argument, and hands a descriptor to the communicator, which runs it
  * now (NULL stream) or enqueues it on the stream.
  */
-#define SYS_MAX_COUNT 0x7FFFFFFFFull
+#define SYS_MAX_COUNT OHC_API_MAX_COUNT
 
 enum { NEED_REDUCE = 1 };
 
-static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
-				 uint64_t count, int dtype, int redop,
-				 int flags, struct ohc_comm **c_p)
+ohc_status_t ohc_api_check_values(const char *fn, uint64_t count, int dtype,
+				  int redop, bool need_reduce)
 {
-	struct ohc_comm *c;
-
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return OHC_ERR_NULL;
-	}
-	c = ohc_api_comm(comm);
-	if (!c) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return OHC_ERR_INVALID;
-	}
-	if (stream && !ohc_rt_stream_valid(stream)) {
-		OHC_ERROR(OHC_SS_API, "%s: stream %p is not a live stream", fn,
-			  stream);
-		return OHC_ERR_INVALID;
-	}
 	if (count > SYS_MAX_COUNT) {
 		OHC_ERROR(OHC_SS_API, "%s: count %llu exceeds the maximum %llu",
 			  fn, (unsigned long long)count, SYS_MAX_COUNT);
@@ -53,7 +35,7 @@ static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
 			  fn);
 		return OHC_ERR_UNSUPPORTED;
 	}
-	if (flags & NEED_REDUCE) {
+	if (need_reduce) {
 		if (redop < 0 || redop > 3) {
 			OHC_ERROR(OHC_SS_API,
 				  "%s: op %d is not a valid HcclReduceOp", fn,
@@ -67,6 +49,35 @@ static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
 			return OHC_ERR_UNSUPPORTED;
 		}
 	}
+	return OHC_OK;
+}
+
+static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
+				 uint64_t count, int dtype, int redop,
+				 int flags, struct ohc_comm **c_p)
+{
+	struct ohc_comm *c;
+	ohc_status_t status;
+
+	if (!comm) {
+		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
+		return OHC_ERR_NULL;
+	}
+	c = ohc_api_comm(comm);
+	if (!c) {
+		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
+			  comm);
+		return OHC_ERR_INVALID;
+	}
+	if (stream && !ohc_rt_stream_valid(stream)) {
+		OHC_ERROR(OHC_SS_API, "%s: stream %p is not a live stream", fn,
+			  stream);
+		return OHC_ERR_INVALID;
+	}
+	status = ohc_api_check_values(fn, count, dtype, redop,
+				      flags & NEED_REDUCE);
+	if (status < 0)
+		return status;
 	*c_p = c;
 	return OHC_OK;
 }
@@ -86,7 +97,12 @@ OHC_API HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
 	struct ohc_comm *c;
 	ohc_status_t status;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAllReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
+		      "dataType=%s, op=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
 	if (count == 0) {
 		OHC_WARN(OHC_SS_API, "HcclAllReduce: count is 0, nothing to do");
 		return HCCL_SUCCESS;
@@ -154,7 +170,11 @@ OHC_API HcclResult HcclSend(void *sendBuf, uint64_t count,
 			    HcclDataType dataType, uint32_t destRank,
 			    HcclComm comm, aclrtStream stream)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclSend(sendBuf=%p, count=%llu, dataType=%s, "
+		      "destRank=%u, comm=%p, stream=%p)",
+		      sendBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), destRank, comm, stream);
 	return p2p(__func__, OHC_COLL_SEND, sendBuf, count, dataType, destRank,
 		   comm, stream);
 }
@@ -163,7 +183,11 @@ OHC_API HcclResult HcclRecv(void *recvBuf, uint64_t count,
 			    HcclDataType dataType, uint32_t srcRank,
 			    HcclComm comm, aclrtStream stream)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclRecv(recvBuf=%p, count=%llu, dataType=%s, "
+		      "srcRank=%u, comm=%p, stream=%p)",
+		      recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), srcRank, comm, stream);
 	return p2p(__func__, OHC_COLL_RECV, recvBuf, count, dataType, srcRank,
 		   comm, stream);
 }
@@ -174,7 +198,7 @@ OHC_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 	struct ohc_comm *c;
 	ohc_status_t status;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm, "HcclBarrier(comm=%p, stream=%p)", comm, stream);
 	status = check_common(__func__, comm, stream, 0, OHC_INT8, 0, 0, &c);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
@@ -230,7 +254,11 @@ OHC_API HcclResult HcclBroadcast(void *buf, uint64_t count,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_BROADCAST};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclBroadcast(buf=%p, count=%llu, dataType=%s, root=%u, "
+		      "comm=%p, stream=%p)",
+		      buf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), root, comm, stream);
 	ZERO_COUNT(__func__, count);
 	NULL_CHECK(__func__, buf);
 	a.sbuf = a.rbuf = buf;
@@ -246,7 +274,12 @@ OHC_API HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
+		      "dataType=%s, op=%s, root=%u, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      root, comm, stream);
 	ZERO_COUNT(__func__, count);
 	NULL_CHECK(__func__, sendBuf);
 	NULL_CHECK(__func__, recvBuf);
@@ -265,7 +298,11 @@ OHC_API HcclResult HcclAllGather(void *sendBuf, void *recvBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAllGather(sendBuf=%p, recvBuf=%p, sendCount=%llu, "
+		      "dataType=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)sendCount,
+		      ohc_dtype_name((int)dataType), comm, stream);
 	ZERO_COUNT(__func__, sendCount);
 	NULL_CHECK(__func__, sendBuf);
 	NULL_CHECK(__func__, recvBuf);
@@ -283,7 +320,12 @@ OHC_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE_SCATTER};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclReduceScatter(sendBuf=%p, recvBuf=%p, "
+		      "recvCount=%llu, dataType=%s, op=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)recvCount,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
 	ZERO_COUNT(__func__, recvCount);
 	NULL_CHECK(__func__, sendBuf);
 	NULL_CHECK(__func__, recvBuf);
@@ -302,7 +344,11 @@ OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_SCATTER};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclScatter(sendBuf=%p, recvBuf=%p, recvCount=%llu, "
+		      "dataType=%s, root=%u, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)recvCount,
+		      ohc_dtype_name((int)dataType), root, comm, stream);
 	ZERO_COUNT(__func__, recvCount);
 	NULL_CHECK(__func__, recvBuf);
 	a.sbuf = sendBuf;
@@ -313,10 +359,9 @@ OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf,
 	return coll(__func__, &a, comm, stream, 0);
 }
 
-/* V-count arrays: none above the maximum count; returns their sum. */
-static ohc_status_t check_counts(const char *fn, const char *what,
-				 const uint64_t *counts, uint32_t n,
-				 uint64_t *sum_p)
+ohc_status_t ohc_api_check_counts(const char *fn, const char *what,
+				  const uint64_t *counts, uint32_t n,
+				  uint64_t *sum_p)
 {
 	uint64_t sum = 0;
 
@@ -331,6 +376,22 @@ static ohc_status_t check_counts(const char *fn, const char *what,
 		sum += counts[i];
 	}
 	*sum_p = sum;
+	return OHC_OK;
+}
+
+ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
+				  const uint64_t *counts,
+				  const uint64_t *displs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (counts[i] && displs[i] > SYS_MAX_COUNT) {
+			OHC_ERROR(OHC_SS_API,
+				  "%s: %s[%u] = %llu exceeds the maximum %llu",
+				  fn, what, i, (unsigned long long)displs[i],
+				  SYS_MAX_COUNT);
+			return OHC_ERR_INVALID;
+		}
+	}
 	return OHC_OK;
 }
 
@@ -356,19 +417,23 @@ static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
  * when it is 0 the call is a no-op on every rank alike.
  */
 static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
-			     const void *counts, const void *displs,
-			     struct ohc_comm **c_p, uint64_t *total_p)
+			     const char *dwhat, const void *counts,
+			     const void *displs, struct ohc_comm **c_p,
+			     uint64_t *total_p)
 {
 	HcclResult r = comm_of(fn, comm, c_p);
+	uint32_t n;
 
 	if (r != HCCL_SUCCESS)
 		return r;
 	if (!counts || !displs) {
 		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
-			  !counts ? what : "displacements");
+			  !counts ? what : dwhat);
 		return HCCL_E_PTR;
 	}
-	if (check_counts(fn, what, counts, (*c_p)->nranks, total_p) < 0)
+	n = (*c_p)->nranks;
+	if (ohc_api_check_counts(fn, what, counts, n, total_p) < 0 ||
+	    ohc_api_check_displs(fn, dwhat, counts, displs, n) < 0)
 		return HCCL_E_PARA;
 	if (*total_p == 0)
 		OHC_WARN(OHC_SS_API, "%s: all counts are 0, nothing to do", fn);
@@ -386,9 +451,15 @@ OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
 	uint64_t total;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
-	r = v_prologue(__func__, comm, "recvCounts", recvCounts, recvDispls,
-		       &c, &total);
+	OHC_API_ENTRY(comm,
+		      "HcclAllGatherV(sendBuf=%p, sendCount=%llu, recvBuf=%p, "
+		      "recvCounts=%p, recvDispls=%p, dataType=%s, comm=%p, "
+		      "stream=%p)",
+		      sendBuf, (unsigned long long)sendCount, recvBuf,
+		      recvCounts, recvDispls, ohc_dtype_name((int)dataType),
+		      comm, stream);
+	r = v_prologue(__func__, comm, "recvCounts", "recvDispls", recvCounts,
+		       recvDispls, &c, &total);
 	if (r != HCCL_SUCCESS || total == 0)
 		return r;
 	if (((const uint64_t *)recvCounts)[c->rank] != sendCount) {
@@ -428,9 +499,16 @@ OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
 	uint64_t total;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
-	r = v_prologue(__func__, comm, "sendCounts", sendCounts, sendDispls,
-		       &c, &total);
+	OHC_API_ENTRY(comm,
+		      "HcclReduceScatterV(sendBuf=%p, sendCounts=%p, "
+		      "sendDispls=%p, recvBuf=%p, recvCount=%llu, dataType=%s, "
+		      "op=%s, comm=%p, stream=%p)",
+		      sendBuf, sendCounts, sendDispls, recvBuf,
+		      (unsigned long long)recvCount,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
+	r = v_prologue(__func__, comm, "sendCounts", "sendDispls", sendCounts,
+		       sendDispls, &c, &total);
 	if (r != HCCL_SUCCESS || total == 0)
 		return r;
 	if (((const uint64_t *)sendCounts)[c->rank] != recvCount) {
@@ -464,7 +542,14 @@ OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_ALLTOALL};
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAlltoAll(sendBuf=%p, sendCount=%llu, sendType=%s, "
+		      "recvBuf=%p, recvCount=%llu, recvType=%s, comm=%p, "
+		      "stream=%p)",
+		      sendBuf, (unsigned long long)sendCount,
+		      ohc_dtype_name((int)sendType), recvBuf,
+		      (unsigned long long)recvCount,
+		      ohc_dtype_name((int)recvType), comm, stream);
 	if (sendCount == 0 && recvCount == 0) {
 		OHC_WARN(OHC_SS_API, "%s: counts are 0, nothing to do",
 			 __func__);
@@ -501,13 +586,17 @@ static HcclResult alltoallv(const char *fn, const void *sendBuf,
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_ALLTOALLV};
 	uint64_t stotal, rtotal;
+	uint32_t n = c->nranks;
 
-	if (check_counts(fn, "sendCounts", sc, c->nranks, &stotal) < 0 ||
-	    check_counts(fn, "recvCounts", rc, c->nranks, &rtotal) < 0)
+	if (ohc_api_check_counts(fn, "sendCounts", sc, n, &stotal) < 0 ||
+	    ohc_api_check_counts(fn, "recvCounts", rc, n, &rtotal) < 0 ||
+	    ohc_api_check_displs(fn, "sdispls", sc, sd, n) < 0 ||
+	    ohc_api_check_displs(fn, "rdispls", rc, rd, n) < 0)
 		return HCCL_E_PARA;
 	if (sendType != recvType) {
-		OHC_ERROR(OHC_SS_API, "%s: sendType %d and recvType %d differ",
-			  fn, sendType, recvType);
+		OHC_ERROR(OHC_SS_API, "%s: sendType %s and recvType %s differ",
+			  fn, ohc_dtype_name((int)sendType),
+			  ohc_dtype_name((int)recvType));
 		return HCCL_E_PARA;
 	}
 	if ((stotal && !sendBuf) || (rtotal && !recvBuf)) {
@@ -539,7 +628,13 @@ OHC_API HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
 	struct ohc_comm *c;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAlltoAllV(sendBuf=%p, sendCounts=%p, sdispls=%p, "
+		      "sendType=%s, recvBuf=%p, recvCounts=%p, rdispls=%p, "
+		      "recvType=%s, comm=%p, stream=%p)",
+		      sendBuf, sendCounts, sdispls,
+		      ohc_dtype_name((int)sendType), recvBuf, recvCounts,
+		      rdispls, ohc_dtype_name((int)recvType), comm, stream);
 	r = comm_of(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
@@ -564,13 +659,19 @@ OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
 	uint32_t n;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclAlltoAllVC(sendBuf=%p, sendCountMatrix=%p, "
+		      "sendType=%s, recvBuf=%p, recvType=%s, comm=%p, "
+		      "stream=%p)",
+		      sendBuf, sendCountMatrix, ohc_dtype_name((int)sendType),
+		      recvBuf, ohc_dtype_name((int)recvType), comm, stream);
 	r = comm_of(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
 	NULL_CHECK(__func__, sendCountMatrix);
 	n = c->nranks;
-	if (check_counts(__func__, "sendCountMatrix", m, n * n, &total) < 0)
+	if (ohc_api_check_counts(__func__, "sendCountMatrix", m, n * n,
+				 &total) < 0)
 		return HCCL_E_PARA;
 	if (total == 0) {
 		OHC_WARN(OHC_SS_API, "%s: the matrix is all 0, nothing to do",
@@ -597,7 +698,10 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 	ohc_status_t status;
 	HcclResult r;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclBatchSendRecv(sendRecvInfo=%p, itemNum=%u, comm=%p, "
+		      "stream=%p)",
+		      (void *)sendRecvInfo, itemNum, comm, stream);
 	if (itemNum == 0) {
 		OHC_WARN(OHC_SS_API, "%s: no items, nothing to do", __func__);
 		return HCCL_SUCCESS;
@@ -658,14 +762,14 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 
 OHC_API HcclResult HcclGroupStart(void)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclGroupStart()");
 	ohc_group_start();
 	return HCCL_SUCCESS;
 }
 
 OHC_API HcclResult HcclGroupEnd(void)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclGroupEnd()");
 	return ohc_status_to_hccl(ohc_group_end());
 }
 

@@ -12,11 +12,21 @@
 /* Validate a communicator handle; NULL-checks belong to the caller. */
 struct ohc_comm *ohc_api_comm(HcclComm comm)
 {
-	struct ohc_comm *c = comm;
+	return ohc_comm_lookup(comm);
+}
 
-	if (!c || c->magic != OHC_COMM_MAGIC)
-		return NULL;
-	return c;
+const char *ohc_api_log_name(HcclComm comm)
+{
+	struct ohc_comm *c = ohc_api_comm(comm);
+
+	return c ? c->name : NULL;
+}
+
+int ohc_api_log_rank(HcclComm comm)
+{
+	struct ohc_comm *c = ohc_api_comm(comm);
+
+	return c ? (int)c->rank : -1;
 }
 
 static HcclResult env_check(void)
@@ -28,7 +38,7 @@ static HcclResult env_check(void)
 
 OHC_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclGetRootInfo(rootInfo=%p)", (void *)rootInfo);
 	if (!rootInfo) {
 		OHC_ERROR(OHC_SS_API, "HcclGetRootInfo: rootInfo is NULL");
 		return HCCL_E_PTR;
@@ -76,7 +86,7 @@ static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
 		ohc_bootstrap_destroy(bs);
 		return ohc_status_to_hccl(status);
 	}
-	*comm = c;
+	*comm = ohc_comm_handle(c);
 	return HCCL_SUCCESS;
 }
 
@@ -197,7 +207,10 @@ OHC_API HcclResult HcclCommInitRootInfo(uint32_t nRanks,
 					const HcclRootInfo *rootInfo,
 					uint32_t rank, HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitRootInfo(nRanks=%u, rootInfo=%p, "
+			   "rank=%u, comm=%p)",
+			   nRanks, (const void *)rootInfo, rank, (void *)comm);
 	if (ohc_group_depth() > 0)
 		return defer_init(__func__, nRanks, rootInfo, NULL, rank, NULL,
 				  comm);
@@ -210,7 +223,11 @@ OHC_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks,
 					      const HcclCommConfig *config,
 					      HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitRootInfoConfig(nRanks=%u, rootInfo=%p, "
+			   "rank=%u, config=%p, comm=%p)",
+			   nRanks, (const void *)rootInfo, rank,
+			   (const void *)config, (void *)comm);
 	if (!config) {
 		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
 		return HCCL_E_PTR;
@@ -248,6 +265,7 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 	struct ohc_comm *c = NULL;
 	const char *root_ip;
 	uint16_t port;
+	unsigned nports;
 	ohc_status_t status;
 
 	if (!clusterInfo || !comm) {
@@ -290,11 +308,17 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 	snprintf(cfg.backup_ip, sizeof(cfg.backup_ip), "%s",
 		 rt->ranks[rank].backup_device_ip);
 	root_ip = ranktable_root_ip(rt);
-	port = rt->ranks[0].host_port > 0
-		       ? (uint16_t)rt->ranks[0].host_port
-		       : (uint16_t)ohc_env()->if_base_port;
+	/* rank 0's host_port exactly, else the first free of 32 ports
+	 * from HCCL_IF_BASE_PORT (the ranks look for it there) */
+	if (rt->ranks[0].host_port > 0) {
+		port = (uint16_t)rt->ranks[0].host_port;
+		nports = 1;
+	} else {
+		port = (uint16_t)ohc_env()->if_base_port;
+		nports = OHC_MIN(OHC_BOOTSTRAP_PORTS_MAX, 65536u - port);
+	}
 	status = ohc_bootstrap_init_addr(
-		root_ip, port, rt->content_hash, rt->nranks, rank,
+		root_ip, port, nports, rt->content_hash, rt->nranks, rank,
 		(uint64_t)ohc_env()->connect_timeout_s * 1000, &bs);
 	if (status < 0)
 		goto out;
@@ -303,7 +327,7 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 		ohc_bootstrap_destroy(bs);
 		goto out;
 	}
-	*comm = c;
+	*comm = ohc_comm_handle(c);
 out:
 	ohc_ranktable_free(rt);
 	return ohc_status_to_hccl(status);
@@ -312,7 +336,11 @@ out:
 OHC_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo,
 					   uint32_t rank, HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitClusterInfo(clusterInfo=%s, rank=%u, "
+			   "comm=%p)",
+			   clusterInfo ? clusterInfo : "(null)", rank,
+			   (void *)comm);
 	if (ohc_group_depth() > 0)
 		return defer_init(__func__, 0, NULL, clusterInfo, rank, NULL,
 				  comm);
@@ -324,7 +352,11 @@ OHC_API HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo,
 						 HcclCommConfig *config,
 						 HcclComm *comm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(rank,
+			   "HcclCommInitClusterInfoConfig(clusterInfo=%s, "
+			   "rank=%u, config=%p, comm=%p)",
+			   clusterInfo ? clusterInfo : "(null)", rank,
+			   (void *)config, (void *)comm);
 	if (!config) {
 		OHC_ERROR(OHC_SS_API, "%s: config is NULL", __func__);
 		return HCCL_E_PTR;
@@ -362,7 +394,8 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 	ohc_status_t status = OHC_OK;
 	uint32_t started = 0;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclCommInitAll(ndev=%u, devices=%p, comms=%p)",
+		      ndev, (void *)devices, (void *)comms);
 	if (!devices || !comms) {
 		OHC_ERROR(OHC_SS_API, "HcclCommInitAll: %s is NULL",
 			  !devices ? "devices" : "comms");
@@ -373,12 +406,13 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 		return HCCL_E_PARA;
 	}
 	for (uint32_t i = 0; i < ndev; i++) {
-		if (devices[i] < 0 || devices[i] >= ohc_env()->device_count) {
+		if (devices[i] < 0 ||
+		    devices[i] >= ohc_config_device_count()) {
 			OHC_ERROR(OHC_SS_API,
 				  "HcclCommInitAll: devices[%u] = %d is not a "
-				  "device id in [0, %lld)",
-				  i, devices[i],
-				  (long long)ohc_env()->device_count);
+				  "device id in [0, %d) (OPENHCCL_DEVICE_COUNT "
+				  "sets the count)",
+				  i, devices[i], ohc_config_device_count());
 			return HCCL_E_PARA;
 		}
 		for (uint32_t j = 0; j < i; j++) {
@@ -433,7 +467,7 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 		status = OHC_ERR_SYSCALL;
 	for (uint32_t i = 0; i < ndev; i++) {
 		if (status == OHC_OK) {
-			comms[i] = args[i].comm;
+			comms[i] = ohc_comm_handle(args[i].comm);
 			continue;
 		}
 		if (i < started && args[i].status == OHC_OK)
@@ -497,7 +531,13 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 					   HcclCommConfig *config,
 					   HcclComm *subComm)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm ? *comm : NULL,
+		      "HcclCreateSubCommConfig(comm=%p, rankNum=%u, rankIds=%p, "
+		      "subCommId=%llu, subCommRankId=%u, config=%p, "
+		      "subComm=%p)",
+		      comm ? *comm : NULL, rankNum, (void *)rankIds,
+		      (unsigned long long)subCommId, subCommRankId,
+		      (void *)config, (void *)subComm);
 	if (ohc_group_depth() > 0)
 		return defer_split(comm, rankNum, rankIds, subCommId,
 				   subCommRankId, config, subComm);
@@ -577,7 +617,7 @@ static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
 				subCommId, status < 0 ? NULL : &cfg, &sub);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
-	*subComm = sub;
+	*subComm = ohc_comm_handle(sub);
 	return HCCL_SUCCESS;
 }
 
@@ -585,7 +625,8 @@ OHC_API HcclResult HcclCommDestroy(HcclComm comm)
 {
 	struct deferred *d;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY_RANK(ohc_api_log_rank(comm),
+			   "HcclCommDestroy(comm=%p)", comm);
 	if (!comm)
 		return HCCL_SUCCESS;
 	if (ohc_group_depth() == 0)
@@ -619,7 +660,18 @@ static HcclResult destroy_now(HcclComm comm)
 			  comm);
 		return HCCL_E_PARA;
 	}
+	if (__atomic_load_n(&c->task_ctx, __ATOMIC_ACQUIRE)) {
+		OHC_ERROR(OHC_SS_API,
+			  "HcclCommDestroy: communicator '%s' still has a task "
+			  "context (HcclTaskInit); destroy it first "
+			  "(HcclTaskDestroy); nothing was changed",
+			  c->name);
+		return HCCL_E_AGAIN;
+	}
+	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_PRE);
 	ohc_comm_destroy(c);
+	/* the handle is dead now: callbacks may only compare it */
+	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_POST);
 	return HCCL_SUCCESS;
 }
 
@@ -691,7 +743,7 @@ OHC_API HcclResult HcclCommGetHandleWithName(const char *commName,
 			  commName);
 		return HCCL_E_NOT_FOUND;
 	}
-	*comm = c;
+	*comm = ohc_comm_handle(c);
 	return HCCL_SUCCESS;
 }
 
@@ -710,7 +762,10 @@ OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
 {
 	struct ohc_comm *c;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(comm,
+		      "HcclCommWorkingDevNicSet(comm=%p, ranks=%p, "
+		      "useBackup=%p, nRanks=%u)",
+		      comm, (void *)ranks, (void *)useBackup, nRanks);
 	GET_COMM(c, comm, __func__);
 	NOT_NULL(ranks, __func__);
 	NOT_NULL(useBackup, __func__);
@@ -725,7 +780,10 @@ OHC_API uint32_t HcclGetCommConfigCapability(void)
 
 OHC_API HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclSetConfig(config=%s, configValue=%d)",
+		      config == HCCL_DETERMINISTIC ? "HCCL_DETERMINISTIC"
+						   : "(another key)",
+		      (int)configValue.value);
 	if (config != HCCL_DETERMINISTIC)
 		return HCCL_SUCCESS; /* HCCL ignores other keys */
 	if (configValue.value < 0 || configValue.value > 2) {

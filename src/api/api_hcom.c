@@ -36,6 +36,7 @@ struct hcom_group {
 	char name[GROUP_NAME_MAX + 1];
 	int device;
 	struct ohc_comm *comm; /* NULL for the world group's entry */
+	void *handle;	       /* comm's handle, checked before use */
 	uint32_t nranks;
 	uint32_t *world_ranks; /* group rank -> world rank */
 	struct ohc_hcom_fusion fusion;
@@ -60,7 +61,7 @@ static struct hcom_group *group_find(const char *name, int device)
 
 		if (g->device != device || strcmp(g->name, name))
 			continue;
-		if (g->comm && !ohc_comm_registered(g->comm)) {
+		if (g->comm && ohc_comm_lookup(g->handle) != g->comm) {
 			OHC_WARN(OHC_SS_API,
 				 "group '%s': its communicator was destroyed "
 				 "with HcclCommDestroy; the group is gone",
@@ -250,7 +251,8 @@ OHC_API HcclResult HcomCreateGroup(const char *group, uint32_t rankNum,
 	uint32_t index;
 	HcclResult ret;
 
-	OHC_API_ENTRY(fn);
+	OHC_API_ENTRY(NULL, "HcomCreateGroup(group=%s, rankNum=%u, rankIds=%p)",
+		      group ? group : "(null)", rankNum, (void *)rankIds);
 	ret = check_name(fn, group);
 	if (ret != HCCL_SUCCESS)
 		return ret;
@@ -305,6 +307,7 @@ OHC_API HcclResult HcomCreateGroup(const char *group, uint32_t rankNum,
 		goto free_group;
 	}
 	g->comm = sub;
+	g->handle = ohc_comm_handle(sub);
 	pthread_mutex_lock(&groups_lock);
 	if (group_find(group, device)) {
 		pthread_mutex_unlock(&groups_lock);
@@ -332,7 +335,8 @@ OHC_API HcclResult HcomDestroyGroup(const char *group)
 	struct hcom_group *g;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcomDestroyGroup(group=%s)",
+		      group ? group : "(null)");
 	ret = check_name(__func__, group);
 	if (ret != HCCL_SUCCESS)
 		return ret;
@@ -371,7 +375,8 @@ static HcclResult query(const char *fn, const char *group, enum query q,
 	uint32_t lsize, lrank;
 	HcclResult ret;
 
-	OHC_API_ENTRY(fn);
+	OHC_API_ENTRY(NULL, "%s(group=%s, out=%p)", fn,
+		      group ? group : "(null)", (void *)out);
 	if (!out) {
 		OHC_ERROR(OHC_SS_API, "%s: output pointer is NULL", fn);
 		return HCCL_E_PTR;
@@ -417,7 +422,10 @@ OHC_API HcclResult HcomGetWorldRankFromGroupRank(const char *group,
 	struct group_view v;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomGetWorldRankFromGroupRank(group=%s, groupRank=%u, "
+		      "worldRank=%p)",
+		      group ? group : "(null)", groupRank, (void *)worldRank);
 	if (!worldRank) {
 		OHC_ERROR(OHC_SS_API, "%s: worldRank is NULL", __func__);
 		return HCCL_E_PTR;
@@ -445,7 +453,10 @@ OHC_API HcclResult HcomGetGroupRankFromWorldRank(uint32_t worldRank,
 	uint32_t found = UINT32_MAX;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomGetGroupRankFromWorldRank(worldRank=%u, group=%s, "
+		      "groupRank=%p)",
+		      worldRank, group ? group : "(null)", (void *)groupRank);
 	if (!groupRank) {
 		OHC_ERROR(OHC_SS_API, "%s: groupRank is NULL", __func__);
 		return HCCL_E_PTR;
@@ -522,7 +533,11 @@ OHC_API HcclResult HcomSetGradFusionByIndex(const char *group,
 	struct hcom_group *g;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomSetGradFusionByIndex(group=%s, segmentNum=%u, "
+		      "idxList=%p)",
+		      group ? group : "(null)", segmentNum,
+		      (const void *)idxList);
 	ret = check_name(__func__, group);
 	if (ret == HCCL_SUCCESS)
 		ret = check_segments(__func__, segmentNum, idxList);
@@ -556,7 +571,11 @@ OHC_API HcclResult HcomSetGradFusionBySize(const char *group,
 	double sum = 0;
 	HcclResult ret;
 
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcomSetGradFusionBySize(group=%s, segmentNum=%u, "
+		      "sizeList=%p)",
+		      group ? group : "(null)", segmentNum,
+		      (const void *)sizeList);
 	ret = check_name(__func__, group);
 	if (ret == HCCL_SUCCESS)
 		ret = check_segments(__func__, segmentNum, sizeList);

@@ -13,7 +13,7 @@
 static HcclResult zc_get_comm(HcclComm comm, const char *fn,
 			      struct ohc_comm **c_p)
 {
-	OHC_API_ENTRY(fn);
+	OHC_API_ENTRY(comm, "%s(comm=%p, ...)", fn, comm);
 	if (!comm) {
 		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
 		return HCCL_E_PTR;
@@ -110,7 +110,8 @@ OHC_API HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr,
 
 OHC_API HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL, "HcclCommSymWinDeregister(winHandle=%p)",
+		      (void *)winHandle);
 	return ohc_status_to_hccl(ohc_zc_win_deregister(winHandle));
 }
 
@@ -135,7 +136,10 @@ OHC_API HcclResult HcclSymWinGetPeerPointer(HcclCommSymWindow winHandle,
 					    size_t offset, uint32_t peerRank,
 					    void **ptr)
 {
-	OHC_API_ENTRY(__func__);
+	OHC_API_ENTRY(NULL,
+		      "HcclSymWinGetPeerPointer(winHandle=%p, offset=%zu, "
+		      "peerRank=%u, ptr=%p)",
+		      (void *)winHandle, offset, peerRank, (void *)ptr);
 	return ohc_status_to_hccl(
 		ohc_zc_win_peer_ptr(winHandle, offset, peerRank, ptr));
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -87,21 +88,112 @@ struct ohc_comm *ohc_comm_find(const char *name, int device)
 	return found;
 }
 
-int ohc_comm_registered(const struct ohc_comm *comm)
+/*
+ * Handles. The HcclComm a user holds is not the communicator's address but
+ * a slot of this table and the slot's generation ((gen << 32) | (slot + 1)),
+ * so the handle of a destroyed communicator, a handle used twice for
+ * destroy, or a value never handed out is refused without reading any
+ * memory it might point to. Slots are reused with the next generation.
+ * A thread remembers the last handle it found live together with the
+ * epoch, which every removal bumps: the common case is one compare.
+ */
+struct comm_slot {
+	struct ohc_comm *comm; /* NULL: free */
+	uint32_t gen;	       /* >= 1 */
+};
+
+static struct comm_slot *slots; /* under registry_lock */
+static uint32_t nslots;
+static uint64_t handle_epoch; /* atomic; written under registry_lock */
+static __thread const void *cached_handle;
+static __thread struct ohc_comm *cached_comm;
+static __thread uint64_t cached_epoch;
+
+_Static_assert(sizeof(void *) == sizeof(uint64_t),
+	       "communicator handles pack 64 bits into a pointer");
+
+static void *handle_make(uint32_t slot, uint32_t gen)
+{
+	return (void *)(uintptr_t)(((uint64_t)gen << 32) | (slot + 1ull));
+}
+
+/* Give comm a slot and a handle (registry_lock held). */
+static ohc_status_t handle_add_locked(struct ohc_comm *comm)
+{
+	uint32_t i;
+
+	for (i = 0; i < nslots && slots[i].comm; i++)
+		;
+	if (i == nslots) {
+		struct comm_slot *grown;
+		uint32_t cap = nslots ? 2 * nslots : 16;
+
+		if (nslots >= (1u << 30))
+			return OHC_ERR_NO_MEMORY;
+		grown = realloc(slots, cap * sizeof(*slots));
+		if (!grown)
+			return OHC_ERR_NO_MEMORY;
+		for (uint32_t k = nslots; k < cap; k++)
+			grown[k] = (struct comm_slot){NULL, 1};
+		slots = grown;
+		nslots = cap;
+	}
+	slots[i].comm = comm;
+	comm->handle = handle_make(i, slots[i].gen);
+	return OHC_OK;
+}
+
+/* Retire comm's handle for good (registry_lock held). */
+static void handle_remove_locked(struct ohc_comm *comm)
+{
+	uint64_t v = (uint64_t)(uintptr_t)comm->handle;
+	struct comm_slot *sl = &slots[(uint32_t)v - 1];
+
+	sl->comm = NULL;
+	if (++sl->gen == 0)
+		sl->gen = 1;
+	__atomic_store_n(&handle_epoch, handle_epoch + 1, __ATOMIC_RELEASE);
+}
+
+struct ohc_comm *ohc_comm_lookup(const void *handle)
+{
+	uint64_t v = (uint64_t)(uintptr_t)handle, epoch;
+	uint32_t slot = (uint32_t)v - 1, gen = (uint32_t)(v >> 32);
+	struct ohc_comm *found = NULL;
+
+	if (handle && handle == cached_handle &&
+	    __atomic_load_n(&handle_epoch, __ATOMIC_ACQUIRE) == cached_epoch)
+		return cached_comm;
+	if ((uint32_t)v == 0 || gen == 0)
+		return NULL;
+	pthread_mutex_lock(&registry_lock);
+	epoch = handle_epoch;
+	if (slot < nslots && slots[slot].gen == gen)
+		found = slots[slot].comm;
+	pthread_mutex_unlock(&registry_lock);
+	if (found) {
+		cached_handle = handle;
+		cached_comm = found;
+		cached_epoch = epoch;
+	}
+	return found;
+}
+
+void *ohc_comm_handle(const struct ohc_comm *comm)
+{
+	return comm->handle;
+}
+
+void ohc_comm_for_each(void (*fn)(struct ohc_comm *comm, void *arg), void *arg)
 {
 	struct ohc_list *pos;
-	int found = 0;
 
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_for_each(pos, &registry)
 	{
-		if (ohc_container_of(pos, struct ohc_comm, link) == comm) {
-			found = 1;
-			break;
-		}
+		fn(ohc_container_of(pos, struct ohc_comm, link), arg);
 	}
 	pthread_mutex_unlock(&registry_lock);
-	return found;
 }
 
 int ohc_comm_name_taken(const char *name, uint32_t rank)
@@ -273,7 +365,7 @@ static void op_pool_fini(struct ohc_comm *comm)
 	comm->op_pool = comm->op_taken = NULL;
 }
 
-static void comm_close_transports(struct ohc_comm *comm)
+void ohc_comm_transports_close(struct ohc_comm *comm)
 {
 	if (comm->eps) {
 		for (uint32_t r = 0; r < comm->nranks; r++) {
@@ -295,7 +387,7 @@ static void comm_close_transports(struct ohc_comm *comm)
 
 static void comm_free(struct ohc_comm *comm)
 {
-	comm_close_transports(comm);
+	ohc_comm_transports_close(comm);
 	free(comm->eps);
 	free(comm->ep_tp);
 	free(comm->host_of);
@@ -338,8 +430,8 @@ void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
  * transport per peer (the first that reaches it: self, shm, verbs), and
  * connect. Transports nobody uses are closed again.
  */
-static ohc_status_t comm_connect(struct ohc_comm *comm, uint64_t session,
-				 uint64_t deadline)
+ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
+				      uint64_t deadline)
 {
 	const struct ohc_env *env = ohc_env();
 	unsigned ntp = ohc_transport_count();
@@ -592,7 +684,14 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 		 cfg->name[0] ? cfg->name : default_name);
 	ohc_list_init(&comm->link);
 	pthread_mutex_init(&comm->lock, NULL);
-	pthread_cond_init(&comm->idle_cond, NULL);
+	{
+		pthread_condattr_t ca; /* ohc_comm_wait_idle's clock */
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&comm->idle_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&comm->exec_lock, NULL);
 	if (ohc_comm_name_taken(comm->name, comm->rank)) {
 		OHC_ERROR(OHC_SS_INIT,
@@ -612,7 +711,7 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	status = ohc_bootstrap_bcast(bs, &session, sizeof(session), 0);
 	if (status < 0)
 		goto err_free;
-	status = comm_connect(comm, session, deadline);
+	status = ohc_comm_transports_open(comm, session, deadline);
 	if (status < 0)
 		goto err_free;
 	comm_choose_spin(comm);
@@ -624,10 +723,14 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	if (status < 0)
 		goto err_free;
 
-	comm->magic = OHC_COMM_MAGIC;
+	ohc_comm_flight_arm();
 	pthread_mutex_lock(&registry_lock);
-	ohc_list_add_tail(&registry, &comm->link);
+	status = handle_add_locked(comm);
+	if (status == OHC_OK)
+		ohc_list_add_tail(&registry, &comm->link);
 	pthread_mutex_unlock(&registry_lock);
+	if (status < 0)
+		goto err_free;
 	OHC_INFO(OHC_SS_INIT,
 		 "rank %u/%u: communicator '%s' ready (%u "
 		 "transports)",
@@ -651,6 +754,25 @@ void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
 	}
 }
 
+int ohc_comm_wait_idle(struct ohc_comm *comm, uint64_t timeout_ms)
+{
+	uint64_t deadline = ohc_time_ns() + timeout_ms * 1000000ull;
+	struct timespec ts;
+	int rc = 0;
+
+	ts.tv_sec = (time_t)(deadline / 1000000000ull);
+	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	pthread_mutex_lock(&comm->lock);
+	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE) && rc == 0)
+		if (pthread_cond_timedwait(&comm->idle_cond, &comm->lock,
+					   &ts) == ETIMEDOUT)
+			rc = -1;
+	if (!__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
+		rc = 0;
+	pthread_mutex_unlock(&comm->lock);
+	return rc;
+}
+
 void ohc_comm_destroy(struct ohc_comm *comm)
 {
 	const struct ohc_xfer_stats *st = &comm->stats;
@@ -672,13 +794,20 @@ void ohc_comm_destroy(struct ohc_comm *comm)
 		 (unsigned long long)comm->plans.misses,
 		 (unsigned long long)comm->plans.hits);
 	ohc_zc_owner_release(comm);
+	if (comm->refused > 1)
+		OHC_WARN(OHC_SS_COLL,
+			 "rank %u: communicator '%s': %llu operations were "
+			 "refused after it failed (%s)",
+			 comm->rank, comm->name,
+			 (unsigned long long)comm->refused,
+			 ohc_status_str(comm->failed));
 
 	pthread_mutex_lock(&registry_lock);
 	ohc_list_del(&comm->link);
+	handle_remove_locked(comm);
 	pthread_mutex_unlock(&registry_lock);
 
-	comm->magic = 0;
-	comm_close_transports(comm);
+	ohc_comm_transports_close(comm);
 	if (comm->bs)
 		ohc_bootstrap_destroy(comm->bs);
 	comm->bs = NULL;
@@ -691,7 +820,7 @@ ohc_status_t ohc_comm_async_error(struct ohc_comm *comm)
 }
 
 /* Mark the communicator failed; the first error sticks. */
-static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
+void ohc_comm_fail(struct ohc_comm *comm, ohc_status_t status)
 {
 	int expected = 0;
 
@@ -710,6 +839,29 @@ static void comm_fail(struct ohc_comm *comm, ohc_status_t status)
 					    (int)status, 0, __ATOMIC_ACQ_REL,
 					    __ATOMIC_ACQUIRE);
 	}
+}
+
+/*
+ * An operation on a failed communicator fails at once with the first
+ * error. Only the first refusal is logged (the failure itself was, where
+ * it was detected); the rest are counted and the count is logged at
+ * destroy: a program that keeps calling after a peer died must not write
+ * a line per call.
+ */
+static ohc_status_t comm_refuse(struct ohc_comm *comm, enum ohc_coll_op op,
+				int failed)
+{
+	if (__atomic_fetch_add(&comm->refused, 1, __ATOMIC_RELAXED) == 0)
+		OHC_ERROR(OHC_SS_COLL,
+			  "rank %u: %s on communicator '%s' refused: %s; "
+			  "later operations on it fail the same way, counted "
+			  "but not logged",
+			  comm->rank, ohc_coll_op_name(op), comm->name,
+			  failed == OHC_ERR_SUSPENDING
+				  ? "the communicator is suspended "
+				    "(HcclCommSuspend)"
+				  : ohc_status_str(failed));
+	return failed;
 }
 
 /*
@@ -815,6 +967,95 @@ static void scratch_keep(struct ohc_comm *comm, struct ohc_sched *s)
 	s->scratch_bytes = s->scratch_cap = 0;
 }
 
+/*
+ * Profiling (only while ohc_rt_prof_on()). comm_execute notes the
+ * algorithm and the ranks the schedule sends to or receives from (in
+ * order of first use) for the thread that runs the op; the op's record
+ * is filled right after, on that thread (the runtime's describe call, or
+ * op_run_profiled), so the note needs no room in struct ohc_op. Peers at
+ * or above PROF_PEER_BITS are deduplicated among the listed ones only, so
+ * at those rank counts npeers may count one twice.
+ */
+#define PROF_PEER_BITS 4096u
+struct prof_note {
+	const struct ohc_op *op; /* the op noted */
+	const char *algo;
+	uint32_t npeers;
+	uint32_t peers[OHC_RT_PROF_PEERS];
+};
+static __thread struct prof_note prof_note;
+
+static void op_prof_note(const struct ohc_op *op, const struct ohc_algo *algo,
+			 const struct ohc_sched *run)
+{
+	struct prof_note *pn = &prof_note;
+	uint64_t seen[PROF_PEER_BITS / 64];
+	uint32_t n = 0;
+
+	/* clear what the communicator's ranks can use */
+	memset(seen, 0,
+	       (OHC_MIN(op->args.nranks, PROF_PEER_BITS) + 63) / 64 * 8);
+	pn->op = op;
+	pn->algo = algo ? algo->name : NULL;
+	for (unsigned i = 0; i < run->nxfers; i++) {
+		const struct ohc_xfer *x = &run->xfers[i];
+		uint32_t p = x->peer;
+		bool dup = false;
+
+		if ((x->kind != OHC_XFER_SEND && x->kind != OHC_XFER_RECV) ||
+		    p == op->args.rank)
+			continue;
+		if (p < PROF_PEER_BITS) {
+			dup = seen[p / 64] & (1ull << (p % 64));
+			seen[p / 64] |= 1ull << (p % 64);
+		} else {
+			for (uint32_t j = 0; j < n && j < OHC_RT_PROF_PEERS;
+			     j++)
+				dup = dup || pn->peers[j] == p;
+		}
+		if (dup)
+			continue;
+		if (n < OHC_RT_PROF_PEERS)
+			pn->peers[n] = p;
+		n++;
+	}
+	pn->npeers = n;
+}
+
+/* What the profile records of an op (the runtime filled times and place). */
+static void op_prof_fill(const struct ohc_op *op, struct ohc_rt_prof_rec *rec)
+{
+	struct ohc_comm *comm = op->comm;
+	const struct prof_note *pn = &prof_note;
+	const char *name = __atomic_load_n(&comm->prof_name, __ATOMIC_ACQUIRE);
+
+	if (!name) { /* once per communicator; the same pointer if raced */
+		name = ohc_rt_prof_intern(comm->name);
+		__atomic_store_n(&comm->prof_name, name, __ATOMIC_RELEASE);
+	}
+	rec->kind = OHC_RT_PROF_HCCL;
+	rec->name = ohc_coll_api_name(op->args.op);
+	rec->comm = name;
+	rec->bytes = ohc_coll_bytes(&op->args);
+	rec->seq = op->sig.seq;
+	rec->rank = (int32_t)op->args.rank;
+	rec->nranks = (int32_t)op->args.nranks;
+	if (pn->op == op) { /* not when it failed before building */
+		uint32_t n = OHC_MIN(pn->npeers, (uint32_t)OHC_RT_PROF_PEERS);
+
+		rec->algo = pn->algo;
+		rec->npeers = (uint16_t)OHC_MIN(pn->npeers, 0xffffu);
+		memcpy(rec->peers, pn->peers, n * sizeof(rec->peers[0]));
+		prof_note.op = NULL;
+	}
+}
+
+static void op_task_describe(const struct ohc_rt_task *task,
+			     struct ohc_rt_prof_rec *rec)
+{
+	op_prof_fill((const struct ohc_op *)task, rec);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
@@ -826,16 +1067,14 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	int cacheable;
 	ohc_status_t status;
 	int failed;
+	OHC_LOG_SCOPE(comm->name, (int)comm->rank);
 
 	pthread_mutex_lock(&comm->exec_lock);
 	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		failed = OHC_ERR_SUSPENDING;
 	if (failed) {
-		OHC_ERROR(OHC_SS_COLL,
-			  "rank %u: %s on communicator '%s' refused: the "
-			  "communicator failed earlier (%s)",
-			  comm->rank, ohc_coll_op_name(op->args.op), comm->name,
-			  ohc_status_str(failed));
-		status = failed;
+		status = comm_refuse(comm, op->args.op, failed);
 		goto out;
 	}
 	op->args.host_of = comm->host_of;
@@ -881,11 +1120,18 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	x.sig = op->sig;
 	x.what = ohc_coll_op_name(op->args.op);
 	x.stats = &st;
+	x.err_peer = OHC_FLIGHT_NO_PEER;
+	x.flight = ohc_flight_begin(
+		&comm->flight, op->sig.seq, x.what, algo ? algo->name : NULL,
+		op->args.count * op->args.esize, run->nsteps);
+	if (OHC_UNLIKELY(ohc_rt_prof_on()))
+		op_prof_note(op, algo, run);
 	if (op->zc.n) {
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = &op->zc;
 	}
 	status = ohc_exec_run(&x, run);
+	ohc_flight_end(x.flight, status);
 	if (run == &s) {
 		scratch_keep(comm, &s);
 		ohc_sched_fini(&s);
@@ -898,8 +1144,15 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
 				   __ATOMIC_RELAXED);
 	}
+	if (status < 0 && __atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		status = OHC_ERR_SUSPENDING; /* canceled by HcclCommSuspend */
+	/* The first failure of a peer or of time: show what led to it. */
+	if ((status == OHC_ERR_TIMEOUT || status == OHC_ERR_REMOTE ||
+	     status == OHC_ERR_DESYNC) &&
+	    !__atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE))
+		ohc_comm_flight_dump(comm);
 	if (status < 0)
-		comm_fail(comm, status);
+		ohc_comm_fail(comm, status);
 out:
 	pthread_mutex_unlock(&comm->exec_lock);
 	return status;
@@ -927,11 +1180,9 @@ static void op_done(struct ohc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 }
 
-static int op_task_run(struct ohc_rt_task *task)
+/* The aclError a stream reports for an op's status. */
+static int op_status_rt(ohc_status_t status)
 {
-	struct ohc_op *op = (struct ohc_op *)task;
-	ohc_status_t status = comm_execute(op->comm, op);
-
 	switch (status) {
 	case OHC_OK:
 		return 0;
@@ -948,11 +1199,47 @@ static int op_task_run(struct ohc_rt_task *task)
 	}
 }
 
+static int op_task_run(struct ohc_rt_task *task)
+{
+	struct ohc_op *op = (struct ohc_op *)task;
+	ohc_status_t status;
+
+	if (op->notify)
+		op->notify->start(op->notify_arg, op->notify_tag);
+	status = comm_execute(op->comm, op);
+	if (op->notify) {
+		op->notified = true;
+		op->notify->done(op->notify_arg, op->notify_tag, status);
+	}
+	return op_status_rt(status);
+}
+
+/* An op without a stream, run here and recorded (profile running). */
+static ohc_status_t op_run_profiled(struct ohc_comm *comm, struct ohc_op *op)
+{
+	struct ohc_rt_prof_rec rec;
+	ohc_status_t status;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.start_ns = ohc_time_ns();
+	status = comm_execute(comm, op);
+	rec.end_ns = ohc_time_ns();
+	rec.enq_ns = rec.start_ns;
+	rec.status = status == OHC_OK ? 0 : op_status_rt(status);
+	rec.dev = -1; /* the thread's current device */
+	op_prof_fill(op, &rec);
+	ohc_rt_prof_record(&rec);
+	return status;
+}
+
 static void op_task_release(struct ohc_rt_task *task)
 {
 	struct ohc_op *op = (struct ohc_op *)task;
 	struct ohc_comm *comm = op->comm;
 
+	if (op->notify && !op->notified) /* skipped by its stream */
+		op->notify->done(op->notify_arg, op->notify_tag,
+				 OHC_ERR_CANCELED);
 	ohc_zc_unpin(&op->zc);
 	op_free(comm, op); /* before op_done: comm may go right after */
 	op_done(comm);
@@ -1015,6 +1302,7 @@ struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 	op->args.pipeline_slices = (uint32_t)ohc_env()->pipeline_slices;
 	op->task.run = op_task_run;
 	op->task.release = op_task_release;
+	op->task.describe = op_task_describe;
 	op->task.name = ohc_coll_op_name(args->op);
 	return op;
 }
@@ -1061,7 +1349,10 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		ohc_zc_pin(args->sbuf, slen, args->rbuf, rlen, &op->zc);
 
 	if (!stream) {
-		status = comm_execute(comm, op);
+		if (OHC_UNLIKELY(ohc_rt_prof_on()))
+			status = op_run_profiled(comm, op);
+		else
+			status = comm_execute(comm, op);
 		ohc_zc_unpin(&op->zc);
 		op_free(comm, op);
 		op_done(comm);
@@ -1084,8 +1375,14 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 			     const struct ohc_coll_args *args, void *stream)
 {
-	struct ohc_op *op = ohc_op_alloc(comm, args);
+	int failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+	struct ohc_op *op;
 
+	if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		return comm_refuse(comm, args->op, OHC_ERR_SUSPENDING);
+	if (failed)
+		return comm_refuse(comm, args->op, failed);
+	op = ohc_op_alloc(comm, args);
 	if (!op)
 		return OHC_ERR_NO_MEMORY;
 	if (ohc_group_depth() > 0)

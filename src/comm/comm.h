@@ -15,6 +15,7 @@
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/plan_cache.h"
 #include "core/exec.h"
+#include "core/flight.h"
 #include "core/req.h"
 #include "runtime/ohc_rt.h"
 #include "transport/transport.h"
@@ -57,11 +58,10 @@ void ohc_comm_cfg_default(struct ohc_comm_cfg *c);
 void ohc_comm_set_deterministic_all(int value);
 int ohc_comm_get_deterministic_global(void);
 
-#define OHC_COMM_MAGIC 0x6f6863636f6d6d31ull /* "ohccomm1" */
-
 struct ohc_comm {
-	uint64_t magic; /* OHC_COMM_MAGIC while alive */
+	void *handle; /* the user's HcclComm (ohc_comm_lookup) */
 	char name[OHC_COMM_NAME_MAX];
+	const char *prof_name; /* atomic: name interned for profiles, lazily */
 	uint32_t rank, nranks;
 	int device; /* logical device at init, or -1 */
 	struct ohc_comm_cfg cfg;
@@ -83,10 +83,13 @@ struct ohc_comm {
 	uint64_t coll_seq;	   /* atomic: next collective seq */
 	unsigned inflight;	   /* atomic: enqueued, not finished */
 
-	int abort_flag;	 /* atomic: destroy/failure cancels */
+	int abort_flag;	 /* atomic: destroy/failure/suspend cancels */
+	int suspended;	 /* atomic: HcclCommSuspend until resumed */
 	int failed;	 /* atomic: sticky ohc_status_t (<0) */
+	uint64_t refused; /* atomic: operations refused since (one line) */
 	int async_error; /* atomic: sticky ohc_status_t (<0) */
 
+	struct ohc_flight flight;    /* the last operations (core/flight.h) */
 	struct ohc_list link;	     /* process registry */
 	struct ohc_xfer_stats stats; /* bytes received per path (atomic) */
 	struct ohc_plan_cache plans; /* recent schedules; exec_lock */
@@ -108,6 +111,9 @@ struct ohc_comm {
 	unsigned op_slab_ops;	      /* ops mapped; under op_pool_taking */
 	unsigned op_slab_next;	      /* next never used op of op_slabs */
 	unsigned op_slab_n;	      /* ops in op_slabs (the newest) */
+
+	/* atomic: the task context bound to us (comm/task.c), or NULL */
+	struct ohc_task_ctx *task_ctx;
 };
 
 /*
@@ -146,12 +152,30 @@ void ohc_comm_destroy(struct ohc_comm *comm);
 
 /* Registry by name (and, for thread ranks, device). */
 struct ohc_comm *ohc_comm_find(const char *name, int device);
-/* Whether comm is a live communicator of this process (by address). */
-int ohc_comm_registered(const struct ohc_comm *comm);
+/*
+ * The live communicator behind a user's handle, or NULL: a destroyed
+ * communicator's handle, a value never handed out or garbage are refused
+ * without being dereferenced. Lock-free when this thread looked the same
+ * handle up last and nothing was destroyed since.
+ */
+struct ohc_comm *ohc_comm_lookup(const void *handle);
+/* The handle users get for comm (valid from create to destroy). */
+void *ohc_comm_handle(const struct ohc_comm *comm);
 int ohc_comm_name_taken(const char *name, uint32_t rank);
 /* Whether a live communicator is named name and has this rank or was made
  * on this device (sub-communicator names are unique per process/device). */
 int ohc_comm_name_clash(const char *name, uint32_t rank, int device);
+
+/*
+ * Who hears of an op's execution (the task API's completion counters):
+ * start(arg, tag) when it begins to run and done(arg, tag, status) once
+ * it ended, on the executing thread; done is called exactly once for a
+ * launched op, with OHC_ERR_CANCELED when its stream skipped it.
+ */
+struct ohc_op_notify {
+	void (*start)(void *arg, uint64_t tag);
+	void (*done)(void *arg, uint64_t tag, ohc_status_t status);
+};
 
 /* An operation of a communicator, queued on a stream or run inline. */
 struct ohc_op {
@@ -164,6 +188,14 @@ struct ohc_op {
 	struct ohc_zc_pin zc;	  /* exported memory pinned while in flight */
 	struct ohc_op *pool_next; /* in comm->op_pool */
 	bool pooled;		  /* from a slab: back to the pool */
+	/* set by comm_execute only while a profile records (ohc_rt_prof_on) */
+	const char *prof_algo; /* the algorithm that ran */
+	uint32_t prof_npeers;  /* ranks its schedule exchanged with */
+	uint32_t prof_peers[OHC_RT_PROF_PEERS];
+	bool notified;		  /* notify->done was called */
+	const struct ohc_op_notify *notify; /* NULL: nobody */
+	void *notify_arg;
+	uint64_t notify_tag;
 	char tail[] __attribute__((aligned(8))); /* copied arrays, items */
 };
 
@@ -234,5 +266,40 @@ void ohc_comm_tp_params(struct ohc_comm *comm, const char *device_ip,
 
 /* Sticky asynchronous error of the communicator (OHC_OK if none). */
 ohc_status_t ohc_comm_async_error(struct ohc_comm *comm);
+
+/*
+ * Suspend (comm_state.c), local: operations in flight are canceled (they
+ * and every later one fail with OHC_ERR_SUSPENDING; the peers' transports
+ * are told, so their operations with us fail too), and it returns once
+ * none is left in flight (bounded by the exec timeout: OHC_ERR_BUSY).
+ */
+ohc_status_t ohc_comm_suspend(struct ohc_comm *comm);
+/*
+ * Resume, collective over every rank of comm: the ranks agree over the
+ * bootstrap (a rank with exported memory or zero-copy windows registered
+ * refuses, and then everyone gets OHC_ERR_INVALID), every transport is
+ * closed and opened anew with a new session (as at init: rank table
+ * device_ip, not a NIC switched to), the failure and the suspension are
+ * cleared. Works on a suspended, a failed or a healthy communicator.
+ */
+ohc_status_t ohc_comm_resume(struct ohc_comm *comm);
+
+/*
+ * Flight recorder (comm_flight.c): dump comm's to the log; and, once
+ * per process when OPENHCCL_FLIGHT_SIGNAL is set, install the handler
+ * that makes every communicator dump its record.
+ */
+void ohc_comm_flight_dump(struct ohc_comm *comm);
+void ohc_comm_flight_arm(void);
+/* Call fn for every live communicator, under the registry lock. */
+void ohc_comm_for_each(void (*fn)(struct ohc_comm *comm, void *arg), void *arg);
+
+/* For comm/ only: what create and resume share (comm.c). */
+void ohc_comm_fail(struct ohc_comm *comm, ohc_status_t status);
+void ohc_comm_transports_close(struct ohc_comm *comm);
+ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,
+				      uint64_t deadline);
+/* Wait until no operation is in flight, at most timeout_ms: 0 or -1. */
+int ohc_comm_wait_idle(struct ohc_comm *comm, uint64_t timeout_ms);
 
 #endif

@@ -206,9 +206,10 @@ static ohc_status_t nic_connect(struct ohc_comm *comm, struct ohc_iface *old,
 			return OHC_ERR_NO_MEMORY;
 		ep->iface = iface;
 		ep->peer = r;
-		status = a->len ? iface->ops->ep_init(iface, ep, r, a->blob,
-						      a->len)
-				: OHC_ERR_INVALID;
+		status = a->len && a->len <= OHC_ADDR_MAX
+				 ? iface->ops->ep_init(iface, ep, r, a->blob,
+						       a->len)
+				 : OHC_ERR_INVALID;
 		if (status < 0) {
 			OHC_ERROR(OHC_SS_API,
 				  "rank %u: HcclCommWorkingDevNicSet: cannot "

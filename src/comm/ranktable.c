@@ -19,6 +19,7 @@
 
 #include "comm/ranktable.h"
 #include "util/compiler.h"
+#include "util/file.h"
 #include "util/log.h"
 
 #define RT_ERR_MAX (OHC_RANKTABLE_PATH_MAX + 1024)
@@ -546,6 +547,88 @@ static ohc_status_t rt_get_array(const struct rt_ctx *c, json_t *obj,
 	return OHC_OK;
 }
 
+/* Edit distance of two short keys (for "did you mean"). */
+static unsigned rt_distance(const char *a, const char *b)
+{
+	unsigned row[RT_FIELD_MAX], prev, tmp;
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la >= RT_FIELD_MAX || lb >= RT_FIELD_MAX)
+		return UINT32_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned best = prev + (a[i - 1] != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/*
+ * Keys of obj that this level does not know are ignored, as HCCL does,
+ * but each gets a warning with its position, and the nearest known key
+ * when one is close (a misspelled "device_ip" is otherwise a silently
+ * missing one). known is NULL-terminated.
+ */
+static void rt_warn_unknown(const struct rt_ctx *c, json_t *obj,
+			    const char *prefix, const char *const *known)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(obj, key, v)
+	{
+		const char *near = NULL;
+		unsigned best = 3; /* suggest at distance 1 or 2 */
+		char f[RT_FIELD_MAX], q[RT_QUOTE_MAX + 4];
+		int line, col, k;
+
+		(void)v;
+		for (k = 0; known[k] && strcmp(known[k], key); k++) {
+			unsigned d = rt_distance(key, known[k]);
+
+			if (d < best) {
+				best = d;
+				near = known[k];
+			}
+		}
+		if (known[k])
+			continue;
+		rt_field(f, prefix, key);
+		ohc_ranktable_locate(c->text, c->len, f, &line, &col);
+		OHC_WARN(OHC_SS_BOOT,
+			 "rank table %s:%d:%d: %s: unknown key \"%s\" "
+			 "ignored%s%s%s",
+			 c->path, line, col, *prefix ? prefix : "(top level)",
+			 rt_quote(q, sizeof(q), key),
+			 near ? " (did you mean \"" : "", near ? near : "",
+			 near ? "\"?)" : "");
+	}
+}
+
+static const char *const rt_top_keys[] = {"status",	    "version",
+					  "server_count",   "server_list",
+					  "super_pod_list", NULL};
+static const char *const rt_server_keys[] = {
+	"server_id", "host_ip", "device", "net_position", "net_protocol", NULL};
+static const char *const rt_device_keys[] = {
+	"device_id",   "rank_id",	   "device_ip",
+	"device_port", "backup_device_ip", "backup_device_port",
+	"host_port",   "super_device_id",  NULL};
+static const char *const rt_pod_keys[] = {"super_pod_id", "server_list", NULL};
+static const char *const rt_pod_member_keys[] = {"server_id", NULL};
+
 static ohc_status_t rt_parse_top(struct rt_ctx *c, json_t *root,
 				 json_t **servers_p)
 {
@@ -582,6 +665,7 @@ static ohc_status_t rt_parse_top(struct rt_ctx *c, json_t *root,
 			       "\"%lld\" does not match server_list, which has "
 			       "%zu servers",
 			       (long long)count, json_array_size(servers));
+	rt_warn_unknown(c, root, "", rt_top_keys);
 	*servers_p = servers;
 	return OHC_OK;
 }
@@ -622,6 +706,7 @@ static ohc_status_t rt_parse_device(struct rt_ctx *c, json_t *dev, uint32_t si,
 				     INT32_MAX, &v));
 		d->r.super_device_id = (int32_t)v;
 	}
+	rt_warn_unknown(c, dev, pre, rt_device_keys);
 	c->ndevs++;
 	return OHC_OK;
 }
@@ -666,6 +751,7 @@ static ohc_status_t rt_parse_server(struct rt_ctx *c, json_t *srv, uint32_t si)
 			    OHC_RANKTABLE_SERVER_ID_MAX, s->server_id));
 	OHC_CHECK(rt_get_ip(c, srv, pre, "host_ip", s->host_ip));
 	OHC_CHECK(rt_get_array(c, srv, pre, "device", false, &devs));
+	rt_warn_unknown(c, srv, pre, rt_server_keys);
 	for (size_t di = 0; di < json_array_size(devs); di++)
 		OHC_CHECK(rt_parse_device(c, json_array_get(devs, di), si,
 					  (uint32_t)di));
@@ -873,6 +959,7 @@ static ohc_status_t rt_parse_super_pod(struct rt_ctx *c, json_t *pods,
 			       rt_quote(q, sizeof(q), id), pj);
 	}
 	OHC_CHECK(rt_get_array(c, pod, pre, "server_list", false, &list));
+	rt_warn_unknown(c, pod, pre, rt_pod_keys);
 	for (size_t k = 0; k < json_array_size(list); k++) {
 		json_t *m = json_array_get(list, k);
 		char mpre[RT_FIELD_MAX];
@@ -883,6 +970,7 @@ static ohc_status_t rt_parse_super_pod(struct rt_ctx *c, json_t *pods,
 			return rt_fail(c, mpre, "must be an object, not %s",
 				       rt_kind(m));
 		OHC_CHECK(rt_get_str(c, m, mpre, "server_id", true, &sid));
+		rt_warn_unknown(c, m, mpre, rt_pod_member_keys);
 		rt_field(f, mpre, "server_id");
 		s = rt_find_server(c, sid);
 		if (s == RT_NONE)
@@ -1001,76 +1089,17 @@ static ohc_status_t rt_build(struct rt_ctx *c, json_t *root)
 
 /* ---- file ---- */
 
+/* Regular files only, never blocking on a FIFO (util/file.c). */
 static ohc_status_t rt_read_file(const char *path, char **text_p, size_t *len_p)
 {
-	size_t cap, len = 0, limit = OHC_RANKTABLE_MAX_BYTES;
-	ohc_status_t st = OHC_OK;
-	char *buf = NULL, *nbuf;
-	struct stat sb;
-	ssize_t r;
-	int fd;
+	char why[256];
+	ohc_status_t st;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rt_fail_file(OHC_ERR_OPEN_FILE, path, "cannot open: %s",
-				    strerror(errno));
-	if (fstat(fd, &sb) != 0) {
-		st = rt_fail_file(OHC_ERR_OPEN_FILE, path, "cannot stat: %s",
-				  strerror(errno));
-		goto out_close;
-	}
-	if (S_ISDIR(sb.st_mode)) {
-		st = rt_fail_file(OHC_ERR_OPEN_FILE, path,
-				  "cannot read: is a directory");
-		goto out_close;
-	}
-	if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > limit)
-		goto too_large;
-	/* regular files: one read of the known size; others grow */
-	cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 1 : 65536;
-	buf = malloc(cap);
-	if (!buf)
-		goto no_memory;
-	for (;;) {
-		if (len == cap) {
-			if (cap > limit)
-				goto too_large;
-			cap = OHC_MIN(cap * 2, (size_t)limit + 1);
-			nbuf = realloc(buf, cap);
-			if (!nbuf)
-				goto no_memory;
-			buf = nbuf;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			st = rt_fail_file(OHC_ERR_OPEN_FILE, path,
-					  "cannot read: %s", strerror(errno));
-			goto out_free;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	if (len > limit)
-		goto too_large;
-	*text_p = buf;
-	*len_p = len;
-	buf = NULL;
-	goto out_close;
-
-too_large:
-	st = rt_fail_file(OHC_ERR_INVALID, path,
-			  "file is larger than the limit of %zu bytes", limit);
-	goto out_free;
-no_memory:
-	st = rt_fail_file(OHC_ERR_NO_MEMORY, path, "out of memory reading it");
-out_free:
-	free(buf);
-out_close:
-	close(fd);
-	return st;
+	st = ohc_file_read(path, OHC_RANKTABLE_MAX_BYTES, text_p, len_p, why,
+			   sizeof(why));
+	if (st < 0)
+		return rt_fail_file(st, path, "%s", why);
+	return OHC_OK;
 }
 
 /* FNV-1a, 64 bit: identical bytes give the identical hash on every rank. */

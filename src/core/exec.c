@@ -295,7 +295,7 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 	OHC_ERROR(OHC_SS_COLL,
 		  "rank %u: %s timed out (exec timeout) in step %u waiting "
 		  "for peers %s",
-		  x->rank, x->what, step, peers);
+		  x->rank, x->what, step + 1, peers);
 }
 
 /* Run one step: post everything, then progress until all complete. */
@@ -413,6 +413,14 @@ static ohc_status_t exec_step(struct ohc_exec *x, const struct ohc_xfer *xf,
 				exec_yield();
 			continue;
 		}
+		if (spinning && x->flight) /* a long wait: note on whom */
+			for (unsigned i = 0; i < n; i++)
+				if (reqs[i].status == OHC_INPROGRESS &&
+				    (xf[i].kind == OHC_XFER_SEND ||
+				     xf[i].kind == OHC_XFER_RECV)) {
+					x->flight->wait_peer = xf[i].peer;
+					break;
+				}
 		spinning = 0;
 		check = idle + 16;
 
@@ -502,9 +510,15 @@ ohc_status_t ohc_exec_run(struct ohc_exec *x, const struct ohc_sched *s)
 	for (unsigned i = 0; i < s->nsteps && status == OHC_OK; i++) {
 		unsigned end = s->step_end[i];
 
+		if (x->flight) {
+			x->flight->step = i;
+			x->flight->wait_peer = OHC_FLIGHT_NO_PEER;
+		}
 		status = exec_step(x, &s->xfers[begin], end - begin, i, reqs);
 		begin = end;
 	}
+	if (status < 0 && x->flight && x->err_peer != OHC_FLIGHT_NO_PEER)
+		x->flight->wait_peer = x->err_peer;
 	if (reqs != stack_reqs)
 		free(reqs);
 	return status;

@@ -11,6 +11,7 @@
  */
 #include <stdint.h>
 
+#include "core/flight.h"
 #include "core/req.h"
 #include "core/sched.h"
 #include "transport/transport.h"
@@ -44,6 +45,7 @@ struct ohc_exec {
 	ohc_exec_mem_fn mem_lookup;   /* NULL: no exported memory involved */
 	void *mem_ctx;
 	struct ohc_xfer_stats *stats; /* NULL: not counted */
+	struct ohc_flight_op *flight; /* step and waits noted; NULL: not */
 	/* results */
 	uint32_t err_peer;            /* peer blamed for the error, if any */
 };

@@ -49,9 +49,7 @@ static void numa_discover(void)
 
 static void dev_init_once(void)
 {
-	int64_t n = ohc_env()->device_count;
-
-	dev_count = n >= 1 && n <= 65536 ? (int)n : 16;
+	dev_count = ohc_config_device_count();
 	devs = calloc((size_t)dev_count, sizeof(*devs));
 	if (!devs)
 		OHC_ERROR(OHC_SS_RT, "cannot allocate the table of %d devices",
@@ -63,6 +61,11 @@ int ohc_rt_device_count(void)
 {
 	pthread_once(&dev_once, dev_init_once);
 	return dev_count;
+}
+
+OHC_API int ohc_rt_device_total(void)
+{
+	return ohc_rt_device_count();
 }
 
 bool ohc_rt_numa_usable(void)
@@ -147,11 +150,16 @@ static aclError check_dev_id(const char *fn, int32_t deviceId)
 {
 	int n = ohc_rt_device_count();
 
-	if (deviceId < 0 || deviceId >= n)
+	if (deviceId < 0)
 		return OHC_RT_FAIL(ACL_ERROR_RT_INVALID_DEVICEID,
-				   "%s: device id %d out of range [0, %d) "
-				   "(OPENHCCL_DEVICE_COUNT)",
-				   fn, (int)deviceId, n);
+				   "%s: device id %d is negative", fn,
+				   (int)deviceId);
+	if (deviceId >= n)
+		return OHC_RT_FAIL(ACL_ERROR_RT_INVALID_DEVICEID,
+				   "%s: device id %d out of range [0, %d): set "
+				   "OPENHCCL_DEVICE_COUNT=%d or more for more "
+				   "devices",
+				   fn, (int)deviceId, n, (int)deviceId + 1);
 	return ACL_SUCCESS;
 }
 

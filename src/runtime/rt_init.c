@@ -113,6 +113,7 @@ OHC_API aclError aclInit(const char *configPath)
 	}
 	init_refs = 1;
 	init_finalized = false;
+	ohc_rt_prof_env_begin();
 out_unlock:
 	pthread_mutex_unlock(&init_lock);
 	return ret;
@@ -125,6 +126,18 @@ static void finalize_locked(void)
 	/* Streams go (after their pending work); memory and events stay
 	 * valid until the program frees them. */
 	ohc_rt_device_reset_all();
+	/* after the streams' last tasks, which it records */
+	ohc_rt_prof_env_end();
+}
+
+OHC_API int ohc_rt_initialized(void)
+{
+	int on;
+
+	pthread_mutex_lock(&init_lock);
+	on = init_refs > 0;
+	pthread_mutex_unlock(&init_lock);
+	return on;
 }
 
 OHC_API aclError aclFinalize(void)

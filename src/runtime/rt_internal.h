@@ -11,7 +11,8 @@
  * Lock order (outer to inner): device lock (or the device table lock) ->
  * registry lock -> stream lock, and event lock (rt_event.c) -> stream lock
  * (a record is numbered and queued atomically). Stream workers run tasks
- * without holding any lock. The VMM and memory locks are leaves.
+ * without holding any lock. The VMM and memory locks are leaves; so is the
+ * profiler's session lock (rt_prof.c), taken inside the init lock.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -183,6 +184,7 @@ struct ohc_rt_stream {
 	bool busy;    /* a task runs (worker or synchronizer); lock */
 	bool worker_waits; /* the worker sleeps on work_cond; lock */
 	bool caller_runs; /* synchronize runs queued tasks itself */
+	uint32_t prof_id;  /* the stream's lane in profiles, unique, >= 1 */
 	pthread_t thread;
 };
 
@@ -217,6 +219,18 @@ int ohc_rt_stream_wait_seq(struct ohc_rt_stream *s, uint64_t seq,
 /* Synchronize: wait for everything enqueued so far, then return and clear
  * the first error. Timeout in ms (-1 forever). */
 aclError ohc_rt_stream_sync(struct ohc_rt_stream *s, int32_t timeout_ms);
+
+/* ---- profiling (rt_prof.c) ---- */
+
+/*
+ * Run task t of stream stream_id on device dev and record it (only while
+ * ohc_rt_prof_on()); returns what t->run returned.
+ */
+int ohc_rt_prof_run(struct ohc_rt_task *t, uint32_t stream_id, int dev);
+/* OPENHCCL_PROFILE's session: started by the first aclInit, stopped (its
+ * trace written) by aclFinalize. No-ops when the variable is unset. */
+void ohc_rt_prof_env_begin(void);
+void ohc_rt_prof_env_end(void);
 
 /* ---- events (rt_event.c) ---- */
 

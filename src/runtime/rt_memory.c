@@ -479,6 +479,16 @@ static int mem_task_run(struct ohc_rt_task *t)
 	return 0;
 }
 
+static void mem_task_describe(const struct ohc_rt_task *t,
+			      struct ohc_rt_prof_rec *rec)
+{
+	const struct mem_task *mt =
+		(const struct mem_task *)((const char *)t -
+					  offsetof(struct mem_task, super));
+
+	rec->bytes = mt->count;
+}
+
 static void mem_task_release(struct ohc_rt_task *t)
 {
 	free(ohc_container_of(t, struct mem_task, super));
@@ -509,6 +519,7 @@ static aclError mem_enqueue(const char *fn, aclrtStream stream, void *dst,
 	}
 	mt->super.run = mem_task_run;
 	mt->super.release = mem_task_release;
+	mt->super.describe = mem_task_describe;
 	mt->super.name = src ? "memcpy" : "memset";
 	mt->dst = dst;
 	mt->src = src;

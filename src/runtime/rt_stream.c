@@ -25,6 +25,7 @@
  * ohc_rt_stream_submit).
  */
 static uint64_t stream_gen;		  /* atomic */
+static uint32_t stream_prof_ids;	  /* atomic: last profile lane id */
 static __thread const void *valid_handle; /* last handle found live */
 static __thread uint64_t valid_gen;	  /* stream_gen when found */
 
@@ -65,6 +66,8 @@ static void run_head_locked(struct ohc_rt_stream *s)
 	if (skip)
 		OHC_DEBUG(OHC_SS_RT, "device %d stream %p: task %s skipped",
 			  s->dev, (void *)s, t->name ? t->name : "?");
+	else if (OHC_UNLIKELY(ohc_rt_prof_on()))
+		rc = ohc_rt_prof_run(t, s->prof_id, s->dev);
 	else
 		rc = t->run(t);
 	if (rc)
@@ -172,6 +175,7 @@ aclError ohc_rt_stream_create(int dev, uint32_t flags, bool is_default,
 	s->flags = flags;
 	s->sync_noop = (flags & SYNC_NOOP_FLAGS) != 0;
 	s->is_default = is_default;
+	s->prof_id = __atomic_add_fetch(&stream_prof_ids, 1, __ATOMIC_RELAXED);
 	atomic_init(&s->refs, 1);
 	atomic_init(&s->abort, false);
 	ohc_list_init(&s->dev_node);
@@ -344,6 +348,7 @@ static void throttle_locked(struct ohc_rt_stream *s)
 aclError ohc_rt_stream_push(struct ohc_rt_stream *s, struct ohc_rt_task *task,
 			    uint64_t *seq_p)
 {
+	task->enq_ns = OHC_UNLIKELY(ohc_rt_prof_on()) ? ohc_time_ns() : 0;
 	pthread_mutex_lock(&s->lock);
 	throttle_locked(s);
 	if (s->closing) {
@@ -479,6 +484,36 @@ OHC_API int ohc_rt_stream_submit(void *stream, struct ohc_rt_task *task)
 	ret = ohc_rt_stream_push(s, task, NULL);
 	ohc_rt_stream_put(s);
 	return ret;
+}
+
+OHC_API int ohc_rt_stream_open(int dev, void **stream_p)
+{
+	struct ohc_rt_stream *s;
+	aclError ret;
+
+	if (!stream_p)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "ohc_rt_stream_open: stream_p is NULL");
+	if (dev < 0 || dev >= ohc_rt_device_count())
+		dev = 0; /* only its NUMA node depends on it */
+	ret = ohc_rt_stream_create(dev, 0, false, &s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ohc_rt_reg_lock);
+	ohc_rt_reg_add_locked(&s->super, OHC_RT_KIND_STREAM);
+	pthread_mutex_unlock(&ohc_rt_reg_lock);
+	*stream_p = s;
+	return ACL_SUCCESS;
+}
+
+OHC_API void ohc_rt_stream_close(void *stream)
+{
+	struct ohc_rt_stream *s;
+
+	if (!stream || ohc_rt_stream_get(stream, &s))
+		return;
+	ohc_rt_stream_shutdown(s, false);
+	ohc_rt_stream_put(s);
 }
 
 OHC_API int ohc_rt_stream_valid(void *stream)

@@ -1,23 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "util/compiler.h"
 #include "util/config.h"
 #include "util/log.h"
 
 enum field_kind {
-	F_INT,    /* decimal integer in [min, max] */
-	F_BOOL,   /* 0/1, true/false (case-insensitive) */
-	F_STR,    /* free string, length-checked */
+	F_INT,	  /* decimal integer in [min, max] */
+	F_BOOL,	  /* 0/1, true/false (case-insensitive) */
+	F_STR,	  /* free string, length-checked */
 	F_DETERM, /* false/true/strict */
 	F_FAMILY, /* AF_INET/AF_INET6 */
-	F_LOG,    /* owned by util/log.c, listed for the dump */
+	F_LOG,	  /* owned by util/log.c (its parsers validate), listed here */
+	F_SECRET, /* a string never printed (dumps show that it is set) */
+	F_SIGNAL, /* a signal a user may send: USR1, SIGUSR2, 10; "" = none */
 };
 
 struct field {
@@ -58,8 +62,18 @@ static const struct field fields[] = {
 	BOOL_F("HCCL_WHITELIST_DISABLE", "1",
 	       "0 = accept bootstrap peers only from HCCL_WHITELIST_FILE",
 	       whitelist_disable),
-	STR_F("HCCL_WHITELIST_FILE", "JSON {\"host_ip\": [...]} of allowed peers",
-	      whitelist_file),
+	STR_F("HCCL_WHITELIST_FILE",
+	      "JSON {\"host_ip\": [...]} of allowed peers", whitelist_file),
+	{"OPENHCCL_BOOTSTRAP_SECRET", "",
+	 "shared secret the bootstrap's session tokens are derived from; "
+	 "without it anyone holding the root info or able to read the rank "
+	 "table can join (never printed)",
+	 F_SECRET, offsetof(struct ohc_env, bootstrap_secret),
+	 sizeof(((struct ohc_env *)0)->bootstrap_secret), 0, 0},
+	STR_F("OPENHCCL_BOOTSTRAP_SECRET_FILE",
+	      "file holding that secret instead (a regular file, best mode "
+	      "0600)",
+	      bootstrap_secret_file),
 	INT_F("HCCL_EXEC_TIMEOUT", "1836",
 	      "seconds a rank waits for peers inside an operation (0 = never)",
 	      exec_timeout_s, 0, 2147483647),
@@ -129,6 +143,12 @@ static const struct field fields[] = {
 	      "message completes); unset: 64 where that check works "
 	      "(CAP_SYS_ADMIN), else 0",
 	      rdma_mr_cache, 0, 4096),
+	INT_F("OPENHCCL_RDMA_REPLAY_MS", "10000",
+	      "milliseconds an RDMA connection whose link failed (retries "
+	      "exhausted, port down) is given to come back: its QPs are "
+	      "rebuilt and what the peer did not receive is sent again; only "
+	      "then the operation fails (0 = fail at once)",
+	      rdma_replay_ms, 0, 600000),
 	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
 	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
 	      "writes survive packet loss on Soft-RoCE (go-back-N)",
@@ -171,14 +191,29 @@ static const struct field fields[] = {
 	      "1: a thread synchronizing a stream runs its queued tasks "
 	      "itself while the stream's worker is idle; 0: it sleeps",
 	      sync_runs_tasks, 0, 1),
-	INT_F("OPENHCCL_DEVICE_COUNT", "16",
-	      "number of logical devices the host runtime reports",
-	      device_count, 1, 65536),
+	{"OPENHCCL_FLIGHT_SIGNAL", "",
+	 "a signal (USR1, USR2, HUP, QUIT, URG, WINCH, PWR or a number) "
+	 "that makes every communicator of the process dump its flight "
+	 "recorder, the last 64 operations, to the log; unset: none",
+	 F_SIGNAL, offsetof(struct ohc_env, flight_signal), 0, 0, 0},
+	STR_F("OPENHCCL_PROFILE",
+	      "directory: profile the whole process (every HCCL operation "
+	      "and runtime task, aclInit to aclFinalize) into a Chrome trace "
+	      "JSON file there, as aclprofStart/aclprofStop would",
+	      profile_dir),
+	INT_F("OPENHCCL_DEVICE_COUNT", "0",
+	      "number of logical devices the host runtime reports; 0 = auto: "
+	      "this host's online CPUs, at least 16",
+	      device_count, 0, 65536),
 	{"OPENHCCL_DEBUG", "WARN",
 	 "log level: NONE, ERROR, WARN, INFO, DEBUG, TRACE", F_LOG, 0, 0, 0, 0},
 	{"OPENHCCL_DEBUG_SUBSYS", "all",
 	 "log subsystems: init,boot,shm,verbs,coll,algo,rt,env,api,mem (^ "
 	 "excludes)",
+	 F_LOG, 0, 0, 0, 0},
+	{"OPENHCCL_LOG_FILE", "",
+	 "log to this file instead of stderr; %h host, %p pid, %r rank (a file "
+	 "per rank), %% a percent sign",
 	 F_LOG, 0, 0, 0, 0},
 };
 
@@ -197,6 +232,41 @@ int ohc_config_is_set(const char *name)
 	const char *val = ohc_config_raw(name);
 
 	return val && *val;
+}
+
+ohc_status_t ohc_parse_signal(const char *s, int64_t *sig_p)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} ok[] = {
+		{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+		{"QUIT", SIGQUIT}, {"URG", SIGURG},   {"WINCH", SIGWINCH},
+		{"PWR", SIGPWR},
+	};
+	int64_t n;
+
+	if (!*s) {
+		*sig_p = 0;
+		return OHC_OK;
+	}
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(ok); i++) {
+		if (!strcasecmp(s, ok[i].name)) {
+			*sig_p = ok[i].sig;
+			return OHC_OK;
+		}
+	}
+	if (ohc_parse_int(s, 1, 64, &n) != OHC_OK)
+		return OHC_ERR_INVALID;
+	for (size_t i = 0; i < OHC_ARRAY_SIZE(ok); i++) {
+		if (ok[i].sig == n) {
+			*sig_p = n;
+			return OHC_OK;
+		}
+	}
+	return OHC_ERR_INVALID;
 }
 
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,
@@ -232,6 +302,7 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 	} while (0)
 	char *dst = (char *)e + f->offset;
 	int64_t *ip = (int64_t *)dst;
+	char why[160];
 
 	switch (f->kind) {
 	case F_INT:
@@ -258,6 +329,7 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 		}
 		return OHC_OK;
 	case F_STR:
+	case F_SECRET:
 		if (strlen(val) >= f->size) {
 			FIELD_ERROR("%s is longer than %zu characters", f->name,
 				    f->size - 1);
@@ -294,6 +366,20 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 		}
 		return OHC_OK;
 	case F_LOG:
+		if (ohc_log_setting_check(f->name, val, why, sizeof(why)) !=
+		    OHC_OK) {
+			FIELD_ERROR("%s='%s' %s", f->name, val, why);
+			return OHC_ERR_INVALID;
+		}
+		return OHC_OK;
+	case F_SIGNAL:
+		if (ohc_parse_signal(val, ip) != OHC_OK) {
+			FIELD_ERROR("%s='%s' is not a signal a user may send "
+				    "(USR1, USR2, HUP, QUIT, URG, WINCH, PWR "
+				    "or a number of one)",
+				    f->name, val);
+			return OHC_ERR_INVALID;
+		}
 		return OHC_OK;
 	}
 	return OHC_ERR_INTERNAL;
@@ -314,8 +400,11 @@ static void env_parse_locked(void)
 		const struct field *f = &fields[i];
 		const char *val = ohc_config_raw(f->name);
 
-		if (f->kind == F_LOG)
+		if (f->kind == F_LOG) {
+			if (val && *val && parse_field(f, val) != OHC_OK)
+				status = OHC_ERR_INVALID;
 			continue;
+		}
 		if (parse_field(f, f->def) != OHC_OK)
 			status = OHC_ERR_INTERNAL;
 		if (val && *val && parse_field(f, val) != OHC_OK)
@@ -365,9 +454,55 @@ void ohc_env_dump(FILE *out)
 		const char *val = ohc_config_raw(f->name);
 		int set = ohc_config_is_set(f->name);
 
+		if (set && f->kind == F_SECRET)
+			val = "(set, not shown)";
 		fprintf(out, "%-30s = %-16s (%s)  # %s\n", f->name,
 			set ? val : f->def, set ? "environment" : "default",
 			f->doc);
+	}
+}
+
+/* The values f accepts, for fix lines: "an integer in [1, 7200]". */
+static void range_text(const struct field *f, char *buf, size_t len)
+{
+	switch (f->kind) {
+	case F_INT:
+		snprintf(buf, len, "an integer in [%lld, %lld]%s",
+			 (long long)f->min, (long long)f->max,
+			 strcmp(f->name, "HCCL_RDMA_TC") ? ""
+							 : ", a multiple of 4");
+		break;
+	case F_BOOL:
+		snprintf(buf, len, "0 or 1 (or false, true)");
+		break;
+	case F_STR:
+		if (!strcmp(f->name, "HCCL_ALGO"))
+			snprintf(buf, len,
+				 "level0:NA;level1:<algo>, or per op "
+				 "<op>=level0:NA;level1:<algo>/..., <algo> one "
+				 "of ring, H-D_R, NHR, NHR_V1, NB, AHC, "
+				 "pipeline, pairwise");
+		else
+			snprintf(buf, len, "a string of at most %zu characters",
+				 f->size - 1);
+		break;
+	case F_DETERM:
+		snprintf(buf, len, "false, true or strict");
+		break;
+	case F_FAMILY:
+		snprintf(buf, len, "AF_INET or AF_INET6");
+		break;
+	case F_LOG:
+		ohc_log_setting_range(f->name, buf, len);
+		break;
+	case F_SECRET:
+		snprintf(buf, len, "a secret of at most %zu characters",
+			 f->size - 1);
+		break;
+	case F_SIGNAL:
+		snprintf(buf, len,
+			 "USR1, USR2, HUP, QUIT, URG, WINCH, PWR or its number");
+		break;
 	}
 }
 
@@ -389,7 +524,7 @@ ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p)
 	val = ohc_config_raw(f->name);
 	if (val && !*val)
 		val = NULL;
-	if (val && f->kind != F_LOG) {
+	if (val) {
 		scratch = malloc(sizeof(*scratch));
 		if (!scratch)
 			return OHC_ERR_NO_MEMORY;
@@ -399,7 +534,20 @@ ohc_status_t ohc_config_get(size_t i, struct ohc_config_var *var_p)
 	var_p->name = f->name;
 	var_p->def = f->def;
 	var_p->doc = f->doc;
-	var_p->value = val;
+	var_p->value = val && f->kind == F_SECRET ? "(set, not shown)" : val;
 	var_p->valid = valid;
+	range_text(f, var_p->range, sizeof(var_p->range));
 	return OHC_OK;
+}
+
+int ohc_config_device_count(void)
+{
+	int64_t n = ohc_env()->device_count;
+	long cpus;
+
+	if (n > 0)
+		return (int)n;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus > OHC_DEVICE_COUNT_MIN ? (int)(cpus < 65536 ? cpus : 65536)
+					   : OHC_DEVICE_COUNT_MIN;
 }

@@ -31,6 +31,9 @@ struct ohc_env {
 	char host_port_range[256];    /* HCCL_HOST_SOCKET_PORT_RANGE */
 	int64_t whitelist_disable;    /* HCCL_WHITELIST_DISABLE */
 	char whitelist_file[4096];    /* HCCL_WHITELIST_FILE */
+	char bootstrap_secret[256];   /* OPENHCCL_BOOTSTRAP_SECRET */
+	char bootstrap_secret_file[4096]; /* OPENHCCL_BOOTSTRAP_SECRET_FILE */
+	int64_t flight_signal;		  /* OPENHCCL_FLIGHT_SIGNAL, 0 = none */
 	/* execution */
 	int64_t exec_timeout_s;       /* HCCL_EXEC_TIMEOUT, 0 = never */
 	int64_t buffsize_mb;          /* HCCL_BUFFSIZE */
@@ -54,6 +57,7 @@ struct ohc_env {
 	int64_t rdma_pull_kb;         /* OPENHCCL_RDMA_PULL_KB, 0 = never */
 	int64_t rdma_mr_cache;        /* OPENHCCL_RDMA_MR_CACHE (see vx_mr.c) */
 	int64_t rdma_write_kb;        /* OPENHCCL_RDMA_WRITE_KB, 0 = slot */
+	int64_t rdma_replay_ms;	      /* OPENHCCL_RDMA_REPLAY_MS, 0 = none */
 	/* OpenHCCL's own */
 	char hostid[256];             /* OPENHCCL_HOSTID */
 	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */
@@ -61,9 +65,10 @@ struct ohc_env {
 	int64_t malloc_shared_kb;     /* OPENHCCL_MALLOC_SHARED_KB, 0 = never */
 	int64_t shm_zc_kb;            /* OPENHCCL_SHM_ZC_KB, 0 = never */
 	int64_t spin_us;              /* OPENHCCL_SPIN_US, -1 = auto */
-	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT */
+	int64_t device_count;         /* OPENHCCL_DEVICE_COUNT, 0 = auto */
 	int64_t pipeline_slices;      /* OPENHCCL_PIPELINE_SLICES, 0 = auto */
 	int64_t sync_runs_tasks;      /* OPENHCCL_SYNC_RUNS_TASKS */
+	char profile_dir[4096];       /* OPENHCCL_PROFILE, "" = off */
 };
 
 /* The parsed environment; parsed on first call, never NULL. Thread-safe. */
@@ -81,7 +86,8 @@ struct ohc_config_var {
 	const char *def;   /* the default, as text */
 	const char *doc;   /* one line */
 	const char *value; /* from the environment; NULL when unset or empty */
-	int valid;	   /* 0: value is malformed (OPENHCCL_DEBUG*: always 1) */
+	int valid;	   /* 0: value is malformed */
+	char range[256];   /* the values it accepts, one line */
 };
 
 /* Number of rows of the table. */
@@ -101,6 +107,18 @@ const char *ohc_config_raw(const char *name);
  * whose unset default depends on the machine (OPENHCCL_RDMA_MR_CACHE).
  */
 int ohc_config_is_set(const char *name);
+
+/* "USR1", "SIGUSR2", "10"...: a signal a user may send (0 for ""). */
+ohc_status_t ohc_parse_signal(const char *s, int64_t *sig_p);
+
+/*
+ * The runtime's logical device count: OPENHCCL_DEVICE_COUNT when set
+ * (> 0), else this host's online CPUs, at least OHC_DEVICE_COUNT_MIN (an
+ * NPU server's count, so programs written for one still find their
+ * devices on a small host).
+ */
+#define OHC_DEVICE_COUNT_MIN 16
+int ohc_config_device_count(void);
 
 /* Parse helpers shared with other validators (rank table, config). */
 ohc_status_t ohc_parse_int(const char *s, int64_t min, int64_t max,

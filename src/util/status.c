@@ -25,6 +25,8 @@ const char *ohc_status_str(ohc_status_t status)
 	case OHC_ERR_NO_RESOURCE: return "no resource";
 	case OHC_ERR_DESYNC: return "ranks called mismatched operations";
 	case OHC_ERR_CANCELED: return "canceled";
+	case OHC_ERR_SUSPENDING:
+		return "communicator suspended";
 	}
 	return "unknown status";
 }

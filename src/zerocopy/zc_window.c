@@ -79,6 +79,20 @@ static ohc_status_t win_map_peers(struct ohc_zc_win *w,
 			p->ptr = (void *)(uintptr_t)recs[r].addr;
 			continue;
 		}
+		/* the peer's window must lie inside the memory it exports:
+		 * loads and stores go to ptr + [0, size) */
+		if (recs[r].desc.fd_off > recs[r].desc.fd_size ||
+		    recs[r].size > recs[r].desc.fd_size - recs[r].desc.fd_off) {
+			OHC_ERROR(OHC_SS_MEM,
+				  "rank %u: rank %u's window (offset %llu, "
+				  "%llu bytes) lies outside the %llu bytes it "
+				  "exports",
+				  g->rank, r,
+				  (unsigned long long)recs[r].desc.fd_off,
+				  (unsigned long long)recs[r].size,
+				  (unsigned long long)recs[r].desc.fd_size);
+			return OHC_ERR_INVALID;
+		}
 		status = ep->iface->ops->ep_mem_map(ep, &recs[r].desc, &base);
 		if (status == OHC_ERR_UNSUPPORTED)
 			continue; /* no load/store path (another host) */

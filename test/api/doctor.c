@@ -151,19 +151,31 @@ Test(doctor, reports_rdma_devices_or_their_absence)
 	cr_assert(strstr(r.out, "== NUMA"), "%s", r.out);
 	cr_assert(strstr(r.out, "== bootstrap"), "%s", r.out);
 	if (ndev == 0) {
-		const char *p = strstr(r.out, "[FAIL]  no RDMA devices");
+		const char *p;
 
-		cr_assert(p, "no RDMA device here, the report must say so:\n%s",
+		/* shared memory is all this host needs: said, and fine */
+		cr_assert(strstr(r.out, "[ok]    no RDMA devices"),
+			  "no RDMA device here, the report must say so:\n%s",
 			  r.out);
+		cr_assert(strstr(r.out, "shared memory is all ranks on this "
+					"host need"),
+			  "%s", r.out);
+		cr_assert(!strstr(r.out, "[FAIL]  no RDMA"), "%s", r.out);
+		/* ranks on other hosts need RDMA: a problem with a fix */
+		run_doctor((char *[]){"--multi-host", NULL}, NULL, &r);
+		p = strstr(r.out, "[FAIL]  no RDMA devices, but --multi-host");
+		cr_assert(p, "%s", r.out);
 		cr_assert(!strncmp(strchr(p, '\n') + 1, "        fix: ", 13),
 			  "the problem line needs a fix line:\n%s", r.out);
 		cr_assert_eq(r.status, 1, "problems found must exit 1:\n%s",
 			     r.out);
-		/* shm-only: no RDMA is not a problem then */
-		run_doctor((char *[]){"--shm-only", NULL}, NULL, &r);
-		cr_assert(strstr(r.out, "no RDMA devices (--shm-only"), "%s",
-			  r.out);
-		cr_assert(!strstr(r.out, "[FAIL]  no RDMA"), "%s", r.out);
+		/* so do same-host ranks over RDMA */
+		run_doctor(NULL, (char *[]){"HCCL_INTRA_ROCE_ENABLE=1", NULL},
+			   &r);
+		cr_assert(strstr(r.out, "[FAIL]  no RDMA devices, but "
+					"HCCL_INTRA_ROCE_ENABLE=1"),
+			  "%s", r.out);
+		cr_assert_eq(r.status, 1, "%s", r.out);
 		return;
 	}
 	/* the Soft-RoCE VM: every device listed, with a port and RoCEv2 */
@@ -357,7 +369,10 @@ Test(doctor, config_shows_sources_and_flags_malformed_values)
 		  line);
 	cr_assert(strstr(r.out, "[FAIL]  HCCL_RDMA_TC='13' is malformed"), "%s",
 		  r.out);
-	cr_assert(strstr(r.out, "fix: unset HCCL_RDMA_TC"), "%s", r.out);
+	cr_assert(strstr(r.out, "fix: set HCCL_RDMA_TC to an integer in [0, "
+				"255], a multiple of 4 (default 132), or "
+				"unset it"),
+		  "%s", r.out);
 	cr_assert_eq(r.status, 1, "%s", r.out);
 
 	/* every variable valid: exit 0, nothing flagged */
@@ -365,6 +380,92 @@ Test(doctor, config_shows_sources_and_flags_malformed_values)
 		   (char *[]){"HCCL_RDMA_TC=12", NULL}, &r);
 	cr_assert(!strstr(r.out, "MALFORMED"), "%s", r.out);
 	cr_assert_eq(r.status, 0, "%s", r.out);
+}
+
+/*
+ * On a host without RDMA whose ranks all stay on it, a healthy
+ * environment passes: exit 0, no problem (warnings allowed).
+ */
+Test(doctor, shm_only_host_passes)
+{
+	static struct run r;
+	char names[8][64];
+
+	if (rdma_devices(names, 8))
+		cr_skip_test("this host has RDMA devices");
+	run_doctor(NULL, NULL, &r);
+	cr_assert(strstr(r.out, "\n0 problem(s), "), "%s", r.out);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+}
+
+/*
+ * OPENHCCL_DEBUG, OPENHCCL_DEBUG_SUBSYS, OPENHCCL_LOG_FILE and HCCL_ALGO
+ * are checked by the library's own parsers (the log's, selection's), and
+ * each fix line gives the values the variable takes.
+ */
+Test(doctor, log_and_algo_settings_validated)
+{
+	static const struct {
+		const char *env, *fail, *fix;
+	} bad[] = {
+		{"OPENHCCL_DEBUG=LOUD", "[FAIL]  OPENHCCL_DEBUG='LOUD'",
+		 "fix: set OPENHCCL_DEBUG to NONE, ERROR, WARN, INFO, DEBUG or "
+		 "TRACE (default WARN), or unset it"},
+		{"OPENHCCL_DEBUG_SUBSYS=coll,nope",
+		 "[FAIL]  OPENHCCL_DEBUG_SUBSYS='coll,nope'",
+		 "fix: set OPENHCCL_DEBUG_SUBSYS to a comma list of init, "
+		 "boot, "
+		 "shm, verbs, coll, algo, rt, env, api, mem, all"},
+		{"OPENHCCL_LOG_FILE=/tmp/ohc.%q.log",
+		 "[FAIL]  OPENHCCL_LOG_FILE='/tmp/ohc.%q.log'",
+		 "fix: set OPENHCCL_LOG_FILE to a file path in an existing "
+		 "directory; %h host, %p pid, %r rank"},
+		{"OPENHCCL_LOG_FILE=/nonexistent-dir/ohc.log",
+		 "[FAIL]  OPENHCCL_LOG_FILE='/nonexistent-dir/ohc.log'",
+		 "fix: set OPENHCCL_LOG_FILE to a file path"},
+		{"HCCL_ALGO=level0:NA;level1:fastest",
+		 "[FAIL]  HCCL_ALGO='level0:NA;level1:fastest'",
+		 "fix: set HCCL_ALGO to level0:NA;level1:<algo>"},
+		{"HCCL_ALGO=allreduce=level0:NA;level1:ring/gossip=level0:NA",
+		 "[FAIL]  HCCL_ALGO='allreduce=level0:NA;level1:ring/gossip=",
+		 "<algo> one of ring, H-D_R, NHR, NHR_V1, NB, AHC, pipeline, "
+		 "pairwise"},
+	};
+	static const char *const good[] = {
+		"OPENHCCL_DEBUG=info",
+		"OPENHCCL_DEBUG=WARNING",
+		"OPENHCCL_DEBUG_SUBSYS=^shm,verbs",
+		"OPENHCCL_LOG_FILE=/tmp/ohc.%h.%p.%r.log",
+		"HCCL_ALGO=level0:NA;level1:H-D_R",
+		"HCCL_ALGO=allreduce=level0:NA;level1:ring/others=level0:NA;"
+		"level1:NHR",
+	};
+	static struct run r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		char *env[] = {(char *)bad[i].env, NULL};
+
+		run_doctor((char *[]){"--shm-only", NULL}, env, &r);
+		cr_expect(strstr(r.out, bad[i].fail), "%s:\n%s", bad[i].env,
+			  r.out);
+		cr_expect(strstr(r.out, bad[i].fix), "%s: want '%s':\n%s",
+			  bad[i].env, bad[i].fix, r.out);
+		cr_expect_eq(r.status, 1, "%s", bad[i].env);
+		run_doctor((char *[]){"--config", NULL}, env, &r);
+		cr_expect(strstr(r.out, "MALFORMED"), "%s:\n%s", bad[i].env,
+			  r.out);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		char *env[] = {(char *)good[i], NULL};
+
+		run_doctor((char *[]){"--config", NULL}, env, &r);
+		cr_expect(!strstr(r.out, "MALFORMED"), "%s:\n%s", good[i],
+			  r.out);
+		cr_expect_eq(r.status, 0, "%s:\n%s", good[i], r.out);
+	}
+	run_doctor((char *[]){"--version", NULL}, NULL, &r);
+	cr_expect_eq(r.status, 0);
+	cr_expect(strstr(r.out, "hccl_doctor (OpenHCCL) "), "%s", r.out);
 }
 
 Test(doctor, unreachable_peer_is_named)

@@ -203,6 +203,16 @@ Test(errors, bad_env_value)
 	cr_expect_eq(HcclCommInitAll(1, &dev, &comm), HCCL_E_PARA);
 }
 
+/* Only signals a user may send (more cases: unit.config). */
+Test(errors, bad_env_flight_signal)
+{
+	int32_t dev = 0;
+	HcclComm comm = NULL;
+
+	setenv("OPENHCCL_FLIGHT_SIGNAL", "KILL", 1);
+	cr_expect_eq(HcclCommInitAll(1, &dev, &comm), HCCL_E_PARA);
+}
+
 Test(errors, bad_env_deterministic)
 {
 	HcclRootInfo ri;

@@ -4,10 +4,14 @@
  * and 1.2), real processes bootstrapping through rank 0's host_ip and
  * host_port, then an AllReduce over the communicator they built.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <hccl/hccl.h>
@@ -18,7 +22,8 @@
 
 static char table_path[256];
 
-static void write_table(const char *version, int port)
+/* port 0: no host_port (the root takes HCCL_IF_BASE_PORT or after). */
+static void write_table_n(const char *version, int port, int nr)
 {
 	FILE *f;
 
@@ -32,14 +37,23 @@ static void write_table(const char *version, int port)
 		"    { \"server_id\": \"node0\", \"host_ip\": \"127.0.0.1\",\n"
 		"      \"device\": [\n",
 		version);
-	for (int r = 0; r < NR; r++)
+	for (int r = 0; r < nr; r++) {
 		fprintf(f,
 			"        { \"device_id\": \"%d\", \"device_ip\": "
-			"\"127.0.0.1\", \"host_port\": \"%d\", \"rank_id\": "
-			"\"%d\" }%s\n",
-			r, port + r, r, r + 1 < NR ? "," : "");
+			"\"127.0.0.1\", ",
+			r);
+		if (port)
+			fprintf(f, "\"host_port\": \"%d\", ", port + r);
+		fprintf(f, "\"rank_id\": \"%d\" }%s\n", r,
+			r + 1 < nr ? "," : "");
+	}
 	fprintf(f, "      ]\n    }\n  ]\n}\n");
 	fclose(f);
+}
+
+static void write_table(const char *version, int port)
+{
+	write_table_n(version, port, NR);
 }
 
 static int rank_body(int rank, int nranks, void *arg)
@@ -107,4 +121,40 @@ Test(ranktable_init, bad_rank_and_bad_file)
 	cr_expect_eq(HcclCommInitClusterInfo(table_path, 0, &comm),
 		     HCCL_E_PARA);
 	unlink(table_path);
+}
+
+/* A listener that never accepts on the port the root would take. */
+static int squat(int port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0,
+		     "port %d: %s", port, strerror(errno));
+	cr_assert_eq(listen(fd, 16), 0);
+	return fd;
+}
+
+/*
+ * Someone else holds the base port: the job still starts (it used to fail
+ * with HCCL_E_UNAVAIL, even for a single rank); the root takes the next
+ * free port and the ranks find it there.
+ */
+Test(ranktable_init, base_port_taken, .timeout = 120)
+{
+	char v[16];
+	int fd, port = port_base();
+
+	snprintf(v, sizeof(v), "%d", port);
+	setenv("HCCL_IF_BASE_PORT", v, 1);
+	fd = squat(port);
+	write_table("1.0", 0);
+	cr_expect_eq(ohc_test_fork_ranks(NR, rank_body, NULL, 100), 0);
+	write_table_n("1.0", 0, 1);
+	cr_expect_eq(ohc_test_fork_ranks(1, rank_body, NULL, 60), 0);
+	close(fd);
+	unlink(table_path);
+	unsetenv("HCCL_IF_BASE_PORT");
 }

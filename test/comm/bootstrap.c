@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -399,15 +401,19 @@ Test(root_info, round_trip, .timeout = 30)
 	cr_assert_eq(ohc_root_info_check(a), OHC_OK);
 	tok = ohc_root_info_session(a);
 	cr_assert_neq(tok, 0);
-	/* "<ip>_<port>_<token hex>" */
+	/* "<ip>_<port>_<public id hex>": the id, never the token (names
+	 * show up in logs and HcclGetCommName; the token lets one join) */
 	cr_assert_eq(sscanf(ohc_root_info_name(a), "%63[^_]_%u_%31s", ip, &port,
 			    hex),
 		     3, "name '%s'", ohc_root_info_name(a));
 	cr_assert(inet_pton(AF_INET, ip, &tmp) == 1 ||
 		  inet_pton(AF_INET6, ip, &tmp) == 1);
 	cr_assert(port > 0 && port < 65536);
-	snprintf(want, sizeof(want), "%016" PRIx64, tok);
+	snprintf(want, sizeof(want), "%016" PRIx64, bs_auth_public_id(tok));
 	cr_assert_str_eq(hex, want);
+	snprintf(want, sizeof(want), "%" PRIx64, tok);
+	cr_assert_null(strstr(ohc_root_info_name(a), want),
+		       "the name shows the token");
 	/* Position independent: a copy at an odd address is the same. */
 	memcpy(moved + 3, a, OHC_ROOT_INFO_BYTES);
 	cr_assert_eq(ohc_root_info_check(moved + 3), OHC_OK);
@@ -783,7 +789,7 @@ static int addr_rank(int rank, int nranks, void *p)
 
 	if (rank == 0)
 		sleep_ms(300);
-	if (ohc_bootstrap_init_addr("127.0.0.1", a->port, 0xfeedbeefull,
+	if (ohc_bootstrap_init_addr("127.0.0.1", a->port, 1, 0xfeedbeefull,
 				    (uint32_t)nranks, (uint32_t)rank, TMO_MS,
 				    &bs) != OHC_OK)
 		return 1;
@@ -1075,6 +1081,358 @@ Test(refuse, junk_connections, .timeout = 60)
 	close(fd[1]);
 }
 
+/*
+ * A flood on the root's port: 2000 connections that stay silent, send
+ * junk or half a frame, held open while two real ranks join. The ranks
+ * must get through well within their timeout (the listener used to keep
+ * 128 strangers for 10 s each and let the rest wait in the backlog), the
+ * root must hold no more than its gate's bound, and the log must stay
+ * short: a few lines, then counts.
+ */
+#define FLOOD 2000
+
+Test(refuse, flood_of_strangers, .timeout = 120)
+{
+	uint8_t info[OHC_ROOT_INFO_BYTES], junk[64], half[BS_HDR_BYTES];
+	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
+	struct trank t[2] = {0};
+	struct rlimit rl;
+	struct bs_addr root;
+	char ip[64], *log, *p;
+	unsigned port, lines = 0;
+	int *fds, err, opened = 0;
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < FLOOD + 1024 && rl.rlim_max >= FLOOD + 1024) {
+		rl.rlim_cur = FLOOD + 1024;
+		cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	cr_assert_geq(rl.rlim_cur, FLOOD + 1024,
+		      "the test needs %d fds (hard limit %llu)", FLOOD + 1024,
+		      (unsigned long long)rl.rlim_max);
+	fds = calloc(FLOOD, sizeof(*fds));
+	cr_assert(fds);
+	cr_assert_eq(ohc_root_info_create(info), OHC_OK);
+	cr_assert_eq(sscanf(ohc_root_info_name(info), "%63[^_]_%u", ip, &port),
+		     2);
+	cr_assert_eq(bs_addr_from_ip(ip, (uint16_t)port, &root), OHC_OK);
+	memset(junk, 0xa5, sizeof(junk));
+	bs_hdr_encode(&h, half); /* a JOIN header whose payload never comes */
+	capture_begin();
+	for (int i = 0; i < FLOOD; i++) {
+		ohc_status_t st = bs_connect_start(&root, &fds[i], &err);
+
+		cr_assert(st == OHC_OK || st == OHC_INPROGRESS,
+			  "connect %d: %s", i, strerror(err));
+		opened++;
+	}
+	/* Wait until most are connected, then make some of them talk. */
+	for (int i = 0; i < FLOOD; i++) {
+		if (bs_wait_fd(fds[i], POLLOUT, ohc_deadline_after_ms(20)) ==
+		    OHC_OK) {
+			if (i % 3 == 1)
+				(void)!write(fds[i], junk, sizeof(junk));
+			else if (i % 3 == 2)
+				(void)!write(fds[i], half, sizeof(half));
+		}
+	}
+	for (uint32_t r = 0; r < 2; r++)
+		trank_start(&t[r], info, r, 2, TMO_MS, body_exercise);
+	for (uint32_t r = 0; r < 2; r++) {
+		trank_join(&t[r]);
+		cr_assert_eq(t[r].status, OHC_OK, "rank %u: status %d", r,
+			     t[r].status);
+		cr_assert_eq(t[r].result, 0);
+	}
+	for (int i = 0; i < opened; i++)
+		close(fds[i]);
+	free(fds);
+	log = capture_end();
+	for (p = log; (p = strstr(p, "refused")); p++)
+		lines++;
+	cr_assert_leq(lines, 10, "%u lines say 'refused'", lines);
+	free(log);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shared secret, impostors, squatted ports                               */
+
+static void set_secret(const char *secret)
+{
+	set_env("OPENHCCL_BOOTSTRAP_SECRET", secret);
+}
+
+/*
+ * With OPENHCCL_BOOTSTRAP_SECRET set, holding the root info is not enough:
+ * a rank without the secret (or with another one) is refused as having
+ * the wrong token, the real ranks complete, and the secret appears in no
+ * log line.
+ */
+Test(secret, root_info_impostor_refused, .timeout = 60)
+{
+	uint8_t info[OHC_ROOT_INFO_BYTES];
+	struct trank good[2] = {0}, bad = {0}, other = {0};
+	char *log;
+
+	capture_begin();
+	set_secret("correct horse battery staple");
+	cr_assert_eq(ohc_root_info_create(info), OHC_OK);
+	trank_start(&good[0], info, 0, 2, TMO_MS, body_exercise);
+	wait_joined(info, 1);
+	set_secret(NULL);
+	trank_start(&bad, info, 1, 2, TMO_MS, NULL);
+	trank_join(&bad);
+	set_secret("correct horse battery stapler");
+	trank_start(&other, info, 1, 2, TMO_MS, NULL);
+	trank_join(&other);
+	set_secret("correct horse battery staple");
+	trank_start(&good[1], info, 1, 2, TMO_MS, body_exercise);
+	for (int r = 0; r < 2; r++)
+		trank_join(&good[r]);
+	set_secret(NULL);
+	log = capture_end();
+	cr_expect_eq(bad.status, OHC_ERR_INVALID, "no secret: %d", bad.status);
+	cr_expect_eq(other.status, OHC_ERR_INVALID, "other secret: %d",
+		     other.status);
+	for (int r = 0; r < 2; r++) {
+		cr_expect_eq(good[r].status, OHC_OK, "rank %d", r);
+		cr_expect_eq(good[r].result, 0, "rank %d", r);
+	}
+	cr_expect(strstr(log, "wrong session token"), "%s", log);
+	cr_expect_null(strstr(log, "battery"), "the secret was logged");
+	free(log);
+}
+
+/* The secret from a file: same key as from the variable; special,
+ * empty and doubly configured secrets refused; never dumped. */
+Test(secret, file_and_checks, .timeout = 30)
+{
+	char dir[] = "/tmp/ohc_secret_XXXXXX", path[64], fifo[64], *dump;
+	struct bs_auth from_env, from_file;
+	size_t dump_len;
+	FILE *f;
+	char *log;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs("xyzzy-plugh\n", f);
+	fclose(f);
+	chmod(path, 0644);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+
+	set_secret("xyzzy-plugh");
+	cr_assert_eq(bs_auth_init(42, &from_env), OHC_OK);
+	cr_expect(from_env.keyed);
+	f = open_memstream(&dump, &dump_len);
+	ohc_env_dump(f);
+	fclose(f);
+	cr_expect_null(strstr(dump, "xyzzy"), "the secret was dumped");
+	cr_expect(strstr(dump, "(set, not shown)"));
+	free(dump);
+	set_secret(NULL);
+
+	capture_begin();
+	set_env("OPENHCCL_BOOTSTRAP_SECRET_FILE", path);
+	cr_assert_eq(bs_auth_init(42, &from_file), OHC_OK);
+	cr_expect_eq(bs_auth_join(&from_file), bs_auth_join(&from_env));
+	cr_expect_eq(bs_auth_welcome(&from_file, 3),
+		     bs_auth_welcome(&from_env, 3));
+	set_secret("xyzzy-plugh"); /* both set */
+	cr_expect_eq(bs_auth_init(42, &from_file), OHC_ERR_INVALID);
+	set_secret(NULL);
+	set_env("OPENHCCL_BOOTSTRAP_SECRET_FILE", fifo);
+	cr_expect_eq(bs_auth_init(42, &from_file), OHC_ERR_INVALID);
+	f = fopen(path, "w");
+	fclose(f);
+	set_env("OPENHCCL_BOOTSTRAP_SECRET_FILE", path);
+	cr_expect_eq(bs_auth_init(42, &from_file), OHC_ERR_INVALID);
+	set_env("OPENHCCL_BOOTSTRAP_SECRET_FILE", NULL);
+	log = capture_end();
+	cr_expect(strstr(log, "readable by other users"), "%s", log);
+	cr_expect(strstr(log, "are both set"), "%s", log);
+	cr_expect(strstr(log, "is a FIFO, not a regular file"), "%s", log);
+	cr_expect(strstr(log, "is empty"), "%s", log);
+	cr_expect_null(strstr(log, "xyzzy"), "the secret was logged");
+	free(log);
+	/* without a secret the tokens differ from the keyed ones */
+	cr_assert_eq(bs_auth_init(42, &from_file), OHC_OK);
+	cr_expect(!from_file.keyed);
+	cr_expect_neq(bs_auth_join(&from_file), bs_auth_join(&from_env));
+	unlink(path);
+	unlink(fifo);
+	rmdir(dir);
+}
+
+/* Rank-table mode: the file's hash alone no longer admits a rank. */
+struct table_rank {
+	pthread_t th;
+	uint16_t port;
+	unsigned nports;
+	uint32_t rank, nranks;
+	uint64_t hash;
+	ohc_status_t status;
+	int result;
+};
+
+static void *table_rank_main(void *p)
+{
+	struct table_rank *t = p;
+	struct ohc_bootstrap *bs = NULL;
+
+	t->status = ohc_bootstrap_init_addr("127.0.0.1", t->port, t->nports,
+					    t->hash, t->nranks, t->rank, TMO_MS,
+					    &bs);
+	if (t->status == OHC_OK)
+		t->result = exercise(bs, 0);
+	ohc_bootstrap_destroy(bs);
+	return NULL;
+}
+
+static void table_start(struct table_rank *t, uint16_t port, unsigned nports,
+			uint32_t rank, uint32_t nranks, uint64_t hash)
+{
+	t->port = port;
+	t->nports = nports;
+	t->rank = rank;
+	t->nranks = nranks;
+	t->hash = hash;
+	cr_assert_eq(pthread_create(&t->th, NULL, table_rank_main, t), 0);
+}
+
+Test(secret, rank_table_impostor_refused, .timeout = 60)
+{
+	struct table_rank t[2] = {0}, bad = {0};
+	uint16_t port = free_port();
+
+	set_secret("s3cret");
+	table_start(&t[0], port, 1, 0, 2, 0x5eed);
+	sleep_ms(200); /* rank 0's root is up */
+	set_secret(NULL);
+	table_start(&bad, port, 1, 1, 2, 0x5eed);
+	pthread_join(bad.th, NULL);
+	set_secret("s3cret");
+	table_start(&t[1], port, 1, 1, 2, 0x5eed);
+	for (int r = 0; r < 2; r++) {
+		pthread_join(t[r].th, NULL);
+		cr_expect_eq(t[r].status, OHC_OK, "rank %d: %d", r,
+			     t[r].status);
+		cr_expect_eq(t[r].result, 0);
+	}
+	set_secret(NULL);
+	cr_expect_eq(bad.status, OHC_ERR_INVALID, "impostor: %d", bad.status);
+}
+
+/* What may hold the port a rank-table job starts at. */
+enum squat {
+	SQUAT_BACKLOG, /* listens, never accepts */
+	SQUAT_CLOSE,   /* accepts and closes */
+	SQUAT_OTHER,   /* another rank-table job's root (other token) */
+};
+
+struct squatter {
+	pthread_t th;
+	int fd, stop;
+};
+
+static void *squat_close_main(void *p)
+{
+	struct squatter *q = p;
+
+	while (!__atomic_load_n(&q->stop, __ATOMIC_ACQUIRE)) {
+		int c = accept4(q->fd, NULL, NULL, SOCK_NONBLOCK);
+
+		if (c >= 0)
+			close(c);
+		else
+			sleep_ms(5);
+	}
+	return NULL;
+}
+
+static void squat_case(enum squat kind)
+{
+	struct table_rank t[3] = {0}, other = {0};
+	struct squatter q = {.fd = -1};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	uint16_t port = free_port();
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(port);
+	if (kind == SQUAT_OTHER) {
+		/* a job of 2 whose second rank never comes: its root holds
+		 * the port for the whole test */
+		table_start(&other, port, 1, 0, 2, 0x0123);
+		sleep_ms(200);
+	} else {
+		q.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		cr_assert_eq(bind(q.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		cr_assert_eq(listen(q.fd, 16), 0);
+		if (kind == SQUAT_CLOSE)
+			pthread_create(&q.th, NULL, squat_close_main, &q);
+	}
+	/* ranks 1 and 2 first: they find the squatter before rank 0 is up */
+	for (uint32_t r = 3; r-- > 0;) {
+		table_start(&t[r], port, 8, r, 3, 0x5eed);
+		if (r)
+			sleep_ms(50);
+	}
+	for (int r = 0; r < 3; r++) {
+		pthread_join(t[r].th, NULL);
+		cr_expect_eq(t[r].status, OHC_OK, "rank %d: %d", r,
+			     t[r].status);
+		cr_expect_eq(t[r].result, 0);
+	}
+	if (kind == SQUAT_OTHER) {
+		pthread_join(other.th, NULL);
+		cr_expect_neq(other.status, OHC_OK);
+	} else {
+		__atomic_store_n(&q.stop, 1, __ATOMIC_RELEASE);
+		if (kind == SQUAT_CLOSE)
+			pthread_join(q.th, NULL);
+		close(q.fd);
+	}
+}
+
+/* Rank-table roots move to the next free port; the ranks find them there
+ * and not the squatter (which once made init fail with E_UNAVAIL). */
+Test(squat, listener_that_never_accepts, .timeout = 60)
+{
+	squat_case(SQUAT_BACKLOG);
+}
+
+Test(squat, listener_that_closes, .timeout = 60)
+{
+	squat_case(SQUAT_CLOSE);
+}
+
+Test(squat, another_jobs_root, .timeout = 60)
+{
+	squat_case(SQUAT_OTHER);
+}
+
+/* One rank needs no root at all: a taken port is no obstacle. */
+Test(squat, single_rank_needs_no_port, .timeout = 30)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct ohc_bootstrap *bs = NULL;
+	uint16_t port = free_port();
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(port);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(fd, 4), 0);
+	cr_assert_eq(ohc_bootstrap_init_addr("127.0.0.1", port, 1, 7, 1, 0,
+					     TMO_MS, &bs),
+		     OHC_OK);
+	cr_expect_eq(exercise(bs, 0), 0);
+	ohc_bootstrap_destroy(bs);
+	close(fd);
+}
+
 Test(refuse, bad_arguments, .timeout = 30)
 {
 	uint8_t info[OHC_ROOT_INFO_BYTES];
@@ -1087,9 +1445,9 @@ Test(refuse, bad_arguments, .timeout = 30)
 		     OHC_ERR_INVALID);
 	cr_assert_eq(ohc_bootstrap_init_root(info, 2, 0, 1000, NULL),
 		     OHC_ERR_NULL);
-	cr_assert_eq(ohc_bootstrap_init_addr(NULL, 1, 1, 2, 0, 1000, &bs),
+	cr_assert_eq(ohc_bootstrap_init_addr(NULL, 1, 1, 1, 2, 0, 1000, &bs),
 		     OHC_ERR_NULL);
-	cr_assert_eq(ohc_bootstrap_init_addr("x.y", 1, 1, 2, 0, 1000, &bs),
+	cr_assert_eq(ohc_bootstrap_init_addr("x.y", 1, 1, 1, 2, 0, 1000, &bs),
 		     OHC_ERR_INVALID);
 	cr_assert_null(bs);
 }

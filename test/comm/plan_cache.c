@@ -82,7 +82,7 @@ static int rank_main(int rank, int nranks, void *arg)
 	    aclrtCreateStream(&stream) ||
 	    HcclCommInitRootInfo(nranks, root, rank, &comm) != HCCL_SUCCESS)
 		return 1;
-	pc = &((struct ohc_comm *)comm)->plans;
+	pc = &ohc_comm_lookup(comm)->plans;
 	for (int it = 0; it < ITERS; it++)
 		bad += iteration(comm, stream, rank, nranks, it, a, b, want);
 

@@ -6,9 +6,12 @@
  * API driving AllReduce and a Send/Recv ring. White box (links the
  * internal library) only to arm the verbs wrapper's fault seam.
  *
- * - link_down: rank 2 takes its VM's link down mid-run; every rank fails
- *   (HCCL_E_REMOTE or a timeout) within bounded time, its log names a
- *   peer, every process exits; the link comes back up afterwards.
+ * - link_down: rank 2 takes its VM's link down mid-run and leaves it down
+ *   past the replay budget; every rank fails (HCCL_E_REMOTE or a timeout)
+ *   within bounded time, its log names a peer, every process exits; the
+ *   link comes back up afterwards.
+ * - link_flap_replayed: the link down for 3 s mid-run, then up: the
+ *   connections are replayed and every operation succeeds.
  * - qp_error: the next ibv_post_send of rank 1 finds its QP in the error
  *   state (the wrapper's seam); the same, and rank 1's log names the QP's
  *   peer and the flush status.
@@ -258,6 +261,86 @@ Test(two_node_faults, qp_error, .timeout = 240)
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, fault_rank, &f, 180), 0);
 	fprintf(stderr, "vm%d: qp_error: %.1f s\n", vm_index,
+		ohc_test_now_s() - t0);
+	unlink(table_path);
+}
+
+/* ---- a link flap shorter than the replay budget ------------------- */
+
+#define FLAP_S 3 /* longer than the QPs' retry window (268 ms x 6) */
+
+/*
+ * Rank 2 takes its VM's link down for FLAP_S seconds in the background
+ * while every rank keeps running AllReduce and Send/Recv rings: the QPs'
+ * retries run out and the port goes down, the connections are replayed
+ * (OPENHCCL_RDMA_REPLAY_MS, 10 s by default) and every operation still
+ * succeeds with the right result; the replays are logged.
+ */
+static int flap_rank(int local, int nlocal, void *arg)
+{
+	int rank = vm_index * PER_VM + local, bad = 0, it;
+	struct capture cap;
+	HcclComm comm;
+	double t0 = 0;
+	char *log;
+
+	(void)nlocal;
+	(void)arg;
+	capture_begin(&cap, rank);
+	if (aclrtSetDevice(local) ||
+	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm)) {
+		free(capture_end(&cap, rank));
+		OHC_RANK_FAIL("rank %d: init failed", rank);
+	}
+	for (it = 0; !t0 || ohc_test_now_s() - t0 < FLAP_S + 8; it++) {
+		HcclResult r;
+
+		if (it == TRIGGER_IT) {
+			t0 = ohc_test_now_s();
+			if (rank == LINK_RANK)
+				ohc_test_sh("(ip link set dev %s down; "
+					    "sleep %d; ip link set dev %s up) "
+					    "&",
+					    getenv("OHC_VM_NETDEV"), FLAP_S,
+					    getenv("OHC_VM_NETDEV"));
+		}
+		r = ohc_test_ring_round(comm, rank, NR, COUNT * 4 + 3);
+		if (r != HCCL_SUCCESS) {
+			fprintf(stderr,
+				"rank %d: iteration %d failed (%d) %.2f s "
+				"after the flap began\n",
+				rank, it, r, ohc_test_now_s() - t0);
+			bad = 1;
+			break;
+		}
+	}
+	fprintf(stderr,
+		"rank %d: %d iterations, the last %.1f s after the "
+		"flap began\n",
+		rank, it, ohc_test_now_s() - t0);
+	HcclCommDestroy(comm);
+	if (rank == LINK_RANK && link_up()) {
+		fprintf(stderr, "rank %d: link or GID not back\n", rank);
+		bad = 1;
+	}
+	log = capture_end(&cap, rank);
+	if (rank == LINK_RANK && !strstr(log, "back after")) {
+		fprintf(stderr, "rank %d: no replay logged\n", rank);
+		bad = 1;
+	}
+	free(log);
+	return bad;
+}
+
+Test(two_node_faults, link_flap_replayed, .timeout = 240)
+{
+	double t0 = ohc_test_now_s();
+
+	two_vms_or_skip(24000);
+	fault_env();
+	ohc_test_fork_settle();
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, flap_rank, NULL, 180), 0);
+	fprintf(stderr, "vm%d: link_flap_replayed: %.1f s\n", vm_index,
 		ohc_test_now_s() - t0);
 	unlink(table_path);
 }

@@ -115,7 +115,7 @@ static struct ohc_xfer_stats stats_of(HcclComm comm)
 {
 	struct ohc_xfer_stats st;
 
-	ohc_comm_stats((struct ohc_comm *)comm, &st);
+	ohc_comm_stats(ohc_comm_lookup(comm), &st);
 	return st;
 }
 

@@ -19,4 +19,5 @@ n=$(wc -l < "$out")
 # Sanity: the listing cannot be empty or lose a whole library.
 grep -q '^hccl HcclAllReduce$' "$out"
 grep -q '^ascendcl aclrtMalloc$' "$out"
+grep -q '^msprofiler aclprofStart$' "$out"
 echo "$n declared functions, list up to date"

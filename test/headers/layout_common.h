@@ -17,12 +17,14 @@
 
 #include <acl/acl.h>
 #include <acl/acl_base.h>
+#include <acl/acl_prof.h>
 #include <acl/acl_rt.h>
 #include <acl/error_codes/rt_error_codes.h>
 #include <hccl/hccl.h>
 #include <hccl/hccl_comm.h>
 #include <hccl/hccl_sym_win.h>
 #include <hccl/hccl_types.h>
+#include <hccl/hccl_version.h>
 #include <hccl/hcom.h>
 
 static int layout_failures;
@@ -605,6 +607,67 @@ static void check_acl_errors(void)
 	CHECK_EQ(ACL_ERROR_RT_DRV_INTERNAL_ERROR, 507899);
 }
 
+/* acl_prof.h: spec/acl_runtime.md section 9. */
+static void check_acl_prof(void)
+{
+	CHECK_EQ(ACL_PROF_ACL_API, 0x0001);
+	CHECK_EQ(ACL_PROF_TASK_TIME, 0x0002);
+	CHECK_EQ(ACL_PROF_AICORE_METRICS, 0x0004);
+	CHECK_EQ(ACL_PROF_AICPU, 0x0008);
+	CHECK_EQ(ACL_PROF_L2CACHE, 0x0010);
+	CHECK_EQ(ACL_PROF_HCCL_TRACE, 0x0020);
+	CHECK_EQ(ACL_PROF_TRAINING_TRACE, 0x0040);
+	CHECK_EQ(ACL_PROF_MSPROFTX, 0x0080);
+	CHECK_EQ(ACL_PROF_RUNTIME_API, 0x0100);
+	CHECK_EQ(ACL_PROF_GE_API_L0, 0x0200);
+	CHECK_EQ(ACL_PROF_TASK_TIME_L0, 0x0800);
+	CHECK_EQ(ACL_PROF_TASK_MEMORY, 0x1000);
+	CHECK_EQ(ACL_PROF_TASK_TIME_L2, 0x2000);
+	CHECK_EQ(ACL_PROF_OP_ATTR, 0x4000);
+	CHECK_EQ(ACL_PROF_TASK_TIME_L3, 0x8000);
+	CHECK_EQ(ACL_PROF_GE_API_L1, 0x01000000);
+	CHECK_EQ(ACL_PROF_API_STATS, 0x400000000LL);
+	CHECK_EQ(ACL_PROF_AICORE_SHAPE, 0x800000000LL);
+	CHECK_EQ(sizeof(ACL_PROF_API_STATS), 8);
+	CHECK_EQ(ACL_PROF_MAX_OP_NAME_LEN, 257);
+	CHECK_EQ(ACL_PROF_MAX_OP_TYPE_LEN, 65);
+	CHECK_EQ(ACL_AICORE_ARITHMETIC_UTILIZATION, 0);
+	CHECK_EQ(ACL_AICORE_PIPE_UTILIZATION, 1);
+	CHECK_EQ(ACL_AICORE_MEMORY_BANDWIDTH, 2);
+	CHECK_EQ(ACL_AICORE_L0B_AND_WIDTH, 3);
+	CHECK_EQ(ACL_AICORE_RESOURCE_CONFLICT_RATIO, 4);
+	CHECK_EQ(ACL_AICORE_MEMORY_UB, 5);
+	CHECK_EQ(ACL_AICORE_L2_CACHE, 6);
+	CHECK_EQ(ACL_AICORE_PIPE_EXECUTE_UTILIZATION, 7);
+	CHECK_EQ(ACL_AICORE_MEMORY_ACCESS, 8);
+	CHECK_EQ(ACL_AICORE_NONE, 0xFF);
+	CHECK_EQ(sizeof(aclprofAicoreMetrics), 4);
+	CHECK_EQ(ACL_ERROR_PROF_ALREADY_RUN, 100042);
+	CHECK_EQ(ACL_ERROR_PROF_NOT_RUN, 100043);
+	CHECK_EQ(ACL_ERROR_PROF_API_CONFLICT, 148047);
+	CHECK_EQ(ACL_ERROR_PROF_MODULES_UNSUPPORTED, 200007);
+	CHECK_EQ(ACL_ERROR_PROFILING_FAILURE, 500005);
+}
+
+/* hccl_version.h: the string and the number say what the parts say. */
+static void check_version(void)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d.%d.%d", OPENHCCL_VERSION_MAJOR,
+		 OPENHCCL_VERSION_MINOR, OPENHCCL_VERSION_PATCH);
+	if (strcmp(want, OPENHCCL_VERSION_STRING) != 0) {
+		fprintf(stderr, "OPENHCCL_VERSION_STRING is %s, parts say %s\n",
+			OPENHCCL_VERSION_STRING, want);
+		layout_failures++;
+	}
+	CHECK_EQ(OPENHCCL_VERSION, OPENHCCL_VERSION_MAJOR * 10000 +
+					   OPENHCCL_VERSION_MINOR * 100 +
+					   OPENHCCL_VERSION_PATCH);
+	CHECK_EQ(OPENHCCL_VERSION_MINOR < 100 && OPENHCCL_VERSION_PATCH < 100,
+		 1);
+}
+
 static void check_common(void)
 {
 	check_hccl_layouts();
@@ -615,6 +678,8 @@ static void check_common(void)
 	check_acl_enums();
 	check_acl_macros();
 	check_acl_errors();
+	check_acl_prof();
+	check_version();
 }
 
 #endif

@@ -89,6 +89,16 @@ CHECK_PROTO(aclrtMemGetAllocationGranularity,
 CHECK_PROTO(aclrtMemRetainAllocationHandle,
 	    aclError(void *, aclrtDrvMemHandle *));
 
+/* acl_runtime.md section 9 (acl_prof.h). */
+CHECK_PROTO(aclprofInit, aclError(const char *, size_t));
+CHECK_PROTO(aclprofFinalize, aclError());
+CHECK_PROTO(aclprofCreateConfig,
+	    aclprofConfig *(uint32_t *, uint32_t, aclprofAicoreMetrics,
+			    const aclprofAicoreEvents *, uint64_t));
+CHECK_PROTO(aclprofDestroyConfig, aclError(const aclprofConfig *));
+CHECK_PROTO(aclprofStart, aclError(const aclprofConfig *));
+CHECK_PROTO(aclprofStop, aclError(const aclprofConfig *));
+
 /* hccl_api.md section 2. */
 CHECK_PROTO(HcclAllReduce,
 	    HcclResult(void *, void *, uint64_t, HcclDataType, HcclReduceOp,

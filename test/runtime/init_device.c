@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt_test.h"
 
@@ -90,10 +91,47 @@ Test(device, count_default_before_init)
 {
 	uint32_t n = 0;
 
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* the host's online CPUs, at least an NPU server's 16 */
 	unsetenv("OPENHCCL_DEVICE_COUNT");
 	cr_assert_eq(aclrtGetDeviceCount(&n), ACL_SUCCESS);
-	cr_assert_eq(n, 16);
+	cr_assert_eq(n, cpus > 16 ? (uint32_t)cpus : 16u, "count %u, %ld CPUs",
+		     n, cpus);
 	cr_assert_eq(aclrtGetDeviceCount(NULL), ACL_ERROR_INVALID_PARAM);
+}
+
+Test(device, count_auto_is_zero)
+{
+	uint32_t n = 0;
+
+	setenv("OPENHCCL_DEVICE_COUNT", "0", 1);
+	cr_assert_eq(aclrtGetDeviceCount(&n), ACL_SUCCESS);
+	cr_assert_geq(n, 16u);
+	cr_assert_geq(n, (uint32_t)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/* A device past the count: the error says which variable to set. */
+Test(device, beyond_count_names_the_variable)
+{
+	char path[] = "/tmp/ohc_devlog_XXXXXX", buf[4096] = "";
+	int fd = mkstemp(path), saved = dup(2);
+	ssize_t len;
+
+	cr_assert(fd >= 0 && saved >= 0);
+	setenv("OPENHCCL_DEVICE_COUNT", "3", 1);
+	cr_assert_eq(dup2(fd, 2), 2);
+	cr_expect_eq(aclrtSetDevice(3), ACL_ERROR_RT_INVALID_DEVICEID);
+	cr_assert_eq(dup2(saved, 2), 2);
+	close(saved);
+	len = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	cr_assert_gt(len, 0);
+	buf[len] = '\0';
+	cr_expect(strstr(buf, "device id 3 out of range [0, 3): set "
+			      "OPENHCCL_DEVICE_COUNT=4 or more"),
+		  "%s", buf);
 }
 
 Test(device, count_from_env)

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The hccl_test-compatible tools, run as a user runs them (-np N, and
- * under mpirun where it is installed): exit status, the exact line and
- * column layout, the data sizes of the sweep, the bandwidth formulas per
- * collective, and that a corrupted result is reported as failed.
+ * under Open MPI's and MPICH's mpirun where they are installed): exit
+ * status, the exact line and column layout, the data sizes of the sweep,
+ * the bandwidth formulas per collective, that a corrupted result is
+ * reported as failed, JSON and CSV output, strict options, more ranks
+ * than CPUs, and a launcher that stops every rank at the first failure
+ * and names it. (Slurm's srun: test/tools/slurm.sh, a ci/test.sh stage.)
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -100,7 +104,7 @@ static void parse_line(struct run *r, const char *line)
 /* Run argv (NULL-terminated) with a time limit; output into r. */
 static void run_argv(const char *const *argv, struct run *r)
 {
-	const char *full[32] = {"timeout", "120"};
+	const char *full[40] = {"timeout", "120"};
 	posix_spawn_file_actions_t fa;
 	size_t len = 0, n = 2;
 	int pfd[2], st;
@@ -109,7 +113,7 @@ static void run_argv(const char *const *argv, struct run *r)
 	char *line, *save, *copy;
 
 	memset(r, 0, sizeof(*r));
-	for (; *argv && n < 31; argv++)
+	for (; *argv && n < 39; argv++)
 		full[n++] = *argv;
 	full[n] = NULL;
 	cr_assert_eq(pipe(pfd), 0);
@@ -141,11 +145,11 @@ static void run_tool(const char *name, const char *np, const char *const *extra,
 		     struct run *r)
 {
 	char path[4096];
-	const char *argv[24] = {path, "-np", np};
+	const char *argv[32] = {path, "-np", np};
 	int n = 3;
 
 	snprintf(path, sizeof(path), "%s/%s", tools_dir(), name);
-	while (*extra && n < 23)
+	while (*extra && n < 31)
 		argv[n++] = *extra++;
 	argv[n] = NULL;
 	run_argv(argv, r);
@@ -459,6 +463,320 @@ Test(tools, unchecked_sweep_ends_cleanly, .timeout = 300)
 	}
 }
 
+/* Every malformed option is an error that names it, before any rank runs. */
+Test(tools, bad_options_named, .timeout = 60)
+{
+	static const struct {
+		const char *args[4], *want;
+	} cases[] = {
+		{{"-b", "1X"}, "bad -b '1X': a byte count"},
+		{{"-e", "12.5M"}, "bad -e '12.5M': a byte count"},
+		{{"-b", "64Q"}, "bad -b '64Q'"},
+		{{"-i", "-1"}, "bad -i '-1'"},
+		{{"-n", "abc"}, "bad -n 'abc': an integer from 1"},
+		{{"-n", "0"}, "bad -n '0': an integer from 1"},
+		{{"-w", "2x"}, "bad -w '2x'"},
+		{{"-c", "3"}, "bad -c '3': an integer from 0 to 2"},
+		{{"-f", "1"}, "bad -f '1': a factor above 1"},
+		{{"-f", "two"}, "bad -f 'two'"},
+		{{"-p", "0"}, "bad -p '0'"},
+		{{"-r", "x"}, "bad -r 'x'"},
+		{{"-o", "avg"}, "bad -o 'avg': sum, prod, max or min"},
+		{{"--kill_rank", "one"}, "bad --kill_rank 'one'"},
+		{{"-q"}, "unknown option '-q'"},
+		{{"--frobnicate"}, "unknown option '--frobnicate'"},
+		{{"-b"}, "option -b needs a value"},
+		{{"stray"}, "unexpected argument 'stray'"},
+		{{"-b", "1M", "-e", "1K"}, "-b 1048576 is larger than -e 1024"},
+	};
+	static const char *const np_cases[][2] = {
+		{"0", "bad -np '0': an integer from 1 to 65536"},
+		{"-2", "bad -np '-2'"},
+		{"abc", "bad -np 'abc'"},
+		{"3x", "bad -np '3x'"},
+	};
+	static struct run r;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/all_reduce_test", tools_dir());
+	for (size_t k = 0; k < sizeof(cases) / sizeof(*cases); k++) {
+		const char *argv[8] = {path, "-np", "2"};
+		int n = 3;
+
+		for (int a = 0; a < 4 && cases[k].args[a]; a++)
+			argv[n++] = cases[k].args[a];
+		run_argv(argv, &r);
+		cr_expect_eq(r.status, 1, "%s %s: exit %d\n%s",
+			     cases[k].args[0],
+			     cases[k].args[1] ? cases[k].args[1] : "", r.status,
+			     r.out);
+		cr_expect(strstr(r.out, cases[k].want), "want '%s' in:\n%s",
+			  cases[k].want, r.out);
+		cr_expect_eq(r.headers, 0, "no rank may start:\n%s", r.out);
+	}
+	for (size_t k = 0; k < sizeof(np_cases) / sizeof(*np_cases); k++) {
+		const char *argv[] = {path, "-np", np_cases[k][0], NULL};
+
+		run_argv(argv, &r);
+		cr_expect_eq(r.status, 1, "-np %s:\n%s", np_cases[k][0], r.out);
+		cr_expect(strstr(r.out, np_cases[k][1]), "want '%s' in:\n%s",
+			  np_cases[k][1], r.out);
+	}
+	{
+		const char *argv[] = {path, "-np", NULL};
+
+		run_argv(argv, &r);
+		cr_expect_eq(r.status, 1, "%s", r.out);
+		cr_expect(strstr(r.out, "-np needs a rank count"), "%s", r.out);
+	}
+	{
+		const char *argv[] = {path, "--version", NULL};
+
+		run_argv(argv, &r);
+		cr_expect_eq(r.status, 0, "%s", r.out);
+		cr_expect(strstr(r.out, "all_reduce_test (OpenHCCL) "), "%s",
+			  r.out);
+	}
+}
+
+/* More ranks than CPUs and than 16 NPU-style devices: the check passes. */
+Test(tools, more_ranks_than_cpus, .timeout = 300)
+{
+	static const char *const args[] = {"-b", "8", "-e", "1K", "-f", "8",
+					   "-n", "2", "-w", "1",  NULL};
+	static struct run r;
+
+	ohc_test_fork_settle();
+	run_tool("all_reduce_test", "24", args, &r);
+	cr_expect_eq(r.status, 0, "exit %d:\n%s", r.status, r.out);
+	cr_assert_eq(r.nrows, 3, "%s", r.out); /* 8, 64, 512 */
+	for (int i = 0; i < r.nrows; i++)
+		cr_expect_str_eq(r.rows[i].check, "success", "%s", r.out);
+}
+
+/* The output's last line (without its newline). */
+static const char *last_line(const struct run *r)
+{
+	static char buf[1024];
+	size_t len = strlen(r->out);
+	const char *p;
+
+	while (len && r->out[len - 1] == '\n')
+		len--;
+	for (p = r->out + len; p > r->out && p[-1] != '\n'; p--)
+		;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(r->out + len - p), p);
+	return buf;
+}
+
+/*
+ * A rank that dies (SIGKILL in the middle of the sweep) stops the other
+ * ranks within a second, though they wait for it inside a collective
+ * with the default timeouts (minutes): the exit status is the killed
+ * rank's (128 + 9), the last line names the rank and the signal.
+ */
+Test(tools, killed_rank_stops_the_others, .timeout = 120)
+{
+	static const char *const args[] = {
+		"-b", "8",  "-e", "1M",		 "-f", "2", "-n",
+		"20", "-w", "1",  "--kill_rank", "2",  NULL};
+	static struct run r;
+	double t0, secs, ms = -1;
+	const char *last, *p;
+
+	ohc_test_fork_settle();
+	t0 = ohc_test_now_s();
+	run_tool("all_reduce_test", "4", args, &r);
+	secs = ohc_test_now_s() - t0;
+	cr_expect_eq(r.status, 128 + 9, "exit %d:\n%s", r.status, r.out);
+	last = last_line(&r);
+	cr_expect(strstr(last, "all_reduce_test: rank 2 of 4 was killed by "
+			       "signal 9"),
+		  "last line: %s\n%s", last, r.out);
+	p = strstr(last, "stopped the other 3 ranks in ");
+	cr_assert(p, "%s", last);
+	cr_assert_eq(sscanf(p, "stopped the other 3 ranks in %lf ms", &ms), 1);
+	cr_expect_lt(ms, 1000, "%s", last);
+	/* the whole run: init, the kill, the stop; not a timeout */
+	cr_expect_lt(secs, 20, "took %.1f s:\n%s", secs, r.out);
+}
+
+/*
+ * A rank given a device past the runtime's count fails at once; the
+ * others, waiting for it in communicator init, are stopped within a
+ * second; the exit status is the rank's and the last line says which
+ * rank, what failed and which variable to set.
+ */
+Test(tools, bad_device_stops_the_others, .timeout = 120)
+{
+	static const char *const args[] = {"-p", "4", "-b", "8",
+					   "-e", "8", NULL};
+	static struct run r;
+	double t0, secs, ms = -1;
+	const char *last, *p;
+
+	ohc_test_fork_settle();
+	setenv("OPENHCCL_DEVICE_COUNT", "3", 1);
+	t0 = ohc_test_now_s();
+	run_tool("all_reduce_test", "4", args, &r);
+	secs = ohc_test_now_s() - t0;
+	unsetenv("OPENHCCL_DEVICE_COUNT");
+	cr_expect_eq(r.status, 1, "exit %d:\n%s", r.status, r.out);
+	last = last_line(&r);
+	cr_expect(strstr(last, "all_reduce_test: rank 3 of 4 failed (exit "
+			       "status 1): aclrtSetDevice(dev) failed"),
+		  "last line: %s", last);
+	cr_expect(strstr(last, "set OPENHCCL_DEVICE_COUNT=4 or more"),
+		  "last line: %s", last);
+	p = strstr(last, "stopped the other 3 ranks in ");
+	cr_assert(p, "%s", last);
+	cr_assert_eq(sscanf(p, "stopped the other 3 ranks in %lf ms", &ms), 1);
+	cr_expect_lt(ms, 1000, "%s", last);
+	cr_expect_lt(secs, 20, "took %.1f s:\n%s", secs, r.out);
+	cr_expect_eq(r.headers, 0, "%s", r.out);
+}
+
+/*
+ * --json FILE and --csv FILE: every row with size, time, algbw, busbw and
+ * the check result, the same numbers as the table; --json - puts the
+ * JSON alone on stdout.
+ */
+Test(tools, json_and_csv_output, .timeout = 120)
+{
+	char dir[] = "/tmp/ohc_ht_out_XXXXXX", jpath[256], cpath[256];
+	const char *args[] = {"-b",	"8",   "-e",	"4K",  "-f",
+			      "8",	"-n",  "2",	"-w",  "1",
+			      "--json", jpath, "--csv", cpath, NULL};
+	static struct run r;
+	json_error_t jerr;
+	json_t *doc, *rows;
+	FILE *f;
+	char line[512];
+	int nlines = 0;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(jpath, sizeof(jpath), "%s/out.json", dir);
+	snprintf(cpath, sizeof(cpath), "%s/out.csv", dir);
+	ohc_test_fork_settle();
+	run_tool("all_gather_test", "2", args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert_eq(r.nrows, 4, "%s", r.out);
+	doc = json_load_file(jpath, 0, &jerr);
+	cr_assert(doc, "%s: %s (line %d)", jpath, jerr.text, jerr.line);
+	cr_expect_str_eq(json_string_value(json_object_get(doc, "tool")),
+			 "all_gather_test");
+	cr_expect_eq(json_integer_value(json_object_get(doc, "ranks")), 2);
+	cr_expect_str_eq(json_string_value(json_object_get(doc, "datatype")),
+			 "fp32");
+	cr_expect_str_eq(json_string_value(json_object_get(doc, "result")),
+			 "success");
+	cr_expect(json_string_value(json_object_get(doc, "version")));
+	rows = json_object_get(doc, "rows");
+	cr_assert_eq(json_array_size(rows), 4);
+	for (int i = 0; i < 4; i++) {
+		json_t *row = json_array_get(rows, (size_t)i);
+
+		cr_expect_eq(json_integer_value(json_object_get(row, "bytes")),
+			     (json_int_t)r.rows[i].bytes);
+		cr_expect_float_eq(
+			json_number_value(json_object_get(row, "time_us")),
+			r.rows[i].us, 0.006);
+		cr_expect_float_eq(
+			json_number_value(json_object_get(row, "algbw_GBps")),
+			r.rows[i].algbw, 1e-5);
+		cr_expect_float_eq(
+			json_number_value(json_object_get(row, "busbw_GBps")),
+			r.rows[i].busbw, 1e-5);
+		cr_expect_str_eq(
+			json_string_value(json_object_get(row, "check")),
+			"success");
+	}
+	json_decref(doc);
+	f = fopen(cpath, "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long bytes;
+		double us, alg, bus;
+		char check[16];
+
+		if (nlines++ == 0) {
+			cr_expect_str_eq(line, "tool,ranks,datatype,op,bytes,"
+					       "time_us,algbw_GBps,busbw_GBps,"
+					       "check\n");
+			continue;
+		}
+		cr_assert_eq(sscanf(line,
+				    "all_gather_test,2,fp32,sum,%llu,%lf,%lf,"
+				    "%lf,%15s",
+				    &bytes, &us, &alg, &bus, check),
+			     5, "%s", line);
+		cr_expect_eq(bytes, r.rows[nlines - 2].bytes);
+		cr_expect_str_eq(check, "success");
+	}
+	fclose(f);
+	cr_expect_eq(nlines, 5);
+	unlink(jpath);
+	unlink(cpath);
+	rmdir(dir);
+
+	/* --json -: stdout is the JSON (the table goes to stderr) */
+	{
+		char path[4096];
+		const char *argv[] = {"sh", "-c", NULL, NULL};
+		char cmd[8192];
+
+		snprintf(path, sizeof(path), "%s/all_reduce_test", tools_dir());
+		snprintf(cmd, sizeof(cmd),
+			 "'%s' -np 2 -b 8 -e 64 -f 8 -n 1 -w 0 --json - "
+			 "2>/dev/null",
+			 path);
+		argv[2] = cmd;
+		run_argv(argv, &r);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		doc = json_loads(r.out, 0, &jerr);
+		cr_assert(doc, "%s: %s", r.out, jerr.text);
+		cr_expect_eq(json_array_size(json_object_get(doc, "rows")), 2);
+		json_decref(doc);
+	}
+}
+
+/* A failed run's JSON says so, and names every row it got to. */
+Test(tools, json_of_a_failed_check, .timeout = 60)
+{
+	char path[] = "/tmp/ohc_ht_fail_XXXXXX";
+	int fd = mkstemp(path);
+	const char *args[] = {
+		"-b", "4K",	"-e", "4K", "-n", "1", "--corrupt_rank",
+		"1",  "--json", path, NULL};
+	static struct run r;
+	json_error_t jerr;
+	json_t *doc;
+
+	cr_assert(fd >= 0);
+	close(fd);
+	ohc_test_fork_settle();
+	run_tool("all_reduce_test", "2", args, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	doc = json_load_file(path, 0, &jerr);
+	unlink(path);
+	cr_assert(doc, "%s", jerr.text);
+	cr_expect_str_eq(json_string_value(json_object_get(doc, "result")),
+			 "failed");
+	cr_expect_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(doc, "rows"), 0),
+			"check")),
+		"failed");
+	json_decref(doc);
+	cr_expect(strstr(last_line(&r), "rank 1 of 2 failed (exit status 1): "
+					"check result failed at 4096 bytes") ||
+			  strstr(last_line(&r),
+				 "rank 0 of 2 failed (exit status "
+				 "1): check result failed at "
+				 "4096 bytes"),
+		  "%s", r.out);
+}
+
 Test(tools, bad_arguments_fail, .timeout = 60)
 {
 	static const char *const root[] = {"-r", "2", "-b", "8",
@@ -530,4 +848,40 @@ Test(tools, under_mpirun, .timeout = 300)
 	cr_expect_neq(r->status, 0, "%s", r->out);
 	cr_expect(strstr(r->out, "local rank_id 1, check result failed"), "%s",
 		  r->out);
+}
+
+/*
+ * Under MPICH's mpirun (Hydra), whatever MPI the tools were built with:
+ * they speak PMI-1 on Hydra's PMI_FD (tools/hccl_test/ht_pmi.c) to hand
+ * out the root info. A failed check exits non-zero.
+ */
+Test(tools, under_mpich_mpirun, .timeout = 300)
+{
+	char path[4096];
+	const char *argv[] = {"mpirun.mpich", "-np", "3",  path, "-b", "8",
+			      "-e",	      "64K", "-f", "8",	 "-n", "2",
+			      "-w",	      "1",   NULL, NULL, NULL};
+	static struct run r;
+
+	if (system("command -v mpirun.mpich >/dev/null 2>&1") != 0)
+		cr_skip_test("MPICH's mpirun is not installed");
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k += 4) {
+		double f = tools[k].busbw2 == 1.0 ? 1.0 : 2.0 / 3;
+
+		if (!strcmp(tools[k].name, "all_reduce_test"))
+			f = 4.0 / 3;
+		snprintf(path, sizeof(path), "%s/%s", tools_dir(),
+			 tools[k].name);
+		run_argv(argv, &r);
+		cr_expect_eq(r.status, 0, "%s:\n%s", tools[k].name, r.out);
+		expect_sweep(&tools[k], &r, 3, 4, f, "success");
+	}
+	argv[14] = "--corrupt_rank";
+	argv[15] = "2";
+	snprintf(path, sizeof(path), "%s/all_reduce_test", tools_dir());
+	run_argv(argv, &r);
+	cr_expect_neq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "local rank_id 2, check result failed"), "%s",
+		  r.out);
 }

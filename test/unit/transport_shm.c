@@ -1322,3 +1322,36 @@ Test(shm, reachability)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
 	cr_assert_eq(rank_down(c), 0);
 }
+
+/*
+ * A peer's ring directory entry must name a ring inside its segment, with
+ * arithmetic that cannot wrap: off = 4096, bytes = 2^64 - 64 once passed
+ * as "end = off + ctl + bytes <= seg_bytes" and made us write past the
+ * mapping.
+ */
+Test(shm, directory_entries_checked_without_wrapping)
+{
+	const uint64_t seg = 1u << 20, ctl = sizeof(struct ohc_shm_ring_ctl);
+	struct ohc_shm_dir_ent ok = {.off = 4096, .bytes = 64 * 1024};
+	struct ohc_shm_dir_ent e;
+
+	cr_expect(ohc_shm_dir_ent_valid(&ok, seg));
+	e = ok;
+	e.bytes = seg - e.off - ctl; /* exactly fills the segment */
+	cr_expect(ohc_shm_dir_ent_valid(&e, seg));
+	e.bytes += OHC_SHM_REC_ALIGN; /* one record past the end */
+	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+	e.bytes = UINT64_MAX - 63; /* wraps off + ctl + bytes */
+	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+	e = ok;
+	e.off = UINT64_MAX - 63;
+	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+	e.off = seg - ctl + 64; /* control block past the end */
+	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+	e = ok;
+	e.off += 8; /* misaligned */
+	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+	e = ok;
+	e.bytes = 64; /* below the smallest ring */
+	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+}

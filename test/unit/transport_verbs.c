@@ -1905,3 +1905,57 @@ Test(verbs, pulled_send_outlives_its_sender)
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, pull_close_rank, NULL, 120), 0);
 }
+
+/*
+ * A peer that lies about the slots it freed: rank 1 adds 1000 to every
+ * credit count it sends. Rank 0, streaming a message of far more
+ * fragments than its ring has slots, must take that for the protocol
+ * error it is and fail the ep (its send ends with an error), instead of
+ * posting fragments beyond the ring and beyond its work-request arrays.
+ */
+static void inflate_credits(struct ibv_send_wr *wr)
+{
+	for (; wr; wr = wr->next)
+		if (wr->opcode == IBV_WR_SEND_WITH_IMM)
+			wr->imm_data = htonl(ntohl(wr->imm_data) + 1000);
+}
+
+static int liar_rank(int rank, int nranks, void *arg)
+{
+	const size_t len = 8 * MIB; /* 128+ fragments, 32 slots */
+	struct rctx cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t *buf = malloc(len);
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(buf, "malloc");
+	barrier(nranks);
+	if (rank == 0) {
+		fill(buf, len, rank, 7);
+		req_send(&q, buf, len, 1);
+		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
+		CHECK(drive(c, all, 1, 60000) == 0, "send never ended");
+		CHECK(q.status == OHC_ERR_REMOTE,
+		      "the send to a lying peer ended with '%s'",
+		      ohc_status_str(q.status));
+	} else {
+		ohc_vx_fault_mutate(inflate_credits);
+		req_recv(&q, buf, len, 1);
+		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
+		(void)drive(c, all, 1, 20000); /* ends with an error */
+		ohc_vx_fault_mutate(NULL);
+	}
+	free(buf);
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lying_credits_fail_the_ep)
+{
+	NEED_RDMA();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, liar_rank, NULL, 180), 0);
+}

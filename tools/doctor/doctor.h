@@ -42,8 +42,10 @@ void dr_problem(struct dr_report *rep, const char *fix, const char *fmt, ...)
 /*
  * dr_verbs.c: list devices, ports and GIDs; ports_p gets up to max usable
  * ports (active first). Returns the number of RDMA devices (0: none).
+ * need_rdma: NULL when shared memory is all this host needs (no device
+ * is fine then), else what needs RDMA ("--multi-host"), for the message.
  */
-unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
+unsigned dr_rdma_scan(struct dr_report *rep, const char *need_rdma,
 		      struct dr_port *ports, unsigned max, unsigned *nports_p);
 
 /*

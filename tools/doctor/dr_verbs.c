@@ -147,7 +147,7 @@ static int scan_port(struct dr_report *rep, struct ibv_context *ctx,
 	return 1;
 }
 
-unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
+unsigned dr_rdma_scan(struct dr_report *rep, const char *need_rdma,
 		      struct dr_port *ports, unsigned max, unsigned *nports_p)
 {
 	struct ibv_device **list;
@@ -160,17 +160,18 @@ unsigned dr_rdma_scan(struct dr_report *rep, int shm_only,
 		const char *fix =
 			"load an RDMA driver (hardware: mlx5_ib etc.; "
 			"Soft-RoCE: `modprobe rdma_rxe && rdma link "
-			"add rxe0 type rxe netdev eth0`), or run "
-			"with --shm-only if all ranks stay on this "
-			"host";
+			"add rxe0 type rxe netdev eth0`)";
 
-		if (shm_only)
-			dr_info("no RDMA devices (--shm-only: shared memory "
-				"only, fine for ranks on this host)");
+		if (!need_rdma)
+			dr_ok("no RDMA devices%s: fine, shared memory is all "
+			      "ranks on this host need (ranks on other hosts, "
+			      "or HCCL_INTRA_ROCE_ENABLE=1, would need one: "
+			      "--multi-host checks for that)",
+			      list ? "" : " (libibverbs: no kernel support)");
 		else
 			dr_problem(rep, fix,
-				   "no RDMA devices: ranks on other hosts "
-				   "cannot be reached%s",
+				   "no RDMA devices, but %s needs one%s",
+				   need_rdma,
 				   list ? ""
 					: " (libibverbs: no kernel "
 					  "support)");

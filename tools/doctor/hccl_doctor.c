@@ -23,10 +23,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "comm/bootstrap/bs_internal.h"
+#include "comm/ranktable.h"
 #include "doctor.h"
 #include "util/config.h"
 #include "util/pagemap.h"
+
+#ifndef OHC_DR_VERSION
+#define OHC_DR_VERSION "unknown"
+#endif
 
 /* ---- printing ---- */
 
@@ -434,18 +440,42 @@ static void check_bootstrap(struct dr_report *rep)
 
 /* ---- configuration ---- */
 
+/*
+ * HCCL_ALGO as the library reads it (src/algo/select.c, for every
+ * collective): 0 when an entry names an unknown algorithm or operation, or
+ * is malformed (the library then warns once and chooses automatically).
+ */
+static int algo_valid(const char *spec)
+{
+	static const enum ohc_coll_op ops[] = {
+		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER, OHC_COLL_REDUCE_SCATTER,
+		OHC_COLL_BROADCAST, OHC_COLL_REDUCE,	OHC_COLL_SCATTER,
+		OHC_COLL_ALLTOALL,
+	};
+	int unknown = 0;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(*ops); i++) {
+		ohc_algo_override_find(spec, ops[i], &unknown);
+		if (unknown)
+			return 0;
+	}
+	return 1;
+}
+
 static void check_config(struct dr_report *rep, int dump)
 {
 	size_t n = ohc_config_count();
 	struct ohc_config_var v;
 	unsigned bad = 0;
-	char fix[160];
+	char fix[512];
 
 	if (dump)
 		dr_section("configuration (environment variables)");
 	for (size_t i = 0; i < n; i++) {
 		if (ohc_config_get(i, &v) != OHC_OK)
 			continue;
+		if (v.valid && v.value && !strcmp(v.name, "HCCL_ALGO"))
+			v.valid = algo_valid(v.value);
 		if (dump)
 			printf("%-28s = %-16s (%s)%s  # %s\n", v.name,
 			       v.value ? v.value : v.def,
@@ -453,8 +483,8 @@ static void check_config(struct dr_report *rep, int dump)
 			       v.valid ? "" : "  MALFORMED", v.doc);
 		if (!v.valid) {
 			snprintf(fix, sizeof(fix),
-				 "unset %s or set a valid value (default %s)",
-				 v.name, v.def[0] ? v.def : "empty");
+				 "set %s to %s (default %s), or unset it",
+				 v.name, v.range, v.def[0] ? v.def : "empty");
 			dr_problem(rep, fix, "%s='%s' is malformed: %s", v.name,
 				   v.value, v.doc);
 			bad++;
@@ -464,31 +494,71 @@ static void check_config(struct dr_report *rep, int dump)
 		dr_ok("every HCCL_* / OPENHCCL_* variable that is set parses");
 }
 
+/*
+ * What needs an RDMA device here (NULL: shared memory is all): ranks on
+ * other hosts (--multi-host, or a rank table with several servers), or
+ * same-host ranks over RDMA (HCCL_INTRA_ROCE_ENABLE=1).
+ */
+static const char *rdma_need(int shm_only, int multi_host,
+			     const char *ranktable, char *buf, size_t len)
+{
+	struct ohc_ranktable *rt = NULL;
+
+	if (shm_only)
+		return NULL;
+	if (multi_host)
+		return "--multi-host (ranks on other hosts)";
+	if (ohc_env()->intra_roce_enable)
+		return "HCCL_INTRA_ROCE_ENABLE=1 (same-host ranks over RDMA)";
+	if (ranktable && ohc_ranktable_load(ranktable, &rt) == OHC_OK) {
+		const char *need = NULL;
+
+		if (rt->nservers > 1) {
+			snprintf(buf, len, "the rank table's %u servers",
+				 rt->nservers);
+			need = buf;
+		}
+		ohc_ranktable_free(rt);
+		return need;
+	}
+	return NULL;
+}
+
 /* ---- main ---- */
 
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
-		"usage: %s [--config] [--shm-only] [--ranktable FILE --rank N "
-		"[--timeout S]]\n"
+		"usage: %s [--config] [--shm-only | --multi-host] [--ranktable "
+		"FILE --rank N\n"
+		"       [--timeout S]] [--version]\n"
 		"  checks this host for OpenHCCL: RDMA devices, ports, GIDs, "
 		"memlock,\n"
 		"  cross-memory attach, hugepages, NUMA, the bootstrap's "
 		"interface and\n"
 		"  ports, the environment. Exit status 0: no problem, 1: "
 		"problems found.\n"
+		"  With no RDMA device, shared memory serves the ranks of this "
+		"host: that\n"
+		"  passes unless ranks on other hosts need RDMA (below) or "
+		"HCCL_INTRA_ROCE_ENABLE=1.\n"
 		"  --config          print every configuration variable with "
 		"its value\n"
 		"                    and source (env or default), flag "
 		"malformed ones\n"
-		"  --shm-only        ranks stay on this host: no RDMA device "
-		"is fine\n"
+		"  --multi-host      ranks on other hosts too: an RDMA device "
+		"is needed\n"
+		"  --shm-only        ranks stay on this host, whatever the "
+		"rank table says\n"
 		"  --ranktable FILE  with --rank N: reach every peer of the "
 		"rank table\n"
 		"                    (TCP, and one RDMA message when devices "
 		"exist);\n"
-		"                    run it for every rank at the same time\n"
-		"  --timeout S       seconds to wait for peers (default 30)\n",
+		"                    run it for every rank at the same time; "
+		"several\n"
+		"                    servers in it need RDMA\n"
+		"  --timeout S       seconds to wait for peers (default 30)\n"
+		"  --version         print the version and exit\n",
 		prog);
 }
 
@@ -510,6 +580,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"config", no_argument, NULL, 'c'},
 		{"shm-only", no_argument, NULL, 's'},
+		{"multi-host", no_argument, NULL, 'm'},
+		{"version", no_argument, NULL, 'V'},
 		{"ranktable", required_argument, NULL, 'r'},
 		{"rank", required_argument, NULL, 'n'},
 		{"timeout", required_argument, NULL, 't'},
@@ -521,7 +593,8 @@ int main(int argc, char **argv)
 	unsigned nports = 0, ndevs;
 	const char *ranktable = NULL;
 	unsigned long rank = ULONG_MAX, timeout = 30;
-	int c, dump = 0, shm_only = 0;
+	int c, dump = 0, shm_only = 0, multi_host = 0;
+	char needbuf[128];
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -531,6 +604,12 @@ int main(int argc, char **argv)
 		case 's':
 			shm_only = 1;
 			break;
+		case 'm':
+			multi_host = 1;
+			break;
+		case 'V':
+			printf("hccl_doctor (OpenHCCL) %s\n", OHC_DR_VERSION);
+			return 0;
 		case 'r':
 			ranktable = optarg;
 			break;
@@ -566,6 +645,13 @@ int main(int argc, char **argv)
 		usage(stderr, argv[0]);
 		return 2;
 	}
+	if (shm_only && multi_host) {
+		fprintf(stderr,
+			"%s: --shm-only and --multi-host exclude each "
+			"other\n",
+			argv[0]);
+		return 2;
+	}
 	if (!ranktable != (rank == ULONG_MAX)) {
 		fprintf(stderr, "%s: --ranktable and --rank go together\n",
 			argv[0]);
@@ -578,7 +664,10 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	printf("hccl_doctor: OpenHCCL preflight checks\n");
-	ndevs = dr_rdma_scan(&rep, shm_only, ports, DR_MAX_DEVS, &nports);
+	ndevs = dr_rdma_scan(&rep,
+			     rdma_need(shm_only, multi_host, ranktable, needbuf,
+				       sizeof(needbuf)),
+			     ports, DR_MAX_DEVS, &nports);
 	check_memlock(&rep, ndevs > 0);
 	check_mr_cache();
 	check_gather();

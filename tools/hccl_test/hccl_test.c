@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
-#include <sched.h>
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hccl_test.h"
+#include "ht_pmi.h"
+
+#ifndef OHC_HT_VERSION
+#define OHC_HT_VERSION "unknown"
+#endif
 
 #ifdef OHC_HT_MPI
 #include <mpi.h>
@@ -248,75 +258,142 @@ static int representable(HcclDataType t, double v)
 	return v <= lim && v == floor(v);
 }
 
-static uint64_t parse_bytes(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
+/* The tool's name, for messages ("all_reduce_test"). */
+static const char *ht_name = "hccl_test";
+/* Where the hccl_test table goes: stdout, or stderr when --json - or
+ * --csv - take stdout. */
+static FILE *ht_txt;
 
+/*
+ * Strict number parsing: the whole argument or an error naming the option
+ * and what it takes.
+ */
+static int bad_opt(const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "%s: bad %s '%s': %s\n", ht_name, opt, val, want);
+	return -1;
+}
+
+static int parse_int(const char *opt, const char *s, long long min,
+		     long long max, int *v_p)
+{
+	char *end, want[96];
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		snprintf(want, sizeof(want), "an integer from %lld to %lld",
+			 min, max);
+		return bad_opt(opt, s, want);
+	}
+	*v_p = (int)v;
+	return 0;
+}
+
+/* A byte count: digits and one optional K, M or G (powers of 1024). */
+static int parse_bytes(const char *opt, const char *s, uint64_t *v_p)
+{
+	static const char want[] = "a byte count, digits with an optional K, "
+				   "M or G suffix (e.g. 8, 64K, 64M, 1G)";
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!isdigit((unsigned char)*s))
+		return bad_opt(opt, s, want);
+	errno = 0;
+	v = strtoull(s, &end, 10);
 	switch (*end) {
+	case '\0':
+		break;
 	case 'k':
 	case 'K':
-		v *= 1024;
+		shift = 10;
+		end++;
 		break;
 	case 'm':
 	case 'M':
-		v *= 1024 * 1024;
+		shift = 20;
+		end++;
 		break;
 	case 'g':
 	case 'G':
-		v *= 1024.0 * 1024 * 1024;
+		shift = 30;
+		end++;
 		break;
 	default:
-		break;
+		return bad_opt(opt, s, want);
 	}
-	return (uint64_t)v;
+	if (errno || *end || (shift && v > (UINT64_MAX >> shift)))
+		return bad_opt(opt, s, want);
+	*v_p = (uint64_t)v << shift;
+	return 0;
 }
 
-static void usage(const char *prog)
+static void usage(FILE *out, const char *prog)
 {
-	printf("usage: %s [-np N] [options]   (or under mpirun)\n"
-	       "  -np N             run N local ranks (built-in launcher)\n"
-	       "  -b, --minbytes    start size, K/M/G suffixes (64M)\n"
-	       "  -e, --maxbytes    end size (64M)\n"
-	       "  -i, --stepbytes   additive step ((max-min)/10)\n"
-	       "  -f, --stepfactor  multiplicative step, wins over -i\n"
-	       "  -o, --op          sum/prod/max/min (sum)\n"
-	       "  -r, --root        root rank (0)\n"
-	       "  -d, --datatype    int8,int16,int32,fp16,fp32,int64,uint64,"
-	       "uint8,uint16,uint32,fp64,bfp16 (fp32)\n"
-	       "  -n, --iters       timed iterations (20)\n"
-	       "  -w, --warmup_iters  warm-up iterations (10)\n"
-	       "  -c, --check       0 off, 1 check, 2 verbose (1)\n"
-	       "  -p, --npus        devices per node\n"
-	       "  -z, --zero_copy   1: buffers in VMM memory activated for "
-	       "zero copy\n"
-	       "                    (AllReduce, AllGather, ReduceScatter, "
-	       "Broadcast) (0)\n"
-	       "  -m, --symmetric_memory  1: buffers registered as symmetric "
-	       "windows (0)\n"
-	       "  --bind core|none  -np: rank r runs on the r-th CPU it may "
-	       "use\n"
-	       "                    when the ranks fit those CPUs, as mpirun\n"
-	       "                    binds 2 ranks (core)\n"
-	       "  --corrupt_rank R  testing aid: rank R flips one result byte\n"
-	       "                    before checking (the check must fail)\n",
-	       prog);
+	fprintf(out,
+		"usage: %s [-np N] [options]   (or under mpirun / srun)\n"
+		"  -np N             run N local ranks (built-in launcher)\n"
+		"  -b, --minbytes    start size, K/M/G suffixes (64M)\n"
+		"  -e, --maxbytes    end size (64M)\n"
+		"  -i, --stepbytes   additive step ((max-min)/10)\n"
+		"  -f, --stepfactor  multiplicative step, wins over -i\n"
+		"  -o, --op          sum/prod/max/min (sum)\n"
+		"  -r, --root        root rank (0)\n"
+		"  -d, --datatype    int8,int16,int32,fp16,fp32,int64,uint64,"
+		"uint8,uint16,uint32,fp64,bfp16 (fp32)\n"
+		"  -n, --iters       timed iterations (20)\n"
+		"  -w, --warmup_iters  warm-up iterations (10)\n"
+		"  -c, --check       0 off, 1 check, 2 verbose (1)\n"
+		"  -p, --npus        devices per node: local rank r uses "
+		"device "
+		"r %% npus\n"
+		"                    (the runtime's device count)\n"
+		"  -z, --zero_copy   1: buffers in VMM memory activated for "
+		"zero copy\n"
+		"                    (AllReduce, AllGather, ReduceScatter, "
+		"Broadcast) (0)\n"
+		"  -m, --symmetric_memory  1: buffers registered as symmetric "
+		"windows (0)\n"
+		"  --json FILE       also write the rows as JSON (- for "
+		"stdout)\n"
+		"  --csv FILE        also write the rows as CSV (- for "
+		"stdout)\n"
+		"  --bind core|none  -np: rank r runs on the r-th CPU it may "
+		"use\n"
+		"                    when the ranks fit those CPUs, as mpirun\n"
+		"                    binds 2 ranks (core)\n"
+		"  --version         print the version and exit\n"
+		"  --corrupt_rank R  testing aid: rank R flips one result "
+		"byte\n"
+		"                    before checking (the check must fail)\n"
+		"  --kill_rank R     testing aid: rank R kills itself after "
+		"init\n",
+		prog);
 }
 
-/* Take "-np N" out of argv (getopt would read it as -n p). */
-static int take_np(int *argc_p, char **argv)
+/* Take "-np N" out of argv (getopt would read it as -n p); 0 or -1. */
+static int take_np(int *argc_p, char **argv, int *np_p)
 {
 	int argc = *argc_p;
 
-	for (int i = 1; i + 1 < argc; i++) {
+	*np_p = 0;
+	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-np") && strcmp(argv[i], "--np"))
 			continue;
-		int n = atoi(argv[i + 1]);
-
+		if (i + 1 >= argc) {
+			fprintf(stderr, "%s: %s needs a rank count\n", ht_name,
+				argv[i]);
+			return -1;
+		}
+		if (parse_int(argv[i], argv[i + 1], 1, 65536, np_p))
+			return -1;
 		memmove(&argv[i], &argv[i + 2],
 			(size_t)(argc - i - 2) * sizeof(char *));
 		*argc_p = argc - 2;
-		return n;
+		return 0;
 	}
 	return 0;
 }
@@ -329,27 +406,43 @@ static int parse_dtype(const char *s, HcclDataType *t_p)
 			return 0;
 		}
 	}
-	fprintf(stderr, "bad -d %s\n", s);
-	return -1;
+	return bad_opt("-d", s,
+		       "int8, int16, int32, fp16, fp32, int64, uint64, uint8, "
+		       "uint16, uint32, fp64 or bfp16");
 }
+
+static const char *dtype_name(HcclDataType t)
+{
+	for (size_t k = 0; k < sizeof(dtypes) / sizeof(*dtypes); k++)
+		if (dtypes[k].t == t)
+			return dtypes[k].name;
+	return "?";
+}
+
+static const char *const op_names[] = {"sum", "prod", "max", "min"};
+static const HcclReduceOp op_values[] = {HCCL_REDUCE_SUM, HCCL_REDUCE_PROD,
+					 HCCL_REDUCE_MAX, HCCL_REDUCE_MIN};
 
 static int parse_op(const char *s, HcclReduceOp *op_p)
 {
-	static const char *const names[] = {"sum", "prod", "max", "min"};
-	static const HcclReduceOp ops[] = {HCCL_REDUCE_SUM, HCCL_REDUCE_PROD,
-					   HCCL_REDUCE_MAX, HCCL_REDUCE_MIN};
-
 	for (size_t k = 0; k < 4; k++) {
-		if (!strcasecmp(s, names[k])) {
-			*op_p = ops[k];
+		if (!strcasecmp(s, op_names[k])) {
+			*op_p = op_values[k];
 			return 0;
 		}
 	}
-	fprintf(stderr, "bad -o %s\n", s);
-	return -1;
+	return bad_opt("-o", s, "sum, prod, max or min");
 }
 
-/* 0: run, 1: done (help), -1: bad arguments */
+static const char *op_name(HcclReduceOp op)
+{
+	for (size_t k = 0; k < 4; k++)
+		if (op_values[k] == op)
+			return op_names[k];
+	return "?";
+}
+
+/* 0: run, 1: done (help, version), -1: bad arguments */
 static int parse(int argc, char **argv, struct ht_opts *o)
 {
 	static const struct option longs[] = {{"minbytes", 1, 0, 'b'},
@@ -369,10 +462,15 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 					      {"nslb", 1, 0, 's'},
 					      {"onlydevicetime", 1, 0, 't'},
 					      {"corrupt_rank", 1, 0, 'X'},
+					      {"kill_rank", 1, 0, 'K'},
 					      {"bind", 1, 0, 'B'},
+					      {"json", 1, 0, 'J'},
+					      {"csv", 1, 0, 'C'},
+					      {"version", 0, 0, 'V'},
 					      {"help", 0, 0, 'h'},
 					      {0, 0, 0, 0}};
-	int c, step_set = 0;
+	int c, step_set = 0, root = 0, bad = 0;
+	char *end;
 
 	*o = (struct ht_opts){.minbytes = 64u << 20,
 			      .maxbytes = 64u << 20,
@@ -381,41 +479,62 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 			      .iters = 20,
 			      .warmup = 10,
 			      .check = 1,
-			      .corrupt_rank = -1};
-	o->nranks = take_np(&argc, argv);
-	while ((c = getopt_long(argc, argv, "b:e:i:f:o:r:d:n:w:c:p:z:m:a:s:t:h",
-				longs, NULL)) != -1) {
+			      .corrupt_rank = -1,
+			      .kill_rank = -1};
+	if (take_np(&argc, argv, &o->nranks))
+		return -1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv,
+				":b:e:i:f:o:r:d:n:w:c:p:z:m:a:s:t:hV", longs,
+				NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			o->minbytes = parse_bytes(optarg);
+			bad |= parse_bytes("-b", optarg, &o->minbytes);
 			break;
 		case 'e':
-			o->maxbytes = parse_bytes(optarg);
+			bad |= parse_bytes("-e", optarg, &o->maxbytes);
 			break;
 		case 'i':
-			o->stepbytes = parse_bytes(optarg);
+			bad |= parse_bytes("-i", optarg, &o->stepbytes);
 			step_set = 1;
 			break;
 		case 'f':
-			o->stepfactor = atof(optarg);
+			errno = 0;
+			o->stepfactor = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(o->stepfactor > 1.0 && o->stepfactor <= 1024))
+				bad |= bad_opt("-f", optarg,
+					       "a factor above 1 (e.g. 2)");
 			break;
 		case 'r':
-			o->root = (uint32_t)atoi(optarg);
+			bad |= parse_int("-r", optarg, 0, 65535, &root);
+			o->root = (uint32_t)root;
 			break;
 		case 'n':
-			o->iters = atoi(optarg);
+			bad |= parse_int("-n", optarg, 1, 1 << 30, &o->iters);
 			break;
 		case 'w':
-			o->warmup = atoi(optarg);
+			bad |= parse_int("-w", optarg, 0, 1 << 30, &o->warmup);
 			break;
 		case 'c':
-			o->check = atoi(optarg);
+			bad |= parse_int("-c", optarg, 0, 2, &o->check);
 			break;
 		case 'p':
-			o->npus = atoi(optarg);
+			bad |= parse_int("-p", optarg, 1, 65536, &o->npus);
 			break;
 		case 'X':
-			o->corrupt_rank = atoi(optarg);
+			bad |= parse_int("--corrupt_rank", optarg, 0, 65535,
+					 &o->corrupt_rank);
+			break;
+		case 'K':
+			bad |= parse_int("--kill_rank", optarg, 0, 65535,
+					 &o->kill_rank);
+			break;
+		case 'J':
+			o->json_path = optarg;
+			break;
+		case 'C':
+			o->csv_path = optarg;
 			break;
 		case 'B':
 			if (strcmp(optarg, "core") && strcmp(optarg, "none")) {
@@ -426,12 +545,10 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 			o->no_bind = !strcmp(optarg, "none");
 			break;
 		case 'o':
-			if (parse_op(optarg, &o->op))
-				return -1;
+			bad |= parse_op(optarg, &o->op);
 			break;
 		case 'd':
-			if (parse_dtype(optarg, &o->dtype))
-				return -1;
+			bad |= parse_dtype(optarg, &o->dtype);
 			break;
 		case 'z':
 		case 'm':
@@ -447,18 +564,45 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 		case 's':
 		case 't':
 			break;
-		case 'h':
-			usage(argv[0]);
+		case 'V':
+			printf("%s (OpenHCCL) %s\n", ht_name, OHC_HT_VERSION);
 			return 1;
+		case 'h':
+			usage(stdout, argv[0]);
+			return 1;
+		case ':':
+			fprintf(stderr, "%s: option %s needs a value\n",
+				ht_name, argv[optind - 1]);
+			return -1;
 		default:
-			usage(argv[0]);
+			fprintf(stderr,
+				"%s: unknown option '%s' (--help lists "
+				"them)\n",
+				ht_name, argv[optind - 1]);
 			return -1;
 		}
 	}
-	if (o->minbytes > o->maxbytes || o->iters < 1 || o->warmup < 0 ||
-	    o->nranks < 0 || (o->stepfactor != 0 && o->stepfactor <= 1.0)) {
-		fprintf(stderr, "invalid arguments: need minbytes <= maxbytes, "
-				"iters >= 1, -f > 1.0, -np >= 1\n");
+	if (bad)
+		return -1;
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", ht_name,
+			argv[optind]);
+		return -1;
+	}
+	if (o->minbytes > o->maxbytes) {
+		fprintf(stderr,
+			"%s: -b %llu is larger than -e %llu: the start size "
+			"must not exceed the end size\n",
+			ht_name, (unsigned long long)o->minbytes,
+			(unsigned long long)o->maxbytes);
+		return -1;
+	}
+	if (o->json_path && o->csv_path && !strcmp(o->json_path, "-") &&
+	    !strcmp(o->csv_path, "-")) {
+		fprintf(stderr,
+			"%s: --json - and --csv - cannot both take "
+			"stdout\n",
+			ht_name);
 		return -1;
 	}
 	if (!step_set)
@@ -549,9 +693,10 @@ static uint64_t count_wrong(const struct ht_test *t, const struct ht_ctx *c,
 		if (got == want)
 			continue;
 		if (c->o->check > 1 && wrong < 8)
-			printf("local rank_id %d, element %llu is %g, "
-			       "expected %g\n",
-			       c->rank, (unsigned long long)i, got, want);
+			fprintf(ht_txt,
+				"local rank_id %d, element %llu is %g, "
+				"expected %g\n",
+				c->rank, (unsigned long long)i, got, want);
 		wrong++;
 	}
 	return wrong;
@@ -589,10 +734,11 @@ static int check_size(const struct ht_test *t, struct ht_ctx *c, const void *in,
 		((unsigned char *)host)[n * es / 2] ^= 0x40;
 	bad = count_wrong(t, c, host, n) != 0;
 	if (bad) {
-		printf("local rank_id %d, check result failed, data_size "
-		       "%llu\n",
-		       c->rank, (unsigned long long)bytes);
-		fflush(stdout);
+		fprintf(ht_txt,
+			"local rank_id %d, check result failed, data_size "
+			"%llu\n",
+			c->rank, (unsigned long long)bytes);
+		fflush(ht_txt);
 	}
 	if (HcclAllReduce(&bad, &all_bad, 1, HCCL_DATA_TYPE_INT32,
 			  HCCL_REDUCE_SUM, c->comm, NULL) != HCCL_SUCCESS)
@@ -603,16 +749,189 @@ free_host:
 	return ret;
 }
 
+/*
+ * Failure reporting. A rank's errors go to stderr with its rank, and the
+ * first one also into its slot of the local launcher's shared memory (-np),
+ * so the launcher's last line can name the rank and its error.
+ */
+struct ht_slot {
+	char msg[512];
+};
+
+static struct ht_slot *my_slot; /* this rank's (-np), else NULL */
+static int my_rank = -1;
+/* an error (not a failed check, which every rank sees and reports):
+ * the other ranks may wait for this one, so mpirun and srun are asked to
+ * end the job */
+static int hard_failure;
+
+static void note_v(int print, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (print) {
+		if (my_rank >= 0)
+			fprintf(stderr, "%s: rank %d: %s\n", ht_name, my_rank,
+				msg);
+		else
+			fprintf(stderr, "%s: %s\n", ht_name, msg);
+	}
+	if (my_slot && !my_slot->msg[0])
+		snprintf(my_slot->msg, sizeof(my_slot->msg), "%s", msg);
+}
+
+/* An error of this rank: printed, and kept for the launcher. */
+static void ht_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ht_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	hard_failure = 1;
+	va_start(ap, fmt);
+	note_v(1, fmt, ap);
+	va_end(ap);
+}
+
+/* A failure already shown (a failed check): kept for the launcher only. */
+static void ht_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ht_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	note_v(0, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Rank 0's output: the hccl_test table (ht_txt), and the same rows as
+ * JSON and CSV on request. The JSON is one object, written as the sweep
+ * goes and closed at the end (ht_out_close), so a run that dies half way
+ * leaves an unterminated file, not a plausible one.
+ */
+static FILE *out_json, *out_csv;
+static int out_rows;
+
+static FILE *out_open(const char *opt, const char *path)
+{
+	FILE *f;
+
+	if (!path)
+		return NULL;
+	if (!strcmp(path, "-"))
+		return stdout;
+	f = fopen(path, "w");
+	if (!f)
+		ht_fail("%s %s: %s", opt, path, strerror(errno));
+	return f;
+}
+
+/* JSON string contents: printable ASCII, escaped. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static int ht_out_open(const struct ht_opts *o, const struct ht_test *t)
+{
+	char host[256] = "?";
+
+	gethostname(host, sizeof(host) - 1);
+	out_json = out_open("--json", o->json_path);
+	out_csv = out_open("--csv", o->csv_path);
+	if ((o->json_path && !out_json) || (o->csv_path && !out_csv))
+		return -1;
+	if (out_json) {
+		fprintf(out_json, "{\"tool\": ");
+		json_str(out_json, t->name);
+		fprintf(out_json, ", \"version\": ");
+		json_str(out_json, OHC_HT_VERSION);
+		fprintf(out_json, ", \"host\": ");
+		json_str(out_json, host);
+		fprintf(out_json,
+			", \"launcher\": \"%s\", \"ranks\": %d, "
+			"\"datatype\": \"%s\", \"op\": \"%s\", \"root\": %u, "
+			"\"iters\": %d, \"warmup_iters\": %d, "
+			"\"zero_copy\": %d, \"symmetric_memory\": %d,\n"
+			" \"rows\": [",
+			o->launcher, o->nranks, dtype_name(o->dtype),
+			op_name(o->op), o->root, o->iters, o->warmup,
+			o->zero_copy, o->symmetric);
+		fflush(out_json);
+	}
+	if (out_csv) {
+		fprintf(out_csv, "tool,ranks,datatype,op,bytes,time_us,"
+				 "algbw_GBps,busbw_GBps,check\n");
+		fflush(out_csv);
+	}
+	return 0;
+}
+
+static void ht_out_row(const struct ht_test *t, const struct ht_opts *o,
+		       uint64_t bytes, double us, double algbw, double busbw,
+		       const char *verdict)
+{
+	fprintf(ht_txt, "%-17llu | %-14.2f | %-20.5f | %-13s | %.5f\n",
+		(unsigned long long)bytes, us, algbw, verdict, busbw);
+	fflush(ht_txt);
+	if (out_json) {
+		fprintf(out_json,
+			"%s\n  {\"bytes\": %llu, \"time_us\": %.3f, "
+			"\"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, "
+			"\"check\": \"%s\"}",
+			out_rows ? "," : "", (unsigned long long)bytes, us,
+			algbw, busbw, verdict);
+		fflush(out_json);
+	}
+	if (out_csv) {
+		fprintf(out_csv, "%s,%d,%s,%s,%llu,%.3f,%.6f,%.6f,%s\n",
+			t->name, o->nranks, dtype_name(o->dtype),
+			op_name(o->op), (unsigned long long)bytes, us, algbw,
+			busbw, verdict);
+		fflush(out_csv);
+	}
+	out_rows++;
+}
+
+/* Close the outputs; ok: the whole sweep passed. */
+static void ht_out_close(int ok)
+{
+	if (out_json) {
+		fprintf(out_json, "\n ],\n \"result\": \"%s\"}\n",
+			ok ? "success" : "failed");
+		if (out_json != stdout)
+			fclose(out_json);
+		else
+			fflush(stdout);
+	}
+	if (out_csv && out_csv != stdout)
+		fclose(out_csv);
+	else if (out_csv)
+		fflush(stdout);
+	out_json = out_csv = NULL;
+}
+
 static void print_header(const struct ht_opts *o)
 {
-	printf("the minbytes is %llu, maxbytes is %llu, iters is %d, "
-	       "warmup_iters is %d\n",
-	       (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes,
-	       o->iters, o->warmup);
-	printf("%-15s | %-12s | %-18s | %-13s | %s\n",
-	       "data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):",
-	       "check_result:", "bus_bandwidth(GB/s):");
-	fflush(stdout);
+	fprintf(ht_txt,
+		"the minbytes is %llu, maxbytes is %llu, iters is %d, "
+		"warmup_iters is %d\n",
+		(unsigned long long)o->minbytes,
+		(unsigned long long)o->maxbytes, o->iters, o->warmup);
+	fprintf(ht_txt, "%-15s | %-12s | %-18s | %-13s | %s\n",
+		"data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):",
+		"check_result:", "bus_bandwidth(GB/s):");
+	fflush(ht_txt);
 }
 
 /* Average microseconds of o->iters back-to-back calls (rank 0's events). */
@@ -808,12 +1127,9 @@ static int run_size(const struct ht_test *t, struct ht_ctx *c, uint64_t bytes)
 						: c->recv_count)) /
 				 us * 1e-3
 		       : 0;
-	if (c->rank == 0) {
-		printf("%-17llu | %-14.2f | %-20.5f | %-13s | %.5f\n",
-		       (unsigned long long)bytes, us, algbw, verdict,
-		       algbw * busbw_factor(t, c->nranks));
-		fflush(stdout);
-	}
+	if (c->rank == 0)
+		ht_out_row(t, o, bytes, us, algbw,
+			   algbw * busbw_factor(t, c->nranks), verdict);
 	ret = ok ? 0 : 1;
 free_recv:
 	if (use_vmm) {
@@ -833,44 +1149,64 @@ free_in:
 	do {                                                                   \
 		aclError _e = (call);                                          \
 		if (_e != ACL_SUCCESS) {                                       \
-			fprintf(stderr, "%s failed: acl error %d\n", #call,    \
-				_e);                                           \
+			const char *_m = aclGetRecentErrMsg();                 \
+			ht_fail("%s failed: acl error %d%s%s", #call, _e,      \
+				_m &&*_m ? ": " : "", _m ? _m : "");           \
 			goto label;                                            \
 		}                                                              \
 	} while (0)
 
-/* Everything one rank does; its exit status. */
+/*
+ * Everything one rank does; its exit status. local_rank (the rank's index
+ * on its host) picks the device: local_rank % -p, or % the runtime's
+ * device count.
+ */
 static int run_rank(const struct ht_opts *o, const struct ht_test *t, int rank,
-		    const HcclRootInfo *root)
+		    int local_rank, const HcclRootInfo *root)
 {
 	struct ht_ctx c = {.o = o, .rank = rank, .nranks = o->nranks};
-	int dev = rank % o->npus, ret = 1;
+	uint32_t ndev = 0;
+	int dev, ret = 1;
 	HcclResult r;
 
+	my_rank = rank;
+	if (o->npus > 0)
+		ndev = (uint32_t)o->npus;
+	else if (aclrtGetDeviceCount(&ndev) != ACL_SUCCESS || !ndev)
+		ndev = 1;
+	dev = (int)((uint32_t)local_rank % ndev);
 	c.counts = calloc((size_t)o->nranks * (size_t)o->nranks + 1,
 			  sizeof(*c.counts));
 	c.displs = calloc((size_t)o->nranks + 1, sizeof(*c.displs));
-	if (!c.counts || !c.displs)
+	if (!c.counts || !c.displs) {
+		ht_fail("out of memory");
 		goto free_scratch;
+	}
 	CHECK_ACL(aclInit(NULL), free_scratch);
 	CHECK_ACL(aclrtSetDevice(dev), finalize);
 	CHECK_ACL(aclrtCreateStream(&c.stream), reset_device);
 	r = HcclCommInitRootInfo((uint32_t)o->nranks, root, (uint32_t)rank,
 				 &c.comm);
 	if (r != HCCL_SUCCESS) {
-		fprintf(stderr, "HcclCommInitRootInfo failed: %s (%d)\n",
+		ht_fail("HcclCommInitRootInfo failed: %s (%d)",
 			HcclGetErrorString(r), r);
 		goto destroy_stream;
 	}
 	if (rank == 0)
 		print_header(o);
+	if (rank == o->kill_rank) {
+		fflush(NULL);
+		raise(SIGKILL);
+	}
 	for (uint64_t b = o->minbytes; b <= o->maxbytes; b = next_size(o, b)) {
 		int s = run_size(t, &c, b);
 
 		if (s < 0)
-			fprintf(stderr,
-				"%s: rank %d: %s failed at %llu bytes\n",
-				t->name, rank, t->name, (unsigned long long)b);
+			ht_fail("%s failed at %llu bytes", t->name,
+				(unsigned long long)b);
+		else if (s)
+			ht_note("check result failed at %llu bytes",
+				(unsigned long long)b);
 		if (s)
 			goto destroy_comm;
 		if (b == o->maxbytes)
@@ -882,8 +1218,7 @@ static int run_rank(const struct ht_opts *o, const struct ht_test *t, int rank,
 	    aclrtSynchronizeStream(c.stream) == ACL_SUCCESS)
 		ret = 0;
 	else
-		fprintf(stderr, "%s: rank %d: final barrier failed\n", t->name,
-			rank);
+		ht_fail("final barrier failed");
 destroy_comm:
 	HcclCommDestroy(c.comm);
 destroy_stream:
@@ -895,6 +1230,7 @@ finalize:
 free_scratch:
 	free(c.counts);
 	free(c.displs);
+	ht_out_close(ret == 0);
 	return ret;
 }
 
@@ -926,22 +1262,31 @@ static void bind_rank(const struct ht_opts *o, int r)
 	}
 }
 
+/* What the local launcher shares with its ranks. */
+struct ht_shared {
+	HcclRootInfo root;
+	struct ht_slot slot[];
+};
+
 /*
  * Rank r of the local launcher: rank 0 makes the root info in shared
  * memory and opens the gate (one byte per other rank), as hccl_test's rank
  * 0 does before MPI_Bcast; the others wait at the gate.
  */
 static int local_rank(const struct ht_opts *o, const struct ht_test *t, int r,
-		      HcclRootInfo *root, const int gate[2])
+		      struct ht_shared *sh, const int gate[2])
 {
 	char ch = 0;
 
+	my_rank = r;
+	my_slot = &sh->slot[r];
 	bind_rank(o, r);
 	if (r == 0) {
 		close(gate[0]);
-		if (HcclGetRootInfo(root) != HCCL_SUCCESS) {
-			fprintf(stderr, "%s: cannot create root info\n",
-				t->name);
+		if (ht_out_open(o, t))
+			return 1;
+		if (HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
+			ht_fail("cannot create root info");
 			return 1;
 		}
 		for (int k = 1; k < o->nranks; k++)
@@ -950,11 +1295,102 @@ static int local_rank(const struct ht_opts *o, const struct ht_test *t, int r,
 		close(gate[1]);
 	} else {
 		close(gate[1]);
-		if (read(gate[0], &ch, 1) != 1)
-			return 1; /* rank 0 failed */
+		if (read(gate[0], &ch, 1) != 1) {
+			ht_note("rank 0 made no root info");
+			return 1;
+		}
 		close(gate[0]);
 	}
-	return run_rank(o, t, r, root);
+	return run_rank(o, t, r, r, &sh->root);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Send sig to every rank not reaped yet. */
+static void signal_ranks(const pid_t *pids, int n, int sig)
+{
+	for (int r = 0; r < n; r++)
+		if (pids[r] > 0)
+			kill(pids[r], sig);
+}
+
+/*
+ * Reap the ranks. The first that fails (a nonzero exit or a signal) stops
+ * the others: they get 300 ms to finish by themselves (a failed check ends
+ * every rank at once), then SIGTERM, then SIGKILL at 800 ms. The exit
+ * status is the first failed rank's (128 + signal when killed), and the
+ * last line names it and its error.
+ */
+static int reap_ranks(const struct ht_test *t, pid_t *pids, int n,
+		      const struct ht_shared *sh)
+{
+	int left = 0, first = -1, first_st = 0, termed = 0, killed = 0;
+	double t_fail = 0, t_done = 0;
+
+	for (int r = 0; r < n; r++)
+		left += pids[r] > 0;
+	while (left > 0) {
+		int st, r;
+		pid_t pid = waitpid(-1, &st, first < 0 ? 0 : WNOHANG);
+
+		if (pid == 0) {
+			double ms = now_ms() - t_fail;
+
+			if (ms > 300 && !termed) {
+				signal_ranks(pids, n, SIGTERM);
+				termed = 1;
+			}
+			if (ms > 800 && !killed) {
+				signal_ranks(pids, n, SIGKILL);
+				killed = 1;
+			}
+			usleep(2000);
+			continue;
+		}
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (r = 0; r < n && pids[r] != pid; r++)
+			;
+		if (r == n)
+			continue;
+		pids[r] = 0;
+		left--;
+		t_done = now_ms();
+		if (first < 0 && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+			first = r;
+			first_st = st;
+			t_fail = t_done;
+		}
+	}
+	if (first < 0)
+		return 0;
+	if (WIFSIGNALED(first_st))
+		fprintf(stderr,
+			"%s: rank %d of %d was killed by signal %d (%s)%s%s; "
+			"stopped the other %d ranks in %.0f ms\n",
+			t->name, first, n, WTERMSIG(first_st),
+			strsignal(WTERMSIG(first_st)),
+			sh->slot[first].msg[0] ? ": " : "", sh->slot[first].msg,
+			n - 1, t_done - t_fail);
+	else
+		fprintf(stderr,
+			"%s: rank %d of %d failed (exit status %d): %s; "
+			"stopped the other %d ranks in %.0f ms\n",
+			t->name, first, n, WEXITSTATUS(first_st),
+			sh->slot[first].msg[0] ? sh->slot[first].msg
+					       : "(no message)",
+			n - 1, t_done - t_fail);
+	return WIFSIGNALED(first_st) ? 128 + WTERMSIG(first_st)
+				     : WEXITSTATUS(first_st);
 }
 
 /*
@@ -964,13 +1400,15 @@ static int local_rank(const struct ht_opts *o, const struct ht_test *t, int r,
  */
 static int local_main(struct ht_opts *o, const struct ht_test *t)
 {
-	HcclRootInfo *root;
+	size_t shsize = sizeof(struct ht_shared) +
+			(size_t)o->nranks * sizeof(struct ht_slot);
+	struct ht_shared *sh;
 	pid_t *pids;
-	int failed = 0, gate[2];
+	int ret = 1, gate[2];
 
-	root = mmap(NULL, sizeof(*root), PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (root == MAP_FAILED) {
+	sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
 		perror("mmap");
 		return 1;
 	}
@@ -985,36 +1423,30 @@ static int local_main(struct ht_opts *o, const struct ht_test *t)
 	for (int r = 0; r < o->nranks; r++) {
 		pids[r] = fork();
 		if (pids[r] == 0)
-			_exit(local_rank(o, t, r, root, gate));
+			_exit(local_rank(o, t, r, sh, gate));
+		if (pids[r] < 0) {
+			fprintf(stderr, "%s: cannot start rank %d: %s\n",
+				t->name, r, strerror(errno));
+			close(gate[0]);
+			close(gate[1]);
+			signal_ranks(pids, r, SIGKILL);
+			reap_ranks(t, pids, r, sh);
+			goto free_pids;
+		}
 	}
 	close(gate[0]);
 	close(gate[1]);
-	for (int r = 0; r < o->nranks; r++) {
-		int st;
-
-		if (pids[r] < 0) {
-			failed++;
-			continue;
-		}
-		waitpid(pids[r], &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "%s: rank %d failed (status 0x%x)\n",
-				t->name, r, st);
-			failed++;
-		}
-	}
+	ret = reap_ranks(t, pids, o->nranks, sh);
 free_pids:
 	free(pids);
 unmap:
-	munmap(root, sizeof(*root));
-	return failed ? 1 : 0;
+	munmap(sh, shsize);
+	return ret;
 }
 
 /* Defaults and checks that need the rank count. */
 static int finish_opts(struct ht_opts *o, const struct ht_test *t)
 {
-	if (o->npus <= 0)
-		o->npus = o->nranks;
 	if (o->root >= (uint32_t)o->nranks) {
 		fprintf(stderr, "%s: root %u out of range for %d ranks\n",
 			t->name, o->root, o->nranks);
@@ -1042,19 +1474,74 @@ static int finish_opts(struct ht_opts *o, const struct ht_test *t)
 	return 0;
 }
 
-/* Ranks in an MPI launcher's world, if it started us (else 0). */
-static int launcher_size(void)
+static int env_count(const char *name)
 {
-	static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-					   "PMIX_SIZE"};
+	const char *s = getenv(name);
+	char *end;
+	long v;
 
-	for (size_t k = 0; k < sizeof(vars) / sizeof(*vars); k++) {
-		const char *s = getenv(vars[k]);
+	if (!s || !*s)
+		return -1;
+	v = strtol(s, &end, 10);
+	return *end || v < 0 || v > 1 << 30 ? -1 : (int)v;
+}
 
-		if (s && atoi(s) > 0)
-			return atoi(s);
+/* This process's index among its host's ranks, from the launcher. */
+static int env_local_rank(int rank)
+{
+	static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+					   "SLURM_LOCALID", "MPI_LOCALRANKID",
+					   "PMI_LOCAL_RANK"};
+
+	for (size_t k = 0; k < sizeof(vars) / sizeof(*vars); k++)
+		if (env_count(vars[k]) >= 0)
+			return env_count(vars[k]);
+	return rank;
+}
+
+/*
+ * Under srun --mpi=pmi2 or MPICH's mpirun: rank and size from PMI, the
+ * root info from rank 0 to the others through PMI's key-value space, as
+ * hccl_test does with MPI_Bcast. No MPI needed.
+ */
+static int pmi_main(struct ht_opts *o, const struct ht_test *t)
+{
+	struct ht_pmi p;
+	HcclRootInfo root;
+	char err[512];
+	int ok = 1, ret;
+
+	if (ht_pmi_init(&p, err, sizeof(err))) {
+		ht_fail("%s", err);
+		return 1;
 	}
-	return 0;
+	my_rank = p.rank;
+	o->nranks = p.size;
+	o->launcher = "pmi";
+	if (finish_opts(o, t)) {
+		ht_pmi_finalize(&p);
+		return 1;
+	}
+	memset(&root, 0, sizeof(root));
+	if (p.rank == 0 && ht_out_open(o, t))
+		ok = 0;
+	else if (p.rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) {
+		ht_fail("cannot create root info");
+		ok = 0;
+	}
+	if (ht_pmi_bcast(&p, "ohc-root", ok ? &root : NULL, sizeof(root), err,
+			 sizeof(err))) {
+		if (ok)
+			ht_fail("%s", err);
+		ht_pmi_abort(&p, 1);
+		return 1;
+	}
+	ret = run_rank(o, t, p.rank, env_local_rank(p.rank), &root);
+	if (ret && hard_failure)
+		ht_pmi_abort(&p, ret);
+	else
+		ht_pmi_finalize(&p);
+	return ret;
 }
 
 #ifdef OHC_HT_MPI
@@ -1062,19 +1549,20 @@ static int launcher_size(void)
 static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 {
 	HcclRootInfo root;
-	int rank, size, ok = 1, ret;
+	MPI_Comm node;
+	int rank, size, lrank = 0, ok = 1, ret;
 
 	MPI_Init(NULL, NULL);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	my_rank = rank;
 	o->nranks = size;
-	if (size != world) {
+	o->launcher = "mpi";
+	if (world > 0 && size != world) {
 		/* e.g. MPICH's mpirun starting an Open MPI build: singletons */
-		fprintf(stderr,
-			"%s: the launcher started %d ranks but MPI "
-			"sees %d: is this tool built with the MPI of "
-			"this mpirun?\n",
-			t->name, world, size);
+		ht_fail("the launcher started %d ranks but MPI sees %d: is "
+			"this tool built with the MPI of this mpirun?",
+			world, size);
 		MPI_Finalize();
 		return 1;
 	}
@@ -1082,9 +1570,19 @@ static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 		MPI_Finalize();
 		return 1;
 	}
+	/* the rank's index on its host picks its device */
+	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+				MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+		MPI_Comm_rank(node, &lrank);
+		MPI_Comm_free(&node);
+	} else {
+		lrank = env_local_rank(rank);
+	}
 	memset(&root, 0, sizeof(root));
-	if (rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) {
-		fprintf(stderr, "%s: cannot create root info\n", t->name);
+	if (rank == 0 && ht_out_open(o, t))
+		ok = 0;
+	else if (rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) {
+		ht_fail("cannot create root info");
 		ok = 0;
 	}
 	MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -1094,32 +1592,76 @@ static int mpi_main(struct ht_opts *o, const struct ht_test *t, int world)
 	}
 	MPI_Bcast(&root, (int)sizeof(root), MPI_BYTE, 0, MPI_COMM_WORLD);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = run_rank(o, t, rank, &root);
+	ret = run_rank(o, t, rank, lrank, &root);
+	if (ret && hard_failure)
+		MPI_Abort(MPI_COMM_WORLD, ret);
 	MPI_Finalize();
 	return ret;
 }
 #endif
 
+/*
+ * Which launcher started us: -np N wins; Open MPI's mpirun (its
+ * environment) runs through MPI; a PMI-1 channel (srun --mpi=pmi2, MPICH's
+ * mpirun) through ht_pmi.c; PMIx alone (srun --mpi=pmix) through MPI
+ * (Open MPI speaks it); a Slurm step of several tasks with none of these
+ * cannot share the root info (refused, with advice); else the local
+ * launcher with 2 ranks.
+ */
 int ht_main(int argc, char **argv, const struct ht_test *tool)
 {
 	struct ht_test test = with_defaults(tool), *t = &test;
 	struct ht_opts o;
-	int ret = parse(argc, argv, &o), world = launcher_size();
+	int ret, world = env_count("OMPI_COMM_WORLD_SIZE");
+	int step = env_count("SLURM_STEP_NUM_TASKS");
 
+	ht_name = tool->name;
+	ht_txt = stdout;
+	ret = parse(argc, argv, &o);
 	if (ret)
 		return ret < 0 ? 1 : 0;
-	if (world > 0 && o.nranks == 0) {
+	if ((o.json_path && !strcmp(o.json_path, "-")) ||
+	    (o.csv_path && !strcmp(o.csv_path, "-")))
+		ht_txt = stderr;
+	o.launcher = "local";
+	if (o.nranks == 0 && world > 0) {
 #ifdef OHC_HT_MPI
 		return mpi_main(&o, t, world);
 #else
-		if (world > 1) {
-			fprintf(stderr,
-				"%s: started by an MPI launcher but "
-				"built without MPI; use -np N\n",
-				t->name);
-			return 1;
-		}
+		fprintf(stderr,
+			"%s: started by Open MPI's mpirun but built without "
+			"MPI; use -np N, or srun --mpi=pmi2\n",
+			t->name);
+		return 1;
 #endif
+	}
+	if (o.nranks == 0 && ht_pmi_available())
+		return pmi_main(&o, t);
+	if (o.nranks == 0 && getenv("PMIX_RANK")) {
+#ifdef OHC_HT_MPI
+		/* srun --mpi=pmix: Open MPI's MPI_Init speaks PMIx */
+		return mpi_main(&o, t, step > 1 ? step : 0);
+#else
+		fprintf(stderr,
+			"%s: started with PMIx but built without MPI: run "
+			"srun --mpi=pmi2, or use -np N\n",
+			t->name);
+		return 1;
+#endif
+	}
+	if (o.nranks == 0 && step > 1) {
+		fprintf(stderr,
+			"%s: started by srun as one of %d tasks without a PMI "
+			"channel (PMI_FD) to share the root info: run srun "
+			"--mpi=pmi2%s\n",
+			t->name, step,
+#ifdef OHC_HT_MPI
+			" (or --mpi=pmix)"
+#else
+			""
+#endif
+		);
+		return 1;
 	}
 	if (o.nranks == 0)
 		o.nranks = 2;

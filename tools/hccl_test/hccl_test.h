@@ -26,6 +26,7 @@ struct ht_opts {
 	HcclReduceOp op;
 	uint32_t root;
 	HcclDataType dtype;
+	/* npus: -p, devices per node (0: the runtime's device count) */
 	int iters, warmup, check, npus, nranks;
 	/*
 	 * -z 1: buffers in VMM memory, activated for zero copy
@@ -37,6 +38,12 @@ struct ht_opts {
 	int corrupt_rank;
 	/* --bind none: -np leaves the ranks unbound */
 	int no_bind;
+	/* testing aid (--kill_rank R): rank R kills itself (SIGKILL) */
+	int kill_rank;
+	/* --json FILE / --csv FILE ("-": stdout): rank 0 writes the rows */
+	const char *json_path, *csv_path;
+	/* which launcher started the ranks: "local", "mpi", "pmi" */
+	const char *launcher;
 };
 
 /* How a data size maps to the per-rank send and receive element counts. */

@@ -154,6 +154,7 @@ ohc_status_t ohc_root_info_create(void *root_info)
 	uint8_t *b = root_info;
 	struct bs_addr addr, bound;
 	struct bs_ports ports;
+	struct bs_auth auth;
 	char ip[RI_IP_MAX];
 	uint64_t token, id;
 	ohc_status_t status;
@@ -172,9 +173,13 @@ ohc_status_t ohc_root_info_create(void *root_info)
 	status = bs_random64(&token);
 	if (status < 0)
 		return status;
-	status = bs_root_start(&addr, &ports, token, 0,
+	status = bs_auth_init(token, &auth);
+	if (status < 0)
+		return status;
+	status = bs_root_start(&addr, &ports, &auth, 0,
 			       (uint64_t)ohc_env()->connect_timeout_s * 1000,
 			       &bound, &id);
+	memset(&auth, 0, sizeof(auth));
 	if (status < 0)
 		return status;
 
@@ -188,8 +193,9 @@ ohc_status_t ohc_root_info_create(void *root_info)
 	bs_put64(b + RI_OFF_TOKEN, token);
 	bs_addr_ip_str(&bound, ip, sizeof(ip));
 	memcpy(b + RI_OFF_IP, ip, strlen(ip) + 1);
+	/* The name shows an id derived from the token, never the token. */
 	snprintf((char *)b + RI_OFF_NAME, RI_NAME_MAX, "%s_%u_%016" PRIx64, ip,
-		 bs_addr_port(&bound), token);
+		 bs_addr_port(&bound), bs_auth_public_id(token));
 	OHC_INFO(OHC_SS_BOOT, "root info %s created",
 		 (const char *)b + RI_OFF_NAME);
 	return OHC_OK;
@@ -249,6 +255,7 @@ ohc_status_t ohc_bootstrap_init_root(const void *root_info, uint32_t nranks,
 				     struct ohc_bootstrap **bs_p)
 {
 	struct bs_addr root;
+	struct bs_auth auth;
 	struct bs_ep *ep;
 	ohc_status_t status;
 
@@ -260,21 +267,27 @@ ohc_status_t ohc_bootstrap_init_root(const void *root_info, uint32_t nranks,
 		OHC_ERROR(OHC_SS_BOOT, "root info: unusable root address");
 		return OHC_ERR_INVALID;
 	}
-	status = bs_sock_join(&root, ohc_root_info_session(root_info), nranks,
-			      rank, timeout_ms, &ep);
+	status = bs_auth_init(ohc_root_info_session(root_info), &auth);
+	if (status < 0)
+		return status;
+	status = bs_sock_join(&root, 1, &auth, nranks, rank, timeout_ms, &ep);
+	memset(&auth, 0, sizeof(auth));
 	if (status < 0)
 		return status;
 	return bs_handle_new(ep, timeout_ms, bs_p);
 }
 
 ohc_status_t ohc_bootstrap_init_addr(const char *root_ip, uint16_t root_port,
-				     uint64_t token, uint32_t nranks,
-				     uint32_t rank, uint64_t timeout_ms,
+				     unsigned nports, uint64_t token,
+				     uint32_t nranks, uint32_t rank,
+				     uint64_t timeout_ms,
 				     struct ohc_bootstrap **bs_p)
 {
-	struct bs_addr root, target;
+	struct bs_addr root, targets[OHC_BOOTSTRAP_PORTS_MAX];
 	struct bs_ep *ep;
+	struct bs_auth auth;
 	uint64_t root_id = 0;
+	unsigned ntargets;
 	ohc_status_t status;
 
 	OHC_CHECK(check_ranks(nranks, rank, bs_p));
@@ -282,43 +295,74 @@ ohc_status_t ohc_bootstrap_init_addr(const char *root_ip, uint16_t root_port,
 		OHC_ERROR(OHC_SS_BOOT, "bootstrap root address is NULL");
 		return OHC_ERR_NULL;
 	}
-	if (root_port == 0 || bs_addr_from_ip(root_ip, root_port, &root) < 0) {
+	if (root_port == 0 || nports == 0 || nports > OHC_BOOTSTRAP_PORTS_MAX ||
+	    root_port + (nports - 1u) > 65535u ||
+	    bs_addr_from_ip(root_ip, root_port, &root) < 0) {
 		OHC_ERROR(OHC_SS_BOOT,
-			  "bootstrap root '%s' port %u is not an IP address "
-			  "and a non-zero port",
-			  root_ip, root_port);
+			  "bootstrap root '%s' port %u (%u ports) is not an IP "
+			  "address and a non-zero port range",
+			  root_ip, root_port, nports);
 		return OHC_ERR_INVALID;
 	}
+	/* One rank needs nobody: no listener, no port. */
+	if (nranks == 1)
+		return ohc_bootstrap_inproc_create(1, bs_p);
 	timeout_ms = default_timeout_ms(timeout_ms);
 	ohc_root_listeners_reap();
-	target = root;
+	status = bs_auth_init(token, &auth);
+	if (status < 0)
+		return status;
+	for (ntargets = 0; ntargets < nports; ntargets++) {
+		targets[ntargets] = root;
+		bs_addr_set_port(&targets[ntargets],
+				 (uint16_t)(root_port + ntargets));
+	}
 	if (rank == 0) {
 		struct bs_addr bind = root, bound;
-		struct bs_ports ports;
+		struct bs_ports ports = {
+			.n = 1,
+			.lo = {root_port},
+			.hi = {(uint16_t)(root_port + nports - 1)}};
+		char where[BS_ADDR_STRLEN];
 
+		snprintf(ports.desc, sizeof(ports.desc), "%u-%u", root_port,
+			 root_port + nports - 1);
 		if (!bs_addr_is_local(&root)) {
-			OHC_INFO(OHC_SS_BOOT,
-				 "rank 0: root address %s is not local; the "
-				 "bootstrap root listens on every interface",
+			OHC_WARN(OHC_SS_BOOT,
+				 "rank 0: the root address %s is not an "
+				 "address of this host; the bootstrap root "
+				 "listens on every interface",
 				 root_ip);
 			bs_addr_make_any(&bind);
 		}
-		bs_ports_exact(root_port, &ports);
-		status = bs_root_start(&bind, &ports, token, nranks, timeout_ms,
+		status = bs_root_start(&bind, &ports, &auth, nranks, timeout_ms,
 				       &bound, &root_id);
 		if (status < 0)
-			return status;
-		target = bound;
-		if (bs_addr_is_any(&target))
-			bs_addr_make_loopback(&target);
+			goto out;
+		if (bs_addr_port(&bound) != root_port)
+			OHC_WARN(OHC_SS_BOOT,
+				 "rank 0: port %u is taken; the bootstrap "
+				 "root listens on %s (the other ranks try the "
+				 "ports in turn)",
+				 root_port,
+				 bs_addr_str(&bound, where, sizeof(where)));
+		/* Rank 0 joins where it listens. */
+		targets[0] = bound;
+		if (bs_addr_is_any(&targets[0]))
+			bs_addr_make_loopback(&targets[0]);
+		ntargets = 1;
 	}
-	status = bs_sock_join(&target, token, nranks, rank, timeout_ms, &ep);
+	status = bs_sock_join(targets, ntargets, &auth, nranks, rank,
+			      timeout_ms, &ep);
 	if (status < 0) {
 		if (root_id)
 			bs_root_cancel(root_id);
-		return status;
+		goto out;
 	}
-	return bs_handle_new(ep, timeout_ms, bs_p);
+	status = bs_handle_new(ep, timeout_ms, bs_p);
+out:
+	memset(&auth, 0, sizeof(auth));
+	return status;
 }
 
 uint32_t ohc_bootstrap_rank(const struct ohc_bootstrap *bs)

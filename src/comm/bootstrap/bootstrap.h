@@ -88,13 +88,19 @@ ohc_status_t ohc_bootstrap_init_root(const void *root_info, uint32_t nranks,
 
 /*
  * Rank-table mode: no root info. Rank 0 runs the root listener itself at
- * root_ip:root_port (the wildcard address of that port if root_ip is not
- * local) and every rank joins with the caller's token (a hash of the rank
- * table) as above. Ranks that start before rank 0 retry until timeout_ms.
+ * root_ip on the first free port of root_port .. root_port + nports - 1
+ * (the wildcard address, with a warning, if root_ip is not local), and
+ * every rank joins with a token derived from `token` (a hash of the rank
+ * table) and the optional shared secret, as above; the other ranks try
+ * the ports in turn until one answers with this job's proof. Ranks that
+ * start before rank 0 retry until timeout_ms. A single rank needs no root
+ * and gets an in-process bootstrap.
  */
+#define OHC_BOOTSTRAP_PORTS_MAX 32
 ohc_status_t ohc_bootstrap_init_addr(const char *root_ip, uint16_t root_port,
-				     uint64_t token, uint32_t nranks,
-				     uint32_t rank, uint64_t timeout_ms,
+				     unsigned nports, uint64_t token,
+				     uint32_t nranks, uint32_t rank,
+				     uint64_t timeout_ms,
 				     struct ohc_bootstrap **bs_p);
 
 /*

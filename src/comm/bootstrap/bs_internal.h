@@ -79,9 +79,30 @@ struct ohc_bootstrap {
 ohc_status_t bs_handle_new(struct bs_ep *ep, uint64_t timeout_ms,
 			   struct ohc_bootstrap **bs_p);
 
-/* Socket endpoint: register with the root at `root` and build the ring. */
-ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
-			  uint32_t nranks, uint32_t rank, uint64_t timeout_ms,
+/* Tokens (bs_auth.c): what JOIN and HELLO present and WELCOME proves,
+ * derived from the job's raw token and the optional shared secret. */
+struct bs_auth {
+	uint64_t raw; /* root info token or rank-table hash: never shown */
+	uint64_t key[2];
+	int keyed; /* OPENHCCL_BOOTSTRAP_SECRET(_FILE) in use */
+};
+
+/* Load the secret (if configured; logs what is wrong with it). */
+ohc_status_t bs_auth_init(uint64_t raw, struct bs_auth *auth_p);
+uint64_t bs_auth_join(const struct bs_auth *auth);
+uint64_t bs_auth_welcome(const struct bs_auth *auth, uint32_t rank);
+/* What names may show of a raw token (it does not reveal the token). */
+uint64_t bs_auth_public_id(uint64_t raw);
+
+/*
+ * Socket endpoint: register with the root and build the ring. With one
+ * root address the rank waits there for the root (retrying while it is not
+ * up yet); with several (a rank-table root that found its first ports
+ * taken) it tries them in turn until one answers with this job's WELCOME.
+ */
+ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
+			  const struct bs_auth *auth, uint32_t nranks,
+			  uint32_t rank, uint64_t timeout_ms,
 			  struct bs_ep **ep_p);
 
 /* Milliseconds elapsed since t0 (an ohc_time_ns value). */
@@ -205,7 +226,7 @@ ohc_status_t bs_wait_fd(int fd, short events, uint64_t deadline);
 /* the receiver expects before anything is allocated.                     */
 
 #define BS_WIRE_MAGIC 0x4f42u /* "OB" */
-#define BS_WIRE_VERSION 1
+#define BS_WIRE_VERSION 2
 #define BS_HDR_BYTES 32
 
 enum bs_type {
@@ -217,7 +238,8 @@ enum bs_type {
 	BS_T_COLL = 6,	  /* collective step */
 	BS_T_DATA = 7,	  /* tagged send/recv */
 	BS_T_ABORT = 8,	  /* the sender poisoned its bootstrap */
-	BS_T_MAX = 8,
+	BS_T_WELCOME = 9, /* root -> rank: JOIN accepted, with the proof */
+	BS_T_MAX = 9,
 };
 
 struct bs_hdr {
@@ -236,6 +258,8 @@ ohc_status_t bs_hdr_decode(const uint8_t *in, struct bs_hdr *h_p);
 #define BS_JOIN_BYTES (8 + 4 + 4 + 8 + BS_ENTRY_BYTES)
 /* HELLO: token, from, to, nranks, 4 reserved. */
 #define BS_HELLO_BYTES 24
+/* WELCOME: bs_auth_welcome() for the rank. */
+#define BS_WELCOME_BYTES 8
 /* ABORT: reporter, culprit, status. */
 #define BS_ABORT_BYTES 12
 /* REFUSE: status + text; EXPIRED: text. */
@@ -302,6 +326,69 @@ uint64_t bs_get64(const uint8_t *p);
 void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------- */
+/* The gate of a listener (bs_gate.c): accepted connections that have not  */
+/* presented their first frame yet. Never full for a newcomer (the oldest  */
+/* goes), bounded wait per connection, drops counted and logged sparingly. */
+
+#define BS_GATE_MAX 256 /* connections held at once */
+
+enum bs_gate_drop {
+	BS_GATE_IDLE,	   /* no whole first frame in time */
+	BS_GATE_EVICTED,   /* the oldest, for a newer connection */
+	BS_GATE_CLOSED,	   /* closed or reset before a whole frame */
+	BS_GATE_MALFORMED, /* not a frame of ours */
+	BS_GATE_REFUSED,   /* a frame its owner refused */
+	BS_GATE_NDROP,
+};
+
+struct bs_gate_conn {
+	int fd; /* -1: dropped or taken; removed by bs_gate_tidy */
+	struct bs_rx rx;
+	struct bs_addr from;
+	uint64_t since;
+};
+
+struct bs_gate {
+	char where[BS_ADDR_STRLEN + 32]; /* owner, for log lines */
+	size_t frame_max;
+	uint64_t wait_ns;
+	struct bs_gate_conn *conns;
+	unsigned n, cap; /* entries (some may be -1 until tidied) */
+	unsigned live;	 /* entries with an fd */
+	uint64_t accept_pause;
+	int accept_warned;
+	uint64_t dropped[BS_GATE_NDROP];
+	unsigned logged; /* drops logged one by one */
+	uint64_t quiet;	 /* drops since the last summary line */
+	uint64_t summary_at;
+};
+
+void bs_gate_init(struct bs_gate *g, const char *where, size_t frame_max);
+/* Close what is held; a last summary line if drops went unlogged. */
+void bs_gate_fini(struct bs_gate *g);
+/* Drop connections past their wait and compact: call before building a
+ * pollset (entry indices are stable between two calls). */
+void bs_gate_tidy(struct bs_gate *g);
+/* Whether the listening socket should be polled now (not after accept
+ * failed, e.g. out of fds, for 100 ms). */
+int bs_gate_listening(const struct bs_gate *g);
+/* Accept what is pending on lfd (a burst); returns the index of the first
+ * new entry (new entries are [first, g->n)). */
+unsigned bs_gate_accept(struct bs_gate *g, int lfd);
+/* Read entry i. OHC_OK: its first frame (payload to free in *pl_p); the
+ * caller then takes or refuses the entry. OHC_INPROGRESS: not yet (or the
+ * entry is gone). < 0: the connection was dropped and counted. */
+ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i, struct bs_hdr *h_p,
+			  uint8_t **pl_p);
+/* Hand entry i's fd to the caller (from_p may be NULL). */
+int bs_gate_take(struct bs_gate *g, unsigned i, struct bs_addr *from_p);
+const struct bs_addr *bs_gate_from(const struct bs_gate *g, unsigned i);
+/* Refuse entry i: count, log (sparingly) "refused <who> from <addr>:
+ * <why>"; with reply < 0 first send a REFUSE frame (reply, why). */
+void bs_gate_refuse(struct bs_gate *g, unsigned i, ohc_status_t reply,
+		    const char *who, const char *why);
+
+/* ---------------------------------------------------------------------- */
 /* Root listener (bs_root.c).                                             */
 
 /*
@@ -312,9 +399,10 @@ void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size);
  * bound_p gets the bound address, id_p an id for bs_root_cancel.
  */
 ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
-			   const struct bs_ports *ports, uint64_t token,
-			   uint32_t nranks, uint64_t idle_ms,
-			   struct bs_addr *bound_p, uint64_t *id_p);
+			   const struct bs_ports *ports,
+			   const struct bs_auth *auth, uint32_t nranks,
+			   uint64_t idle_ms, struct bs_addr *bound_p,
+			   uint64_t *id_p);
 /* Stop and join the listener `id` if it still runs. */
 void bs_root_cancel(uint64_t id);
 

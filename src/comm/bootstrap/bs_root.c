@@ -25,12 +25,11 @@
 #include "comm/bootstrap/bs_internal.h"
 #include "util/compiler.h"
 #include "util/config.h"
+#include "util/file.h"
 #include "util/log.h"
 #include "util/time.h"
 
-#define ROOT_PENDING_MAX 128
-#define ROOT_JOIN_WAIT_MS 10000 /* a connection must present itself */
-#define ROOT_SEND_MS 10000	/* time to hand out the tables */
+#define ROOT_SEND_MS 10000 /* time to hand out the tables */
 #define ROOT_MIN_TIMEOUT_MS 100
 #define ROOT_MAX_TIMEOUT_MS (7ull * 24 * 3600 * 1000)
 
@@ -39,13 +38,6 @@ struct root_rank {
 	struct bs_addr from;
 	uint8_t entry[BS_ENTRY_BYTES];
 	struct bs_tx tx;
-};
-
-struct root_pending {
-	int fd;
-	struct bs_rx rx;
-	struct bs_addr from;
-	uint64_t since;
 };
 
 struct bs_root {
@@ -58,7 +50,8 @@ struct bs_root {
 	int finished; /* atomic: the thread is about to return */
 	int orphan;   /* inherited through fork(): no thread behind it */
 	int joined;   /* atomic: ranks held, for ohc_root_info_joined */
-	uint64_t token;
+	struct bs_auth auth; /* the job's raw token and key */
+	uint64_t token;	     /* the join token ranks must present */
 	uint64_t idle_deadline;
 	char where[BS_ADDR_STRLEN];
 	struct bs_addr *white; /* HCCL_WHITELIST_FILE hosts when enforced */
@@ -71,17 +64,19 @@ struct bs_root {
 	uint32_t njoined;
 	uint64_t first_join_ns;
 	uint64_t deadline;
-	uint64_t accept_pause; /* out of fds: leave the backlog until then */
-	int accept_warned;
-	struct root_pending pending[ROOT_PENDING_MAX];
-	unsigned npending;
+	struct bs_gate gate; /* connections yet to present a JOIN */
 	uint8_t *table;
 	size_t table_len;
 	struct pollfd *pfd;
-	uint32_t *pwho; /* per pollfd: 0 wake, 1 listen, 2+i pending i,
-			   2+MAX+r rank r */
+	uint32_t *pwho; /* per pollfd: WHO_WAKE, WHO_LISTEN, WHO_GATE + i
+			   (gate entry i), WHO_RANK + r */
 	size_t pcap;
 };
+
+#define WHO_WAKE 0u
+#define WHO_LISTEN 1u
+#define WHO_GATE 2u
+#define WHO_RANK 0x80000000u
 
 /* ---------------------------------------------------------------------- */
 /* Whitelist                                                              */
@@ -93,7 +88,8 @@ static ohc_status_t whitelist_load(struct bs_root *r)
 	json_error_t jerr;
 	json_t *doc, *arr;
 	ohc_status_t status = OHC_OK;
-	size_t n;
+	char why[256], *text;
+	size_t n, len;
 
 	if (env->whitelist_disable)
 		return OHC_OK;
@@ -104,14 +100,15 @@ static ohc_status_t whitelist_load(struct bs_root *r)
 			  "[...]})");
 		return OHC_ERR_INVALID;
 	}
-	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	status = ohc_file_read(path, 16u << 20, &text, &len, why, sizeof(why));
+	if (status < 0) {
+		OHC_ERROR(OHC_SS_BOOT, "cannot read HCCL_WHITELIST_FILE %s: %s",
+			  path, why);
+		return status;
+	}
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!doc) {
-		if (json_error_code(&jerr) == json_error_cannot_open_file) {
-			OHC_ERROR(OHC_SS_BOOT,
-				  "cannot read HCCL_WHITELIST_FILE %s: %s",
-				  path, jerr.text);
-			return OHC_ERR_OPEN_FILE;
-		}
 		OHC_ERROR(OHC_SS_BOOT, "HCCL_WHITELIST_FILE %s:%d:%d: %s", path,
 			  jerr.line, jerr.column, jerr.text);
 		return OHC_ERR_INVALID;
@@ -173,39 +170,13 @@ static void close_fd(int *fd)
 	}
 }
 
-static void pending_drop(struct bs_root *r, unsigned i)
+static ohc_status_t pollset_reserve(struct bs_root *r, size_t cap)
 {
-	struct root_pending *p = &r->pending[i];
-
-	bs_rx_reset(&p->rx);
-	close_fd(&p->fd);
-	r->pending[i] = r->pending[--r->npending];
-}
-
-/* Best-effort refusal (one non-blocking write of a small frame), then
- * close. The request was read whole, so the close is orderly. */
-static void refuse(struct bs_root *r, unsigned i, ohc_status_t why,
-		   const char *reason)
-{
-	uint8_t buf[4 + BS_TEXT_MAX];
-	size_t len = strnlen(reason, BS_TEXT_MAX);
-	struct bs_hdr h = {.type = BS_T_REFUSE, .len = 4 + len};
-	struct bs_tx tx;
-	int err;
-
-	bs_put32(buf, (uint32_t)(int32_t)why);
-	memcpy(buf + 4, reason, len);
-	bs_tx_init(&tx, &h, buf);
-	(void)bs_tx_write(r->pending[i].fd, &tx, &err);
-	pending_drop(r, i);
-}
-
-static ohc_status_t pollset_reserve(struct bs_root *r, uint32_t nranks)
-{
-	size_t cap = 2 + ROOT_PENDING_MAX + (size_t)nranks;
 	struct pollfd *pfd;
 	uint32_t *who;
 
+	if (cap <= r->pcap)
+		return OHC_OK;
 	pfd = realloc(r->pfd, cap * sizeof(*pfd));
 	if (!pfd)
 		return OHC_ERR_NO_MEMORY;
@@ -221,7 +192,7 @@ static ohc_status_t pollset_reserve(struct bs_root *r, uint32_t nranks)
 static ohc_status_t ranks_alloc(struct bs_root *r, uint32_t nranks)
 {
 	r->ranks = calloc(nranks, sizeof(*r->ranks));
-	if (!r->ranks || pollset_reserve(r, nranks) != OHC_OK) {
+	if (!r->ranks || pollset_reserve(r, 2 + (size_t)nranks) != OHC_OK) {
 		free(r->ranks);
 		r->ranks = NULL;
 		return OHC_ERR_NO_MEMORY;
@@ -232,23 +203,34 @@ static ohc_status_t ranks_alloc(struct bs_root *r, uint32_t nranks)
 	return OHC_OK;
 }
 
+/* Tell a rank at once that its JOIN is accepted, with the proof that this
+ * root knows the job's token. One small write into an empty socket
+ * buffer; if it fails the rank's connection is broken anyway. */
+static void send_welcome(struct bs_root *r, uint32_t rank)
+{
+	struct bs_hdr h = {.type = BS_T_WELCOME, .len = BS_WELCOME_BYTES};
+	uint8_t proof[BS_WELCOME_BYTES];
+	struct bs_tx tx;
+	int err;
+
+	bs_put64(proof, bs_auth_welcome(&r->auth, rank));
+	bs_tx_init(&tx, &h, proof);
+	(void)bs_tx_write(r->ranks[rank].fd, &tx, &err);
+}
+
 static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 			const uint8_t *pl)
 {
-	struct root_pending *p = &r->pending[i];
-	char from[BS_ADDR_STRLEN], why[BS_TEXT_MAX], ip[BS_ADDR_STRLEN];
+	const struct bs_addr *p_from = bs_gate_from(&r->gate, i);
+	char who[64], why[BS_TEXT_MAX], ip[BS_ADDR_STRLEN];
 	uint64_t token, tmo, rank_deadline;
 	uint32_t nranks, rank;
 	struct bs_addr listen;
 	const uint8_t *entry;
 
-	bs_addr_str(&p->from, from, sizeof(from));
 	if (h->type != BS_T_JOIN || h->len != BS_JOIN_BYTES) {
-		OHC_ERROR(OHC_SS_BOOT,
-			  "bootstrap root %s: refused a connection from %s: "
-			  "not a join request",
-			  r->where, from);
-		refuse(r, i, OHC_ERR_INVALID, "malformed join request");
+		bs_gate_refuse(&r->gate, i, OHC_ERR_INVALID, NULL,
+			       "malformed join request");
 		return;
 	}
 	token = bs_get64(pl);
@@ -258,21 +240,24 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 	entry = pl + 24;
 
 	why[0] = '\0';
-	if (r->white_on && !whitelist_allows(r, &p->from)) {
-		bs_addr_ip_str(&p->from, ip, sizeof(ip));
+	if (r->white_on && !whitelist_allows(r, p_from)) {
+		bs_addr_ip_str(p_from, ip, sizeof(ip));
 		snprintf(why, sizeof(why),
 			 "host %s is not in HCCL_WHITELIST_FILE", ip);
-		OHC_ERROR(OHC_SS_BOOT,
-			  "bootstrap root %s: refused rank %u from %s: %s",
-			  r->where, rank, from, why);
-		refuse(r, i, OHC_ERR_TCP_CONNECT, why);
+		snprintf(who, sizeof(who), "rank %u", rank);
+		bs_gate_refuse(&r->gate, i, OHC_ERR_TCP_CONNECT, who, why);
 		return;
 	}
-	if (token != r->token)
+	if (token != r->token) {
 		snprintf(why, sizeof(why),
-			 "wrong session token (a different root info or rank "
-			 "table)");
-	else if (nranks == 0 || nranks > OHC_BOOTSTRAP_MAX_RANKS)
+			 "wrong session token (a different root info, rank "
+			 "table or OPENHCCL_BOOTSTRAP_SECRET)");
+		snprintf(who, sizeof(who), "rank %u of %u", rank, nranks);
+		/* UNAVAILABLE: not this job; a rank-table rank that tried
+		 * the wrong port moves on to the next. */
+		bs_gate_refuse(&r->gate, i, OHC_ERR_UNAVAILABLE, who, why);
+		return;
+	} else if (nranks == 0 || nranks > OHC_BOOTSTRAP_MAX_RANKS)
 		snprintf(why, sizeof(why), "nranks %u is not in [1, %u]",
 			 nranks, OHC_BOOTSTRAP_MAX_RANKS);
 	else if (r->nranks && nranks != r->nranks)
@@ -292,25 +277,21 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 			 "duplicate rank %u (already joined from %s)", rank,
 			 bs_addr_str(&r->ranks[rank].from, ip, sizeof(ip)));
 	if (why[0]) {
-		OHC_ERROR(
-			OHC_SS_BOOT,
-			"bootstrap root %s: refused rank %u of %u from %s: %s",
-			r->where, rank, nranks, from, why);
-		refuse(r, i, OHC_ERR_INVALID, why);
+		snprintf(who, sizeof(who), "rank %u of %u", rank, nranks);
+		bs_gate_refuse(&r->gate, i, OHC_ERR_INVALID, who, why);
 		return;
 	}
 	if (!r->ranks && ranks_alloc(r, nranks) != OHC_OK) {
 		OHC_ERROR(OHC_SS_BOOT,
 			  "bootstrap root %s: out of memory for %u ranks",
 			  r->where, nranks);
-		refuse(r, i, OHC_ERR_NO_MEMORY, "root out of memory");
+		bs_gate_refuse(&r->gate, i, OHC_ERR_NO_MEMORY, NULL,
+			       "root out of memory");
 		return;
 	}
-	r->ranks[rank].fd = p->fd;
-	r->ranks[rank].from = p->from;
+	r->ranks[rank].fd = bs_gate_take(&r->gate, i, &r->ranks[rank].from);
 	memcpy(r->ranks[rank].entry, entry, BS_ENTRY_BYTES);
-	p->fd = -1;
-	pending_drop(r, i);
+	send_welcome(r, rank);
 
 	if (tmo < ROOT_MIN_TIMEOUT_MS)
 		tmo = ROOT_MIN_TIMEOUT_MS;
@@ -326,61 +307,28 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 	r->njoined++;
 	__atomic_store_n(&r->joined, (int)r->njoined, __ATOMIC_RELEASE);
 	OHC_DEBUG(OHC_SS_BOOT, "bootstrap root %s: rank %u/%u joined from %s",
-		  r->where, rank, nranks, from);
+		  r->where, rank, nranks,
+		  bs_addr_str(&r->ranks[rank].from, ip, sizeof(ip)));
 }
 
-static void pending_read(struct bs_root *r, unsigned i)
+static void gate_read(struct bs_root *r, unsigned i)
 {
-	struct root_pending *p = &r->pending[i];
-	char from[BS_ADDR_STRLEN];
-	ohc_status_t status;
 	struct bs_hdr h;
-	uint8_t *pl;
-	int err = 0;
+	uint8_t *pl = NULL;
 
-	status = bs_rx_read(&p->rx, BS_JOIN_BYTES, &err);
-	if (status == OHC_INPROGRESS)
+	if (bs_gate_read(&r->gate, i, &h, &pl) != OHC_OK)
 		return;
-	if (status != OHC_OK) {
-		if (status == OHC_ERR_INVALID)
-			OHC_ERROR(OHC_SS_BOOT,
-				  "bootstrap root %s: refused a connection "
-				  "from %s: not a bootstrap peer (bad frame)",
-				  r->where,
-				  bs_addr_str(&p->from, from, sizeof(from)));
-		pending_drop(r, i);
-		return;
-	}
-	pl = bs_rx_take(&p->rx, &h);
 	handle_join(r, i, &h, pl);
 	free(pl);
 }
 
+/* New connections are read at once: a rank's JOIN is usually there. */
 static void accept_all(struct bs_root *r)
 {
-	while (r->npending < ROOT_PENDING_MAX) {
-		struct root_pending *p = &r->pending[r->npending];
-		struct bs_addr from;
-		int fd, err = 0;
-		ohc_status_t status = bs_accept(r->lfd, &fd, &from, &err);
+	unsigned first = bs_gate_accept(&r->gate, r->lfd);
 
-		if (status == OHC_INPROGRESS)
-			return;
-		if (status != OHC_OK) {
-			if (!r->accept_warned++)
-				OHC_WARN(OHC_SS_BOOT,
-					 "bootstrap root %s: accept: %s",
-					 r->where, strerror(err));
-			r->accept_pause = ohc_time_ns() + 100000000ull;
-			return;
-		}
-		memset(p, 0, sizeof(*p));
-		p->fd = fd;
-		p->from = from;
-		p->since = ohc_time_ns();
-		bs_rx_init(&p->rx, fd);
-		r->npending++;
-	}
+	for (unsigned i = first; i < r->gate.n; i++)
+		gate_read(r, i);
 }
 
 /* "rank 2 of 4" / "ranks 2, 5-7 of 8", cut short when long. */
@@ -507,21 +455,24 @@ static void rank_left(struct bs_root *r, uint32_t i)
 	__atomic_store_n(&r->joined, (int)r->njoined, __ATOMIC_RELEASE);
 }
 
+/* 0 when out of memory for the pollset. */
 static size_t build_pollset(struct bs_root *r, int sending)
 {
 	size_t n = 0;
 
+	bs_gate_tidy(&r->gate);
+	if (pollset_reserve(r, 2 + (size_t)r->gate.n + r->nranks) != OHC_OK)
+		return 0;
 	r->pfd[n] = (struct pollfd){.fd = r->wake_fd, .events = POLLIN};
-	r->pwho[n++] = 0;
-	if (!sending && r->lfd >= 0 && r->npending < ROOT_PENDING_MAX &&
-	    ohc_time_ns() >= r->accept_pause) {
+	r->pwho[n++] = WHO_WAKE;
+	if (!sending && r->lfd >= 0 && bs_gate_listening(&r->gate)) {
 		r->pfd[n] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
-		r->pwho[n++] = 1;
+		r->pwho[n++] = WHO_LISTEN;
 	}
-	for (unsigned i = 0; i < r->npending; i++) {
-		r->pfd[n] = (struct pollfd){.fd = r->pending[i].fd,
+	for (unsigned i = 0; i < r->gate.n; i++) {
+		r->pfd[n] = (struct pollfd){.fd = r->gate.conns[i].fd,
 					    .events = POLLIN};
-		r->pwho[n++] = 2 + i;
+		r->pwho[n++] = WHO_GATE + i;
 	}
 	for (uint32_t i = 0; i < r->nranks; i++) {
 		if (r->ranks[i].fd < 0)
@@ -529,7 +480,7 @@ static size_t build_pollset(struct bs_root *r, int sending)
 		r->pfd[n] =
 			(struct pollfd){.fd = r->ranks[i].fd,
 					.events = sending ? POLLOUT : POLLIN};
-		r->pwho[n++] = 2 + ROOT_PENDING_MAX + i;
+		r->pwho[n++] = WHO_RANK + i;
 	}
 	return n;
 }
@@ -552,8 +503,7 @@ static void *root_main(void *arg)
 				break;
 			sending = 1;
 			send_deadline = ohc_deadline_after_ms(ROOT_SEND_MS);
-			while (r->npending)
-				pending_drop(r, 0);
+			bs_gate_fini(&r->gate);
 			close_fd(&r->lfd); /* the port is free again */
 			OHC_DEBUG(OHC_SS_BOOT,
 				  "bootstrap root %s: all %u ranks arrived",
@@ -575,16 +525,14 @@ static void *root_main(void *arg)
 			expire(r);
 			break;
 		}
-		/* Connections that never present themselves. */
-		for (unsigned i = 0; i < r->npending;) {
-			if (ohc_time_ns() - r->pending[i].since >
-			    ROOT_JOIN_WAIT_MS * 1000000ull)
-				pending_drop(r, i);
-			else
-				i++;
-		}
-
 		n = build_pollset(r, sending);
+		if (!n) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "bootstrap root %s: out of memory for the "
+				  "poll set",
+				  r->where);
+			break;
+		}
 		rc = bs_poll(r->pfd, n, sending ? send_deadline : r->deadline,
 			     1000);
 		if (rc < 0) {
@@ -592,32 +540,31 @@ static void *root_main(void *arg)
 				  r->where, strerror(errno));
 			break;
 		}
-		/* Ranks first, then pending (whose indices shift on drop, so
-		 * walk them backwards), then new connections. */
+		/* Ranks first, then the gate, then new connections (gate
+		 * indices stay valid until the next tidy). */
 		for (size_t k = n; k-- > 0;) {
 			uint32_t who = r->pwho[k];
 			short ev = r->pfd[k].revents;
 
 			if (!ev)
 				continue;
-			if (who == 0) {
+			if (who == WHO_WAKE) {
 				uint64_t v;
 
 				(void)!read(r->wake_fd, &v, sizeof(v));
-			} else if (who == 1) {
+			} else if (who == WHO_LISTEN) {
 				accept_all(r);
-			} else if (who < 2 + ROOT_PENDING_MAX) {
-				pending_read(r, who - 2);
+			} else if (who < WHO_RANK) {
+				gate_read(r, who - WHO_GATE);
 			} else if (sending) {
-				send_step(r, who - 2 - ROOT_PENDING_MAX);
+				send_step(r, who - WHO_RANK);
 			} else {
-				rank_left(r, who - 2 - ROOT_PENDING_MAX);
+				rank_left(r, who - WHO_RANK);
 			}
 		}
 	}
 
-	while (r->npending)
-		pending_drop(r, 0);
+	bs_gate_fini(&r->gate);
 	for (uint32_t i = 0; i < r->nranks; i++)
 		close_fd(&r->ranks[i].fd);
 	close_fd(&r->lfd);
@@ -769,18 +716,18 @@ void bs_root_cancel(uint64_t id)
 
 int ohc_root_info_joined(const void *root_info)
 {
-	uint64_t token = ohc_root_info_session(root_info);
+	uint64_t raw = ohc_root_info_session(root_info);
 	struct ohc_list *pos;
 	int joined = -1;
 
-	if (!token)
+	if (!raw)
 		return -1;
 	pthread_mutex_lock(&reg_lock);
 	ohc_list_for_each(pos, &reg_list)
 	{
 		struct bs_root *r = ohc_container_of(pos, struct bs_root, link);
 
-		if (r->token == token && !r->orphan &&
+		if (r->auth.raw == raw && !r->orphan &&
 		    !__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE))
 			joined = __atomic_load_n(&r->joined, __ATOMIC_ACQUIRE);
 	}
@@ -789,9 +736,10 @@ int ohc_root_info_joined(const void *root_info)
 }
 
 ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
-			   const struct bs_ports *ports, uint64_t token,
-			   uint32_t nranks, uint64_t idle_ms,
-			   struct bs_addr *bound_p, uint64_t *id_p)
+			   const struct bs_ports *ports,
+			   const struct bs_auth *auth, uint32_t nranks,
+			   uint64_t idle_ms, struct bs_addr *bound_p,
+			   uint64_t *id_p)
 {
 	struct bs_addr addr = *bind_addr;
 	sigset_t all, old;
@@ -805,12 +753,13 @@ ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
 		return OHC_ERR_NO_MEMORY;
 	r->lfd = -1;
 	r->wake_fd = -1;
-	r->token = token;
+	r->auth = *auth;
+	r->token = bs_auth_join(auth);
 	ohc_list_init(&r->link);
 	status = whitelist_load(r);
 	if (status < 0)
 		goto err_free;
-	status = nranks ? ranks_alloc(r, nranks) : pollset_reserve(r, 0);
+	status = nranks ? ranks_alloc(r, nranks) : pollset_reserve(r, 2);
 	if (status < 0)
 		goto err_free;
 	status = bs_listen(&addr, ports, &r->lfd);
@@ -823,6 +772,13 @@ ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
 		goto err_free;
 	}
 	bs_addr_str(&addr, r->where, sizeof(r->where));
+	{
+		char gate_where[sizeof(r->gate.where)];
+
+		snprintf(gate_where, sizeof(gate_where), "bootstrap root %s",
+			 r->where);
+		bs_gate_init(&r->gate, gate_where, BS_JOIN_BYTES);
+	}
 	r->idle_deadline = ohc_deadline_after_ms(idle_ms);
 
 	/* The listener takes no signals: they belong to the user's threads. */

@@ -32,9 +32,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define PENDING_MAX 64
-#define PENDING_WAIT_MS 10000 /* an accepted connection must say HELLO */
-
 enum out_state { OUT_NONE, OUT_CONNECTING, OUT_OPEN, OUT_DOWN };
 
 /* Why a direction of a peer is unusable. */
@@ -81,17 +78,11 @@ struct sock_peer {
 	int32_t abort_status;
 };
 
-struct sock_pending {
-	int fd;
-	struct bs_rx rx;
-	struct bs_addr from;
-	uint64_t since;
-};
-
 struct sock_ep {
 	struct bs_ep super;
 	uint64_t token;
 	int listen_fd;
+	struct bs_addr listen_addr; /* as announced in our JOIN */
 	int wake_fd;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC; a poll round ended */
@@ -99,10 +90,7 @@ struct sock_ep {
 	int aborted;	     /* under lock */
 	ohc_status_t broken; /* under lock: sticky collective failure */
 	struct sock_peer *peers;
-	struct sock_pending pending[PENDING_MAX];
-	unsigned npending;
-	uint64_t accept_pause; /* out of fds: leave the backlog until then */
-	int accept_warned;
+	struct bs_gate gate; /* connections yet to say HELLO */
 	struct pollfd *pfd; /* poller only */
 	uint32_t *pwho;
 	size_t pcap;
@@ -110,8 +98,8 @@ struct sock_ep {
 
 #define WHO_WAKE 0u
 #define WHO_LISTEN 1u
-#define WHO_PENDING 2u
-#define WHO_PEER (WHO_PENDING + PENDING_MAX) /* + 2 * rank (+1 = in) */
+#define WHO_GATE 2u	     /* + gate entry */
+#define WHO_PEER 0x40000000u /* + 2 * rank (+1 = in) */
 
 static const struct bs_ep_ops sock_ops;
 
@@ -434,56 +422,18 @@ static void out_read_locked(struct sock_peer *p)
 	}
 }
 
-static void accept_locked(struct sock_ep *ep)
+/* Read the HELLO of gate entry i; install or refuse it. */
+static void gate_read_locked(struct sock_ep *ep, unsigned i)
 {
-	while (ep->npending < PENDING_MAX) {
-		struct sock_pending *q = &ep->pending[ep->npending];
-		struct bs_addr from;
-		int fd, err = 0;
-		ohc_status_t status =
-			bs_accept(ep->listen_fd, &fd, &from, &err);
-
-		if (status == OHC_INPROGRESS)
-			return;
-		if (status < 0) {
-			/* Typically out of fds: retry in a while, not in a
-			 * busy loop. */
-			if (!ep->accept_warned++)
-				OHC_WARN(OHC_SS_BOOT,
-					 "rank %u: bootstrap accept: %s",
-					 ep->super.rank, strerror(err));
-			ep->accept_pause = ohc_time_ns() + 100000000ull;
-			return;
-		}
-		q->fd = fd;
-		q->from = from;
-		q->since = ohc_time_ns();
-		bs_rx_init(&q->rx, fd);
-		ep->npending++;
-	}
-}
-
-/* Read the HELLO of pending connection i; install or refuse it. The
- * entry's fd becomes -1 when it is done with (compacted later). */
-static void pending_read_locked(struct sock_ep *ep, unsigned i)
-{
-	struct sock_pending *q = &ep->pending[i];
 	uint32_t me = ep->super.rank, n = ep->super.nranks, from, to, nr;
-	char where[BS_ADDR_STRLEN];
 	const char *why = NULL;
+	char who[48];
 	struct bs_hdr h;
-	uint8_t *pl;
-	int err = 0;
-	ohc_status_t status = bs_rx_read(&q->rx, BS_HELLO_BYTES, &err);
+	uint8_t *pl = NULL;
+	int fd;
 
-	if (status == OHC_INPROGRESS)
+	if (bs_gate_read(&ep->gate, i, &h, &pl) != OHC_OK)
 		return;
-	if (status < 0) {
-		bs_rx_reset(&q->rx);
-		close_fd(&q->fd);
-		return;
-	}
-	pl = bs_rx_take(&q->rx, &h);
 	from = to = nr = BS_NO_RANK;
 	if (h.type != BS_T_HELLO || h.len != BS_HELLO_BYTES) {
 		why = "not a bootstrap hello";
@@ -500,42 +450,46 @@ static void pending_read_locked(struct sock_ep *ep, unsigned i)
 	}
 	free(pl);
 	if (why) {
-		OHC_WARN(OHC_SS_BOOT,
-			 "rank %u: refused a bootstrap connection from %s "
-			 "(claims rank %u): %s",
-			 me, bs_addr_str(&q->from, where, sizeof(where)), from,
-			 why);
-		close_fd(&q->fd);
+		snprintf(who, sizeof(who), "a peer claiming rank %u", from);
+		bs_gate_refuse(&ep->gate, i, OHC_OK, who, why);
 		return;
 	}
-	ep->peers[from].in_fd = q->fd;
+	fd = bs_gate_take(&ep->gate, i, NULL);
+	ep->peers[from].in_fd = fd;
 	ep->peers[from].in_seen = 1;
-	bs_rx_init(&ep->peers[from].in_rx, q->fd);
-	q->fd = -1;
+	bs_rx_init(&ep->peers[from].in_rx, fd);
 	/* Frames may already follow the HELLO. */
 	in_read_locked(&ep->peers[from]);
 }
 
-static void pending_compact_locked(struct sock_ep *ep)
+/* New connections are read at once: a peer's HELLO is usually there. */
+static void accept_locked(struct sock_ep *ep)
 {
-	unsigned j = 0;
-	uint64_t now = ohc_time_ns();
+	unsigned first = bs_gate_accept(&ep->gate, ep->listen_fd);
 
-	for (unsigned i = 0; i < ep->npending; i++) {
-		struct sock_pending *q = &ep->pending[i];
+	for (unsigned i = first; i < ep->gate.n; i++)
+		gate_read_locked(ep, i);
+}
 
-		if (q->fd >= 0 &&
-		    now - q->since > PENDING_WAIT_MS * 1000000ull) {
-			bs_rx_reset(&q->rx);
-			close_fd(&q->fd);
-		}
-		if (q->fd < 0)
-			continue;
-		if (i != j)
-			ep->pending[j] = *q;
-		j++;
-	}
-	ep->npending = j;
+/* Room in the pollset for what the gate and the peers may need. */
+static int pollset_reserve_locked(struct sock_ep *ep)
+{
+	size_t cap = 2 + (size_t)ep->gate.n + 2 * (size_t)ep->super.nranks;
+	struct pollfd *pfd;
+	uint32_t *who;
+
+	if (cap <= ep->pcap)
+		return 1;
+	pfd = realloc(ep->pfd, cap * sizeof(*pfd));
+	if (!pfd)
+		return 0;
+	ep->pfd = pfd;
+	who = realloc(ep->pwho, cap * sizeof(*who));
+	if (!who)
+		return 0;
+	ep->pwho = who;
+	ep->pcap = cap;
+	return 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -547,16 +501,15 @@ static size_t pollset_locked(struct sock_ep *ep)
 
 	ep->pfd[n] = (struct pollfd){.fd = ep->wake_fd, .events = POLLIN};
 	ep->pwho[n++] = WHO_WAKE;
-	if (ep->listen_fd >= 0 && ep->npending < PENDING_MAX &&
-	    ohc_time_ns() >= ep->accept_pause) {
+	if (ep->listen_fd >= 0 && bs_gate_listening(&ep->gate)) {
 		ep->pfd[n] =
 			(struct pollfd){.fd = ep->listen_fd, .events = POLLIN};
 		ep->pwho[n++] = WHO_LISTEN;
 	}
-	for (unsigned i = 0; i < ep->npending; i++) {
-		ep->pfd[n] = (struct pollfd){.fd = ep->pending[i].fd,
+	for (unsigned i = 0; i < ep->gate.n; i++) {
+		ep->pfd[n] = (struct pollfd){.fd = ep->gate.conns[i].fd,
 					     .events = POLLIN};
-		ep->pwho[n++] = WHO_PENDING + i;
+		ep->pwho[n++] = WHO_GATE + i;
 	}
 	for (uint32_t r = 0; r < ep->super.nranks; r++) {
 		struct sock_peer *p = &ep->peers[r];
@@ -607,7 +560,11 @@ static void poll_round_locked(struct sock_ep *ep, uint64_t deadline)
 	size_t n;
 	int rc;
 
-	pending_compact_locked(ep);
+	bs_gate_tidy(&ep->gate);
+	if (!pollset_reserve_locked(ep)) {
+		/* Out of memory: leave the newest connections waiting. */
+		bs_gate_fini(&ep->gate);
+	}
 	n = pollset_locked(ep);
 	ep->polling = 1;
 	pthread_mutex_unlock(&ep->lock);
@@ -627,8 +584,7 @@ static void poll_round_locked(struct sock_ep *ep, uint64_t deadline)
 		} else if (who == WHO_LISTEN) {
 			accept_locked(ep);
 		} else if (who < WHO_PEER) {
-			if (ep->pending[who - WHO_PENDING].fd >= 0)
-				pending_read_locked(ep, who - WHO_PENDING);
+			gate_read_locked(ep, who - WHO_GATE);
 		} else if ((who - WHO_PEER) % 2 == 0) {
 			out_event_locked(&ep->peers[(who - WHO_PEER) / 2], ev);
 		} else {
@@ -919,10 +875,7 @@ static void sock_free(struct sock_ep *ep, int locks)
 		close_fd(&p->out_fd);
 		close_fd(&p->in_fd);
 	}
-	for (unsigned i = 0; i < ep->npending; i++) {
-		bs_rx_reset(&ep->pending[i].rx);
-		close_fd(&ep->pending[i].fd);
-	}
+	bs_gate_fini(&ep->gate);
 	close_fd(&ep->listen_fd);
 	close_fd(&ep->wake_fd);
 	if (locks) {
@@ -965,10 +918,16 @@ static ohc_status_t sock_alloc(uint32_t nranks, uint32_t rank, uint64_t token,
 	ep->super.nranks = nranks;
 	ep->super.refs = 1;
 	ep->token = token;
+	{
+		char where[48];
+
+		snprintf(where, sizeof(where), "bootstrap rank %u", rank);
+		bs_gate_init(&ep->gate, where, BS_HELLO_BYTES);
+	}
 	ep->listen_fd = -1;
 	ep->wake_fd = -1;
 	ep->peers = calloc(nranks, sizeof(*ep->peers));
-	ep->pcap = WHO_PEER + 2 * (size_t)nranks;
+	ep->pcap = 2 + 2 * (size_t)nranks;
 	ep->pfd = calloc(ep->pcap, sizeof(*ep->pfd));
 	ep->pwho = calloc(ep->pcap, sizeof(*ep->pwho));
 	if (!ep->peers || !ep->pfd || !ep->pwho) {
@@ -1143,73 +1102,178 @@ static ohc_status_t ring_up(struct sock_ep *ep, uint64_t deadline, uint64_t t0)
 	return status;
 }
 
-ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
-			  uint32_t nranks, uint32_t rank, uint64_t timeout_ms,
-			  struct bs_ep **ep_p)
+/*
+ * The root's first answer to our JOIN. OHC_OK: WELCOME with this job's
+ * proof. OHC_ERR_NOT_FOUND (only when `probing`, i.e. other candidates
+ * remain): not this job's root: refused for a wrong token, a wrong proof,
+ * no answer by the deadline, closed; logged at DEBUG. Otherwise errors
+ * are logged here: a refusal's status, OHC_ERR_TIMEOUT, or
+ * OHC_ERR_TCP_CONNECT / OHC_ERR_TCP_TRANSFER.
+ */
+static ohc_status_t read_welcome(struct sock_ep *ep, int rfd, const char *root,
+				 uint64_t deadline, uint64_t t0,
+				 const struct bs_auth *auth, int probing)
 {
-	uint64_t t0 = ohc_time_ns();
-	uint64_t deadline = ohc_deadline_after_ms(timeout_ms);
-	uint64_t verdict =
-		ohc_deadline_after_ms(timeout_ms + bs_grace_ms(timeout_ms));
+	uint32_t me = ep->super.rank;
+	char text[BS_TEXT_MAX + 1];
+	const char *why = NULL;
+	ohc_status_t status;
+	struct bs_hdr h;
+	uint8_t *pl = NULL;
+	int err = 0;
+
+	status = bs_recv_frame(rfd, BS_TEXT_MAX + 4, deadline, &h, &pl, &err);
+	if (status == OHC_ERR_TIMEOUT) {
+		why = "no answer to our join request";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: no answer from the bootstrap root "
+				  "at %s after %" PRIu64 " ms",
+				  me, root, bs_ms_since(t0));
+			return OHC_ERR_TIMEOUT;
+		}
+	} else if (status < 0) {
+		why = status == OHC_ERR_INVALID ? "malformed data"
+						: "connection closed";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at %s %s "
+				  "before accepting this rank",
+				  me, root,
+				  status == OHC_ERR_INVALID
+					  ? "sent malformed data"
+					  : "closed the connection");
+			return OHC_ERR_TCP_CONNECT;
+		}
+	} else if (h.type == BS_T_WELCOME) {
+		if (h.len == BS_WELCOME_BYTES &&
+		    bs_get64(pl) == bs_auth_welcome(auth, me)) {
+			free(pl);
+			return OHC_OK;
+		}
+		why = "its welcome lacks this job's proof (another program on "
+		      "the port, or a different OPENHCCL_BOOTSTRAP_SECRET)";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at "
+				  "%s is not this job's: %s",
+				  me, root, why);
+			free(pl);
+			return OHC_ERR_INVALID;
+		}
+	} else if (h.type == BS_T_REFUSE && h.len >= 4) {
+		bs_text_clean(pl + 4, h.len - 4, text, sizeof(text));
+		status = (ohc_status_t)(int32_t)bs_get32(pl);
+		if (probing && status == OHC_ERR_UNAVAILABLE) {
+			why = "another job's root (wrong session token)";
+		} else {
+			if (status != OHC_ERR_TCP_CONNECT &&
+			    status != OHC_ERR_NO_MEMORY)
+				status = OHC_ERR_INVALID;
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at %s refused "
+				  "this rank: %s",
+				  me, root, text);
+			free(pl);
+			return status;
+		}
+	} else {
+		why = "unexpected data";
+		if (!probing) {
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: the bootstrap root at %s sent "
+				  "malformed data before accepting this rank",
+				  me, root);
+			free(pl);
+			return OHC_ERR_TCP_TRANSFER;
+		}
+	}
+	free(pl);
+	OHC_DEBUG(OHC_SS_BOOT,
+		  "rank %u: %s is not this job's bootstrap root: %s", me, root,
+		  why);
+	return OHC_ERR_NOT_FOUND;
+}
+
+/*
+ * Connect to one candidate root, open our listener on the way (the
+ * address we reach the root from, unless configured), send JOIN and read
+ * the WELCOME. On OHC_OK *rfd_p is the connection to wait on for the
+ * table. OHC_ERR_NOT_FOUND (probing only): try the next candidate.
+ */
+static ohc_status_t try_root(struct sock_ep *ep, const struct bs_addr *root,
+			     const struct bs_auth *auth, uint64_t timeout_ms,
+			     uint64_t deadline, uint64_t verdict, uint64_t t0,
+			     int probing, int *rfd_p)
+{
+	uint32_t rank = ep->super.rank, nranks = ep->super.nranks;
 	uint8_t join[BS_JOIN_BYTES];
 	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
 	char where[BS_ADDR_STRLEN], hostid[OHC_HOSTID_MAX];
 	struct bs_addr laddr;
 	struct bs_ports ports;
-	struct sock_ep *ep;
 	socklen_t alen = sizeof(laddr.u);
 	ohc_status_t status;
+	uint64_t until;
 	int rfd = -1, err = 0;
 
 	bs_addr_str(root, where, sizeof(where));
-	status = sock_alloc(nranks, rank, token, &ep);
-	if (status < 0)
-		return status;
 	status = ohc_hostid_get(hostid, sizeof(hostid));
 	if (status < 0)
-		goto err_free;
-
-	status = bs_connect(root, deadline, 1, &rfd, &err);
+		return status;
+	until = probing ? OHC_MIN(deadline, ohc_deadline_after_ms(1000))
+			: deadline;
+	status = bs_connect(root, until, !probing, &rfd, &err);
 	if (status < 0) {
+		if (probing)
+			return OHC_ERR_NOT_FOUND;
 		OHC_ERROR(
 			OHC_SS_BOOT,
 			"rank %u: cannot reach the bootstrap root at %s%s: %s",
 			rank, where,
 			status == OHC_ERR_TIMEOUT ? " before the timeout" : "",
 			strerror(err));
-		goto err_free;
+		return status;
 	}
-	/* Listen where we reach the root from, unless told otherwise. */
-	memset(&laddr, 0, sizeof(laddr));
-	if (bs_local_addr_forced()) {
-		status = bs_local_addr(&laddr);
+	if (ep->listen_fd < 0) {
+		/* Listen where we reach the root from, unless told otherwise.
+		 */
+		memset(&laddr, 0, sizeof(laddr));
+		if (bs_local_addr_forced()) {
+			status = bs_local_addr(&laddr);
+			if (status < 0)
+				goto err_close;
+		} else if (getsockname(rfd, &laddr.u.sa, &alen) != 0) {
+			OHC_ERROR(OHC_SS_BOOT, "rank %u: getsockname: %s", rank,
+				  strerror(errno));
+			status = OHC_ERR_SYSCALL;
+			goto err_close;
+		} else {
+			laddr.len = alen;
+		}
+		bs_addr_set_port(&laddr, 0);
+		status = bs_ports_for_rank(&ports);
 		if (status < 0)
 			goto err_close;
-	} else if (getsockname(rfd, &laddr.u.sa, &alen) != 0) {
-		OHC_ERROR(OHC_SS_BOOT, "rank %u: getsockname: %s", rank,
-			  strerror(errno));
-		status = OHC_ERR_SYSCALL;
-		goto err_close;
-	} else {
-		laddr.len = alen;
+		status = bs_listen(&laddr, &ports, &ep->listen_fd);
+		if (status < 0)
+			goto err_close;
+		ep->listen_addr = laddr;
 	}
-	bs_addr_set_port(&laddr, 0);
-	status = bs_ports_for_rank(&ports);
-	if (status < 0)
-		goto err_close;
-	status = bs_listen(&laddr, &ports, &ep->listen_fd);
-	if (status < 0)
-		goto err_close;
 
 	memset(join, 0, sizeof(join));
-	bs_put64(join, token);
+	bs_put64(join, ep->token);
 	bs_put32(join + 8, nranks);
 	bs_put32(join + 12, rank);
 	bs_put64(join + 16, timeout_ms);
-	bs_addr_encode(&laddr, join + 24);
+	bs_addr_encode(&ep->listen_addr, join + 24);
 	memcpy(join + 24 + BS_WIRE_ADDR_BYTES, hostid, strlen(hostid) + 1);
 	status = bs_send_frame(rfd, &h, join, deadline, &err);
 	if (status < 0) {
+		if (probing) {
+			status = OHC_ERR_NOT_FOUND;
+			goto err_close;
+		}
 		OHC_ERROR(OHC_SS_BOOT,
 			  "rank %u: cannot register with the bootstrap root at "
 			  "%s: %s",
@@ -1220,11 +1284,68 @@ ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
 			status = OHC_ERR_TCP_CONNECT;
 		goto err_close;
 	}
-	status =
-		read_verdict(ep, rfd, where, verdict, t0, bs_addr_port(&laddr));
+	until = probing ? OHC_MIN(verdict, ohc_deadline_after_ms(2000))
+			: verdict;
+	status = read_welcome(ep, rfd, where, until, t0, auth, probing);
 	if (status < 0)
 		goto err_close;
+	*rfd_p = rfd;
+	return OHC_OK;
+
+err_close:
 	close_fd(&rfd);
+	return status;
+}
+
+ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
+			  const struct bs_auth *auth, uint32_t nranks,
+			  uint32_t rank, uint64_t timeout_ms,
+			  struct bs_ep **ep_p)
+{
+	uint64_t t0 = ohc_time_ns();
+	uint64_t deadline = ohc_deadline_after_ms(timeout_ms);
+	uint64_t verdict =
+		ohc_deadline_after_ms(timeout_ms + bs_grace_ms(timeout_ms));
+	char where[BS_ADDR_STRLEN], last[BS_ADDR_STRLEN];
+	struct sock_ep *ep;
+	ohc_status_t status;
+	int rfd = -1, probing = nroots > 1;
+	unsigned k = 0;
+
+	status = sock_alloc(nranks, rank, bs_auth_join(auth), &ep);
+	if (status < 0)
+		return status;
+	/* With several candidates, round after round until one answers. */
+	for (;;) {
+		status = try_root(ep, &roots[k], auth, timeout_ms, deadline,
+				  verdict, t0, probing, &rfd);
+		if (status != OHC_ERR_NOT_FOUND)
+			break;
+		if (++k < nroots)
+			continue;
+		k = 0;
+		if (ohc_deadline_passed(deadline)) {
+			bs_addr_str(&roots[0], where, sizeof(where));
+			bs_addr_str(&roots[nroots - 1], last, sizeof(last));
+			OHC_ERROR(OHC_SS_BOOT,
+				  "rank %u: no bootstrap root of this job "
+				  "answered on %s .. %s within %" PRIu64 " ms",
+				  rank, where, last, bs_ms_since(t0));
+			status = OHC_ERR_TIMEOUT;
+			break;
+		}
+		(void)bs_poll(NULL, 0,
+			      OHC_MIN(deadline, ohc_deadline_after_ms(100)),
+			      100);
+	}
+	if (status < 0)
+		goto err_free;
+	bs_addr_str(&roots[k], where, sizeof(where));
+	status = read_verdict(ep, rfd, where, verdict, t0,
+			      bs_addr_port(&ep->listen_addr));
+	close_fd(&rfd);
+	if (status < 0)
+		goto err_free;
 
 	if (nranks > 1) {
 		status = ring_up(ep, verdict, t0);
@@ -1236,8 +1357,6 @@ ohc_status_t bs_sock_join(const struct bs_addr *root, uint64_t token,
 	*ep_p = &ep->super;
 	return OHC_OK;
 
-err_close:
-	close_fd(&rfd);
 err_free:
 	sock_free(ep, 1);
 	return status;

@@ -105,6 +105,10 @@ ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
 				 struct ohc_shm_ep **eps, unsigned n,
 				 uint64_t deadline);
 void ohc_shm_seg_close(struct ohc_shm_iface *sif);
+/* Whether a peer's directory entry (a copy: the peer may change the
+ * live one) names a ring inside its segment of seg_bytes. */
+int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent,
+			  uint64_t seg_bytes);
 void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
 
 /*

@@ -259,12 +259,23 @@ static void prefault_tx(struct ohc_shm_ep *sep)
 	}
 }
 
+int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent, uint64_t seg_bytes)
+{
+	/* off + control block + bytes within the segment, without wrapping */
+	return ent->off % OHC_CACHELINE == 0 &&
+	       ent->bytes % OHC_SHM_REC_ALIGN == 0 &&
+	       ent->bytes >= SEG_MIN_RING && ent->off <= seg_bytes &&
+	       seg_bytes - ent->off >= sizeof(struct ohc_shm_ring_ctl) &&
+	       ent->bytes <=
+		       seg_bytes - ent->off - sizeof(struct ohc_shm_ring_ctl);
+}
+
 /* Map one peer's segment from its memfd and find the ring we write. */
 static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 				 struct ohc_shm_ep *sep, int fd,
 				 uint64_t seg_bytes)
 {
-	struct ohc_shm_seg_hdr *hdr;
+	struct ohc_shm_seg_hdr *hdr, head;
 	struct ohc_shm_dir_ent *dir;
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -287,33 +298,32 @@ static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 			  sif->super.rank, sep->super.peer, strerror(errno));
 		return OHC_ERR_SYSCALL;
 	}
+	/* The peer can write its segment at any time: check and use copies
+	 * of the header and of the directory entry, never the live ones. */
 	hdr = map;
-	if (hdr->magic != OHC_SHM_MAGIC || hdr->version != OHC_SHM_VERSION ||
-	    hdr->session != sif->session ||
-	    hdr->owner_rank != sep->super.peer || hdr->seg_bytes != seg_bytes ||
-	    hdr->dir_off > seg_bytes ||
-	    hdr->nrings > (seg_bytes - hdr->dir_off) / sizeof(*dir)) {
+	memcpy(&head, hdr, sizeof(head));
+	if (head.magic != OHC_SHM_MAGIC || head.version != OHC_SHM_VERSION ||
+	    head.session != sif->session ||
+	    head.owner_rank != sep->super.peer || head.seg_bytes != seg_bytes ||
+	    head.dir_off > seg_bytes ||
+	    head.nrings > (seg_bytes - head.dir_off) / sizeof(*dir)) {
 		why = "bad segment header";
 		goto bad_map;
 	}
-	dir = (struct ohc_shm_dir_ent *)((char *)map + hdr->dir_off);
-	for (uint32_t i = 0; i < hdr->nrings; i++) {
-		uint64_t end;
+	dir = (struct ohc_shm_dir_ent *)((char *)map + head.dir_off);
+	for (uint32_t i = 0; i < head.nrings; i++) {
+		struct ohc_shm_dir_ent ent;
 
-		if (dir[i].producer != sif->super.rank)
+		memcpy(&ent, &dir[i], sizeof(ent));
+		if (ent.producer != sif->super.rank)
 			continue;
-		end = dir[i].off + sizeof(struct ohc_shm_ring_ctl) +
-		      dir[i].bytes;
-		if (dir[i].off % OHC_CACHELINE ||
-		    dir[i].bytes % OHC_SHM_REC_ALIGN ||
-		    dir[i].bytes < SEG_MIN_RING || end < dir[i].off ||
-		    end > seg_bytes) {
+		if (!ohc_shm_dir_ent_valid(&ent, seg_bytes)) {
 			why = "bad ring directory entry";
 			goto bad_map;
 		}
-		sep->tx = (struct ohc_shm_ring_ctl *)((char *)map + dir[i].off);
+		sep->tx = (struct ohc_shm_ring_ctl *)((char *)map + ent.off);
 		sep->tx_data = (char *)(sep->tx + 1);
-		sep->tx_bytes = dir[i].bytes;
+		sep->tx_bytes = ent.bytes;
 		sep->tx_tail = 0; /* a ring carries one connection */
 		sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
 		break;
@@ -326,7 +336,7 @@ static ohc_status_t seg_map_peer(struct ohc_shm_iface *sif,
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
 	sep->peer_bell = &hdr->bell;
-	if (ohc_shm_cma_probe(sep->pid, hdr->probe_addr, hdr->probe_val)) {
+	if (ohc_shm_cma_probe(sep->pid, head.probe_addr, head.probe_val)) {
 		sep->rx_cma = 1;
 		ohc_shm_ring_cma_enable(sep->rx);
 	}

@@ -32,10 +32,13 @@
  * that reason instead of waiting for its timeout.
  */
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "transport/transport.h"
+#include "transport/verbs/vx_proto.h"
 #include "transport/verbs/vx_rdv.h"
 #include "transport/verbs/vx_wrap.h"
 #include "util/list.h"
@@ -95,7 +98,52 @@ struct ohc_vx_qp {
 struct vx_gx {
 	struct ohc_req *req;
 	struct vx_mr *mr;
-	uint64_t *mark; /* per QP: its last WR (sq_done ordinal), 0: none */
+	uint64_t *mark;	   /* per QP: its last WR (sq_done ordinal), 0: none */
+	uint64_t frag_end; /* tx_slots after its last fragment */
+};
+
+/* Where a sent fragment's payload is when it is not in its staging slot
+ * (gathered from the send buffer): replay sends it again from there. */
+struct vx_tx_src {
+	const char *pay; /* NULL: in the staging slot */
+	uint32_t lkey;
+	uint64_t rec; /* its gathering record (gx number) */
+};
+
+/*
+ * Replay after a transient link failure (vx_replay.c): the QPs are
+ * drained, reset and connected again, and the fragments the peer did not
+ * receive are sent again from where they still are (staging slots, the
+ * send buffers of gathering sends not yet complete). A handshake on the
+ * setup socket: HELLO (our new PSN, what we received, what we freed)
+ * once our QPs are back in INIT with receives posted, READY once they
+ * are in RTR. Both sides run the same steps, whoever noticed first.
+ */
+enum vx_rp_state {
+	VX_RP_NONE = 0,
+	VX_RP_DRAIN,  /* QPs in ERR, waiting for the flush markers */
+	VX_RP_PORT,   /* waiting for the port to be ACTIVE again */
+	VX_RP_HELLO,  /* HELLO sent, waiting for the peer's */
+	VX_RP_READY,  /* READY sent, waiting for the peer's */
+	VX_RP_RESEND, /* sending again what the peer lacks */
+};
+
+struct vx_replay {
+	enum vx_rp_state state;
+	uint64_t start, deadline;
+	uint32_t epoch; /* replays begun (both sides count alike); the
+			   low 20 bits tag the receive WRs' ids */
+	uint32_t marks; /* flush markers still to come */
+	uint32_t psn;	/* our new PSN */
+	uint64_t have;	/* fragments we hold, in order */
+	int peer_hello, peer_ready;
+	uint32_t peer_psn;
+	uint64_t peer_have, peer_next;
+	uint64_t resend; /* next fragment to send again */
+	uint64_t resent;
+	uint8_t msg[40]; /* a handshake message read in part */
+	size_t msg_got;
+	char why[160];
 };
 
 /*
@@ -160,6 +208,16 @@ struct ohc_verbs_iface {
 	int armed;	      /* CQ notification requested, not yet delivered */
 	unsigned unacked;     /* CQ events not yet acknowledged */
 	ohc_status_t aborted; /* reason sent to peers (iface_abort), or 0 */
+	uint32_t replay_ms;   /* OPENHCCL_RDMA_REPLAY_MS */
+	int port_down;	      /* a PORT_ERR came, no PORT_ACTIVE since */
+	uint64_t port_checked; /* last ibv_query_port for a replay */
+	/* Every op of the table runs under lock (the *_locked functions of
+	 * vx_iface.c); iface_wait drops it while it sleeps. The service
+	 * thread (vx_service.c) takes it when free. */
+	pthread_mutex_t lock;
+	struct ohc_list svc_link; /* the service thread's list */
+	uint64_t replays;     /* replays completed (tests, counters) */
+	struct pollfd *wait_fds;       /* iface_wait: 3 + nranks */
 	struct ohc_verbs_ep **by_peer; /* nranks entries */
 };
 
@@ -211,6 +269,12 @@ struct ohc_verbs_ep {
 	 * waits for the slot back, hand it back as the message completes */
 	int rx_pulled;
 	struct vx_rdv rdv;
+	/* replay */
+	struct vx_tx_src *tx_src; /* per slot */
+	uint32_t rem_qpn[OHC_VX_MAX_QPS];
+	uint32_t rem_mtu;
+	uint8_t rem_gid[16];
+	struct vx_replay rp;
 	/* state */
 	int connected;
 	ohc_status_t broken;	 /* OHC_OK, or why the ep is unusable */
@@ -225,6 +289,55 @@ ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 
 /* Fail the ep (vx_iface.c): log once naming the peer, QP qpi and why. */
 void ohc_vx_ep_fail(struct ohc_verbs_ep *e, uint32_t qpi, const char *why);
+
+/* What replay needs of vx_iface.c: the QPs' states, fragment posting, the
+ * setup socket's messages. */
+int ohc_vx_qp_init(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		   uint32_t qpi);
+int ohc_vx_qp_rtr(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi, uint32_t peer_psn);
+int ohc_vx_qp_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi);
+/* Post fragment f (tx_slots numbering) again from where it is; 0, 1: no
+ * room on its QP now, -1: the ep failed. */
+int ohc_vx_frag_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       uint64_t f);
+int ohc_vx_recvs_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi);
+
+/*
+ * Replay (vx_replay.c). start: the link to the peer failed in a way that
+ * may pass (why says how); 1 if a replay runs now (the caller must not
+ * fail the ep), 0 if it cannot (disabled, rendezvous in flight, the peer
+ * aborted): fail the ep. progress: drive it (each progress call while
+ * e->rp.state). msg: a handshake message of type t from the setup socket.
+ */
+int ohc_vx_replay_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			const char *why);
+void ohc_vx_replay_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
+void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       char t, const uint8_t *body);
+#define OHC_VX_RP_HELLO 'H'
+#define OHC_VX_RP_READY 'Y'
+#define OHC_VX_RP_BODY 32 /* bytes after the type byte */
+/*
+ * The service thread (vx_service.c): add a connected iface, remove it
+ * before it closes. For the thread (vx_iface.c): the fds to watch (setup
+ * sockets, the async-event fd; skipped, 0, when the iface is in use),
+ * whether a replay runs (it needs steps), and one round of service
+ * (vi->lock held: events, sockets, replays; then the iface is woken).
+ */
+void ohc_vx_service_add(struct ohc_verbs_iface *vi);
+void ohc_vx_service_del(struct ohc_verbs_iface *vi);
+int ohc_vx_service_fds(struct ohc_verbs_iface *vi, struct pollfd **pfd,
+		       struct ohc_verbs_iface ***owner, size_t *n, size_t *cap);
+int ohc_vx_service_busy(struct ohc_verbs_iface *vi);
+void ohc_vx_service_locked(struct ohc_verbs_iface *vi);
+
+/* Whether the iface's port is ACTIVE now. */
+int ohc_vx_port_active(struct ohc_verbs_iface *vi);
+/* The ep's rendezvous holds nothing: replay is possible. */
+int ohc_vx_rdv_idle(const struct ohc_verbs_ep *e);
 
 /* Test seam: force the ep's QPs into the error state (as a fatal QP error
  * would); the next progress sees the flushed completions. */

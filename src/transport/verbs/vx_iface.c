@@ -31,17 +31,12 @@
 #define VX_POLL_BATCH 32
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
 
-/* wr_id: peer << 32 | qp index << 24 | kind << 20 | WRs covered;
- * WR_RDV (vx_rdv.c): the low 20 bits are rendezvous slot << 12 | covered */
-enum { WR_SEND = 1, WR_RECV = 2, WR_RDV = 3, WR_PULL = 4 };
+/* wr_id packing: vx_proto.h */
+#define WR_SEND OHC_VX_WR_SEND
+#define WR_RECV OHC_VX_WR_RECV
+#define WR_RDV OHC_VX_WR_RDV
+#define WR_PULL OHC_VX_WR_PULL
 #define VX_PULL_FLAG (1ull << 62) /* a header's rdv: a pulled fragment */
-
-static uint64_t wr_id(uint32_t peer, uint32_t qpi, unsigned kind,
-		      uint32_t covered)
-{
-	return (uint64_t)peer << 32 | (uint64_t)qpi << 24 |
-	       (uint64_t)kind << 20 | (covered & 0xfffff);
-}
 
 /* What each side of a pair sends the other once at connect time. */
 struct vx_conn {
@@ -76,6 +71,10 @@ static struct ohc_verbs_ep *vx_ep(struct ohc_ep *ep)
 {
 	return ohc_derived_of(ep, struct ohc_verbs_ep);
 }
+
+/* The iface's lock: every op of the table, the service thread. */
+#define VX_LOCK(iface) pthread_mutex_lock(&vx_iface(iface)->lock)
+#define VX_UNLOCK(iface) pthread_mutex_unlock(&vx_iface(iface)->lock)
 
 /* ---- failing an endpoint ------------------------------------------- */
 
@@ -147,6 +146,7 @@ static int gx_posted(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 		g->req = req;
 		g->mr = e->gx_mr;
+		g->frag_end = e->tx_slots;
 		vi->gx_sends++;
 	}
 	e->gx_req = NULL;
@@ -226,6 +226,7 @@ static void ep_fail(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	if (e->broken)
 		return;
 	e->broken = status;
+	e->rp.state = VX_RP_NONE;
 	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq) ||
 	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq))
 		OHC_ERROR(OHC_SS_VERBS,
@@ -274,12 +275,29 @@ static void iface_async(struct ohc_verbs_iface *vi)
 			for (uint32_t r = 0; r < vi->super.nranks; r++) {
 				struct ohc_verbs_ep *e = vi->by_peer[r];
 
-				for (uint32_t q = 0; e && q < e->nqps; q++)
+				/* a replay moved its QPs to ERR itself */
+				for (uint32_t q = 0;
+				     e && !e->rp.state && q < e->nqps; q++)
 					if (e->qps[q].qp == ev.element.qp)
 						ep_fail(e, ep_qpn(e, q), why);
 			}
 			break;
+		case IBV_EVENT_PORT_ACTIVE:
+			vi->port_down = 0;
+			OHC_DEBUG(OHC_SS_VERBS, "rank %u: %s", vi->super.rank,
+				  why);
+			break;
 		case IBV_EVENT_PORT_ERR:
+			vi->port_down = 1;
+			/* the link may come back: replay, where it can */
+			for (uint32_t r = 0; r < vi->super.nranks; r++) {
+				struct ohc_verbs_ep *e = vi->by_peer[r];
+
+				if (e && e->connected && !e->broken &&
+				    !ohc_vx_replay_start(vi, e, why))
+					ep_fail(e, ep_qpn(e, 0), why);
+			}
+			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			for (uint32_t r = 0; r < vi->super.nranks; r++)
 				if (vi->by_peer[r] && vi->by_peer[r]->connected)
@@ -320,11 +338,11 @@ static int chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		return 0;
 	/* unsignaled WRs complete too when flushed by an error: name them */
 	for (struct ibv_send_wr *w = q->head; w; w = w->next)
-		w->wr_id = wr_id(e->super.peer, qpi, WR_SEND, 0);
+		w->wr_id = ohc_vx_wr_id(e->super.peer, qpi, WR_SEND, 0);
 	if (signal || q->chain_gx || q->unsig + q->nchain >= vi->sq_depth / 4) {
 		q->tail->send_flags |= IBV_SEND_SIGNALED;
-		q->tail->wr_id = wr_id(e->super.peer, qpi, WR_SEND,
-				       q->unsig + q->nchain);
+		q->tail->wr_id = ohc_vx_wr_id(e->super.peer, qpi, WR_SEND,
+					      q->unsig + q->nchain);
 		q->unsig = 0;
 	} else {
 		q->unsig += q->nchain;
@@ -351,7 +369,9 @@ static int post_recvs(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		struct ibv_recv_wr *w = &e->rwrs[i];
 
 		memset(w, 0, sizeof(*w));
-		w->wr_id = wr_id(e->super.peer, qpi, WR_RECV, 1);
+		/* tagged with the replay epoch: stale ones are dropped */
+		w->wr_id =
+			ohc_vx_wr_id(e->super.peer, qpi, WR_RECV, e->rp.epoch);
 		w->next = i + 1 < n ? &e->rwrs[i + 1] : NULL;
 	}
 	rc = ohc_vx_post_recv(q->qp, e->rwrs);
@@ -450,6 +470,8 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	int rc = 0;
 	uint32_t bad_q = 0;
 
+	if (e->rp.state) /* replaying: the sends wait */
+		return 0;
 	while (!e->broken && !ohc_list_empty(&e->sendq) && credits(vi, e)) {
 		struct ohc_req *req =
 			ohc_container_of(e->sendq.next, struct ohc_req, link);
@@ -467,6 +489,7 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 >
 		    vi->sq_depth)
 			break; /* the send queue drains first */
+		e->tx_src[idx].pay = NULL; /* in the staging slot */
 		if (vi->pull_bytes && req->len >= vi->pull_bytes &&
 		    !req->tp_priv) {
 			/* halves (at most a slot); every second is pulled */
@@ -505,19 +528,23 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			vi->pull_tx++;
 			e->pull_end = e->tx_slots + 1;
 		} else if (OHC_VX_HDR + frag <= vi->max_inline) {
-			wr = vx_wr(e, &nw, &sg, &ns, 2,
+			/* staged behind its header too: the send completes
+			 * now, and a replay may need the bytes again */
+			memcpy(slot + OHC_VX_HDR,
+			       (const char *)req->sbuf + req->done, frag);
+			wr = vx_wr(e, &nw, &sg, &ns, 1,
 				   IBV_WR_RDMA_WRITE_WITH_IMM, raddr);
 			wr->imm_data = htonl(idx);
-			sg[0].addr = (uintptr_t)h;
-			sg[0].length = OHC_VX_HDR;
-			sg[0].lkey = e->stage_mr->lkey;
-			sg[1].addr = (uintptr_t)req->sbuf + req->done;
-			sg[1].length = (uint32_t)frag;
-			sg[1].lkey = e->stage_mr->lkey;
-			wr->num_sge = frag ? 2 : 1;
+			sg->addr = (uintptr_t)h;
+			sg->length = (uint32_t)(OHC_VX_HDR + frag);
+			sg->lkey = e->stage_mr->lkey;
 			wr->send_flags = IBV_SEND_INLINE;
 			chain_add(q, wr);
 		} else if (gx_take(vi, e, req, frag)) {
+			e->tx_src[idx].pay =
+				(const char *)req->sbuf + req->done;
+			e->tx_src[idx].lkey = ohc_vx_mr_lkey(e->gx_mr);
+			e->tx_src[idx].rec = e->gx_tail;
 			frag_chain(vi, e, q, raddr, slot,
 				   (const char *)req->sbuf + req->done,
 				   ohc_vx_mr_lkey(e->gx_mr), frag, idx, &nw,
@@ -570,6 +597,63 @@ static unsigned ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	return n;
 }
 
+/*
+ * Replay: write fragment f (numbered as tx_slots counts) again, on the QP
+ * it first went on, from where its bytes are: its staging slot (copied,
+ * inline and pulled fragments) or the send buffer of a gathering send
+ * still waiting for its WRs (whose marks then name these WRs).
+ */
+int ohc_vx_frag_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       uint64_t f)
+{
+	uint32_t idx = (uint32_t)(f % vi->slots);
+	uint32_t qpi = (uint32_t)(f % e->nqps);
+	struct ohc_vx_qp *q = &e->qps[qpi];
+	char *slot = e->stage + (size_t)idx * vi->slot_bytes;
+	struct vx_hdr *h = (struct vx_hdr *)slot;
+	const struct vx_tx_src *src = &e->tx_src[idx];
+	uint64_t raddr = e->rem_ring + (uint64_t)idx * vi->slot_bytes;
+	unsigned nw = 0, ns = 0;
+	int rc;
+
+	if (q->sq_inflight + q->nchain + vi->wr_per_slot + 1 > vi->sq_depth)
+		return 1;
+	h->freed = rx_freed32(e);
+	if (h->rdv == VX_PULL_FLAG) { /* header and descriptor only */
+		struct ibv_send_wr *wr;
+		struct ibv_sge *sg;
+
+		wr = vx_wr(e, &nw, &sg, &ns, 1, IBV_WR_RDMA_WRITE_WITH_IMM,
+			   raddr);
+		wr->imm_data = htonl(idx);
+		sg->addr = (uintptr_t)h;
+		sg->length = OHC_VX_HDR + sizeof(struct vx_pull_desc);
+		sg->lkey = e->stage_mr->lkey;
+		if (sg->length <= vi->max_inline)
+			wr->send_flags = IBV_SEND_INLINE;
+		chain_add(q, wr);
+	} else if (src->pay) {
+		frag_chain(vi, e, q, raddr, slot, src->pay, src->lkey,
+			   h->frag_len, idx, &nw, &ns);
+		q->chain_gx = 1;
+		gx_rec(e, src->rec)->mark[qpi] =
+			q->sq_done + q->sq_inflight + q->nchain;
+	} else {
+		frag_chain(vi, e, q, raddr, slot, slot + OHC_VX_HDR,
+			   e->stage_mr->lkey, h->frag_len, idx, &nw, &ns);
+	}
+	rc = chain_post(vi, e, qpi, 0);
+	if (rc) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "ibv_post_send (replay): %s",
+			 strerror(rc));
+		ep_fail(e, ep_qpn(e, qpi), why);
+		return -1;
+	}
+	return 0;
+}
+
 /* Tell the peer how many slots we freed, if it may be waiting for them. */
 static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		      int force)
@@ -579,7 +663,8 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	uint64_t owed = e->rx_next - e->rx_reported;
 	int rc;
 
-	if (e->broken || !owed || (!force && owed < vi->slots / 4))
+	if (e->broken || e->rp.state || !owed ||
+	    (!force && owed < vi->slots / 4))
 		return;
 	if (q->sq_inflight + 2 > vi->sq_depth)
 		return; /* retried by the next progress */
@@ -600,12 +685,26 @@ static void ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 /* ---- receiving ----------------------------------------------------- */
 
-static void tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed)
+/*
+ * The peer's count of slots it freed (32 bits of it): newer counts move
+ * tx_freed forward, but never past what we wrote. A count beyond that is
+ * a protocol error: credits for slots never sent would let ep_push post
+ * more fragments than the ring (and the WR and SGE arrays) hold.
+ * 0: fine; -1: the ep failed.
+ */
+static int tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed, uint32_t qpn)
 {
 	uint32_t delta = freed - (uint32_t)e->tx_freed;
 
-	if (delta < 0x80000000u) /* newer than what we knew */
-		e->tx_freed += delta;
+	if (delta >= 0x80000000u) /* older than what we knew */
+		return 0;
+	if (e->tx_freed + delta > e->tx_slots) {
+		ep_fail(e, qpn,
+			"protocol error: the peer freed slots never sent");
+		return -1;
+	}
+	e->tx_freed += delta;
+	return 0;
 }
 
 /*
@@ -655,7 +754,7 @@ static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	wr.sg_list = &sg;
 	wr.num_sge = 1;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr_id = wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
+	wr.wr_id = ohc_vx_wr_id(e->super.peer, 0, WR_PULL, q->unsig + 1);
 	rc = ohc_vx_post_send(q->qp, &wr);
 	if (rc) {
 		char why[160];
@@ -674,18 +773,22 @@ static int pull_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 /* Hand landed fragments to posted receives, in order. */
 static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
+	struct vx_hdr hdr;
 	unsigned n = 0;
 	int force = 0;
 
-	while (!e->broken) {
+	while (!e->broken && !e->rp.state) {
 		uint32_t idx = (uint32_t)(e->rx_next % vi->slots);
 		const char *slot = e->ring + (size_t)idx * vi->slot_bytes;
-		const struct vx_hdr *h = (const struct vx_hdr *)slot;
+		const struct vx_hdr *h = &hdr;
 		struct ohc_req *req;
 		int pulled, routed;
 
 		if (!e->arrived[idx])
 			break;
+		/* The peer may write the ring at any time: check and use one
+		 * copy of the header. */
+		memcpy(&hdr, slot, sizeof(hdr));
 		pulled = h->rdv == VX_PULL_FLAG;
 		routed = h->rdv && !pulled;
 		if (routed) { /* a rendezvous's message: its own receive */
@@ -701,9 +804,12 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		} else {
 			break;
 		}
+		/* in order, within the receive and the slot, and whole
+		 * 64-byte lines but for the last (req.h) */
 		if (h->off != req->done || h->frag_len > req->len - req->done ||
 		    h->frag_len > vi->slot_bytes - OHC_VX_HDR -
 					  (pulled ? OHC_VX_PULL_PAD : 0) ||
+		    (h->frag_len % 64 && h->frag_len != req->len - req->done) ||
 		    (req->done == 0 &&
 		     (h->msg_len != req->len ||
 		      memcmp(&h->sig, &req->sig, sizeof(req->sig))))) {
@@ -749,19 +855,31 @@ static unsigned ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 {
-	uint32_t peer = (uint32_t)(wc->wr_id >> 32);
-	uint32_t qpi = (uint32_t)(wc->wr_id >> 24) & 0xff;
-	unsigned kind = (unsigned)(wc->wr_id >> 20) & 0xf;
-	uint32_t covered = (uint32_t)wc->wr_id & 0xfffff;
+	uint32_t peer = ohc_vx_wr_peer(wc->wr_id);
+	uint32_t qpi = ohc_vx_wr_qpi(wc->wr_id);
+	unsigned kind = ohc_vx_wr_kind(wc->wr_id);
+	uint32_t covered = ohc_vx_wr_low(wc->wr_id);
 	struct ohc_verbs_ep *e =
 		peer < vi->super.nranks ? vi->by_peer[peer] : NULL;
 	struct ohc_vx_qp *q;
 
-	if (!e || qpi >= e->nqps || kind < WR_SEND || kind > WR_PULL)
+	if (!e || qpi >= e->nqps || kind < WR_SEND || kind >= OHC_VX_WR_KINDS)
 		return; /* a finalized ep's leftovers */
 	q = &e->qps[qpi];
+	if (kind == OHC_VX_WR_MARK_SQ) {
+		if (e->rp.state == VX_RP_DRAIN && e->rp.marks)
+			e->rp.marks--; /* this queue flushed to its marker */
+		return;
+	}
+	if (kind == WR_RECV && covered != (e->rp.epoch & 0xfffff))
+		return; /* a receive WR of before a replay */
 	if (kind == WR_RDV)
 		covered &= 0xfff;
+	if (wc->status != IBV_WC_SUCCESS && e->rp.state) {
+		/* flushed by the replay's drain: the drain accounts for the
+		 * queues; it is neither done nor a new failure */
+		return;
+	}
 	if (kind != WR_RECV) {
 		covered = OHC_MIN(covered, q->sq_inflight);
 		q->sq_inflight -= covered;
@@ -777,6 +895,14 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 			 "0x%x)",
 			 ohc_vx_wc_status_str(wc->status),
 			 kind != WR_RECV ? "send" : "receive", wc->vendor_err);
+		/* retries ran out, or rxe failed a post on a link that is
+		 * down: the link may come back */
+		if ((wc->status == IBV_WC_RETRY_EXC_ERR ||
+		     wc->status == IBV_WC_RNR_RETRY_EXC_ERR ||
+		     (wc->status == IBV_WC_LOC_QP_OP_ERR &&
+		      !ohc_vx_port_active(vi))) &&
+		    ohc_vx_replay_start(vi, e, why))
+			return;
 		ep_fail(e, wc->qp_num, why);
 		return;
 	}
@@ -785,7 +911,7 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	if (kind == WR_PULL && e->rd)
 		e->rd_done = 1; /* ep_deliver takes it */
 	if (kind != WR_RECV) {
-		if (!e->broken)
+		if (!e->broken && !e->rp.state)
 			gx_reap(vi, e);
 		return;
 	}
@@ -806,9 +932,9 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 		h = (const struct vx_hdr *)(e->ring +
 					    (size_t)idx * vi->slot_bytes);
 		e->arrived[idx] = 1;
-		tx_freed_update(e, h->freed);
+		(void)tx_freed_update(e, h->freed, wc->qp_num);
 	} else if (wc->opcode == IBV_WC_RECV) {
-		tx_freed_update(e, ntohl(wc->imm_data));
+		(void)tx_freed_update(e, ntohl(wc->imm_data), wc->qp_num);
 	}
 }
 
@@ -848,7 +974,9 @@ static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	}
 }
 
-static unsigned vx_iface_progress(struct ohc_iface *iface)
+static void ep_sock_check(struct ohc_verbs_ep *e);
+
+static unsigned iface_progress_locked(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
 	unsigned n = iface_poll(vi);
@@ -858,6 +986,12 @@ static unsigned vx_iface_progress(struct ohc_iface *iface)
 
 		if (!e || !e->connected || e->broken)
 			continue;
+		if (e->rp.state) {
+			ep_sock_check(e);
+			ohc_vx_replay_progress(vi, e);
+			if (e->rp.state)
+				continue; /* the data path waits */
+		}
 		ep_refill(vi, e);
 		n += ep_deliver(vi, e);
 		n += ohc_vx_rdv_progress(vi, e);
@@ -868,7 +1002,7 @@ static unsigned vx_iface_progress(struct ohc_iface *iface)
 
 /* ---- posting requests ---------------------------------------------- */
 
-static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
+static ohc_status_t ep_send_locked(struct ohc_ep *ep, struct ohc_req *req)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -884,7 +1018,7 @@ static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 	return OHC_OK;
 }
 
-static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
+static ohc_status_t ep_recv_locked(struct ohc_ep *ep, struct ohc_req *req)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -903,31 +1037,43 @@ static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
 
 /* ---- waiting ------------------------------------------------------- */
 
+/*
+ * Sleep until a completion, a wake, an async event or a setup socket
+ * stirs, or timeout_ms. The lock is held to prepare and to look at what
+ * woke us, not while asleep.
+ */
 static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
-	struct pollfd p[3];
+	struct pollfd *p = vi->wait_fds, wake;
+	nfds_t np = 3;
 	uint64_t v;
+	int rc, socks = 0;
 
 	if (!vi->cq) { /* not connected yet: only wakes */
-		p[0].fd = vi->wake_fd;
-		p[0].events = POLLIN;
-		if (poll(p, 1, timeout_ms) > 0)
+		wake.fd = vi->wake_fd;
+		wake.events = POLLIN;
+		if (poll(&wake, 1, timeout_ms) > 0)
 			(void)!read(vi->wake_fd, &v, sizeof(v));
 		return OHC_OK;
 	}
+	VX_LOCK(iface);
 	/* about to sleep: hand back every freed slot, so no sender waits on
 	 * credits we sit on (the quarter-ring batching is for busy times) */
 	for (uint32_t r = 0; r < iface->nranks; r++)
 		if (vi->by_peer[r] && vi->by_peer[r]->connected)
 			ep_credit(vi, vi->by_peer[r], 1);
 	if (!vi->armed) {
-		if (ohc_vx_req_notify_cq(vi->cq))
+		if (ohc_vx_req_notify_cq(vi->cq)) {
+			VX_UNLOCK(iface);
 			return OHC_OK; /* keep polling */
+		}
 		vi->armed = 1;
 		/* completions that came before the arming give no event */
-		if (iface_poll(vi))
+		if (iface_poll(vi)) {
+			VX_UNLOCK(iface);
 			return OHC_OK;
+		}
 	}
 	p[0].fd = vi->ch->fd;
 	p[0].events = POLLIN;
@@ -935,8 +1081,23 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 	p[1].events = POLLIN;
 	p[2].fd = vi->ctx->async_fd;
 	p[2].events = POLLIN;
-	if (poll(p, 3, timeout_ms) <= 0)
+	/* and the setup sockets: a peer's abort, its end or a replay
+	 * handshake wakes us at once */
+	for (uint32_t r = 0; r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (e && e->connected && !e->broken && e->sock >= 0 &&
+		    !e->peer_abort) {
+			p[np].fd = e->sock;
+			p[np].events = POLLIN;
+			p[np++].revents = 0;
+		}
+	}
+	VX_UNLOCK(iface);
+	rc = poll(p, np, timeout_ms);
+	if (rc <= 0)
 		return OHC_OK;
+	VX_LOCK(iface);
 	if (p[0].revents & POLLIN) {
 		while (ohc_vx_get_cq_event(vi->ch) == 0)
 			vi->unacked++;
@@ -950,6 +1111,16 @@ static ohc_status_t vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		(void)!read(vi->wake_fd, &v, sizeof(v));
 	if (p[2].revents & POLLIN)
 		iface_async(vi);
+	for (nfds_t k = 3; k < np; k++)
+		socks |= p[k].revents != 0;
+	/* the eps may have changed while we slept: look at all of them */
+	for (uint32_t r = 0; socks && r < iface->nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (e && e->connected && !e->broken)
+			ep_sock_check(e);
+	}
+	VX_UNLOCK(iface);
 	return OHC_OK;
 }
 
@@ -976,24 +1147,41 @@ static void vx_iface_wake(struct ohc_iface *iface)
  */
 static void ep_sock_check(struct ohc_verbs_ep *e)
 {
+	struct ohc_verbs_iface *vi = vx_iface(e->super.iface);
 	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	uint8_t m[1 + OHC_VX_RP_BODY];
 	ssize_t n;
-	char c;
 
-	if (e->sock < 0 || e->peer_abort || poll(&p, 1, 0) <= 0)
+	while (e->sock >= 0 && !e->peer_abort && poll(&p, 1, 0) > 0) {
+		n = recv(e->sock, m, 1, MSG_DONTWAIT | MSG_PEEK);
+		if (n == 1 &&
+		    (m[0] == OHC_VX_RP_HELLO || m[0] == OHC_VX_RP_READY)) {
+			/* a replay handshake message: take it whole */
+			n = recv(e->sock, m, sizeof(m),
+				 MSG_DONTWAIT | MSG_PEEK);
+			if (n < (ssize_t)sizeof(m))
+				return; /* the rest is on its way */
+			(void)!recv(e->sock, m, sizeof(m), MSG_DONTWAIT);
+			if (!e->broken)
+				ohc_vx_replay_msg(vi, e, (char)m[0], m + 1);
+			continue;
+		}
+		n = recv(e->sock, m, 1, MSG_DONTWAIT);
+		if (n == 1) {
+			e->peer_abort = m[0] == VX_ABORT_DESYNC
+						? OHC_ERR_DESYNC
+						: OHC_ERR_REMOTE;
+			ep_fail(e, ep_qpn(e, 0),
+				m[0] == VX_ABORT_DESYNC
+					? "the peer failed on a mismatched "
+					  "operation"
+					: "the peer's communicator failed");
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			ep_fail(e, ep_qpn(e, 0),
+				"the peer closed its connection (process gone "
+				"or its side failed)");
+		}
 		return;
-	n = recv(e->sock, &c, 1, MSG_DONTWAIT);
-	if (n == 1) {
-		e->peer_abort =
-			c == VX_ABORT_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
-		ep_fail(e, ep_qpn(e, 0),
-			c == VX_ABORT_DESYNC
-				? "the peer failed on a mismatched operation"
-				: "the peer's communicator failed");
-	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-		ep_fail(e, ep_qpn(e, 0),
-			"the peer closed its connection (process gone or its "
-			"side failed)");
 	}
 }
 
@@ -1007,7 +1195,7 @@ static int sock_closed(const struct ohc_verbs_ep *e)
 	       recv(e->sock, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
 }
 
-static ohc_status_t vx_ep_check(struct ohc_ep *ep)
+static ohc_status_t ep_check_locked(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
@@ -1023,7 +1211,7 @@ static ohc_status_t vx_ep_check(struct ohc_ep *ep)
  * socket buffer is empty after setup, so it never blocks). The QPs stay as
  * they are; the core cancels what is in flight.
  */
-static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+static void iface_abort_locked(struct ohc_iface *iface, ohc_status_t reason)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
 	char c = reason == OHC_ERR_DESYNC ? VX_ABORT_DESYNC : VX_ABORT_OTHER;
@@ -1040,10 +1228,11 @@ static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
 	}
 }
 
-static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
+static void ep_cancel_locked(struct ohc_ep *ep, ohc_status_t status)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 
+	e->rp.state = VX_RP_NONE;
 	fail_queue(&e->sendq, status);
 	fail_queue(&e->recvq, status);
 	if (!e->broken) {
@@ -1112,6 +1301,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = vx_iface(iface);
 
+	ohc_vx_service_del(vi); /* the service thread lets go of it first */
 	if (vi->listen_fd >= 0)
 		close(vi->listen_fd);
 	if (vi->wake_fd >= 0)
@@ -1131,12 +1321,14 @@ static void vx_iface_close(struct ohc_iface *iface)
 	if (vi->ctx)
 		ohc_vx_close_device(vi->ctx);
 	free(vi->by_peer);
+	free(vi->wait_fds);
 	vi->listen_fd = vi->wake_fd = -1;
 	vi->cq = NULL;
 	vi->ch = NULL;
 	vi->pd = NULL;
 	vi->ctx = NULL;
 	vi->by_peer = NULL;
+	pthread_mutex_destroy(&vi->lock);
 }
 
 /*
@@ -1171,6 +1363,8 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	ohc_status_t status;
 
 	vi->listen_fd = vi->wake_fd = -1;
+	pthread_mutex_init(&vi->lock, NULL);
+	ohc_list_init(&vi->svc_link);
 	vi->session = params->session;
 	vi->nqps = (uint32_t)env->rdma_qps_per_conn;
 	vi->slots = (uint32_t)env->rdma_slots;
@@ -1242,7 +1436,9 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 		return status;
 	vx_soft_defaults(vi);
 	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
-	if (!vi->by_peer) {
+	vi->wait_fds = calloc(3 + (size_t)iface->nranks, sizeof(*vi->wait_fds));
+	vi->replay_ms = (uint32_t)ohc_env()->rdma_replay_ms;
+	if (!vi->by_peer || !vi->wait_fds) {
 		status = OHC_ERR_NO_MEMORY;
 		goto err_close;
 	}
@@ -1378,12 +1574,13 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
  * Let our last writes land and the peer read our last pulled fragment
  * (bounded): then the peer's QPs may go away, and our staging with them.
  */
-static void vx_ep_quiesce(struct ohc_ep *ep)
+static void ep_quiesce_locked(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
 
-	if (e->connected && !e->broken) {
+	/* after a failure (ours: aborted) what is in flight is not wanted */
+	if (e->connected && !e->broken && !vi->aborted) {
 		uint64_t deadline = ohc_deadline_after_ms(VX_DRAIN_MS);
 		unsigned polls = 0;
 		/* a peer that announced its failure reads nothing more */
@@ -1423,21 +1620,21 @@ static void vx_ep_quiesce(struct ohc_ep *ep)
 				continue;
 			if (ohc_deadline_passed(deadline))
 				break;
-			if (reads && sock_closed(e))
-				reads = 0; /* gone: it reads nothing more */
+			if (sock_closed(e))
+				break; /* gone: it reads and acks nothing more */
 			(void)poll(NULL, 0, 1);
 		}
 	}
 }
 
-static void vx_ep_fini(struct ohc_ep *ep)
+static void ep_fini_locked(struct ohc_ep *ep)
 {
 	struct ohc_verbs_ep *e = vx_ep(ep);
 	struct ohc_verbs_iface *vi = vx_iface(ep->iface);
 
 	fail_queue(&e->sendq, OHC_ERR_CANCELED);
 	fail_queue(&e->recvq, OHC_ERR_CANCELED);
-	vx_ep_quiesce(ep);
+	ep_quiesce_locked(ep);
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		if (e->qps[i].qp)
 			ohc_vx_destroy_qp(e->qps[i].qp);
@@ -1458,6 +1655,8 @@ static void vx_ep_fini(struct ohc_ep *ep)
 	free(e->sges);
 	free(e->rwrs);
 	free(e->arrived);
+	free(e->tx_src);
+	e->tx_src = NULL;
 	free(e->gx);
 	free(e->gx_marks);
 	e->gx = NULL;
@@ -1491,11 +1690,12 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			 sizeof(*e->sges));
 	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
 	e->arrived = calloc(vi->slots, 1);
+	e->tx_src = calloc(vi->slots, sizeof(*e->tx_src));
 	e->gx_n = vi->slots;
 	e->gx = calloc(e->gx_n, sizeof(*e->gx));
 	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
-	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->gx ||
-	    !e->gx_marks)
+	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->tx_src ||
+	    !e->gx || !e->gx_marks)
 		return OHC_ERR_NO_MEMORY;
 	for (uint32_t i = 0; i < e->gx_n; i++)
 		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
@@ -1528,7 +1728,6 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->psn = psn & 0xffffff;
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		struct ibv_qp_init_attr qa;
-		struct ibv_qp_attr a;
 		int rc;
 
 		memset(&qa, 0, sizeof(qa));
@@ -1556,16 +1755,7 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 				  rank, i, peer, vi->dev_name, strerror(errno));
 			return OHC_ERR_UNAVAILABLE;
 		}
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_INIT;
-		a.pkey_index = 0;
-		a.port_num = vi->port;
-		a.qp_access_flags =
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
-				      IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT |
-					      IBV_QP_ACCESS_FLAGS);
+		rc = ohc_vx_qp_init(vi, e, i);
 		if (!rc)
 			rc = post_recvs(vi, e, i);
 		if (rc) {
@@ -1576,6 +1766,73 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		}
 	}
 	return OHC_OK;
+}
+
+int ohc_vx_qp_init(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		   uint32_t qpi)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = vi->port;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	return ohc_vx_modify_qp(e->qps[qpi].qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS);
+}
+
+int ohc_vx_recvs_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi)
+{
+	return post_recvs(vi, e, qpi);
+}
+
+/* RTR towards the peer's QP qpi (rem_qpn, rem_gid, rem_mtu). */
+int ohc_vx_qp_rtr(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi, uint32_t peer_psn)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = OHC_MIN(vi->mtu, (enum ibv_mtu)e->rem_mtu);
+	a.dest_qp_num = e->rem_qpn[qpi];
+	a.rq_psn = peer_psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 24; /* 41 ms: never expected, see rq_depth */
+	a.ah_attr.is_global = 1;
+	memcpy(a.ah_attr.grh.dgid.raw, e->rem_gid, 16);
+	a.ah_attr.grh.sgid_index = (uint8_t)vi->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = (uint8_t)vi->tc;
+	a.ah_attr.sl = (uint8_t)vi->sl;
+	a.ah_attr.port_num = vi->port;
+	return ohc_vx_modify_qp(e->qps[qpi].qp, &a,
+				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER);
+}
+
+int ohc_vx_qp_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = (uint8_t)vi->timeout;
+	a.retry_cnt = (uint8_t)vi->retry_cnt;
+	a.rnr_retry = 6;
+	a.sq_psn = e->psn;
+	a.max_rd_atomic = 1;
+	return ohc_vx_modify_qp(e->qps[qpi].qp, &a,
+				IBV_QP_STATE | IBV_QP_TIMEOUT |
+					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_SQ_PSN |
+					IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static void conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -1607,45 +1864,15 @@ static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	e->rem_ring = c->ring;
 	e->rem_rkey = c->rkey;
+	e->rem_mtu = c->mtu;
+	memcpy(e->rem_gid, c->gid, 16);
 	for (uint32_t i = 0; i < e->nqps; i++) {
-		struct ibv_qp_attr a;
 		int rc;
 
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = OHC_MIN(vi->mtu, (enum ibv_mtu)c->mtu);
-		a.dest_qp_num = c->qpn[i];
-		a.rq_psn = c->psn;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 24; /* 41 ms: never expected, see rq_depth */
-		a.ah_attr.is_global = 1;
-		memcpy(a.ah_attr.grh.dgid.raw, c->gid, 16);
-		a.ah_attr.grh.sgid_index = (uint8_t)vi->gid_index;
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.traffic_class = (uint8_t)vi->tc;
-		a.ah_attr.sl = (uint8_t)vi->sl;
-		a.ah_attr.port_num = vi->port;
-		rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
-				      IBV_QP_STATE | IBV_QP_AV |
-					      IBV_QP_PATH_MTU |
-					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					      IBV_QP_MAX_DEST_RD_ATOMIC |
-					      IBV_QP_MIN_RNR_TIMER);
-		if (!rc) {
-			memset(&a, 0, sizeof(a));
-			a.qp_state = IBV_QPS_RTS;
-			a.timeout = (uint8_t)vi->timeout;
-			a.retry_cnt = (uint8_t)vi->retry_cnt;
-			a.rnr_retry = 6;
-			a.sq_psn = e->psn;
-			a.max_rd_atomic = 1;
-			rc = ohc_vx_modify_qp(e->qps[i].qp, &a,
-					      IBV_QP_STATE | IBV_QP_TIMEOUT |
-						      IBV_QP_RETRY_CNT |
-						      IBV_QP_RNR_RETRY |
-						      IBV_QP_SQ_PSN |
-						      IBV_QP_MAX_QP_RD_ATOMIC);
-		}
+		e->rem_qpn[i] = c->qpn[i];
+		rc = ohc_vx_qp_rtr(vi, e, i, c->psn);
+		if (!rc)
+			rc = ohc_vx_qp_rts(vi, e, i);
 		if (rc) {
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: QP %u to rank %u (remote QP %u): "
@@ -1824,7 +2051,11 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 		if (fd < 0)
 			continue;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (sock_io(fd, &c, sizeof(c), 0, deadline) ||
+		/* a peer writes its record as soon as it is connected: a
+		 * connection that says nothing for 2 s is dropped, not
+		 * waited for until the deadline */
+		if (sock_io(fd, &c, sizeof(c), 0,
+			    OHC_MIN(deadline, ohc_deadline_after_ms(2000))) ||
 		    conn_check(vi, &c) < 0 || c.from >= rank ||
 		    !(e = vi->by_peer[c.from]) || e->sock >= 0) {
 			close(fd); /* a stranger or a duplicate */
@@ -1867,7 +2098,170 @@ static ohc_status_t vx_iface_connect(struct ohc_iface *iface,
 	vi->listen_fd = -1;
 	OHC_INFO(OHC_SS_VERBS, "rank %u: %u RDMA connections up on %s", rank, n,
 		 vi->dev_name);
+	ohc_vx_service_add(vi);
 	return OHC_OK;
+}
+
+/* ---- the ops, each under the iface's lock ------------------------- */
+
+static unsigned vx_iface_progress(struct ohc_iface *iface)
+{
+	unsigned n;
+
+	VX_LOCK(iface);
+	n = iface_progress_locked(iface);
+	VX_UNLOCK(iface);
+	return n;
+}
+
+static ohc_status_t vx_ep_send(struct ohc_ep *ep, struct ohc_req *req)
+{
+	ohc_status_t st;
+
+	VX_LOCK(ep->iface);
+	st = ep_send_locked(ep, req);
+	VX_UNLOCK(ep->iface);
+	return st;
+}
+
+static ohc_status_t vx_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
+{
+	ohc_status_t st;
+
+	VX_LOCK(ep->iface);
+	st = ep_recv_locked(ep, req);
+	VX_UNLOCK(ep->iface);
+	return st;
+}
+
+static ohc_status_t vx_ep_check(struct ohc_ep *ep)
+{
+	ohc_status_t st;
+
+	VX_LOCK(ep->iface);
+	st = ep_check_locked(ep);
+	VX_UNLOCK(ep->iface);
+	return st;
+}
+
+static void vx_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
+{
+	VX_LOCK(ep->iface);
+	ep_cancel_locked(ep, status);
+	VX_UNLOCK(ep->iface);
+}
+
+static void vx_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
+{
+	VX_LOCK(iface);
+	iface_abort_locked(iface, reason);
+	VX_UNLOCK(iface);
+}
+
+static void vx_ep_quiesce(struct ohc_ep *ep)
+{
+	VX_LOCK(ep->iface);
+	ep_quiesce_locked(ep);
+	VX_UNLOCK(ep->iface);
+}
+
+static void vx_ep_fini(struct ohc_ep *ep)
+{
+	VX_LOCK(ep->iface);
+	ep_fini_locked(ep);
+	VX_UNLOCK(ep->iface);
+}
+
+static ohc_status_t vx_mem_reg(struct ohc_iface *iface, void *addr, size_t len,
+			       const struct ohc_mem_desc *desc, void **handle_p)
+{
+	ohc_status_t st;
+
+	VX_LOCK(iface);
+	st = ohc_vx_mem_reg(iface, addr, len, desc, handle_p);
+	VX_UNLOCK(iface);
+	return st;
+}
+
+static void vx_mem_dereg(struct ohc_iface *iface, void *handle)
+{
+	VX_LOCK(iface);
+	ohc_vx_mem_dereg(iface, handle);
+	VX_UNLOCK(iface);
+}
+
+/* ---- service (vx_service.c) ----------------------------------------- */
+
+int ohc_vx_service_fds(struct ohc_verbs_iface *vi, struct pollfd **pfd,
+		       struct ohc_verbs_iface ***owner, size_t *n, size_t *cap)
+{
+	int busy = 0;
+
+	if (pthread_mutex_trylock(&vi->lock))
+		return 0; /* in use: its owner watches for itself */
+	for (uint32_t r = 0; r <= vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e =
+			r < vi->super.nranks ? vi->by_peer[r] : NULL;
+		int fd = r == vi->super.nranks ? vi->ctx->async_fd : -1;
+
+		if (e && e->connected && !e->broken && !e->peer_abort)
+			fd = e->sock;
+		busy |= e && e->rp.state;
+		if (fd < 0)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? 2 * *cap : 64;
+			struct pollfd *p = realloc(*pfd, c * sizeof(*p));
+			struct ohc_verbs_iface **o;
+
+			if (!p)
+				break;
+			*pfd = p;
+			o = realloc(*owner, c * sizeof(*o));
+			if (!o)
+				break;
+			*owner = o;
+			*cap = c;
+		}
+		(*pfd)[*n] = (struct pollfd){.fd = fd, .events = POLLIN};
+		(*owner)[(*n)++] = vi;
+	}
+	pthread_mutex_unlock(&vi->lock);
+	return busy;
+}
+
+int ohc_vx_service_busy(struct ohc_verbs_iface *vi)
+{
+	for (uint32_t r = 0; r < vi->super.nranks; r++)
+		if (vi->by_peer[r] && __atomic_load_n(&vi->by_peer[r]->rp.state,
+						      __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+void ohc_vx_service_locked(struct ohc_verbs_iface *vi)
+{
+	int replaying = 0;
+
+	iface_async(vi);
+	for (uint32_t r = 0; r < vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (!e || !e->connected || e->broken)
+			continue;
+		ep_sock_check(e);
+		replaying |= e->rp.state != VX_RP_NONE;
+	}
+	if (replaying) {
+		iface_poll(vi);
+		for (uint32_t r = 0; r < vi->super.nranks; r++) {
+			struct ohc_verbs_ep *e = vi->by_peer[r];
+
+			if (e && e->rp.state && !e->broken)
+				ohc_vx_replay_progress(vi, e);
+		}
+	}
+	vx_iface_wake(&vi->super); /* a sleeping owner looks again */
 }
 
 const struct ohc_transport_ops ohc_verbs_ops = {
@@ -1891,7 +2285,7 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.iface_wake = vx_iface_wake,
 	.ep_check = vx_ep_check,
 	.ep_cancel = vx_ep_cancel,
-	.mem_reg = ohc_vx_mem_reg,
-	.mem_dereg = ohc_vx_mem_dereg,
+	.mem_reg = vx_mem_reg,
+	.mem_dereg = vx_mem_dereg,
 	.iface_abort = vx_iface_abort,
 };

@@ -16,14 +16,13 @@
 #define RDV_FLAG (1ull << 63) /* in a header's rdv field */
 #define RDV_STRIPE_MIN (32u * 1024u)
 #define RDV_BATCH 64	/* WRs per ibv_post_send of a stripe in pieces */
-#define WR_KIND_SEND 1u /* as in vx_iface.c */
-#define WR_KIND_RDV 3u
+#define WR_KIND_SEND OHC_VX_WR_SEND
+#define WR_KIND_RDV OHC_VX_WR_RDV
 
-static uint64_t wr_id(const struct ohc_verbs_ep *e, uint32_t qpi, unsigned kind,
-		      uint32_t low)
+static uint64_t wr_id(const struct ohc_verbs_ep *e, uint32_t qpi,
+		      enum ohc_vx_wr_kind kind, uint32_t low)
 {
-	return (uint64_t)e->super.peer << 32 | (uint64_t)qpi << 24 |
-	       (uint64_t)kind << 20 | (low & 0xfffff);
+	return ohc_vx_wr_id(e->super.peer, qpi, kind, low);
 }
 
 static uint32_t req_seq(const struct ohc_req *req)
@@ -38,7 +37,8 @@ int ohc_vx_rdv_large(const struct ohc_verbs_iface *vi, size_t len)
 
 /* Post one signaled WR on QP qpi (not inside a chain being built). */
 static int rdv_post(struct ohc_verbs_ep *e, uint32_t qpi,
-		    struct ibv_send_wr *wr, unsigned kind, uint32_t slot)
+		    struct ibv_send_wr *wr, enum ohc_vx_wr_kind kind,
+		    uint32_t slot)
 {
 	struct ohc_vx_qp *q = &e->qps[qpi];
 	uint32_t covered = q->unsig + 1;
@@ -46,10 +46,9 @@ static int rdv_post(struct ohc_verbs_ep *e, uint32_t qpi,
 
 	wr->next = NULL;
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	wr->wr_id = (uint64_t)e->super.peer << 32 | (uint64_t)qpi << 24 |
-		    (uint64_t)kind << 20 |
-		    (kind == WR_KIND_RDV ? (slot << 12 | covered)
-					 : (covered & 0xfffff));
+	wr->wr_id =
+		wr_id(e, qpi, kind,
+		      kind == WR_KIND_RDV ? (slot << 12 | covered) : covered);
 	rc = ohc_vx_post_send(q->qp, wr);
 	if (!rc) {
 		q->sq_inflight++;
@@ -228,6 +227,21 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	return n;
 }
 
+/* How a direct rendezvous of len bytes is striped over nqps QPs; both
+ * sides compute it (the receiver checks the count the sender announces). */
+static uint32_t stripes_of(size_t len, uint32_t nqps, size_t *chunk_p)
+{
+	uint32_t ns = nqps;
+	size_t chunk;
+
+	if (len / RDV_STRIPE_MIN < ns)
+		ns = (uint32_t)OHC_MAX(len / RDV_STRIPE_MIN, 1);
+	chunk = ((len + ns - 1) / ns + 63) & ~(size_t)63;
+	if (chunk_p)
+		*chunk_p = chunk;
+	return (uint32_t)((len + chunk - 1) / chunk);
+}
+
 /* Take up the message of a direct CTS: register the source, plan the
  * stripes; -1 if that failed (the ep is failed). */
 static int tx_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -235,14 +249,10 @@ static int tx_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 {
 	struct vx_rdv_tx *t = &e->rdv.tx[req_seq(req) % OHC_VX_RDV_N];
 	size_t len = req->len;
-	uint32_t ns = e->nqps;
 	int zc;
 
-	if (len / RDV_STRIPE_MIN < ns)
-		ns = (uint32_t)OHC_MAX(len / RDV_STRIPE_MIN, 1);
 	memset(t, 0, sizeof(*t));
-	t->chunk = ((len + ns - 1) / ns + 63) & ~(size_t)63;
-	t->ns = (uint32_t)((len + t->chunk - 1) / t->chunk);
+	t->ns = stripes_of(len, e->nqps, &t->chunk);
 	t->mr = ohc_vx_mr_get(vi, req->sbuf, len, 0, &zc);
 	if (!t->mr) {
 		char why[160];
@@ -281,7 +291,7 @@ static int tx_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		struct ibv_send_wr wrs[RDV_BATCH];
 		struct ibv_sge sgs[RDV_BATCH];
 		uint32_t n = 0, max, used = q->sq_inflight + q->nchain + 1;
-		unsigned kind;
+		enum ohc_vx_wr_kind kind;
 		int rc;
 
 		if (used >= vi->sq_depth)
@@ -429,7 +439,7 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 /*
  * A landing CTS for a send from exported memory: take the send buffer's
  * registration and start writing. 0: decline (not exported, or no
- * registration), the message goes eager.
+ * registration), the message goes eager; -1: the ep failed.
  */
 static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			 struct ohc_req *req, const struct vx_rdv_cts *cts)
@@ -440,6 +450,12 @@ static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	if (!cts->land_n)
 		return 0;
+	/* the peer's landing geometry within what any receiver offers */
+	if (cts->land_n > OHC_VX_LAND_CHUNKS || !cts->land_chunk ||
+	    cts->land_chunk > OHC_VX_LAND_CHUNK || cts->land_chunk % 64) {
+		ohc_vx_ep_fail(e, 0, "protocol error: landing geometry");
+		return -1;
+	}
 	memset(t, 0, sizeof(*t));
 	t->mr = ohc_vx_mr_get(vi, req->sbuf, req->len, 0, &zc);
 	if (!t->mr)
@@ -505,7 +521,10 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (cts->land_chunk && req->smem) {
 			if (r->tx[slot].req)
 				break; /* the slot's previous send: acks */
-			if (tx_land_start(vi, e, req, cts)) {
+			rc = tx_land_start(vi, e, req, cts);
+			if (rc < 0)
+				break;
+			if (rc) {
 				r->cts_ok[slot] = 0;
 				n++;
 				continue;
@@ -638,6 +657,12 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			       "data");
 		return;
 	}
+	/* the sender's stripe count must be the one this length gives:
+	 * fewer would complete the receive while writes still come */
+	if (((imm >> 16) & 0x3fff) != stripes_of(req->len, e->nqps, NULL)) {
+		ohc_vx_ep_fail(e, 0, "protocol error: rendezvous stripes");
+		return;
+	}
 	if (++x->seen < ((imm >> 16) & 0x3fff))
 		return;
 	if (req->kind == OHC_RECV_REDUCE_TO)
@@ -716,4 +741,17 @@ void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		ohc_list_del(&req->link);
 		ohc_req_complete(req, status);
 	}
+}
+
+int ohc_vx_rdv_idle(const struct ohc_verbs_ep *e)
+{
+	const struct vx_rdv *r = &e->rdv;
+
+	if (r->txq.next &&
+	    (!ohc_list_empty(&r->txq) || !ohc_list_empty(&r->rxq)))
+		return 0;
+	for (unsigned i = 0; i < OHC_VX_RDV_N; i++)
+		if (r->tx[i].req || r->rx[i].req || r->cts_ok[i])
+			return 0;
+	return r->grants_due == 0;
 }

@@ -298,10 +298,22 @@ int ohc_vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return rc;
 }
 
+static void (*fault_mutator)(struct ibv_send_wr *wr); /* atomic */
+
+void ohc_vx_fault_mutate(void (*fn)(struct ibv_send_wr *wr))
+{
+	__atomic_store_n(&fault_mutator, fn, __ATOMIC_RELEASE);
+}
+
 int ohc_vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr)
 {
+	void (*mutate)(struct ibv_send_wr *) =
+		__atomic_load_n(&fault_mutator, __ATOMIC_ACQUIRE);
 	struct ibv_send_wr *bad;
 	int rc = fault_hit(OHC_VX_POST_SEND);
+
+	if (mutate)
+		mutate(wr);
 
 	if (rc == OHC_VX_FAULT_QP_ERR) /* the QP breaks under this post */
 		rc = ohc_vx_fault_qp_error(qp);

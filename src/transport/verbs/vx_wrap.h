@@ -37,6 +37,9 @@ void ohc_vx_fault_arm(enum ohc_vx_call call, unsigned skip, int err);
 void ohc_vx_fault_clear(void);
 /* Move qp to IBV_QPS_ERR as a fatal error would: 0 or an errno. */
 int ohc_vx_fault_qp_error(struct ibv_qp *qp);
+/* A peer that lies (tests): fn sees every WR list before it is posted
+ * and may change it (NULL disarms). Per process. */
+void ohc_vx_fault_mutate(void (*fn)(struct ibv_send_wr *wr));
 
 struct ibv_device **ohc_vx_get_device_list(int *n_p);
 void ohc_vx_free_device_list(struct ibv_device **list);

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The verbs service thread: one per process while any verbs iface is
+ * connected. It watches what may need an answer while no operation of
+ * that iface's communicator runs: the setup sockets (a peer's replay
+ * handshake, its abort, its end) and the async-event fd (a port going
+ * down). When one of them stirs, or while a replay runs, it takes the
+ * iface's lock if nobody holds it (trylock: an owner inside an operation
+ * answers by itself) and lets vx_iface.c service it; then it wakes the
+ * iface, so that a rank asleep in iface_wait looks again.
+ *
+ * Without it, a replay could wait for a peer busy in an operation of
+ * another communicator, which itself waits for us: each rank of a job
+ * runs operations on several communicators, one at a time.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "transport/verbs/verbs.h"
+#include "util/list.h"
+#include "util/log.h"
+
+struct svc {
+	pthread_t thread;
+	int wake_fd;
+	int stop; /* under reg_lock */
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ohc_list reg = OHC_LIST_INIT(reg); /* of ohc_verbs_iface */
+static struct svc *running;			 /* under reg_lock */
+static pid_t running_pid;
+
+/* fds to watch, with their iface (index-aligned) */
+struct watch {
+	struct pollfd *pfd;
+	struct ohc_verbs_iface **owner;
+	size_t n, cap;
+};
+
+static int watch_add(struct watch *w, int fd, struct ohc_verbs_iface *vi)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct pollfd *p = realloc(w->pfd, cap * sizeof(*p));
+		struct ohc_verbs_iface **o;
+
+		if (!p)
+			return -1;
+		w->pfd = p;
+		o = realloc(w->owner, cap * sizeof(*o));
+		if (!o)
+			return -1;
+		w->owner = o;
+		w->cap = cap;
+	}
+	w->pfd[w->n] = (struct pollfd){.fd = fd, .events = POLLIN};
+	w->owner[w->n++] = vi;
+	return 0;
+}
+
+static int registered_locked(const struct ohc_verbs_iface *vi)
+{
+	struct ohc_list *pos;
+
+	ohc_list_for_each(pos, &reg)
+	{
+		if (ohc_container_of(pos, struct ohc_verbs_iface, svc_link) ==
+		    vi)
+			return 1;
+	}
+	return 0;
+}
+
+static void *svc_main(void *arg)
+{
+	struct svc *s = arg;
+	struct watch w = {0};
+
+	for (;;) {
+		struct ohc_list *pos;
+		int busy = 0, missed = 0;
+		uint64_t v;
+
+		w.n = 0;
+		pthread_mutex_lock(&reg_lock);
+		if (s->stop) {
+			pthread_mutex_unlock(&reg_lock);
+			break;
+		}
+		watch_add(&w, s->wake_fd, NULL);
+		ohc_list_for_each(pos, &reg)
+		{
+			struct ohc_verbs_iface *vi = ohc_container_of(
+				pos, struct ohc_verbs_iface, svc_link);
+
+			busy |= ohc_vx_service_fds(vi, &w.pfd, &w.owner, &w.n,
+						   &w.cap);
+		}
+		pthread_mutex_unlock(&reg_lock);
+		/* a replay in progress needs steps (markers, the port) even
+		 * when no fd stirs */
+		(void)poll(w.pfd, w.n, busy ? 10 : 1000);
+		if (w.pfd[0].revents)
+			(void)!read(s->wake_fd, &v, sizeof(v));
+		pthread_mutex_lock(&reg_lock);
+		ohc_list_for_each(pos, &reg)
+		{
+			struct ohc_verbs_iface *vi = ohc_container_of(
+				pos, struct ohc_verbs_iface, svc_link);
+			int stirred = 0;
+
+			for (size_t k = 1; k < w.n; k++)
+				stirred |= w.owner[k] == vi && w.pfd[k].revents;
+			if (!stirred && !ohc_vx_service_busy(vi))
+				continue;
+			if (pthread_mutex_trylock(&vi->lock)) {
+				missed = 1; /* its owner is in it now */
+				continue;
+			}
+			ohc_vx_service_locked(vi);
+			pthread_mutex_unlock(&vi->lock);
+		}
+		pthread_mutex_unlock(&reg_lock);
+		if (missed)
+			usleep(5000); /* the fds stay readable: no spinning */
+	}
+	free(w.pfd);
+	free(w.owner);
+	return NULL;
+}
+
+static struct svc *svc_start_locked(void)
+{
+	struct svc *s = calloc(1, sizeof(*s));
+	sigset_t all, old;
+	int rc;
+
+	if (!s)
+		return NULL;
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0) {
+		free(s);
+		return NULL;
+	}
+	/* the thread takes no signals: they belong to the user's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, svc_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		close(s->wake_fd);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void ohc_vx_service_add(struct ohc_verbs_iface *vi)
+{
+	pthread_mutex_lock(&reg_lock);
+	if (running && running_pid != getpid()) {
+		/* inherited through fork(): no thread behind it here */
+		ohc_list_init(&reg);
+		running = NULL;
+	}
+	ohc_list_add_tail(&reg, &vi->svc_link);
+	if (!running) {
+		running = svc_start_locked();
+		running_pid = getpid();
+		if (!running)
+			OHC_WARN(OHC_SS_VERBS,
+				 "rank %u: cannot start the verbs service "
+				 "thread: replays need both sides in an "
+				 "operation of the communicator",
+				 vi->super.rank);
+	} else {
+		uint64_t one = 1;
+
+		(void)!write(running->wake_fd, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void ohc_vx_service_del(struct ohc_verbs_iface *vi)
+{
+	struct svc *stop = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	if (!registered_locked(vi)) {
+		pthread_mutex_unlock(&reg_lock);
+		return;
+	}
+	ohc_list_del(&vi->svc_link);
+	if (ohc_list_empty(&reg) && running && running_pid == getpid()) {
+		uint64_t one = 1;
+
+		stop = running;
+		stop->stop = 1;
+		(void)!write(stop->wake_fd, &one, sizeof(one));
+		running = NULL;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (stop) { /* the last iface: no thread, no fd left behind */
+		pthread_join(stop->thread, NULL);
+		close(stop->wake_fd);
+		free(stop);
+	}
+}

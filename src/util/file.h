@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OHC_UTIL_FILE_H
+#define OHC_UTIL_FILE_H
+
+#include <stddef.h>
+
+#include "util/status.h"
+
+/*
+ * Read a whole regular file named by configuration or by the user (rank
+ * table, whitelist, secret). The open never blocks: a FIFO without a
+ * writer, a device, a socket or a directory is refused, as is a file of
+ * more than max bytes. On success *buf_p holds the bytes plus a
+ * terminating NUL (caller frees) and *len_p their count. On failure
+ * nothing is logged: why (why_len bytes) says what went wrong, for the
+ * caller's own message. OHC_ERR_OPEN_FILE (cannot open or read),
+ * OHC_ERR_INVALID (not a regular file, too large), OHC_ERR_NO_MEMORY.
+ */
+ohc_status_t ohc_file_read(const char *path, size_t max, char **buf_p,
+			   size_t *len_p, char *why, size_t why_len);
+
+#endif
