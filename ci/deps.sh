@@ -9,9 +9,10 @@ build_pkgs=(build-essential cmake pkg-config libibverbs-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
 # python/ (hccl package, hccl.torch's C++ extension, its pytest suite; the
-# launcher's tests run one job under mpirun). For /usr/bin/python3.
+# launcher's tests run jobs under mpirun and under a one-node Slurm of
+# their own). For /usr/bin/python3.
 python_pkgs=(python3-numpy python3-pytest python3-torch libtorch-dev
-	python3-pybind11 openmpi-bin)
+	python3-pybind11 openmpi-bin slurmctld slurmd slurm-client)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
 # a one-node Slurm for test/tools/slurm.sh, and MPICH's mpirun (tools.*)
 slurm_pkgs=(slurmctld slurmd slurm-client mpich)

@@ -263,3 +263,92 @@ def test_given_rank_table(tmp_path):
     r = launch(3, "np_worker.py", "world",
                launcher_args=["--rank-table", str(t)])
     assert r.returncode != 0 and "gives node 0 2 ranks" in r.stderr
+
+
+SLURM_CONF = """ClusterName=ohcpy
+SlurmctldHost={h}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort={p1}
+SlurmdPort={p2}
+AuthType=auth/none
+CredType=cred/none
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+SlurmdParameters=config_overrides
+NodeName={h} NodeAddr=127.0.0.1 CPUs=64 State=UNKNOWN
+PartitionName=debug Nodes={h} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
+"""
+
+
+@pytest.fixture
+def slurm(tmp_path):
+    """A one-node Slurm of our own (free ports, a scratch folder; the
+    shared notes/slurm.md recipe), stopped afterwards."""
+    d = tmp_path / "slurm"
+    for sub in ("state", "spool"):
+        (d / sub).mkdir(parents=True)
+    h = socket.gethostname().split(".")[0]
+    conf = d / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(h=h, d=d, p1=_free_port(),
+                                      p2=_free_port()))
+    e = env({"SLURM_CONF": str(conf)})
+    daemons = [subprocess.Popen([prog, "-D", "-f", str(conf)] + extra,
+                                env=e, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+               for prog, extra in (("slurmctld", ["-i"]), ("slurmd", []))]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = subprocess.run(["sinfo", "-h", "-N", "-o", "%t"], env=e,
+                               capture_output=True, text=True)
+            if r.stdout.strip() == "idle":
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the Slurm node never became idle")
+        yield e
+    finally:
+        subprocess.run(["scancel", "--user=root"], env=e,
+                       capture_output=True)
+        for p in daemons:
+            p.terminate()
+        for p in daemons:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def test_under_srun(slurm):
+    """srun -n 2 (two "nodes" on this host) python3 -m hccl.run -n 2:
+    four ranks; node 0 is the job's first node (scontrol); a failing rank
+    makes srun exit with its code."""
+    base = ["timeout", "120", "srun", "-n", "2", "--mpi=none", PY, "-m",
+            "hccl.run", "-n", "2"]
+    r = subprocess.run(base + [os.path.join(WORKERS, "np_worker.py"),
+                               "world"], env=slurm, capture_output=True,
+                       text=True, timeout=150)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(re.findall(r"PASS world rank (\d)", r.stdout)) == \
+        ["0", "1", "2", "3"], r.stdout
+    r = subprocess.run(base + [W, "exit", "3", "6"], env=slurm,
+                       capture_output=True, text=True, timeout=150)
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert "rank 3 exited with code 6" in r.stderr, r.stderr
