@@ -128,6 +128,7 @@ def _declare(hccl, acl):
     _proto(hccl, "HcclGetErrorString", cs, [res])
     _proto(acl, "aclInit", res, [cs])
     _proto(acl, "aclFinalize", res, [])
+    _proto(acl, "aclFinalizeReference", res, [c.POINTER(c.c_uint64)])
     _proto(acl, "aclrtSetDevice", res, [i32])
     _proto(acl, "aclrtResetDevice", res, [i32])
     _proto(acl, "aclrtGetDeviceCount", res, [pu32])

@@ -16,7 +16,9 @@ every thread that calls into the library through this package (the
 ``Hcom*`` calls look groups up by the calling thread's device).
 
 Torn down at interpreter exit (atexit): groups made with
-``create_group``, then the world communicator, the device, the runtime.
+``create_group``, then the world communicator, the device, and this
+package's reference to the runtime (aclFinalizeReference: the runtime
+ends with its last user).
 """
 import atexit
 import ctypes
@@ -45,7 +47,6 @@ class _State(object):
         self.size = 1
         self.device = 0
         self.source = ""
-        self.acl_owned = False
         self.device_sets = 0  # aclrtSetDevice calls to undo
         self.gen = next(_generations)
 
@@ -125,12 +126,10 @@ def init(rank_table=None, rank=None, device=None):
         ret = acl.aclInit(None)
         if ret not in (0, _lib.ACL_ERROR_REPEAT_INITIALIZE):
             raise RuntimeError("aclInit failed: %d" % ret)
-        st.acl_owned = ret == 0
         ret = acl.aclrtSetDevice(st.device)
         st.device_sets = 1 if ret == 0 else 0
         if ret != 0:
-            if st.acl_owned:
-                acl.aclFinalize()
+            acl.aclFinalizeReference(None)
             raise RuntimeError("aclrtSetDevice(%d) failed: %d"
                                % (st.device, ret))
         comm = ctypes.c_void_p()
@@ -164,8 +163,7 @@ def init(rank_table=None, rank=None, device=None):
             if comm.value:
                 hccl.HcclCommDestroy(comm)
             acl.aclrtResetDevice(st.device)
-            if st.acl_owned:
-                acl.aclFinalize()
+            acl.aclFinalizeReference(None)
             raise
         st.comm = comm
         _tls.device = st.device
@@ -260,5 +258,6 @@ def finalize():
         hccl.HcclCommDestroy(st.comm)
         for _ in range(st.device_sets):
             acl.aclrtResetDevice(st.device)
-        if st.acl_owned:
-            acl.aclFinalize()
+        # Our reference only: hccl.torch's groups (or the application)
+        # may still use the runtime.
+        acl.aclFinalizeReference(None)

@@ -24,7 +24,7 @@ def extension():
 # One launch per process count runs these in turn in one process group
 # ("errors" last: it leaves the group failed and destroys it).
 SCENARIOS = ["all_reduce", "rooted", "gather_scatter", "all_to_all", "p2p",
-             "barrier", "subgroups", "ddp", "errors"]
+             "barrier", "subgroups", "mixed", "ddp", "errors"]
 COUNTS = [1, 2, 4]
 
 

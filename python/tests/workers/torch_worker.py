@@ -421,6 +421,21 @@ def scenario_subgroups():
     assert torch.equal(chained.wait(), torch.full((1000,), float(N)))
 
 
+def scenario_mixed():
+    """hccl's numpy world group and the torch backend in one process:
+    finalizing the former leaves the latter (and the runtime) alone."""
+    import numpy as np
+    import hccl
+    x = hccl.all_reduce(np.full(3, RANK + 1.0))
+    assert x.tolist() == [N * (N + 1) / 2] * 3
+    hccl.finalize()
+    t = torch.full((3,), RANK + 1.0)
+    dist.all_reduce(t)
+    assert t.tolist() == [N * (N + 1) / 2] * 3
+    x = hccl.all_reduce(np.ones(2))  # the world group again
+    assert x.tolist() == [float(N)] * 2
+
+
 def scenario_errors():
     t = torch.ones(4)
     raises(lambda: dist.all_reduce(t, op=dist.ReduceOp.AVG),
