@@ -59,7 +59,7 @@ def rank_main(args):
     import hccl.torch  # noqa: F401
     torch.set_num_threads(1)  # n ranks share the machine's cores
     dist.init_process_group("hccl")
-    rank, n = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     gloo = dist.new_group(backend="gloo")
     groups = [("hccl", dist.group.WORLD), ("gloo", gloo)]
     res = {"allreduce": {}, "ddp": {}}
