@@ -2,12 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages OpenHCCL needs to build, test and benchmark,
 # skipping what is already there.
-# Usage: ci/deps.sh [build|bench|slurm|plot|fuzz|all]
+# Usage: ci/deps.sh [build|bench|python|slurm|plot|fuzz|all]
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libibverbs-dev
 	libnuma-dev libjansson-dev libcriterion-dev)
 bench_pkgs=(openmpi-bin libopenmpi-dev)
+# python/ (hccl package, hccl.torch's C++ extension, its pytest suite; the
+# launcher's tests run jobs under mpirun and under a one-node Slurm of
+# their own). For /usr/bin/python3.
+python_pkgs=(python3-numpy python3-pytest python3-torch libtorch-dev
+	python3-pybind11 openmpi-bin slurmctld slurmd slurm-client)
 vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
 # a one-node Slurm for test/tools/slurm.sh, and MPICH's mpirun (tools.*)
 slurm_pkgs=(slurmctld slurmd slurm-client mpich)
@@ -19,12 +24,13 @@ fuzz_pkgs=(clang libclang-rt-14-dev)
 case "${1:-all}" in
 build) want=("${build_pkgs[@]}") ;;
 bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+python) want=("${build_pkgs[@]}" "${python_pkgs[@]}") ;;
 slurm) want=("${slurm_pkgs[@]}") ;;
 plot) want=("${plot_pkgs[@]}") ;;
 fuzz) want=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
-all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${vm_pkgs[@]}"
-	"${slurm_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
-*) echo "usage: $0 [build|bench|slurm|plot|fuzz|all]" >&2; exit 2 ;;
+all) want=("${build_pkgs[@]}" "${bench_pkgs[@]}" "${python_pkgs[@]}"
+	"${vm_pkgs[@]}" "${slurm_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
+*) echo "usage: $0 [build|bench|python|slurm|plot|fuzz|all]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -24,6 +24,9 @@ run_suite() {
 echo "== release build (-Werror) =="
 run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+echo "== Python and torch (pytest, against build/ci) =="
+bash ci/python.sh build/ci
+
 # The tools under a real one-node Slurm (slurmctld + slurmd started and
 # stopped by the script, about 5 s): srun --mpi=pmi2 -n 4 all_reduce_test.
 echo "== Slurm: srun the hccl_test tools =="

@@ -545,6 +545,30 @@ OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
 			 config, subComm);
 }
 
+/*
+ * HCCL's sub-communicators take rankIds sorted ascending (the split itself
+ * numbers ranks in list order, which HcomCreateGroup relies on). A list
+ * whose length the split refuses anyway is left to it, unread.
+ */
+static HcclResult check_sorted(const struct ohc_comm *parent, uint32_t rankNum,
+			       const uint32_t *rankIds)
+{
+	if (rankNum == 0 || rankNum > parent->nranks)
+		return HCCL_SUCCESS;
+	for (uint32_t i = 1; i < rankNum; i++) {
+		if (rankIds[i] > rankIds[i - 1])
+			continue;
+		OHC_ERROR(OHC_SS_API,
+			  "%s: rankIds[%u] = %u %s rankIds[%u] = %u: the list "
+			  "must be sorted ascending, without duplicates",
+			  "HcclCreateSubCommConfig", i, rankIds[i],
+			  rankIds[i] == rankIds[i - 1] ? "repeats" : "is below",
+			  i - 1, rankIds[i - 1]);
+		return HCCL_E_PARA;
+	}
+	return HCCL_SUCCESS;
+}
+
 static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
 			    uint32_t *rankIds, uint64_t subCommId,
 			    uint32_t subCommRankId, HcclCommConfig *config,
@@ -583,6 +607,8 @@ static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
 			  "HcclCreateSubCommConfig", !rankIds ? "rankIds" : "config");
 		return HCCL_E_PTR;
 	}
+	if (check_sorted(parent, rankNum, rankIds) != HCCL_SUCCESS)
+		return HCCL_E_PARA;
 	if (env_check() != HCCL_SUCCESS)
 		return HCCL_E_PARA;
 	/* A refused config still takes part, so the others hear of it. */

@@ -6,11 +6,10 @@
  * calling thread's device (as HcclCommGetHandleWithName finds it). A
  * custom group is a sub-communicator of it (ohc_comm_split, named like
  * the group), kept in a registry keyed by (name, device) together with
- * its world ranks. The rankIds list must be sorted ascending: the
- * sub-communicator numbers its ranks in ascending world order, and
- * group rank i is rankIds[i], so a sorted list keeps the group's ranks
- * identical to the communicator's (HcclGetRankId on its handle, roots
- * of its collectives). An unsorted list is refused with HCCL_E_PARA.
+ * its world ranks. The rankIds list may come in any order (each world
+ * rank once): group rank i is rankIds[i], and the sub-communicator numbers
+ * its ranks the same way, so the group's ranks are the communicator's
+ * (HcclGetRankId on its handle, roots of its collectives).
  *
  * A group must be destroyed with HcomDestroyGroup, not HcclCommDestroy
  * on its handle. Gradient-fusion strategies are validated and stored
@@ -190,6 +189,8 @@ static HcclResult check_rank_list(const struct ohc_comm *world,
 {
 	const char *fn = "HcomCreateGroup";
 	uint32_t index = UINT32_MAX;
+	HcclResult ret = HCCL_SUCCESS;
+	uint8_t *seen;
 
 	if (rankNum == 0 || rankNum > world->nranks ||
 	    rankNum > GROUP_RANKS_MAX) {
@@ -199,26 +200,34 @@ static HcclResult check_rank_list(const struct ohc_comm *world,
 			  fn, group, rankNum, world->nranks);
 		return HCCL_E_PARA;
 	}
-	for (uint32_t i = 0; i < rankNum; i++) {
+	seen = calloc(world->nranks, 1);
+	if (!seen) {
+		OHC_ERROR(OHC_SS_API, "%s: group '%s': out of memory", fn,
+			  group);
+		return HCCL_E_MEMORY;
+	}
+	for (uint32_t i = 0; i < rankNum && ret == HCCL_SUCCESS; i++) {
 		if (rankIds[i] >= world->nranks) {
 			OHC_ERROR(OHC_SS_API,
 				  "%s: group '%s': rankIds[%u] = %u is not a "
 				  "world rank (world size %u)",
 				  fn, group, i, rankIds[i], world->nranks);
-			return HCCL_E_PARA;
-		}
-		if (i && rankIds[i] <= rankIds[i - 1]) {
+			ret = HCCL_E_PARA;
+		} else if (seen[rankIds[i]]) {
 			OHC_ERROR(OHC_SS_API,
-				  "%s: group '%s': rankIds[%u] = %u after "
-				  "rankIds[%u] = %u: the list must be sorted "
-				  "ascending without duplicates",
-				  fn, group, i, rankIds[i], i - 1,
-				  rankIds[i - 1]);
-			return HCCL_E_PARA;
+				  "%s: group '%s': rankIds[%u] = %u is listed "
+				  "twice",
+				  fn, group, i, rankIds[i]);
+			ret = HCCL_E_PARA;
+		} else {
+			seen[rankIds[i]] = 1;
+			if (rankIds[i] == world->rank)
+				index = i;
 		}
-		if (rankIds[i] == world->rank)
-			index = i;
 	}
+	free(seen);
+	if (ret != HCCL_SUCCESS)
+		return ret;
 	if (index == UINT32_MAX) {
 		OHC_ERROR(OHC_SS_API,
 			  "%s: group '%s': the calling world rank %u is not "

@@ -127,10 +127,12 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 			     struct ohc_comm **comm_p);
 /*
  * Sub-communicator (subcomm.c, HcclCreateSubCommConfig): collective over
- * the parent ranks ranks[0..nranks) only (sorted ascending, no duplicates,
- * the caller's parent rank at ranks[index]); ranks outside the list do not
- * call. Members must pass the same list, id and configuration: the lowest
- * listed rank compares them and every member gets the same verdict
+ * the parent ranks ranks[0..nranks) only (in any order, no duplicates, the
+ * caller's parent rank at ranks[index]; rank i of the result is parent rank
+ * ranks[i]); ranks outside the list do not call. HcclCreateSubCommConfig
+ * asks for a sorted list (HCCL's rule), HcomCreateGroup takes any order.
+ * Members must pass the same list, id and configuration: the first listed
+ * rank compares them and every member gets the same verdict
  * (OHC_ERR_INVALID naming the rank and the field that differ, or the
  * bootstrap's OHC_ERR_TIMEOUT naming a rank that never came). cfg NULL
  * means the caller's configuration was refused (already logged): the call

@@ -2,7 +2,7 @@
 /*
  * Sub-communicators (HcclCreateSubCommConfig): a new communicator over a
  * subset of a parent's ranks, without a new rendezvous. The members first
- * agree over the parent's bootstrap (point to point, to the lowest listed
+ * agree over the parent's bootstrap (point to point, to the first listed
  * rank, the "leader"): each sends what it was asked to build, the leader
  * compares and answers everyone with one verdict. Only then the parent's
  * bootstrap is split (ohc_bootstrap_split, local) and a communicator with
@@ -84,12 +84,14 @@ static uint64_t hash_str(const char *s)
 
 /*
  * Checks that need nobody else: a list this rank cannot even address (out
- * of range, unsorted, duplicates, without the caller) fails at once; the
- * listed members then time out waiting for this rank.
+ * of range, duplicates, without the caller) fails at once; the listed
+ * members then time out waiting for this rank.
  */
 static ohc_status_t split_check_list(const struct ohc_comm *parent,
 				     uint32_t nranks, const uint32_t *ranks)
 {
+	ohc_status_t status = OHC_OK;
+	uint8_t *seen;
 	int found = 0;
 
 	if (nranks == 0 || nranks > parent->nranks) {
@@ -99,7 +101,10 @@ static ohc_status_t split_check_list(const struct ohc_comm *parent,
 			  parent->name, parent->rank, nranks, parent->nranks);
 		return OHC_ERR_INVALID;
 	}
-	for (uint32_t i = 0; i < nranks; i++) {
+	seen = calloc(parent->nranks, 1);
+	if (!seen)
+		return OHC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < nranks && status == OHC_OK; i++) {
 		if (ranks[i] >= parent->nranks) {
 			OHC_ERROR(OHC_SS_INIT,
 				  "sub-communicator of '%s' (rank %u): "
@@ -107,32 +112,28 @@ static ohc_status_t split_check_list(const struct ohc_comm *parent,
 				  "parent (size %u)",
 				  parent->name, parent->rank, i, ranks[i],
 				  parent->nranks);
-			return OHC_ERR_INVALID;
-		}
-		if (i && ranks[i] <= ranks[i - 1]) {
+			status = OHC_ERR_INVALID;
+		} else if (seen[ranks[i]]) {
 			OHC_ERROR(OHC_SS_INIT,
 				  "sub-communicator of '%s' (rank %u): "
-				  "rankIds[%u] = %u %s rankIds[%u] = %u: the "
-				  "list must be sorted ascending, without "
-				  "duplicates",
-				  parent->name, parent->rank, i, ranks[i],
-				  ranks[i] == ranks[i - 1] ? "repeats"
-							   : "is below",
-				  i - 1, ranks[i - 1]);
-			return OHC_ERR_INVALID;
+				  "rankIds[%u] = %u is listed twice",
+				  parent->name, parent->rank, i, ranks[i]);
+			status = OHC_ERR_INVALID;
+		} else {
+			seen[ranks[i]] = 1;
+			found |= ranks[i] == parent->rank;
 		}
-		if (ranks[i] == parent->rank)
-			found = 1;
 	}
-	if (!found) {
+	free(seen);
+	if (status == OHC_OK && !found) {
 		OHC_ERROR(OHC_SS_INIT,
 			  "sub-communicator of '%s': rank %u is not in rankIds "
 			  "(a rank outside the sub-communicator passes "
 			  "rankIds = NULL)",
 			  parent->name, parent->rank);
-		return OHC_ERR_INVALID;
+		status = OHC_ERR_INVALID;
 	}
-	return OHC_OK;
+	return status;
 }
 
 /* Checks whose failure the other members must hear about. */

@@ -2,7 +2,9 @@
 /*
  * Named groups (hcom.h) end to end, as 4 forked processes over a world
  * communicator named "hccl_world_group" (root info, shm): groups {0,1}
- * and {1,2,3} (world rank 1 in both) created by their members only;
+ * and {1,2,3} (world rank 1 in both) created by their members only, and
+ * {3,0,2} (unsorted: group ranks follow the list, roots and AllGather
+ * blocks too);
  * sizes, ranks, local ranks and both rank mappings; an AllReduce on each
  * group's communicator (found by name); destroy and re-create; a group
  * whose communicator the application destroyed itself; argument
@@ -65,6 +67,30 @@ static int group_allreduce(const char *group, const uint32_t *members,
 			FAIL("rank %d: '%s' allreduce: [%zu] = %d, want %d", wr,
 			     group, i, recv[i], want);
 	}
+	return 0;
+}
+
+/*
+ * The group's communicator numbers its ranks in list order: an AllGather
+ * of world ranks lands in members[] order, and a Broadcast from group
+ * rank 1 carries world rank members[1]'s value.
+ */
+static int group_order(const char *group, const uint32_t *members, uint32_t n,
+		       int wr)
+{
+	uint32_t mine = (uint32_t)wr, all[NR], root_val;
+	HcclComm c = NULL;
+
+	CHECK_RET(HcclCommGetHandleWithName(group, &c), HCCL_SUCCESS);
+	CHECK_RET(HcclAllGather(&mine, all, 1, HCCL_DATA_TYPE_UINT32, c, NULL),
+		  HCCL_SUCCESS);
+	for (uint32_t i = 0; i < n; i++)
+		CHECK_EQ(all[i], members[i]);
+	root_val = (uint32_t)wr * 10 + 7;
+	CHECK_RET(
+		HcclBroadcast(&root_val, 1, HCCL_DATA_TYPE_UINT32, 1, c, NULL),
+		HCCL_SUCCESS);
+	CHECK_EQ(root_val, members[1] * 10 + 7);
 	return 0;
 }
 
@@ -161,10 +187,6 @@ static int check_errors(int wr)
 	CHECK_RET(HcomCreateGroup("gbad", 2, bad), HCCL_E_PARA);
 	bad[1] = (uint32_t)wr; /* duplicate */
 	CHECK_RET(HcomCreateGroup("gbad", 2, bad), HCCL_E_PARA);
-	bad[0] = (uint32_t)(wr + 1) % NR; /* not ascending for wr < 3 */
-	bad[1] = (uint32_t)wr;
-	if (wr < NR - 1)
-		CHECK_RET(HcomCreateGroup("gbad", 2, bad), HCCL_E_PARA);
 	CHECK_RET(HcomCreateGroup("gbad", 0, pair), HCCL_E_PARA);
 	CHECK_RET(HcomCreateGroup("gbad", NR + 1, idx), HCCL_E_PARA);
 	/* Not a member. */
@@ -205,6 +227,8 @@ static int check_errors(int wr)
 
 static const uint32_t g01[2] = {0, 1};
 static const uint32_t g123[3] = {1, 2, 3};
+/* Unsorted, and overlapping both groups above. */
+static const uint32_t g302[3] = {3, 0, 2};
 
 static int in_list(const uint32_t *l, uint32_t n, int wr)
 {
@@ -252,6 +276,17 @@ static int scenario(int wr)
 			return 1;
 	} else {
 		CHECK_RET(HcomGetRankId("g123", &u), HCCL_E_PARA);
+	}
+	if (in_list(g302, 3, wr)) {
+		CHECK_RET(HcomCreateGroup("g302", 3, (uint32_t[]){3, 0, 2}),
+			  HCCL_SUCCESS);
+		if (check_group("g302", g302, 3, wr) ||
+		    group_allreduce("g302", g302, 3, wr) ||
+		    group_order("g302", g302, 3, wr))
+			return 1;
+		CHECK_RET(HcomDestroyGroup("g302"), HCCL_SUCCESS);
+	} else {
+		CHECK_RET(HcomGetRankId("g302", &u), HCCL_E_PARA);
 	}
 	/* The world group is untouched. */
 	if (check_world(wr))

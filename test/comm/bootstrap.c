@@ -1821,12 +1821,13 @@ static void *parent_barriers(void *p)
 	return NULL;
 }
 
-/* Even and odd ranks form sub-groups; each rank runs sub-group
+/* Even and odd ranks form sub-groups (the odd ones listed in descending
+ * order: sub-group ranks follow the list); each rank runs sub-group
  * allgathers in one thread while another runs parent barriers. */
 static int split_body(struct ohc_bootstrap *bs)
 {
 	uint32_t r = ohc_bootstrap_rank(bs), n = ohc_bootstrap_nranks(bs);
-	uint32_t members[8], m = 0, v[8];
+	uint32_t members[8], m = 0, v[8], me;
 	struct ohc_bootstrap *sub = NULL;
 	struct split_side side = {.bs = bs};
 	pthread_t th;
@@ -1834,14 +1835,21 @@ static int split_body(struct ohc_bootstrap *bs)
 
 	for (uint32_t k = r % 2; k < n; k += 2)
 		members[m++] = k;
+	for (uint32_t k = 0; r % 2 && k < m / 2; k++) {
+		uint32_t x = members[k];
+
+		members[k] = members[m - 1 - k];
+		members[m - 1 - k] = x;
+	}
+	me = r % 2 ? m - 1 - r / 2 : r / 2;
 	CHECK(ohc_bootstrap_split(bs, m, members, 100 + r % 2, &sub) == OHC_OK);
-	CHECK(ohc_bootstrap_rank(sub) == r / 2);
+	CHECK(ohc_bootstrap_rank(sub) == me);
 	CHECK(ohc_bootstrap_nranks(sub) == m);
 	CHECK(!strcmp(ohc_bootstrap_hostid(sub, 0),
-		      ohc_bootstrap_hostid(bs, r % 2)));
+		      ohc_bootstrap_hostid(bs, members[0])));
 	pthread_create(&th, NULL, parent_barriers, &side);
 	for (int it = 0; it < 20 && !bad; it++) {
-		v[r / 2] = r * 100 + (uint32_t)it;
+		v[me] = r * 100 + (uint32_t)it;
 		if (ohc_bootstrap_allgather(sub, v, sizeof(v[0])) != OHC_OK)
 			bad = __LINE__;
 		for (uint32_t k = 0; k < m && !bad; k++)
@@ -1859,11 +1867,13 @@ static int split_body(struct ohc_bootstrap *bs)
 
 static int body_split(struct trank *t, struct ohc_bootstrap *bs)
 {
-	uint32_t bad[2] = {0, 5};
+	uint32_t bad[2] = {0, 5}, dup[2];
 	struct ohc_bootstrap *sub;
 
-	(void)t;
 	if (ohc_bootstrap_split(bs, 2, bad, 1, &sub) != OHC_ERR_INVALID)
+		return __LINE__;
+	dup[0] = dup[1] = (uint32_t)t->rank; /* any order, but each once */
+	if (ohc_bootstrap_split(bs, 2, dup, 1, &sub) != OHC_ERR_INVALID)
 		return __LINE__;
 	return split_body(bs);
 }

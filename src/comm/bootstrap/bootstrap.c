@@ -424,6 +424,7 @@ ohc_status_t ohc_bootstrap_split(struct ohc_bootstrap *parent, uint32_t nranks,
 {
 	struct ohc_bootstrap *sub;
 	uint32_t me = BS_NO_RANK;
+	uint8_t *seen;
 
 	if (!parent || !ranks || !sub_p) {
 		OHC_ERROR(OHC_SS_BOOT, "bootstrap split: %s is NULL",
@@ -439,18 +440,25 @@ ohc_status_t ohc_bootstrap_split(struct ohc_bootstrap *parent, uint32_t nranks,
 			  parent->rank, nranks, parent->nranks);
 		return OHC_ERR_INVALID;
 	}
+	seen = calloc(parent->nranks, 1);
+	if (!seen)
+		return OHC_ERR_NO_MEMORY;
 	for (uint32_t i = 0; i < nranks; i++) {
-		if (ranks[i] >= parent->nranks ||
-		    (i && ranks[i] <= ranks[i - 1])) {
+		if (ranks[i] >= parent->nranks || seen[ranks[i]]) {
 			OHC_ERROR(OHC_SS_BOOT,
 				  "bootstrap split: rank %u: ranks[%u] = %u is "
-				  "out of range or not above ranks[%u]",
-				  parent->rank, i, ranks[i], i ? i - 1 : 0);
+				  "%s",
+				  parent->rank, i, ranks[i],
+				  ranks[i] >= parent->nranks ? "out of range"
+							     : "listed twice");
+			free(seen);
 			return OHC_ERR_INVALID;
 		}
+		seen[ranks[i]] = 1;
 		if (ranks[i] == parent->rank)
 			me = i;
 	}
+	free(seen);
 	if (me == BS_NO_RANK) {
 		OHC_ERROR(OHC_SS_BOOT,
 			  "bootstrap split: rank %u is not in the sub-group",

@@ -152,8 +152,8 @@ ohc_status_t ohc_bootstrap_recv(struct ohc_bootstrap *bs, uint32_t peer,
 
 /*
  * Local (no communication): a bootstrap over the parent ranks
- * ranks[0..nranks) (strictly increasing, including the caller's), whose
- * rank i is parent rank ranks[i]. Members pass the same list and id;
+ * ranks[0..nranks) (in any order, each once, including the caller's),
+ * whose rank i is parent rank ranks[i]. Members pass the same list and id;
  * groups with different ids never see each other's messages. It reuses the
  * parent's connections (or in-process state) and keeps them alive: parent
  * and sub-groups may be destroyed in any order. Timeout: the parent's.
