@@ -702,6 +702,66 @@ Test(parse, frame_reader_bounds)
 	close(sv[1]);
 }
 
+/* A frame within the limit holds memory only for the bytes that came: a
+ * peer announcing 256 MiB and sending 100 bytes costs 64 KiB, not 256
+ * MiB; the whole frame still arrives intact. */
+Test(parse, frame_reader_grows_with_data)
+{
+	int sv[2];
+	struct bs_rx rx;
+	struct bs_hdr h = {.type = BS_T_DATA, .len = OHC_BOOTSTRAP_MAX_MSG};
+	uint8_t hdr[BS_HDR_BYTES], body[100], *big;
+	size_t len = (size_t)3 << 20, sent = 0;
+	int err = 0;
+
+	memset(body, 0x5a, sizeof(body));
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+		     0);
+	bs_hdr_encode(&h, hdr);
+	cr_assert_eq(write(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+	cr_assert_eq(write(sv[0], body, sizeof(body)), (ssize_t)sizeof(body));
+	bs_rx_init(&rx, sv[1]);
+	cr_assert_eq(bs_rx_read(&rx, OHC_BOOTSTRAP_MAX_MSG, &err),
+		     OHC_INPROGRESS);
+	cr_expect_eq(rx.pgot, sizeof(body));
+	cr_expect_leq(rx.pcap, (size_t)64 << 10,
+		      "%zu bytes held for a frame 100 bytes into", rx.pcap);
+	bs_rx_reset(&rx);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* A 3 MiB frame through the growing buffer, byte for byte. */
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+		     0);
+	big = malloc(len);
+	cr_assert_not_null(big);
+	for (size_t i = 0; i < len; i++)
+		big[i] = (uint8_t)(i * 7 + (i >> 12));
+	h.len = len;
+	bs_hdr_encode(&h, hdr);
+	cr_assert_eq(write(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+	bs_rx_init(&rx, sv[1]);
+	for (;;) {
+		ssize_t n =
+			sent < len ? write(sv[0], big + sent, len - sent) : 0;
+		ohc_status_t st;
+
+		if (n > 0)
+			sent += (size_t)n;
+		st = bs_rx_read(&rx, OHC_BOOTSTRAP_MAX_MSG, &err);
+		if (st == OHC_OK)
+			break;
+		cr_assert_eq(st, OHC_INPROGRESS, "status %d", st);
+	}
+	cr_assert_eq(rx.pgot, len);
+	cr_assert_eq(memcmp(rx.payload, big, len), 0);
+	free(bs_rx_take(&rx, &h));
+	cr_expect_eq(h.len, len);
+	free(big);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 Test(hostid, basic)
 {
 	char a[OHC_HOSTID_MAX], host[256], tiny[4];

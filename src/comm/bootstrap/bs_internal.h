@@ -291,6 +291,7 @@ struct bs_rx {
 	int have_hdr;
 	uint8_t *payload;
 	size_t pgot;
+	size_t pcap; /* bytes allocated: grows with what arrived */
 };
 
 void bs_rx_init(struct bs_rx *rx, int fd);

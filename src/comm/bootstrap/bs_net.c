@@ -933,6 +933,7 @@ void bs_rx_reset(struct bs_rx *rx)
 	rx->payload = NULL;
 	rx->hgot = 0;
 	rx->pgot = 0;
+	rx->pcap = 0;
 	rx->have_hdr = 0;
 }
 
@@ -960,6 +961,27 @@ static ohc_status_t rx_recv(int fd, void *buf, size_t len, size_t *got_p,
 	}
 }
 
+/*
+ * The payload buffer doubles as bytes arrive, from BS_RX_FIRST: a header
+ * alone (up to max_len) makes us hold no more than a peer really sent.
+ */
+#define BS_RX_FIRST ((size_t)64 << 10)
+
+static ohc_status_t rx_grow(struct bs_rx *rx)
+{
+	size_t cap = rx->pcap ? rx->pcap * 2 : BS_RX_FIRST;
+	uint8_t *p;
+
+	if (cap > rx->hdr.len)
+		cap = rx->hdr.len;
+	p = realloc(rx->payload, cap);
+	if (!p)
+		return OHC_ERR_NO_MEMORY;
+	rx->payload = p;
+	rx->pcap = cap;
+	return OHC_OK;
+}
+
 ohc_status_t bs_rx_read(struct bs_rx *rx, size_t max_len, int *err_p)
 {
 	ohc_status_t status;
@@ -981,16 +1003,16 @@ ohc_status_t bs_rx_read(struct bs_rx *rx, size_t max_len, int *err_p)
 			}
 			rx->have_hdr = 1;
 			rx->pgot = 0;
-			if (rx->hdr.len) {
-				rx->payload = malloc(rx->hdr.len);
-				if (!rx->payload)
-					return OHC_ERR_NO_MEMORY;
-			}
 		}
 		if (rx->pgot == rx->hdr.len)
 			return OHC_OK;
+		if (rx->pgot == rx->pcap) {
+			status = rx_grow(rx);
+			if (status != OHC_OK)
+				return status;
+		}
 		status = rx_recv(rx->fd, rx->payload + rx->pgot,
-				 rx->hdr.len - rx->pgot, &got, err_p);
+				 rx->pcap - rx->pgot, &got, err_p);
 		if (status != OHC_OK)
 			return status;
 		rx->pgot += got;
@@ -1005,6 +1027,7 @@ uint8_t *bs_rx_take(struct bs_rx *rx, struct bs_hdr *h_p)
 	rx->payload = NULL;
 	rx->hgot = 0;
 	rx->pgot = 0;
+	rx->pcap = 0;
 	rx->have_hdr = 0;
 	return p;
 }
