@@ -191,8 +191,11 @@ static void *map_shared(size_t len, int *fd_p)
 
 	if (!shared_slot_take())
 		return MAP_FAILED;
-	fd = memfd_create("ohc-device-mem", MFD_CLOEXEC);
+	/* Sealed at its size: a peer that maps it (zero-copy) can trust
+	 * that it never shrinks under its reads. */
+	fd = memfd_create("ohc-device-mem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
 	    (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
 		    MAP_FAILED) {
 		OHC_DEBUG(OHC_SS_RT,

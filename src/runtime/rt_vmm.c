@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -391,7 +392,7 @@ OHC_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 	if (!ph)
 		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				   "%s: out of memory", fn);
-	fd = memfd_create("ohc-rt-phys", MFD_CLOEXEC);
+	fd = memfd_create("ohc-rt-phys", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		ret = OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				  "%s: memfd_create: %s", fn, strerror(errno));
@@ -401,6 +402,13 @@ OHC_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 		ret = OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
 				  "%s: ftruncate of the memfd to %zu bytes: %s",
 				  fn, size, strerror(errno));
+		goto err_close;
+	}
+	/* Sealed at its size, as peers mapping it require (shm_zc.c). */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		ret = OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
+				  "%s: sealing the memfd: %s", fn,
+				  strerror(errno));
 		goto err_close;
 	}
 	ph->fd = fd;

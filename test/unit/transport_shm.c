@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -17,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1403,4 +1405,63 @@ Test(shm, directory_entries_checked_without_wrapping)
 	e = ok;
 	e.bytes = 64; /* below the smallest ring */
 	cr_expect(!ohc_shm_dir_ent_valid(&e, seg));
+}
+
+/*
+ * Importing a peer's exported memory (zero-copy) trusts only a sealed
+ * memfd: an unsealed one could shrink under our reads (SIGBUS), and a
+ * descriptor naming a FIFO must not block the open (through /proc, as
+ * on kernels without pidfd_getfd). Here the "peer" is this process.
+ */
+Test(shm_zc, import_refuses_unsealed_and_special_files, .timeout = 30)
+{
+	struct ohc_iface iface = {.rank = 0};
+	struct ohc_shm_ep *sep = calloc(1, sizeof(*sep));
+	size_t len = 1 << 20;
+	struct ohc_mem_desc desc = {.id = 1, .fd_size = len};
+	char dir[] = "/tmp/ohc_zc_XXXXXX", fifo[64];
+	const char *p;
+	int fd;
+
+	cr_assert_not_null(sep);
+	sep->super.iface = &iface;
+	sep->super.peer = 1;
+	sep->pid = getpid();
+	sep->pidfd = -1;
+
+	/* Unsealed: refused. */
+	fd = memfd_create("zc-unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)len), 0);
+	desc.fd = fd;
+	cr_expect_null(ohc_shm_zc_import(sep, &desc, 4096));
+
+	/* Sealed against shrinking: mapped, the bytes are the memfd's. */
+	cr_assert_eq(pwrite(fd, "sealed", 6, 4096), 6);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	desc.id = 2;
+	desc.fd_off = 4096;
+	p = ohc_shm_zc_import(sep, &desc, 4096);
+	cr_assert_not_null(p);
+	cr_expect_eq(memcmp(p, "sealed", 6), 0);
+	close(fd);
+
+	/* A FIFO with no writer: refused at once, not a hang. */
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	desc.id = 3;
+	desc.fd = fd;
+	desc.fd_off = 0;
+	cr_expect_null(ohc_shm_zc_import(sep, &desc, 4096));
+	close(fd);
+	unlink(fifo);
+	rmdir(dir);
+
+	for (unsigned i = 0; i < OHC_SHM_ZC_CACHE; i++)
+		if (sep->zc_imp[i].id)
+			munmap(sep->zc_imp[i].base, sep->zc_imp[i].size);
+	free(sep);
 }

@@ -45,7 +45,10 @@ static int peer_fd(const struct ohc_shm_ep *sep, int pfd, int writable)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)sep->pid, pfd);
-	return open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	/* O_NONBLOCK: the number could name a FIFO, whose open would wait
+	 * for a writer forever; map_peer refuses all but a sealed memfd. */
+	return open(path,
+		    (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
 }
 
 /* Map the peer's memfd of desc; NULL (logged at debug) on failure. */
@@ -55,14 +58,22 @@ static void *map_peer(const struct ohc_shm_ep *sep,
 {
 	struct stat st;
 	void *p;
-	int fd = peer_fd(sep, desc->fd, writable);
+	int seals, fd = peer_fd(sep, desc->fd, writable);
 
 	if (fd < 0) {
 		*why_p = strerror(errno);
 		return NULL;
 	}
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != desc->fd_size) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != desc->fd_size) {
 		*why_p = "the peer's fd is not the memory it described";
+		close(fd);
+		return NULL;
+	}
+	/* Unsealed, the peer could shrink it and our reads would SIGBUS. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		*why_p = "the peer's memory is not sealed against shrinking";
 		close(fd);
 		return NULL;
 	}
