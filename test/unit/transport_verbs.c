@@ -1144,6 +1144,80 @@ Test(verbs, rendezvous_desync_and_exported_memory)
 }
 
 /*
+ * A buffer we only send from is registered for local access only: a peer
+ * never gets write access to it. Rank 0 sends a rendezvous message from B
+ * (one cached MR), then receives into the same B: the source MR cannot
+ * serve a receive, so a second one with remote write access is made; a
+ * third round sending from B again hits the cache. Rank 1 receives into
+ * its B first (remote write), and that MR may serve its send in round 1.
+ */
+static int sources_rank(int rank, int nranks, void *arg)
+{
+	const size_t len = 512 * KIB;
+	static const unsigned want[2][3] = {{1, 2, 2}, {1, 1, 1}};
+	struct rctx cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t *buf;
+	int peer = 1 - rank;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	vi = (struct ohc_verbs_iface *)c->iface;
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(buf != MAP_FAILED, "mmap");
+	for (int round = 0; round < 3; round++) {
+		int sender = round == 1 ? 1 : 0;
+
+		if (rank == sender) {
+			fill(buf, len, rank, round);
+			req_send(&q, buf, len, (uint64_t)round);
+			CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK,
+			      "ep_send");
+		} else {
+			memset(buf, 0xee, len);
+			req_recv(&q, buf, len, (uint64_t)round);
+			CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK,
+			      "ep_recv");
+		}
+		CHECK(drive(c, all, 1, 60000) == 0, "round %d: timeout", round);
+		CHECK(q.status == OHC_OK, "round %d: %s", round,
+		      ohc_status_str(q.status));
+		if (rank != sender) {
+			long bad = verify(buf, len, peer, round);
+
+			CHECK(bad < 0, "round %d: byte %ld wrong", round, bad);
+		}
+		CHECK(ohc_vx_mr_cached(vi) == want[rank][round],
+		      "round %d: %u MRs cached, want %u", round,
+		      ohc_vx_mr_cached(vi), want[rank][round]);
+		barrier(nranks);
+	}
+	munmap(buf, len);
+	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
+	barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, sources_are_not_remotely_writable)
+{
+	NEED_RDMA();
+	if (!ohc_pagemap_usable())
+		cr_skip_test("/proc/self/pagemap shows no PFNs here (no "
+			     "CAP_SYS_ADMIN): the cache is off by default");
+	unsetenv("OPENHCCL_RDMA_SLOTS");
+	unsetenv("OPENHCCL_RDMA_SLOT_KB");
+	setenv("OPENHCCL_RDMA_RNDV_KB", "256", 1); /* off on rxe by default */
+	unsetenv("OPENHCCL_RDMA_MR_CACHE");
+	setenv("HCCL_RDMA_QPS_PER_CONNECTION", "2", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, sources_rank, NULL, 120), 0);
+}
+
+/*
  * The registration cache is on by default (where /proc/self/pagemap shows
  * PFNs) and safe: rank 0 sends a rendezvous-size message from S into
  * rank 1's R; again from the same buffers (a cache hit: no new MR, no

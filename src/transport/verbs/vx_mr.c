@@ -49,7 +49,10 @@ struct vx_mr {
 	struct ibv_mr *mr;
 	unsigned refs;
 	int zc; /* exported memory (mem_reg), not yet deregistered */
-	int ro; /* registered without write access (read-only memory) */
+	/* registered with IBV_ACCESS_REMOTE_WRITE: a receive buffer whose
+	 * rkey goes to the peer. Sources get local access only, so a peer
+	 * can never write into a buffer that we only send from. */
+	int remote_write;
 	/* never handed out again, freed at the last put: mem_dereg'd,
 	 * found stale, or its pages could not be recorded */
 	int dead;
@@ -130,7 +133,10 @@ static void trim_locked(struct vx_mr_cache *c, unsigned max)
 static struct vx_mr *entry_new(struct ohc_verbs_iface *vi, uintptr_t start,
 			       uintptr_t end, int write)
 {
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	/* LOCAL_WRITE even for a source: it makes the kernel pin the pages
+	 * the buffer really has (not the zero page an untouched one maps) */
+	int access =
+		IBV_ACCESS_LOCAL_WRITE | (write ? IBV_ACCESS_REMOTE_WRITE : 0);
 	struct vx_mr *m = calloc(1, sizeof(*m));
 
 	if (!m)
@@ -138,11 +144,9 @@ static struct vx_mr *entry_new(struct ohc_verbs_iface *vi, uintptr_t start,
 	m->start = start;
 	m->end = end;
 	m->mr = ohc_vx_reg_mr(vi->pd, (void *)start, end - start, access);
-	if (!m->mr && !write && errno == EFAULT) {
-		/* read-only memory is fine as a source */
+	if (!m->mr && !write && errno == EFAULT) /* read-only memory */
 		m->mr = ohc_vx_reg_mr(vi->pd, (void *)start, end - start, 0);
-		m->ro = 1;
-	}
+	m->remote_write = write;
 	if (!m->mr) {
 		free(m);
 		return NULL;
@@ -221,7 +225,8 @@ struct vx_mr *ohc_vx_mr_get(struct ohc_verbs_iface *vi, const void *addr,
 	for (p = c->entries.next; p != &c->entries; p = next) {
 		next = p->next;
 		m = ohc_container_of(p, struct vx_mr, node);
-		if (m->dead || m->start > a || m->end < b || (write && m->ro))
+		if (m->dead || m->start > a || m->end < b ||
+		    (write && !m->remote_write))
 			continue;
 		if (m->pm && !entry_current(c, m, a, b)) {
 			entry_stale_locked(vi, m);
