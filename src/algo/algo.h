@@ -10,6 +10,7 @@
  */
 #include <stdint.h>
 
+#include "algo/cost.h"
 #include "core/sched.h"
 #include "util/status.h"
 
@@ -31,13 +32,6 @@ enum ohc_coll_op {
 	OHC_COLL_ALLGATHER_V = 16,
 	OHC_COLL_REDUCE_SCATTER_V = 17,
 	OHC_COLL_BARRIER = 103,
-};
-
-/* Transport classes, for the cost model. */
-enum ohc_link_class {
-	OHC_LINK_SELF = 0, /* threads of one process: direct copies */
-	OHC_LINK_SHM = 1,  /* processes of one host */
-	OHC_LINK_RDMA = 2, /* other hosts */
 };
 
 /* One item of a batch send/recv (HcclSendRecvItem, resolved). */
@@ -99,68 +93,6 @@ struct ohc_coll_args {
 	uint32_t pipeline_slices;
 };
 
-/*
- * Cost model of one link class (peers.md 2.1): a message of n bytes costs
- * alpha + n * beta, reducing n bytes costs n * gamma, copying n bytes
- * locally n * copy. Microseconds.
- */
-struct ohc_cost_params {
-	double alpha_us; /* per message */
-	double beta_us;	 /* per byte sent */
-	double gamma_us; /* per byte reduced */
-	double copy_us;	 /* per byte copied locally */
-	/*
-	 * Zero copy (shm): a message of zc_bytes or more out of the user's
-	 * buffers (never scratch) is read by the receiver straight out of
-	 * the sender's pages, one copy instead of the ring's two: zc_beta_us
-	 * per byte instead of beta_us, and a receive-reduce of one is a
-	 * single pass, max(zc_beta_us, gamma_us) per byte. 0: never.
-	 * In an op of at most zc_hot_bytes (ohc_coll_bytes) it copies at
-	 * zc_hot_beta_us instead: a rank's buffers then fit in its core's
-	 * L2, where buffers used again and again (training steps,
-	 * hccl_test's iterations) stay (ohc_cost_for_op; predictions and
-	 * the simulation, not selection).
-	 */
-	uint64_t zc_bytes;
-	double zc_beta_us;
-	uint64_t zc_hot_bytes;
-	double zc_hot_beta_us;
-};
-
-/* c as an op of bytes (ohc_coll_bytes) sees it: c itself or, for a
- * cache-resident op, tmp filled with the hot zero-copy cost. */
-static inline const struct ohc_cost_params *
-ohc_cost_for_op(const struct ohc_cost_params *c, uint64_t bytes,
-		struct ohc_cost_params *tmp)
-{
-	if (!c->zc_hot_bytes || bytes > c->zc_hot_bytes)
-		return c;
-	*tmp = *c;
-	tmp->zc_beta_us = c->zc_hot_beta_us;
-	return tmp;
-}
-
-/* 1 if a message of len bytes out of the user's buffers goes zero-copy. */
-static inline int ohc_cost_zc(const struct ohc_cost_params *c, double len)
-{
-	return c->zc_bytes && len >= (double)c->zc_bytes;
-}
-
-/*
- * Time of the bytes of a message of len bytes (no alpha): user: it is
- * sent out of the user's buffers (zero copy may apply); reduce: the
- * receiver reduces it (gamma included).
- */
-static inline double ohc_cost_bytes(const struct ohc_cost_params *c, double len,
-				    int user, int reduce)
-{
-	if (user && ohc_cost_zc(c, len))
-		return len * (reduce && c->gamma_us > c->zc_beta_us
-				      ? c->gamma_us
-				      : c->zc_beta_us);
-	return len * (c->beta_us + (reduce ? c->gamma_us : 0));
-}
-
 struct ohc_algo {
 	const char *name;
 	enum ohc_coll_op op;
@@ -217,28 +149,6 @@ ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 const char *ohc_coll_op_name(enum ohc_coll_op op);
 /* The HCCL call an op runs for ("HcclAllReduce"): profile event names. */
 const char *ohc_coll_api_name(enum ohc_coll_op op);
-const char *ohc_link_class_name(enum ohc_link_class link);
-
-/* Default cost constants of a link class; never NULL. */
-const struct ohc_cost_params *ohc_cost_params_get(enum ohc_link_class link);
-
-/*
- * ohc_cost_bytes of steps messages that halve: len / 2, len / 4, ...,
- * len / 2^steps (recursive halving's sends; recursive doubling's in the
- * other order).
- */
-static inline double ohc_cost_halving(const struct ohc_cost_params *c,
-				      double len, unsigned steps, int user,
-				      int reduce)
-{
-	double t = 0;
-
-	for (unsigned k = 0; k < steps; k++) {
-		len /= 2;
-		t += ohc_cost_bytes(c, len, user, reduce);
-	}
-	return t;
-}
 
 /*
  * al's predicted time with costs c (those of a cache-resident op,

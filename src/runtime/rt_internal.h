@@ -232,6 +232,56 @@ int ohc_rt_prof_run(struct ohc_rt_task *t, uint32_t stream_id, int dev);
 void ohc_rt_prof_env_begin(void);
 void ohc_rt_prof_env_end(void);
 
+/*
+ * The recorder's buffers and sessions (rt_prof.c: the protocol between
+ * the threads appending records and a stop reading them), read by the
+ * trace writer (rt_prof_trace.c).
+ */
+/* 4096 records of 128 bytes: 512 KiB, mapped with its pages populated */
+#define OHC_RT_PROF_CHUNK_RECS 4096u
+/* Per thread and session span: 1 Mi records (128 MiB); later ones are
+ * counted as dropped and reported. */
+#define OHC_RT_PROF_THREAD_MAX (1024u * 1024u)
+
+struct ohc_rt_prof_chunk {
+	/* atomic: set once by the owner (release) */
+	struct ohc_rt_prof_chunk *next;
+	uint32_t n; /* atomic: published records (release) */
+	struct ohc_rt_prof_rec recs[OHC_RT_PROF_CHUNK_RECS]
+		__attribute__((aligned(64)));
+};
+
+/* One thread's records. */
+struct ohc_rt_prof_buf {
+	struct ohc_rt_prof_buf *next;	/* every buffer; sess_lock */
+	struct ohc_rt_prof_chunk *head; /* atomic: set by the owner (release) */
+	struct ohc_rt_prof_chunk *tail; /* owner (and a quiesced reset) */
+	struct ohc_rt_prof_chunk *spare; /* owner (and a quiesced reset) */
+	uint64_t nrecs;			 /* owner (and a quiesced reset) */
+	uint64_t dropped;		 /* atomic: owner adds, stop reads */
+	int writing; /* atomic: the owner is inside an append */
+	bool orphan; /* its thread exited; sess_lock */
+};
+
+struct ohc_rt_prof_session {
+	int id;			/* 0: free slot */
+	bool env;		/* OPENHCCL_PROFILE's */
+	char *dir;		/* where the trace goes */
+	uint8_t *devs;		/* device bitmap; NULL: every device */
+	uint32_t kinds;		/* enum ohc_rt_prof_kind mask */
+	uint64_t start_ns;	/* CLOCK_MONOTONIC at start */
+	uint64_t start_real_ns; /* CLOCK_REALTIME at start */
+};
+
+/*
+ * rt_prof_trace.c: write session s's trace from the records in the list
+ * of buffers bufs (the session lock held); the file's path into path_p
+ * (path_len bytes, may be NULL). 0 or an aclError (logged).
+ */
+int ohc_rt_prof_write_locked(const struct ohc_rt_prof_session *s,
+			     const struct ohc_rt_prof_buf *bufs, char *path_p,
+			     size_t path_len);
+
 /* ---- events (rt_event.c) ---- */
 
 /* Wake every event waiter so it re-checks its stream's abort flag. */

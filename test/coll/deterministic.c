@@ -30,7 +30,7 @@
 #define REPS 4
 #define MAX_CASES 64
 
-/* The algorithm settings whose reductions differ (see select.c). */
+/* The algorithm settings whose reductions differ (see hccl_algo.c). */
 static const char *const algos[] = {
 	"level0:NA;level1:ring",    /* ring allreduce / reduce-scatter */
 	"level0:NA;level1:H-D_R",   /* halving-doubling, recursive halving */

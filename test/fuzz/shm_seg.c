@@ -3,10 +3,10 @@
  * What a shm peer hands over at connect time: its hello on the abstract
  * socket (ohc_shm_hello_check, as the listener and the connector read
  * it) and its segment, whose header and ring directory decide where we
- * write (ohc_shm_seg_find_ring, as seg_map_peer uses it). The segment is
- * a buffer of exactly its announced size: a ring it accepts must lie inside it
- * (the control block and every record byte are touched here, so ASan sees one
- * byte outside).
+ * write (ohc_shm_seg_find_ring, as ohc_shm_seg_map_peer uses it). The
+ * segment is a buffer of exactly its announced size: a ring it accepts
+ * must lie inside it (the control block and every record byte are touched
+ * here, so ASan sees one byte outside).
  *
  * Input: what to check (hello or segment), then for a hello the bytes as
  * received, for a segment its size (at least a page) and its first bytes

@@ -441,7 +441,7 @@ static void check_bootstrap(struct dr_report *rep)
 /* ---- configuration ---- */
 
 /*
- * HCCL_ALGO as the library reads it (src/algo/select.c, for every
+ * HCCL_ALGO as the library reads it (src/algo/hccl_algo.c, for every
  * collective): 0 when an entry names an unknown algorithm or operation, or
  * is malformed (the library then warns once and chooses automatically).
  */

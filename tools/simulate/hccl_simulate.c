@@ -4,7 +4,7 @@
  * against a simulated network (alpha-beta-gamma per link) for 2 to
  * thousands of ranks. For each collective it prints one table: message
  * sizes as rows, algorithms as columns, each cell the cost model's
- * prediction and the time of the schedule simulation (src/algo/sim.c in
+ * prediction and the time of the schedule simulation (src/sim/sim.c in
  * timing mode: every rank's real schedule, messages matched step by step,
  * no data), the selection's choice marked. --measure compares predictions
  * with the times of an hccl_test output file.
@@ -26,62 +26,14 @@
 #define MAX_LIST 64
 #define MAX_RANKS (1u << 20)
 
-/* Networks: name, link class the library would see, constants. */
-struct net {
-	const char *name;
-	const char *desc;
-	enum ohc_link_class link;
-	struct ohc_cost_params c;
-	/*
-	 * The device's work runs on the sending rank's CPU (rxe: the whole
-	 * WRITE inside ibv_post_send): ranks of one host share its bandwidth
-	 * only as far as they share CPUs (--cores), not the device.
-	 */
-	int cpu_device;
-};
-
 /*
- * shm and rxe are the library's own defaults (select.c). RoCE: ~2-3 us
- * per message on hardware RC, line rate at ~96 % (research/
- * perf_reliability.md: 12 / 24 / 48 GB/s per 100 / 200 / 400 Gb/s NIC);
- * reductions and copies at the host's memory speed, as the defaults.
+ * Networks: every one of the cost table (src/algo/cost.c) but threads of
+ * one process (self): "shm" and "rxe" are the library's own defaults,
+ * the RoCE ones the hardware's. Copies: --alpha and the like change them.
  */
-static struct net nets[] = {
-	{"shm",
-	 "processes of one host (library defaults)",
-	 OHC_LINK_SHM,
-	 {.alpha_us = 0},
-	 0},
-	{"rxe",
-	 "Soft-RoCE (library RDMA defaults)",
-	 OHC_LINK_RDMA,
-	 {.alpha_us = 0},
-	 1},
-	{"roce100",
-	 "100 Gb/s RoCE",
-	 OHC_LINK_RDMA,
-	 {.alpha_us = 2.5,
-	  .beta_us = 1.0 / 12000.0,
-	  .gamma_us = 5.0e-5,
-	  .copy_us = 5.0e-5},
-	 0},
-	{"roce200",
-	 "200 Gb/s RoCE",
-	 OHC_LINK_RDMA,
-	 {.alpha_us = 2.0,
-	  .beta_us = 1.0 / 24000.0,
-	  .gamma_us = 5.0e-5,
-	  .copy_us = 5.0e-5},
-	 0},
-	{"roce400",
-	 "400 Gb/s RoCE",
-	 OHC_LINK_RDMA,
-	 {.alpha_us = 2.0,
-	  .beta_us = 1.0 / 48000.0,
-	  .gamma_us = 5.0e-5,
-	  .copy_us = 5.0e-5},
-	 0},
-};
+#define MAX_NETS 16
+static struct ohc_cost_net nets[MAX_NETS];
+static unsigned n_nets;
 
 /* The collectives the tool covers, with hccl_test's sizing of data_size. */
 enum sizing { SZ_SAME, SZ_GATHER, SZ_SCATTER, SZ_ALLTOALL, SZ_NONE };
@@ -103,7 +55,7 @@ static const struct {
 
 struct opts {
 	unsigned op_idx[OHC_ARRAY_SIZE(ops)], nops;
-	unsigned net_idx[OHC_ARRAY_SIZE(nets)], nnets;
+	unsigned net_idx[MAX_NETS], nnets;
 	uint32_t ranks[MAX_LIST];
 	unsigned nranks;
 	uint64_t minbytes, maxbytes;
@@ -181,7 +133,7 @@ static uint64_t op_count(unsigned oi, uint64_t bytes, size_t es, uint32_t n)
  * network's constants; a two-level algorithm's own topology formula
  * (which uses the library's shm and rdma constants).
  */
-static double model(const struct ohc_algo *al, const struct net *nt,
+static double model(const struct ohc_algo *al, const struct ohc_cost_net *nt,
 		    const struct ohc_coll_args *a, uint64_t bytes)
 {
 	if (al->cost_topo)
@@ -249,10 +201,10 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
  * the CPUs: in the Soft-RoCE VM (2 vCPUs, bench/compare.sh -R) 2 ranks
  * each moved 1 MiB at the single stream's rate, 4 ranks at half of it.
  */
-static struct net net_for(const struct opts *o, const struct net *nt,
-			  uint32_t n)
+static struct ohc_cost_net net_for(const struct opts *o,
+				   const struct ohc_cost_net *nt, uint32_t n)
 {
-	struct net eff = *nt;
+	struct ohc_cost_net eff = *nt;
 	uint32_t per_host = n;
 
 	if (o->host_ranks)
@@ -273,8 +225,9 @@ static struct net net_for(const struct opts *o, const struct net *nt,
  * when al declines the call.
  */
 static ohc_status_t simulate(const struct opts *o, const struct ohc_algo *al,
-			     struct call *c, uint32_t n, const struct net *nt,
-			     double *us_p, char *err, size_t len)
+			     struct call *c, uint32_t n,
+			     const struct ohc_cost_net *nt, double *us_p,
+			     char *err, size_t len)
 {
 	struct ohc_sim sim = {0};
 	struct ohc_sim_stats st0;
@@ -315,9 +268,10 @@ static ohc_status_t simulate(const struct opts *o, const struct ohc_algo *al,
 }
 
 /* Fill one row: model, simulation and selection for bytes. */
-static int fill_row(const struct opts *o, unsigned oi, const struct net *nt,
-		    uint32_t n, const uint32_t *host_of, uint32_t nhosts,
-		    uint64_t bytes, struct row *row)
+static int fill_row(const struct opts *o, unsigned oi,
+		    const struct ohc_cost_net *nt, uint32_t n,
+		    const uint32_t *host_of, uint32_t nhosts, uint64_t bytes,
+		    struct row *row)
 {
 	struct call c = {ops[oi].op, op_count(oi, bytes, o->esize, n),
 			 o->esize,   nt->link,
@@ -379,7 +333,7 @@ static void fmt_us(char *buf, size_t len, double v)
  * Hosts of --ppn on an RDMA network: rank r on host r / ppn. NULL (one
  * rank per host, or one host for shm) otherwise, or out of memory.
  */
-static uint32_t *make_hosts(const struct opts *o, const struct net *nt,
+static uint32_t *make_hosts(const struct opts *o, const struct ohc_cost_net *nt,
 			    uint32_t n, uint32_t *nhosts_p)
 {
 	uint32_t *h;
@@ -399,10 +353,10 @@ static uint32_t *make_hosts(const struct opts *o, const struct net *nt,
 }
 
 static void print_table(const struct opts *o, unsigned oi,
-			const struct net *net, uint32_t n)
+			const struct ohc_cost_net *net, uint32_t n)
 {
-	struct net eff = net_for(o, net, n);
-	const struct net *nt = &eff;
+	struct ohc_cost_net eff = net_for(o, net, n);
+	const struct ohc_cost_net *nt = &eff;
 	uint32_t nhosts, *host_of = make_hosts(o, nt, n, &nhosts);
 	struct row row;
 	const struct ohc_algo *algos[MAX_ALGOS];
@@ -492,7 +446,7 @@ struct fit_pt {
  * The cost formulas are linear in the constants: their coefficients are
  * the formula at unit constants.
  */
-static void fit_point(const struct ohc_algo *al, const struct net *nt,
+static void fit_point(const struct ohc_algo *al, const struct ohc_cost_net *nt,
 		      uint64_t bytes, uint32_t n, double us, struct fit_pt *p)
 {
 	/* beta: the ring's and zero copy's per-byte cost alike */
@@ -555,8 +509,8 @@ static int measure(const struct opts *o)
 {
 	unsigned oi = o->op_idx[0];
 	uint32_t n = o->ranks[0], nhosts;
-	struct net eff = net_for(o, &nets[o->net_idx[0]], n);
-	const struct net *nt = &eff;
+	struct ohc_cost_net eff = net_for(o, &nets[o->net_idx[0]], n);
+	const struct ohc_cost_net *nt = &eff;
 	uint32_t *host_of = make_hosts(o, nt, n, &nhosts);
 	FILE *f = fopen(o->measure, "r");
 	char line[512];
@@ -840,19 +794,23 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *op_names[OHC_ARRAY_SIZE(ops)];
-	const char *net_names[OHC_ARRAY_SIZE(nets)];
+	const char *net_names[MAX_NETS];
 	struct opts o = {0};
 	const char *opspec = "all", *netspec = "shm", *rankspec = "8";
 	int c, op_given = 0, ranks_given = 0;
 	double alpha = -1, bw = -1, gamma = -1, copy = -1, turn_kb = 512;
+	const struct ohc_cost_net *table;
+	unsigned ntable;
 	char *end;
 
 	for (unsigned i = 0; i < OHC_ARRAY_SIZE(ops); i++)
 		op_names[i] = ops[i].name;
-	for (unsigned i = 0; i < OHC_ARRAY_SIZE(nets); i++)
+	table = ohc_cost_nets(&ntable);
+	for (unsigned i = 0; i < ntable && n_nets < MAX_NETS; i++)
+		if (table[i].link != OHC_LINK_SELF)
+			nets[n_nets++] = table[i];
+	for (unsigned i = 0; i < n_nets; i++)
 		net_names[i] = nets[i].name;
-	nets[0].c = *ohc_cost_params_get(OHC_LINK_SHM);
-	nets[1].c = *ohc_cost_params_get(OHC_LINK_RDMA);
 	o.minbytes = 8;
 	o.maxbytes = 64ull << 20;
 	o.factor = 8;
@@ -1017,12 +975,12 @@ int main(int argc, char **argv)
 	}
 	if (parse_names(opspec, op_names, OHC_ARRAY_SIZE(ops), o.op_idx,
 			&o.nops, "op") ||
-	    parse_names(netspec, net_names, OHC_ARRAY_SIZE(nets), o.net_idx,
-			&o.nnets, "net") ||
+	    parse_names(netspec, net_names, n_nets, o.net_idx, &o.nnets,
+			"net") ||
 	    parse_ranks(rankspec, &o))
 		return 2;
 	for (unsigned ni = 0; ni < o.nnets; ni++) {
-		struct net *nt = &nets[o.net_idx[ni]];
+		struct ohc_cost_net *nt = &nets[o.net_idx[ni]];
 
 		if (alpha >= 0)
 			nt->c.alpha_us = alpha;

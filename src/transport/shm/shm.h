@@ -9,10 +9,13 @@
  * ohc_shm_bell_ring() on our own bell (iface_wake) runs on other threads.
  */
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "transport/shm/shm_ring.h"
 #include "core/tp.h"
+#include "util/compiler.h"
 #include "util/list.h"
 
 #define OHC_SHM_HOSTID_MAX 200 /* hostid bytes kept verbatim in the blob */
@@ -99,6 +102,16 @@ struct ohc_shm_ep {
 	int zc_warned;
 };
 
+static inline struct ohc_shm_iface *ohc_shm_iface_of(struct ohc_iface *iface)
+{
+	return ohc_derived_of(iface, struct ohc_shm_iface);
+}
+
+static inline struct ohc_shm_ep *ohc_shm_ep_of(struct ohc_ep *ep)
+{
+	return ohc_derived_of(ep, struct ohc_shm_ep);
+}
+
 /*
  * The one message each way on a connection of the fd exchange (abstract
  * unix socket); the reply carries the memfd of the replier's segment.
@@ -116,24 +129,65 @@ struct ohc_shm_hello {
 	uint64_t seg_bytes; /* reply: size of the attached memfd */
 };
 
-/* shm_seg.c: our segment, the fd exchange and peer mappings. */
+/*
+ * shm_iface.c. Complete and unlink every posted request of the ep (sends,
+ * rendezvous sends awaiting their ack, receives) with status.
+ */
+void ohc_shm_fail_all(struct ohc_shm_ep *sep, ohc_status_t status);
+/*
+ * Why the peer stopped: OHC_ERR_DESYNC if it announced (iface_abort) that
+ * it failed on a mismatched operation, OHC_ERR_REMOTE for anything else.
+ */
+ohc_status_t ohc_shm_peer_stop_reason(const struct ohc_shm_ep *sep);
+
+/*
+ * shm_tx.c, the producer side (the thread driving the ep). push: move
+ * posted sends into the ring; returns records written. reap_rndv:
+ * complete the rendezvous sends the consumer acknowledged; returns how
+ * many. tx_ready: whether the front send (sends not empty) could write
+ * something now. tx_implicit_zc: a send about to be posted becomes a ZC
+ * send when it is large and out of shared aclrtMalloc memory.
+ */
+unsigned ohc_shm_push(struct ohc_shm_ep *sep);
+unsigned ohc_shm_reap_rndv(struct ohc_shm_ep *sep);
+int ohc_shm_tx_ready(struct ohc_shm_ep *sep);
+void ohc_shm_tx_implicit_zc(struct ohc_shm_ep *sep, struct ohc_req *req);
+
+/*
+ * shm_rx.c, the consumer side (the thread driving the ep): drain records
+ * into posted receives; returns records read. A broken stream fails
+ * everything posted on the ep.
+ */
+unsigned ohc_shm_pull(struct ohc_shm_ep *sep);
+
+/* shm_seg.c: our segment and the mappings of the peers'. */
 ohc_status_t ohc_shm_seg_open(struct ohc_shm_iface *sif);
-ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
-				 struct ohc_shm_ep **eps, unsigned n,
-				 uint64_t deadline);
 void ohc_shm_seg_close(struct ohc_shm_iface *sif);
+/*
+ * Lay out the receive rings (one per ep) after page 0, map them, bind them
+ * to our NUMA node, prefault them, then seal the memfd's size.
+ */
+ohc_status_t ohc_shm_seg_build(struct ohc_shm_iface *sif,
+			       struct ohc_shm_ep **eps, unsigned n);
+/* Map the peer's segment from its memfd (fd, seg_bytes as announced)
+ * and find the ring we write; refused (logged) unless it checks out. */
+ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
+				  struct ohc_shm_ep *sep, int fd,
+				  uint64_t seg_bytes);
+void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
 /* Whether a peer's directory entry (a copy: the peer may change the
  * live one) names a ring inside its segment of seg_bytes. */
 int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent,
 			  uint64_t seg_bytes);
+
 /*
  * Checks of what a peer sends at connect time (pure, no logging; fuzzed
  * by test/fuzz/shm_seg.c). A hello of len bytes received: of `kind` and
- * this session? NULL when it is, else why. A peer's segment (seg_bytes,
- * mapped at seg): NULL when its header (a copy, in *head_p) is of this
- * version and session, owned by `owner`, of that size, with its
- * directory inside it, and a valid directory entry names `me` as a
- * producer (a copy in *ent_p); else why.
+ * this session? NULL when it is, else why (shm_xchg.c). A peer's segment
+ * (seg_bytes, mapped at seg): NULL when its header (a copy, in *head_p)
+ * is of this version and session, owned by `owner`, of that size, with
+ * its directory inside it, and a valid directory entry names `me` as a
+ * producer (a copy in *ent_p); else why (shm_seg.c).
  */
 const char *ohc_shm_hello_check(const struct ohc_shm_hello *h, size_t len,
 				uint32_t kind, uint64_t session);
@@ -141,7 +195,14 @@ const char *ohc_shm_seg_find_ring(const void *seg, uint64_t seg_bytes,
 				  uint64_t session, uint32_t owner, uint32_t me,
 				  struct ohc_shm_seg_hdr *head_p,
 				  struct ohc_shm_dir_ent *ent_p);
-void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
+
+/* shm_xchg.c: the memfd exchange at connect time, then every mapping. */
+ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
+				 struct ohc_shm_ep **eps, unsigned n,
+				 uint64_t deadline);
+/* Abstract socket address of (session, rank); returns its length. */
+socklen_t ohc_shm_sockaddr(uint64_t session, uint32_t rank,
+			   struct sockaddr_un *sa);
 
 /*
  * Tests: when not 0, overrides the iface's cma_bytes (SIZE_MAX: never).

@@ -5,10 +5,14 @@
  * the reader's segment (see shm_ring.h for the layout and the protocol).
  * Sends complete once their bytes are in the ring (or, for rendezvous
  * messages, once the receiver has read them out of our memory).
+ *
+ * This file: the ops table, the iface and ep lifecycle, progress, the
+ * doorbell (waiting and waking) and peer liveness. The producer side is
+ * shm_tx.c, the consumer side shm_rx.c; segments and peer mappings are
+ * shm_seg.c, the connect-time memfd exchange shm_xchg.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -19,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/ohc_rt.h"
 #include "transport/process.h"
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
@@ -29,11 +32,7 @@
 #define SHM_BLOB_VERSION 1u
 #define SHM_RING_DEFAULT (1u << 20)
 #define SHM_RING_MIN 4096u
-#define SHM_FRAG_CAP (64u << 10)  /* largest fragment */
-#define SHM_PARTIAL_MIN 4096u	  /* smallest fragment cut to fit space */
-#define SHM_CMA_CHUNK (1u << 20)  /* bytes per process_vm_readv */
-#define SHM_CMA_BUDGET (4u << 20) /* CMA bytes per ep per progress call */
-#define SHM_BOUNCE (256u << 10)	  /* CMA reads that feed a reduction */
+#define SHM_FRAG_CAP (64u << 10) /* largest fragment */
 
 size_t ohc_shm_cma_threshold;
 
@@ -53,18 +52,6 @@ struct shm_blob {
 };
 
 _Static_assert(sizeof(struct shm_blob) <= OHC_ADDR_MAX, "blob fits");
-
-enum tx_plan { PLAN_WAIT, PLAN_PAD, PLAN_DATA, PLAN_RNDV, PLAN_ZC };
-
-static struct ohc_shm_iface *shm_iface(struct ohc_iface *iface)
-{
-	return ohc_derived_of(iface, struct ohc_shm_iface);
-}
-
-static struct ohc_shm_ep *shm_ep(struct ohc_ep *ep)
-{
-	return ohc_derived_of(ep, struct ohc_shm_ep);
-}
 
 static uint64_t fnv1a(const char *s)
 {
@@ -108,6 +95,13 @@ static unsigned fail_list(struct ohc_list *list, ohc_status_t status)
 	return n;
 }
 
+void ohc_shm_fail_all(struct ohc_shm_ep *sep, ohc_status_t status)
+{
+	fail_list(&sep->sends, status);
+	fail_list(&sep->rndv, status);
+	fail_list(&sep->recvs, status);
+}
+
 static int blob_parse(const void *blob, size_t len, struct shm_blob *b)
 {
 	if (len < offsetof(struct shm_blob, hostid) || len > sizeof(*b))
@@ -122,7 +116,7 @@ static int blob_parse(const void *blob, size_t len, struct shm_blob *b)
 static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 				   const struct ohc_transport_params *params)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	size_t ring =
 		params->ring_bytes ? params->ring_bytes : SHM_RING_DEFAULT;
 
@@ -163,13 +157,13 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 
 static void shm_iface_close(struct ohc_iface *iface)
 {
-	ohc_shm_seg_close(shm_iface(iface));
+	ohc_shm_seg_close(ohc_shm_iface_of(iface));
 }
 
 static ohc_status_t shm_iface_address(struct ohc_iface *iface, void *blob,
 				      size_t *len_p)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	struct shm_blob b;
 	uint16_t kept = (uint16_t)OHC_MIN(sif->hostid_len,
 					  (uint32_t)OHC_SHM_HOSTID_MAX);
@@ -193,7 +187,7 @@ static ohc_status_t shm_iface_address(struct ohc_iface *iface, void *blob,
 static int shm_iface_reachable(struct ohc_iface *iface, const void *blob,
 			       size_t len)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	struct shm_blob b;
 
 	if (!blob_parse(blob, len, &b))
@@ -209,8 +203,8 @@ static int shm_iface_reachable(struct ohc_iface *iface, const void *blob,
 static ohc_status_t shm_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 				uint32_t peer, const void *blob, size_t len)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 	struct shm_blob b;
 
 	if (!blob_parse(blob, len, &b) || b.rank != peer ||
@@ -247,7 +241,7 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 				      struct ohc_ep **eps, unsigned n,
 				      uint64_t deadline)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	struct ohc_shm_ep **seps;
 	ohc_status_t status;
 
@@ -261,7 +255,7 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 	if (!seps)
 		return OHC_ERR_NO_MEMORY;
 	for (unsigned i = 0; i < n; i++) {
-		seps[i] = shm_ep(eps[i]);
+		seps[i] = ohc_shm_ep_of(eps[i]);
 		if (eps[i]->iface != iface || seps[i]->connected) {
 			OHC_ERROR(OHC_SS_SHM,
 				  "rank %u: ep to rank %u is not a fresh ep "
@@ -304,13 +298,11 @@ out:
 /* The ep will carry no more data: fail what is posted, tell the peer. */
 static void shm_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 {
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 
 	if (status >= 0)
 		status = OHC_ERR_CANCELED;
-	fail_list(&sep->sends, status);
-	fail_list(&sep->rndv, status);
-	fail_list(&sep->recvs, status);
+	ohc_shm_fail_all(sep, status);
 	sep->rndv_on = 0;
 	sep->discard = 0;
 	if (!sep->err)
@@ -324,7 +316,7 @@ static void shm_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 
 static void shm_ep_fini(struct ohc_ep *ep)
 {
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 
 	shm_ep_cancel(ep, OHC_ERR_CANCELED);
 	ohc_shm_zc_drop_all(sep);
@@ -346,192 +338,10 @@ static ohc_status_t shm_post_check(struct ohc_shm_ep *sep)
 }
 
 /*
- * Free bytes of the ring, at least `need` if the consumer has freed them.
- * The consumer's head is read only when our last reading of it shows less:
- * a read per send moved its cache line to us and back each time (the
- * consumer writes it after every record). An old reading is only smaller.
- */
-static uint64_t tx_free(struct ohc_shm_ep *sep, uint64_t need)
-{
-	uint64_t free_b = sep->tx_bytes - (sep->tx_tail - sep->tx_head);
-
-	if (free_b >= need)
-		return free_b;
-	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
-	return sep->tx_bytes - (sep->tx_tail - sep->tx_head);
-}
-
-/* Does the whole of req fit inside a record header (an INLINE record)? */
-static int tx_inline(const struct ohc_req *req)
-{
-	return req->done == 0 && req->len <= OHC_SHM_INLINE_MAX;
-}
-
-/* Decide what the front send can write now; *payload_p for PLAN_DATA. */
-static enum tx_plan tx_plan(struct ohc_shm_ep *sep, const struct ohc_req *req,
-			    uint64_t *payload_p)
-{
-	uint64_t rem = req->len - req->done;
-	uint64_t want = OHC_MIN(rem, sep->tx_max_frag);
-	uint64_t need = tx_inline(req) ? OHC_SHM_REC_HDR
-				       : ohc_shm_rec_bytes(want),
-		 fit;
-	/* enough for any record this send may write here (a ZC one: 128) */
-	uint64_t free_b = tx_free(
-		sep,
-		OHC_MAX(need, ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))));
-	uint64_t contig = sep->tx_bytes - sep->tx_tail % sep->tx_bytes;
-	uint64_t avail = OHC_MIN(free_b, contig);
-
-	/* Exported source: the reader copies out of its mapping of it. */
-	if (req->done == 0 && req->smem && ohc_shm_ring_cma_ok(sep->tx)) {
-		need = ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc));
-		if (avail >= need)
-			return PLAN_ZC;
-		return contig < need && free_b >= contig ? PLAN_PAD : PLAN_WAIT;
-	}
-	if (req->done == 0 &&
-	    req->len >= shm_iface(sep->super.iface)->cma_min &&
-	    ohc_shm_ring_cma_ok(sep->tx))
-		return avail >= OHC_SHM_REC_HDR ? PLAN_RNDV : PLAN_WAIT;
-	if (avail >= need) {
-		*payload_p = want;
-		return PLAN_DATA;
-	}
-	fit = avail > OHC_SHM_REC_HDR
-		      ? (avail - OHC_SHM_REC_HDR) / OHC_SHM_REC_ALIGN *
-				OHC_SHM_REC_ALIGN
-		      : 0;
-	if (fit >= OHC_MIN((uint64_t)SHM_PARTIAL_MIN, sep->tx_max_frag)) {
-		*payload_p = fit; /* < want: not the last, a multiple of 64 */
-		return PLAN_DATA;
-	}
-	if (contig < need && free_b >= contig)
-		return PLAN_PAD;
-	return PLAN_WAIT;
-}
-
-/*
- * Clear the stamp where the record after the next rb bytes will go, if
- * that place is free (else it holds an older header: shm_ring.h).
- */
-static void tx_unstamp_next(struct ohc_shm_ep *sep, uint64_t rb)
-{
-	if (tx_free(sep, rb + OHC_SHM_REC_ALIGN) >= rb + OHC_SHM_REC_ALIGN)
-		ohc_shm_rec_unstamp(sep->tx_data, sep->tx_bytes,
-				    sep->tx_tail + rb);
-}
-
-/* Producer: move posted sends into the ring; returns records written. */
-static unsigned shm_push(struct ohc_shm_ep *sep)
-{
-	unsigned moved = 0;
-
-	while (!ohc_list_empty(&sep->sends)) {
-		struct ohc_req *req =
-			ohc_list_first(&sep->sends, struct ohc_req, link);
-		uint64_t pos = sep->tx_tail % sep->tx_bytes, payload = 0, rb;
-		struct ohc_shm_rec *rec =
-			(struct ohc_shm_rec *)(sep->tx_data + pos);
-		enum tx_plan plan = tx_plan(sep, req, &payload);
-		int inl;
-
-		if (plan == PLAN_WAIT)
-			break;
-		if (plan == PLAN_PAD) {
-			rb = sep->tx_bytes - pos;
-			tx_unstamp_next(sep, rb);
-			rec->kind = OHC_SHM_REC_PAD;
-			rec->frag_len = (uint32_t)rb;
-			goto stamp;
-		}
-		inl = plan == PLAN_DATA && tx_inline(req);
-		rb = inl ? OHC_SHM_REC_HDR
-		     : plan == PLAN_ZC
-			     ? ohc_shm_rec_bytes(sizeof(struct ohc_shm_zc))
-			     : ohc_shm_rec_bytes(payload);
-		tx_unstamp_next(sep, rb);
-		rec->kind = inl			? OHC_SHM_REC_INLINE
-			    : plan == PLAN_RNDV ? OHC_SHM_REC_RNDV
-			    : plan == PLAN_ZC	? OHC_SHM_REC_ZC
-						: OHC_SHM_REC_DATA;
-		rec->flags = req->done == 0 ? OHC_SHM_FRAG_FIRST : 0;
-		if (plan != PLAN_DATA || req->done + payload == req->len)
-			rec->flags |= OHC_SHM_FRAG_LAST;
-		rec->frag_len = (uint32_t)payload;
-		rec->sig = req->sig;
-		if (inl) {
-			if (payload)
-				memcpy(rec->data, req->sbuf, payload);
-		} else {
-			rec->msg_len = req->len;
-			rec->addr = (uint64_t)(uintptr_t)req->sbuf;
-		}
-		if (plan == PLAN_ZC) {
-			struct ohc_shm_zc zc;
-
-			memset(&zc, 0, sizeof(zc));
-			zc.desc = *req->smem;
-			rec->frag_len = sizeof(zc);
-			memcpy(rec + 1, &zc, sizeof(zc));
-		} else if (plan == PLAN_DATA) {
-			if (payload && !inl)
-				memcpy(rec + 1,
-				       (const char *)req->sbuf + req->done,
-				       payload);
-			req->done += payload;
-		}
-	stamp:
-		ohc_shm_rec_stamp(rec, sep->tx_tail);
-		sep->tx_tail += rb;
-		/*
-		 * Clear one line further now, off the critical path: the
-		 * next record's own clearing then finds that line already
-		 * ours, instead of fetching it back (a lap ago the consumer
-		 * read it) before its stamp can be seen. AllReduce, 2 ranks,
-		 * interleaved: 16 B 0.58-0.63 -> 0.47-0.49 us, 8 B
-		 * 0.75-0.91 -> 0.65-0.74.
-		 */
-		tx_unstamp_next(sep, OHC_SHM_REC_ALIGN);
-		moved++;
-		if (plan == PLAN_RNDV || plan == PLAN_ZC) {
-			ohc_list_del(&req->link);
-			ohc_list_add_tail(&sep->rndv, &req->link);
-		} else if (plan == PLAN_DATA && req->done == req->len) {
-			ohc_list_del(&req->link);
-			ohc_req_complete(req, OHC_OK);
-		}
-	}
-	return moved;
-}
-
-/* Producer: complete rendezvous sends the consumer has read. */
-static unsigned shm_reap_rndv(struct ohc_shm_ep *sep)
-{
-	uint64_t acked;
-	unsigned n = 0;
-
-	if (ohc_list_empty(&sep->rndv))
-		return 0;
-	acked = ohc_shm_ring_cma_acked(sep->tx);
-	while (sep->tx_acked < acked && !ohc_list_empty(&sep->rndv)) {
-		struct ohc_req *req =
-			ohc_list_first(&sep->rndv, struct ohc_req, link);
-
-		req->done = req->len;
-		ohc_list_del(&req->link);
-		ohc_req_complete(req, OHC_OK);
-		sep->tx_acked++;
-		n++;
-	}
-	return n;
-}
-
-/*
  * Why the peer stopped: OHC_ERR_DESYNC if it announced (iface_abort) that
  * it failed on a mismatched operation, OHC_ERR_REMOTE for anything else.
  */
-static ohc_status_t peer_stop_reason(const struct ohc_shm_ep *sep)
+ohc_status_t ohc_shm_peer_stop_reason(const struct ohc_shm_ep *sep)
 {
 	const struct ohc_shm_seg_hdr *hdr = sep->peer_seg;
 
@@ -539,286 +349,6 @@ static ohc_status_t peer_stop_reason(const struct ohc_shm_ep *sep)
 					memory_order_acquire) == OHC_ERR_DESYNC)
 		return OHC_ERR_DESYNC;
 	return OHC_ERR_REMOTE;
-}
-
-/* The stream from the peer is broken: fail everything posted on the ep. */
-static void shm_rx_fail(struct ohc_shm_ep *sep, ohc_status_t status,
-			const char *why)
-{
-	if (!sep->dead_logged)
-		OHC_ERROR(OHC_SS_SHM, "rank %u: shm stream from rank %u: %s",
-			  sep->super.iface->rank, sep->super.peer, why);
-	sep->dead_logged = 1;
-	sep->err = status;
-	sep->rndv_on = 0;
-	sep->discard = 0;
-	fail_list(&sep->sends, status);
-	fail_list(&sep->rndv, status);
-	fail_list(&sep->recvs, status);
-	ohc_shm_ring_cons_fail(sep->rx, OHC_ERR_REMOTE);
-}
-
-/* Consumer: check a new message against the front receive. */
-static int rx_match(struct ohc_shm_ep *sep, struct ohc_req *req,
-		    const struct ohc_shm_rec *rec, uint64_t msg_len)
-{
-	if (!memcmp(&rec->sig, &req->sig, sizeof(req->sig)) &&
-	    msg_len == req->len)
-		return 1;
-	OHC_DEBUG(OHC_SS_SHM,
-		  "rank %u: message from rank %u does not match: seq %" PRIu64
-		  "/%" PRIu64 " len %" PRIu64 "/%zu",
-		  sep->super.iface->rank, sep->super.peer, rec->sig.seq,
-		  req->sig.seq, msg_len, req->len);
-	req->got_sig = rec->sig;
-	ohc_list_del(&req->link);
-	ohc_req_complete(req, OHC_ERR_DESYNC);
-	return 0;
-}
-
-/* Consumer: finish a rendezvous message (read or rejected). */
-static void rndv_ack(struct ohc_shm_ep *sep)
-{
-	sep->rx_acked++;
-	ohc_shm_ring_cma_ack(sep->rx, sep->rx_acked);
-	sep->rndv_on = 0;
-}
-
-/* Consumer: read part of the current rendezvous message out of the peer. */
-static ohc_status_t rndv_step(struct ohc_shm_ep *sep, size_t *budget_p)
-{
-	struct ohc_req *req = ohc_list_first(&sep->recvs, struct ohc_req, link);
-	uint64_t src = sep->rndv_rec.addr + req->done;
-	size_t chunk = OHC_MIN(req->len - req->done, (size_t)SHM_CMA_CHUNK);
-	ohc_status_t status;
-
-	if (sep->rndv_src) {
-		/* zero-copy: straight out of our mapping of the sender */
-		req->path = OHC_PATH_ZC;
-		ohc_req_deliver(req, req->done, sep->rndv_src + req->done,
-				chunk);
-	} else if (req->kind == OHC_RECV_COPY) {
-		req->path = OHC_PATH_DIRECT;
-		status = ohc_shm_cma_read(sep, (char *)req->dst + req->done,
-					  src, chunk);
-		if (status < 0)
-			return status;
-		req->done += chunk;
-	} else {
-		req->path = OHC_PATH_STAGED; /* through the bounce buffer */
-		if (!sep->bounce && !(sep->bounce = malloc(SHM_BOUNCE)))
-			return OHC_ERR_NO_MEMORY;
-		chunk = OHC_MIN(chunk, (size_t)SHM_BOUNCE);
-		status = ohc_shm_cma_read(sep, sep->bounce, src, chunk);
-		if (status < 0)
-			return status;
-		ohc_req_deliver(req, req->done, sep->bounce, chunk);
-	}
-	*budget_p -= OHC_MIN(*budget_p, chunk);
-	if (req->done < req->len)
-		return OHC_INPROGRESS;
-	/* Data read after the producer canceled may be stale: refuse it. */
-	if (ohc_shm_ring_prod_err(sep->rx))
-		return OHC_ERR_REMOTE;
-	rndv_ack(sep);
-	ohc_list_del(&req->link);
-	ohc_req_complete(req, OHC_OK);
-	return OHC_OK;
-}
-
-/*
- * Small records: ask for all their payload lines at once (up to
- * SHM_PREFETCH bytes of the record), so that they cross from the
- * producer's cache in one round trip instead of one per line or pair of
- * lines. AllReduce, 2 ranks: 128-512 B went from 0.83-1.05 us to
- * 0.59-0.77, 8-64 B unchanged. Prefetching the producer's next lines for
- * writing (PREFETCHW) as well gained nothing more and cost some at 32-64 B.
- */
-#define SHM_PREFETCH 512u
-static inline void rx_prefetch(const struct ohc_shm_ep *sep, uint64_t pos,
-			       uint64_t bytes)
-{
-	const char *p = sep->rx_data + pos;
-
-	bytes = OHC_MIN(bytes, (uint64_t)SHM_PREFETCH);
-	for (uint64_t off = OHC_CACHELINE; off < bytes; off += OHC_CACHELINE)
-		__builtin_prefetch(p + off, 0);
-}
-
-/* Consumer: is the header at pos (of `bytes` in all, contig before the
- * end) a record we can take? */
-static int rx_rec_ok(const struct ohc_shm_ep *sep,
-		     const struct ohc_shm_rec *rec, uint64_t bytes,
-		     uint64_t contig)
-{
-	const uint16_t whole = OHC_SHM_FRAG_FIRST | OHC_SHM_FRAG_LAST;
-
-	if (bytes > contig)
-		return 0;
-	switch (rec->kind) {
-	case OHC_SHM_REC_PAD:
-		return bytes == contig;
-	case OHC_SHM_REC_DATA:
-		return rec->frag_len <= sep->rx_max_frag;
-	case OHC_SHM_REC_INLINE:
-		return rec->frag_len <= OHC_SHM_INLINE_MAX &&
-		       rec->flags == whole;
-	case OHC_SHM_REC_RNDV:
-		return !rec->frag_len && rec->flags == whole && sep->rx_cma;
-	case OHC_SHM_REC_ZC:
-		return rec->frag_len == sizeof(struct ohc_shm_zc) &&
-		       rec->flags == whole && sep->rx_cma;
-	default:
-		return 0;
-	}
-}
-
-/* Consumer: drain records into posted receives; returns records read. */
-static unsigned shm_pull(struct ohc_shm_ep *sep)
-{
-	size_t budget = SHM_CMA_BUDGET;
-	unsigned moved = 0;
-
-	while (!ohc_list_empty(&sep->recvs) || sep->discard) {
-		uint64_t pos, contig, bytes, msg_len;
-		const unsigned char *payload;
-		struct ohc_shm_rec rec;
-		struct ohc_req *req;
-		int is_zc;
-
-		if (sep->rndv_on) {
-			ohc_status_t st;
-
-			if (!budget)
-				break;
-			st = rndv_step(sep, &budget);
-			if (st < 0) {
-				shm_rx_fail(sep, st, "rendezvous read failed");
-				break;
-			}
-			moved++;
-			continue;
-		}
-		/*
-		 * After a record with payload lines, ask for the line after
-		 * the next header while polling it: the next record likely
-		 * has the same shape, and its payload line then arrives
-		 * with its header, not one round trip after. Not after a
-		 * one-line record: that line is where the producer clears
-		 * ahead (shm_push), and taking it would make it wait.
-		 */
-		if (sep->rx_multi)
-			__builtin_prefetch(sep->rx_data + (sep->rx_head +
-							   OHC_SHM_REC_ALIGN) %
-								  sep->rx_bytes,
-					   0);
-		if (!ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,
-				       sep->rx_head)) {
-			ohc_status_t why;
-
-			if (!ohc_shm_ring_prod_err(sep->rx))
-				break;
-			/*
-			 * The producer publishes its last records before it
-			 * cancels, so after seeing the cancel look again: the
-			 * first look may predate both (a consumer preempted
-			 * between the two loads saw a peer that completed its
-			 * last send and then left).
-			 */
-			if (ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,
-					      sep->rx_head))
-				continue;
-			if (!ohc_list_empty(&sep->recvs)) {
-				why = peer_stop_reason(sep);
-				shm_rx_fail(sep, why,
-					    why == OHC_ERR_DESYNC
-						    ? "the peer stopped on a "
-						      "mismatched operation"
-						    : "the peer canceled its "
-						      "sends");
-			}
-			break;
-		}
-		pos = sep->rx_head % sep->rx_bytes;
-		contig = sep->rx_bytes - pos;
-		memcpy(&rec, sep->rx_data + pos, sizeof(rec));
-		bytes = rec.kind == OHC_SHM_REC_PAD ? rec.frag_len
-			: rec.kind == OHC_SHM_REC_RNDV ||
-					rec.kind == OHC_SHM_REC_INLINE
-				? OHC_SHM_REC_HDR
-				: ohc_shm_rec_bytes(rec.frag_len);
-		if (!rx_rec_ok(sep, &rec, bytes, contig)) {
-			shm_rx_fail(sep, OHC_ERR_REMOTE, "corrupt record");
-			break;
-		}
-		rx_prefetch(sep, pos, bytes);
-		is_zc = rec.kind == OHC_SHM_REC_ZC;
-		msg_len = rec.kind == OHC_SHM_REC_INLINE ? rec.frag_len
-							 : rec.msg_len;
-		payload = rec.kind == OHC_SHM_REC_INLINE
-				  ? rec.data
-				  : (const unsigned char *)sep->rx_data + pos +
-					    OHC_SHM_REC_HDR;
-		moved++;
-		if (rec.kind == OHC_SHM_REC_PAD)
-			goto consume;
-		if (sep->discard) {
-			if (rec.kind == OHC_SHM_REC_RNDV || is_zc)
-				rndv_ack(sep);
-			if (rec.flags & OHC_SHM_FRAG_LAST)
-				sep->discard = 0;
-			goto consume;
-		}
-		req = ohc_list_first(&sep->recvs, struct ohc_req, link);
-		if (!(rec.flags & OHC_SHM_FRAG_FIRST) != (req->done != 0)) {
-			shm_rx_fail(sep, OHC_ERR_REMOTE,
-				    "fragment out of order");
-			break;
-		}
-		if ((rec.flags & OHC_SHM_FRAG_FIRST) &&
-		    !rx_match(sep, req, &rec, msg_len)) {
-			if (rec.kind == OHC_SHM_REC_RNDV || is_zc)
-				rndv_ack(sep);
-			else if (!(rec.flags & OHC_SHM_FRAG_LAST))
-				sep->discard = 1;
-			goto consume;
-		}
-		if (rec.kind == OHC_SHM_REC_RNDV || is_zc) {
-			sep->rndv_rec = rec;
-			sep->rndv_on = 1;
-			sep->rndv_src = NULL;
-			if (is_zc) {
-				struct ohc_shm_zc zc;
-
-				memcpy(&zc, payload, sizeof(zc));
-				sep->rndv_src = ohc_shm_zc_import(
-					sep, &zc.desc, (size_t)rec.msg_len);
-			}
-			goto consume;
-		}
-		/* whole lines but for the last (core/req.h): a reduction
-		 * must see whole elements */
-		if (req->done + rec.frag_len > req->len ||
-		    !!(rec.flags & OHC_SHM_FRAG_LAST) !=
-			    (req->done + rec.frag_len == req->len) ||
-		    (!(rec.flags & OHC_SHM_FRAG_LAST) &&
-		     rec.frag_len % OHC_SHM_REC_ALIGN)) {
-			shm_rx_fail(sep, OHC_ERR_REMOTE,
-				    "fragment lengths do not add up");
-			break;
-		}
-		if (rec.frag_len)
-			ohc_req_deliver(req, req->done, payload, rec.frag_len);
-		if (rec.flags & OHC_SHM_FRAG_LAST) {
-			ohc_list_del(&req->link);
-			ohc_req_complete(req, OHC_OK);
-		}
-	consume:
-		sep->rx_multi = bytes > OHC_SHM_REC_HDR;
-		sep->rx_head += bytes;
-		ohc_shm_ring_head_release(sep->rx, sep->rx_head);
-	}
-	return moved;
 }
 
 static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
@@ -831,10 +361,10 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 	 * Acks first: a reader that read our last message and then closed
 	 * (destroy) has completed it, whatever it does afterwards.
 	 */
-	tx = shm_reap_rndv(sep);
+	tx = ohc_shm_reap_rndv(sep);
 	if (!ohc_list_empty(&sep->sends) || !ohc_list_empty(&sep->rndv)) {
 		if (OHC_UNLIKELY(ohc_shm_ring_cons_err(sep->tx))) {
-			ohc_status_t why = peer_stop_reason(sep);
+			ohc_status_t why = ohc_shm_peer_stop_reason(sep);
 
 			if (!sep->dead_logged)
 				OHC_ERROR(OHC_SS_SHM,
@@ -844,54 +374,27 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 					  sep->super.peer, ohc_status_str(why));
 			sep->dead_logged = 1;
 			sep->err = why;
-			fail_list(&sep->sends, why);
-			fail_list(&sep->rndv, why);
-			fail_list(&sep->recvs, why);
+			ohc_shm_fail_all(sep, why);
 			return 1;
 		}
-		tx += shm_push(sep);
+		tx += ohc_shm_push(sep);
 	}
 	if (!ohc_list_empty(&sep->recvs) || sep->discard)
-		rx = shm_pull(sep);
+		rx = ohc_shm_pull(sep);
 	/* Data for the consumer, or space/acks for the producer. */
 	if (tx || rx)
 		ohc_shm_bell_ring(sep->peer_bell);
 	return tx + rx;
 }
 
-/*
- * Implicit zero copy: a large message out of a shared aclrtMalloc buffer
- * (runtime/rt_memory.c) goes as a ZC record naming that buffer's memfd,
- * as if it were exported: the reader maps it once (cached by id) and
- * copies straight out of it. Only to another process that can take our
- * fds (it announced CMA); a thread rank of ours reads us directly anyway.
- */
-static void tx_implicit_zc(struct ohc_shm_ep *sep, struct ohc_req *req)
-{
-	struct ohc_shm_iface *sif = shm_iface(sep->super.iface);
-	struct ohc_rt_mem_info info;
-
-	if (req->smem || req->len < sif->zc_min || sep->pid == sif->pid ||
-	    !ohc_shm_ring_cma_ok(sep->tx) ||
-	    ohc_rt_mem_info(req->sbuf, req->len, &info) != 0)
-		return;
-	req->smem_buf = (struct ohc_mem_desc){
-		.id = OHC_SHM_ZC_IMPLICIT | info.id,
-		.fd = info.fd,
-		.fd_off = info.offset,
-		.fd_size = info.size,
-	};
-	req->smem = &req->smem_buf;
-}
-
 static ohc_status_t shm_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 {
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 	ohc_status_t status = shm_post_check(sep);
 
 	if (status < 0)
 		return status;
-	tx_implicit_zc(sep, req);
+	ohc_shm_tx_implicit_zc(sep, req);
 	req->done = 0;
 	ohc_list_add_tail(&sep->sends, &req->link);
 	shm_ep_progress(sep);
@@ -900,7 +403,7 @@ static ohc_status_t shm_ep_send(struct ohc_ep *ep, struct ohc_req *req)
 
 static ohc_status_t shm_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
 {
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 	ohc_status_t status = shm_post_check(sep);
 
 	if (status < 0)
@@ -913,7 +416,7 @@ static ohc_status_t shm_ep_recv(struct ohc_ep *ep, struct ohc_req *req)
 
 static unsigned shm_iface_progress(struct ohc_iface *iface)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	struct ohc_list *pos;
 	unsigned n = 0;
 
@@ -925,8 +428,6 @@ static unsigned shm_iface_progress(struct ohc_iface *iface)
 /* Would progress on this ep do anything now? (the re-check before sleep) */
 static int shm_ep_ready(struct ohc_shm_ep *sep)
 {
-	uint64_t payload;
-
 	if (!sep->connected || sep->err)
 		return 0;
 	if (!ohc_list_empty(&sep->recvs) || sep->discard) {
@@ -943,16 +444,14 @@ static int shm_ep_ready(struct ohc_shm_ep *sep)
 		if (ohc_shm_ring_cons_err(sep->tx))
 			return 1;
 	}
-	if (!ohc_list_empty(&sep->sends) &&
-	    tx_plan(sep, ohc_list_first(&sep->sends, struct ohc_req, link),
-		    &payload) != PLAN_WAIT)
+	if (!ohc_list_empty(&sep->sends) && ohc_shm_tx_ready(sep))
 		return 1;
 	return 0;
 }
 
 static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	struct ohc_shm_bell *bell = &sif->hdr->bell;
 	struct timespec ts, *tsp = NULL;
 	struct ohc_list *pos;
@@ -987,7 +486,7 @@ static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
 
 static void shm_iface_wake(struct ohc_iface *iface)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 
 	atomic_store_explicit(&sif->wake_pending, 1, memory_order_release);
 	ohc_shm_bell_ring(&sif->hdr->bell);
@@ -1006,7 +505,7 @@ static int pid_gone(struct ohc_shm_ep *sep)
 
 static void shm_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
 {
-	struct ohc_shm_iface *sif = shm_iface(iface);
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	int32_t none = 0;
 	struct ohc_list *pos;
 
@@ -1036,7 +535,7 @@ static ohc_status_t peer_aborted(struct ohc_shm_ep *sep)
 	why = atomic_load_explicit(&hdr->abort_status, memory_order_acquire);
 	if (!why)
 		return OHC_OK;
-	why = peer_stop_reason(sep);
+	why = ohc_shm_peer_stop_reason(sep);
 	if (!sep->dead_logged)
 		OHC_ERROR(OHC_SS_SHM,
 			  "rank %u: shm peer rank %u failed its communicator "
@@ -1049,7 +548,7 @@ static ohc_status_t peer_aborted(struct ohc_shm_ep *sep)
 
 static ohc_status_t shm_ep_check(struct ohc_ep *ep)
 {
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 	ohc_status_t status;
 
 	if (sep->err == OHC_ERR_REMOTE || sep->err == OHC_ERR_DESYNC)

@@ -22,11 +22,6 @@
 #include "util/compiler.h"
 #include "util/log.h"
 
-static struct ohc_shm_ep *shm_ep(struct ohc_ep *ep)
-{
-	return ohc_derived_of(ep, struct ohc_shm_ep);
-}
-
 /* Our own fd for the peer's fd number pfd, or -1 with errno set. */
 static int peer_fd(const struct ohc_shm_ep *sep, int pfd, int writable)
 {
@@ -146,7 +141,7 @@ void ohc_shm_zc_drop_all(struct ohc_shm_ep *sep)
 ohc_status_t ohc_shm_ep_mem_map(struct ohc_ep *ep,
 				const struct ohc_mem_desc *desc, void **addr_p)
 {
-	struct ohc_shm_ep *sep = shm_ep(ep);
+	struct ohc_shm_ep *sep = ohc_shm_ep_of(ep);
 	const char *why = NULL;
 	void *p;
 
