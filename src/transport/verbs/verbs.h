@@ -41,6 +41,7 @@
 #include "transport/verbs/vx_proto.h"
 #include "transport/verbs/vx_rdv.h"
 #include "transport/verbs/vx_wrap.h"
+#include "util/compiler.h"
 #include "util/list.h"
 
 #define OHC_VX_MAX_QPS 32
@@ -211,9 +212,9 @@ struct ohc_verbs_iface {
 	uint32_t replay_ms;   /* OPENHCCL_RDMA_REPLAY_MS */
 	int port_down;	      /* a PORT_ERR came, no PORT_ACTIVE since */
 	uint64_t port_checked; /* last ibv_query_port for a replay */
-	/* Every op of the table runs under lock (the *_locked functions of
-	 * vx_iface.c); iface_wait drops it while it sleeps. The service
-	 * thread (vx_service.c) takes it when free. */
+	/* Every op of the table runs under lock (vx_iface.c takes it for
+	 * the *_locked functions); iface_wait drops it while it sleeps. The
+	 * service thread (vx_service.c) takes it when free. */
 	pthread_mutex_t lock;
 	struct ohc_list svc_link; /* the service thread's list */
 	uint64_t replays;     /* replays completed (tests, counters) */
@@ -312,18 +313,138 @@ struct vx_hdr {
 
 _Static_assert(sizeof(struct vx_hdr) == OHC_VX_HDR, "header is 64 bytes");
 
+/* ---- the transport's files ---------------------------------------- */
+
 /*
- * Checks of what a peer sends (vx_iface.c; test/fuzz/vx_msgs.c drives
- * them). A connect record for this iface: magic, version, session, from
- * and to, geometry. A slot header for the receive it goes to: the next
- * fragment in order, within the receive and the slot (less the pull
- * descriptor's room when pulled), whole 64-byte lines but for the last,
- * the first one with the receive's length and signature. 1 when it fits.
+ * vx_iface.c holds the ops table. Every op but iface_open, iface_close,
+ * iface_address, iface_reachable, ep_init, iface_connect, iface_wait and
+ * iface_wake takes the iface's lock there (VX_LOCK) and runs one of the
+ * *_locked functions below; those, and all they call, expect it held.
+ * iface_wait takes it itself and drops it while it sleeps; the service
+ * thread (vx_service.c) takes it when free.
  */
+static inline struct ohc_verbs_iface *ohc_vx_iface(struct ohc_iface *iface)
+{
+	return ohc_derived_of(iface, struct ohc_verbs_iface);
+}
+
+static inline struct ohc_verbs_ep *ohc_vx_ep(struct ohc_ep *ep)
+{
+	return ohc_derived_of(ep, struct ohc_verbs_ep);
+}
+
+/* The iface's lock: every op of the table, the service thread. */
+#define VX_LOCK(iface) pthread_mutex_lock(&ohc_vx_iface(iface)->lock)
+#define VX_UNLOCK(iface) pthread_mutex_unlock(&ohc_vx_iface(iface)->lock)
+
+#define OHC_VX_MAX_INLINE 256u /* inline bytes asked of every QP */
+
+/* ---- connection setup and teardown (vx_conn.c) ---------------------- */
+
+int ohc_vx_set_nonblock(int fd);
+/* The setup listener on vi->ip (iface_open); logs its failure. */
+ohc_status_t ohc_vx_listen(struct ohc_verbs_iface *vi);
+/*
+ * iface_connect: the CQ, then per ep its QPs (INIT, receives posted),
+ * ring, staging and MRs; the connect records go over one TCP socket per
+ * pair (the lower rank connects), the QPs to RTS. Bounded by deadline;
+ * the listener closes and the service thread takes the iface on success.
+ */
+ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
+				  unsigned n, uint64_t deadline);
+/* A peer's connect record, checked for this iface (test/fuzz/vx_msgs.c
+ * drives it): magic, version, session, from and to, geometry. */
 ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
 			       const struct vx_conn *c);
+/* ep_quiesce (bounded: our last writes land, our last pulled fragment is
+ * read) and ep_fini (everything of the ep freed). */
+void ohc_vx_ep_quiesce_locked(struct ohc_ep *ep);
+void ohc_vx_ep_fini_locked(struct ohc_ep *ep);
+
+/* ---- QPs (vx_qp.c) -------------------------------------------------- */
+
+/* Create the ep's QP qpi on the iface's CQ, move it to INIT and post its
+ * receives; logs its failure. */
+ohc_status_t ohc_vx_qp_create(struct ohc_verbs_iface *vi,
+			      struct ohc_verbs_ep *e, uint32_t qpi);
+/* The state changes (errno of ibv_modify_qp, or 0); RTR towards the
+ * peer's QP qpi (rem_qpn, rem_gid, rem_mtu). Replay uses them too. */
+int ohc_vx_qp_init(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		   uint32_t qpi);
+int ohc_vx_qp_rtr(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi, uint32_t peer_psn);
+int ohc_vx_qp_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		  uint32_t qpi);
+/* Test seam: force the ep's QPs into the error state (as a fatal QP error
+ * would); the next progress sees the flushed completions. */
+int ohc_verbs_ep_inject_qp_error(struct ohc_ep *ep);
+
+/* ---- posting and the send protocols (vx_post.c) --------------------- */
+
+/* Room on q's send queue for n more WRs, the chain being built counted. */
+static inline int ohc_vx_sq_room(const struct ohc_verbs_iface *vi,
+				 const struct ohc_vx_qp *q, uint32_t n)
+{
+	return q->sq_inflight + q->nchain + n <= vi->sq_depth;
+}
+
+/*
+ * A chain of send WRs on one QP, built by chain_add and posted with one
+ * ibv_post_send by chain_post: its last WR is signaled when asked, when
+ * it carries gathered payload or when too many went unsignaled. 0 or the
+ * post's errno.
+ */
+void ohc_vx_chain_add(struct ohc_vx_qp *q, struct ibv_send_wr *wr);
+int ohc_vx_chain_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi, int signal);
+/* One signaled WR on QP qpi, not inside a chain being built; its wr_id
+ * covers the unsignaled WRs before it (OHC_VX_WR_RDV: and names the
+ * rendezvous table entry slot). 0 or the post's errno. */
+int ohc_vx_post_signaled(struct ohc_verbs_ep *e, uint32_t qpi,
+			 struct ibv_send_wr *wr, enum ohc_vx_wr_kind kind,
+			 uint32_t slot);
+/* Receive WRs on QP qpi up to rq_depth, tagged with the replay epoch. */
+int ohc_vx_recvs_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      uint32_t qpi);
+/* A post failed with errno rc: fail the ep, naming the call. */
+void ohc_vx_post_failed(struct ohc_verbs_ep *e, uint32_t qpi, const char *call,
+			int rc);
+/* ep_send: into the slots, or by rendezvous when large. */
+ohc_status_t ohc_vx_ep_send_locked(struct ohc_ep *ep, struct ohc_req *req);
+/* Push queued sends into free slots; returns the fragments posted. */
+unsigned ohc_vx_ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
+/* Post fragment f (tx_slots numbering) again from where it is; 0, 1: no
+ * room on its QP now, -1: the ep failed. */
+int ohc_vx_frag_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       uint64_t f);
+/* Tell the peer how many slots we freed: when a quarter of the ring is
+ * owed, or any with force. */
+void ohc_vx_ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      int force);
+/* Gathering sends (struct vx_gx): complete those whose WRs all completed,
+ * in order; fail all of them, releasing their registrations. */
+void ohc_vx_gx_reap(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
+void ohc_vx_gx_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		    ohc_status_t status);
+
+/* ---- the receive side (vx_recv.c) ----------------------------------- */
+
+/* ep_recv: from the slots, or by rendezvous when large. */
+ohc_status_t ohc_vx_ep_recv_locked(struct ohc_ep *ep, struct ohc_req *req);
+/* Hand landed fragments to posted receives, in order; returns how many. */
+unsigned ohc_vx_ep_deliver(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
+/*
+ * A peer's slot header, checked for the receive it goes to (the fuzz
+ * target drives it): the next fragment in order, within the receive and
+ * the slot (less the pull descriptor's room when pulled), whole 64-byte
+ * lines but for the last, the first one with the receive's length and
+ * signature. 1 when it fits.
+ */
 int ohc_vx_hdr_fits(const struct vx_hdr *h, const struct ohc_req *req,
 		    uint32_t slot_bytes);
+/* Forget the pulled fragment's read (the QPs are stopped, gone or
+ * flushed); its registration is released. */
+void ohc_vx_rd_release(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
 /*
  * The peer's immediate of a WRITE_WITH_IMM that landed (host order): a
  * rendezvous event, or the slot its fragment is in (the header's credits
@@ -342,36 +463,50 @@ void ohc_vx_imm_landed(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 int ohc_vx_tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed,
 			   uint32_t qpn);
 
-/* Device, port and GID for a rank (vx_dev.c); fills the iface fields
- * ctx, port, gid_index, gid, mtu, dev_name, ip. */
+/* ---- completions, progress, waiting (vx_cq.c) ----------------------- */
+
+/* Drain the CQ; returns the completions seen. */
+unsigned ohc_vx_cq_poll(struct ohc_verbs_iface *vi);
+unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface);
+ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms);
+void ohc_vx_iface_wake(struct ohc_iface *iface);
+
+/* ---- failures and liveness (vx_fail.c) ------------------------------ */
+
+/* Complete every request of q with status. */
+void ohc_vx_queue_complete(struct ohc_list *q, ohc_status_t status);
+/* Fail the ep: log once naming the peer, QP qpi (or number qpn) and why;
+ * fail every posted request, stop the QPs. */
+void ohc_vx_ep_fail(struct ohc_verbs_ep *e, uint32_t qpi, const char *why);
+void ohc_vx_ep_fail_qpn(struct ohc_verbs_ep *e, uint32_t qpn, const char *why);
+/* Fail what the ep holds beyond its queues (gathering sends, the pulled
+ * read, rendezvous) with status and release their registrations. */
+void ohc_vx_ep_release(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       ohc_status_t status);
+/* The device's async events (QP and port errors, ports back). */
+void ohc_vx_async_events(struct ohc_verbs_iface *vi);
+/* The setup socket: replay handshakes, the peer's abort byte, EOF. */
+void ohc_vx_ep_sock_check(struct ohc_verbs_ep *e);
+ohc_status_t ohc_vx_ep_check_locked(struct ohc_ep *ep);
+void ohc_vx_iface_abort_locked(struct ohc_iface *iface, ohc_status_t reason);
+void ohc_vx_ep_cancel_locked(struct ohc_ep *ep, ohc_status_t status);
+
+/* ---- the device (vx_dev.c) ------------------------------------------ */
+
+/* Device, port and GID for a rank; fills the iface fields ctx, port,
+ * gid_index, gid, mtu, dev_name, ip. */
 ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 			     const char *ip_origin, const char *dev_name,
 			     int gid_index);
 
-/* Fail the ep (vx_iface.c): log once naming the peer, QP qpi and why. */
-void ohc_vx_ep_fail(struct ohc_verbs_ep *e, uint32_t qpi, const char *why);
-
-/* What replay needs of vx_iface.c: the QPs' states, fragment posting, the
- * setup socket's messages. */
-int ohc_vx_qp_init(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		   uint32_t qpi);
-int ohc_vx_qp_rtr(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		  uint32_t qpi, uint32_t peer_psn);
-int ohc_vx_qp_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		  uint32_t qpi);
-/* Post fragment f (tx_slots numbering) again from where it is; 0, 1: no
- * room on its QP now, -1: the ep failed. */
-int ohc_vx_frag_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		       uint64_t f);
-int ohc_vx_recvs_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		      uint32_t qpi);
+/* ---- replay (vx_replay.c) ------------------------------------------- */
 
 /*
- * Replay (vx_replay.c). start: the link to the peer failed in a way that
- * may pass (why says how); 1 if a replay runs now (the caller must not
- * fail the ep), 0 if it cannot (disabled, rendezvous in flight, the peer
- * aborted): fail the ep. progress: drive it (each progress call while
- * e->rp.state). msg: a handshake message of type t from the setup socket.
+ * start: the link to the peer failed in a way that may pass (why says
+ * how); 1 if a replay runs now (the caller must not fail the ep), 0 if it
+ * cannot (disabled, rendezvous in flight, the peer aborted): fail the ep.
+ * progress: drive it (each progress call while e->rp.state). msg: a
+ * handshake message of type t from the setup socket.
  */
 int ohc_vx_replay_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			const char *why);
@@ -381,27 +516,15 @@ void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 #define OHC_VX_RP_HELLO 'H'
 #define OHC_VX_RP_READY 'Y'
 #define OHC_VX_RP_BODY 32 /* bytes after the type byte */
-/*
- * The service thread (vx_service.c): add a connected iface, remove it
- * before it closes. For the thread (vx_iface.c): the fds to watch (setup
- * sockets, the async-event fd; skipped, 0, when the iface is in use),
- * whether a replay runs (it needs steps), and one round of service
- * (vi->lock held: events, sockets, replays; then the iface is woken).
- */
-void ohc_vx_service_add(struct ohc_verbs_iface *vi);
-void ohc_vx_service_del(struct ohc_verbs_iface *vi);
-int ohc_vx_service_fds(struct ohc_verbs_iface *vi, struct pollfd **pfd,
-		       struct ohc_verbs_iface ***owner, size_t *n, size_t *cap);
-int ohc_vx_service_busy(struct ohc_verbs_iface *vi);
-void ohc_vx_service_locked(struct ohc_verbs_iface *vi);
-
 /* Whether the iface's port is ACTIVE now. */
 int ohc_vx_port_active(struct ohc_verbs_iface *vi);
-/* The ep's rendezvous holds nothing: replay is possible. */
+/* The ep's rendezvous holds nothing: replay is possible (vx_rdv.c). */
 int ohc_vx_rdv_idle(const struct ohc_verbs_ep *e);
 
-/* Test seam: force the ep's QPs into the error state (as a fatal QP error
- * would); the next progress sees the flushed completions. */
-int ohc_verbs_ep_inject_qp_error(struct ohc_ep *ep);
+/* ---- the service thread (vx_service.c) ------------------------------ */
+
+/* Add a connected iface; remove it before it closes. */
+void ohc_vx_service_add(struct ohc_verbs_iface *vi);
+void ohc_vx_service_del(struct ohc_verbs_iface *vi);
 
 #endif

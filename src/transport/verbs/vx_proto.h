@@ -8,7 +8,7 @@
  * where the low bits are the WRs a signaled send completion covers (it
  * and the unsignaled ones before it), for OHC_VX_WR_RDV the rendezvous
  * slot << 12 | covered, for OHC_VX_WR_RECV the replay epoch. The completion
- * handler (vx_iface.c) unpacks it; every poster packs it here.
+ * handler (vx_cq.c) unpacks it; every poster packs it here.
  */
 #include <stdint.h>
 

@@ -15,15 +15,7 @@
 
 #define RDV_FLAG (1ull << 63) /* in a header's rdv field */
 #define RDV_STRIPE_MIN (32u * 1024u)
-#define RDV_BATCH 64	/* WRs per ibv_post_send of a stripe in pieces */
-#define WR_KIND_SEND OHC_VX_WR_SEND
-#define WR_KIND_RDV OHC_VX_WR_RDV
-
-static uint64_t wr_id(const struct ohc_verbs_ep *e, uint32_t qpi,
-		      enum ohc_vx_wr_kind kind, uint32_t low)
-{
-	return ohc_vx_wr_id(e->super.peer, qpi, kind, low);
-}
+#define RDV_BATCH 64 /* WRs per ibv_post_send of a stripe in pieces */
 
 static uint32_t req_seq(const struct ohc_req *req)
 {
@@ -35,43 +27,15 @@ int ohc_vx_rdv_large(const struct ohc_verbs_iface *vi, size_t len)
 	return vi->rndv_bytes && len >= vi->rndv_bytes;
 }
 
-/* Post one signaled WR on QP qpi (not inside a chain being built). */
-static int rdv_post(struct ohc_verbs_ep *e, uint32_t qpi,
-		    struct ibv_send_wr *wr, enum ohc_vx_wr_kind kind,
-		    uint32_t slot)
-{
-	struct ohc_vx_qp *q = &e->qps[qpi];
-	uint32_t covered = q->unsig + 1;
-	int rc;
-
-	wr->next = NULL;
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	wr->wr_id =
-		wr_id(e, qpi, kind,
-		      kind == WR_KIND_RDV ? (slot << 12 | covered) : covered);
-	rc = ohc_vx_post_send(q->qp, wr);
-	if (!rc) {
-		q->sq_inflight++;
-		q->unsig = 0;
-	}
-	return rc;
-}
-
 static int room(const struct ohc_verbs_iface *vi, const struct ohc_verbs_ep *e,
 		uint32_t qpi)
 {
-	const struct ohc_vx_qp *q = &e->qps[qpi];
-
-	return q->sq_inflight + q->nchain + 2 <= vi->sq_depth;
+	return ohc_vx_sq_room(vi, &e->qps[qpi], 2);
 }
 
 static void post_failed(struct ohc_verbs_ep *e, uint32_t qpi, int rc)
 {
-	char why[160];
-
-	snprintf(why, sizeof(why), "ibv_post_send (rendezvous): %s",
-		 strerror(rc));
-	ohc_vx_ep_fail(e, qpi, why);
+	ohc_vx_post_failed(e, qpi, "ibv_post_send (rendezvous)", rc);
 }
 
 ohc_status_t ohc_vx_rdv_send(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -216,7 +180,7 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		wr.num_sge = 1;
 		if (sizeof(*cts) <= vi->max_inline)
 			wr.send_flags = IBV_SEND_INLINE;
-		rc = rdv_post(e, 0, &wr, WR_KIND_SEND, 0);
+		rc = ohc_vx_post_signaled(e, 0, &wr, OHC_VX_WR_SEND, 0);
 		if (rc) {
 			post_failed(e, 0, rc);
 			return n;
@@ -313,23 +277,24 @@ static int tx_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			wrs[n].sg_list = &sgs[n];
 			wrs[n].num_sge = 1;
 			/* unsignaled WRs complete too when flushed */
-			wrs[n].wr_id = wr_id(e, i, WR_KIND_SEND, 0);
+			wrs[n].wr_id = ohc_vx_wr_id(e->super.peer, i,
+						    OHC_VX_WR_SEND, 0);
 			wrs[n].next = &wrs[n + 1];
 			off += piece;
 			n++;
 		}
 		wrs[n - 1].next = NULL;
 		wrs[n - 1].send_flags = IBV_SEND_SIGNALED;
-		kind = off == end ? WR_KIND_RDV : WR_KIND_SEND;
-		if (kind == WR_KIND_RDV) { /* the stripe's end */
+		kind = off == end ? OHC_VX_WR_RDV : OHC_VX_WR_SEND;
+		if (kind == OHC_VX_WR_RDV) { /* the stripe's end */
 			wrs[n - 1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 			wrs[n - 1].imm_data =
 				htonl(OHC_VX_IMM_RDV | t->ns << 16 | slot);
 		}
 		wrs[n - 1].wr_id =
-			wr_id(e, i, kind,
-			      (kind == WR_KIND_RDV ? slot << 12 : 0) |
-				      (q->unsig + n));
+			ohc_vx_wr_id(e->super.peer, i, kind,
+				     (kind == OHC_VX_WR_RDV ? slot << 12 : 0) |
+					     (q->unsig + n));
 		rc = ohc_vx_post_send(q->qp, wrs);
 		if (rc) {
 			post_failed(e, i, rc);
@@ -363,7 +328,7 @@ static unsigned rx_grants(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 				e->rem_ring + e->ring_len +
 				(uint64_t)slot * OHC_VX_CTS_BYTES;
 			wr.wr.rdma.rkey = e->rem_rkey;
-			rc = rdv_post(e, 0, &wr, WR_KIND_SEND, 0);
+			rc = ohc_vx_post_signaled(e, 0, &wr, OHC_VX_WR_SEND, 0);
 			if (rc) {
 				post_failed(e, 0, rc);
 				return n;
@@ -420,8 +385,9 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			wr.wr.rdma.rkey = t->rkey;
 			wr.sg_list = &sg;
 			wr.num_sge = 1;
-			rc = rdv_post(e, t->land_qpi, &wr,
-				      last ? WR_KIND_RDV : WR_KIND_SEND, slot);
+			rc = ohc_vx_post_signaled(
+				e, t->land_qpi, &wr,
+				last ? OHC_VX_WR_RDV : OHC_VX_WR_SEND, slot);
 			if (rc) {
 				post_failed(e, t->land_qpi, rc);
 				return n;

@@ -106,7 +106,7 @@ static void rp_send(struct ohc_verbs_ep *e, char type)
  * its send queue: on an ERR QP posts flush in order, so when all markers
  * flushed no send of before is in flight. Receive queues are not waited
  * for (rxe of Linux 6.1 does not flush them): their WRs carry the replay
- * epoch, and completions of an older epoch are dropped (vx_iface.c).
+ * epoch, and completions of an older epoch are dropped (vx_cq.c).
  */
 static int rp_drain_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
@@ -152,9 +152,7 @@ int ohc_vx_replay_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 	rp->state = VX_RP_DRAIN;
 	/* a pulled fragment's read was flushed with the rest: read again */
-	ohc_vx_mr_put(vi, e->rd_mr);
-	e->rd_mr = NULL;
-	e->rd = e->rd_done = 0;
+	ohc_vx_rd_release(vi, e);
 	OHC_WARN(OHC_SS_VERBS,
 		 "rank %u: RDMA connection to rank %u interrupted (%s); "
 		 "reconnecting, for at most %u ms",

@@ -6,7 +6,7 @@
  * handshake, its abort, its end) and the async-event fd (a port going
  * down). When one of them stirs, or while a replay runs, it takes the
  * iface's lock if nobody holds it (trylock: an owner inside an operation
- * answers by itself) and lets vx_iface.c service it; then it wakes the
+ * answers by itself) and services it (service_locked); then it wakes the
  * iface, so that a rank asleep in iface_wait looks again.
  *
  * Without it, a replay could wait for a peer busy in an operation of
@@ -66,6 +66,71 @@ static int watch_add(struct watch *w, int fd, struct ohc_verbs_iface *vi)
 	return 0;
 }
 
+/*
+ * The fds to watch for an iface (setup sockets, the async-event fd),
+ * skipped when the iface is in use: its owner watches for itself.
+ * Returns whether a replay runs (it needs steps).
+ */
+static int service_fds(struct ohc_verbs_iface *vi, struct watch *w)
+{
+	int busy = 0;
+
+	if (pthread_mutex_trylock(&vi->lock))
+		return 0; /* in use: its owner watches for itself */
+	for (uint32_t r = 0; r <= vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e =
+			r < vi->super.nranks ? vi->by_peer[r] : NULL;
+		int fd = r == vi->super.nranks ? vi->ctx->async_fd : -1;
+
+		if (e && e->connected && !e->broken && !e->peer_abort)
+			fd = e->sock;
+		busy |= e && e->rp.state;
+		if (fd < 0)
+			continue;
+		if (watch_add(w, fd, vi))
+			break;
+	}
+	pthread_mutex_unlock(&vi->lock);
+	return busy;
+}
+
+/* Whether a replay runs on the iface (read without its lock). */
+static int service_busy(struct ohc_verbs_iface *vi)
+{
+	for (uint32_t r = 0; r < vi->super.nranks; r++)
+		if (vi->by_peer[r] && __atomic_load_n(&vi->by_peer[r]->rp.state,
+						      __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+/* One round of service, vi->lock held: events, sockets, replays; then
+ * the iface is woken. */
+static void service_locked(struct ohc_verbs_iface *vi)
+{
+	int replaying = 0;
+
+	ohc_vx_async_events(vi);
+	for (uint32_t r = 0; r < vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (!e || !e->connected || e->broken)
+			continue;
+		ohc_vx_ep_sock_check(e);
+		replaying |= e->rp.state != VX_RP_NONE;
+	}
+	if (replaying) {
+		ohc_vx_cq_poll(vi);
+		for (uint32_t r = 0; r < vi->super.nranks; r++) {
+			struct ohc_verbs_ep *e = vi->by_peer[r];
+
+			if (e && e->rp.state && !e->broken)
+				ohc_vx_replay_progress(vi, e);
+		}
+	}
+	ohc_vx_iface_wake(&vi->super); /* a sleeping owner looks again */
+}
+
 static int registered_locked(const struct ohc_verbs_iface *vi)
 {
 	struct ohc_list *pos;
@@ -101,8 +166,7 @@ static void *svc_main(void *arg)
 			struct ohc_verbs_iface *vi = ohc_container_of(
 				pos, struct ohc_verbs_iface, svc_link);
 
-			busy |= ohc_vx_service_fds(vi, &w.pfd, &w.owner, &w.n,
-						   &w.cap);
+			busy |= service_fds(vi, &w);
 		}
 		pthread_mutex_unlock(&reg_lock);
 		/* a replay in progress needs steps (markers, the port) even
@@ -119,13 +183,13 @@ static void *svc_main(void *arg)
 
 			for (size_t k = 1; k < w.n; k++)
 				stirred |= w.owner[k] == vi && w.pfd[k].revents;
-			if (!stirred && !ohc_vx_service_busy(vi))
+			if (!stirred && !service_busy(vi))
 				continue;
 			if (pthread_mutex_trylock(&vi->lock)) {
 				missed = 1; /* its owner is in it now */
 				continue;
 			}
-			ohc_vx_service_locked(vi);
+			service_locked(vi);
 			pthread_mutex_unlock(&vi->lock);
 		}
 		pthread_mutex_unlock(&reg_lock);

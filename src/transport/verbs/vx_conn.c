@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The verbs transport's connections: the setup listener, an ep's
+ * resources (QPs, receive ring, staging, MRs), the connect record
+ * exchange over one TCP socket per pair (the lower rank connects, the
+ * higher answers) that brings the QPs to RTS, and the ep's end: quiesce
+ * and fini. The socket stays open afterwards as the liveness probe
+ * (vx_fail.c). See verbs.h for the protocol.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "transport/verbs/verbs.h"
+#include "util/compiler.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
+
+/* ---- the setup listener -------------------------------------------- */
+
+int ohc_vx_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+ohc_status_t ohc_vx_listen(struct ohc_verbs_iface *vi)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, vi->ip,
+		      &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+		len = sizeof(struct sockaddr_in);
+	} else {
+		ss.ss_family = AF_INET6;
+		inet_pton(AF_INET6, vi->ip,
+			  &((struct sockaddr_in6 *)&ss)->sin6_addr);
+		len = sizeof(struct sockaddr_in6);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) ||
+	    listen(fd, SOMAXCONN) ||
+	    getsockname(fd, (struct sockaddr *)&vi->listen_addr, &len) ||
+	    ohc_vx_set_nonblock(fd)) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: cannot listen on %s for RDMA connection "
+			  "setup: %s",
+			  vi->super.rank, vi->ip, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return OHC_ERR_SYSCALL;
+	}
+	vi->listen_fd = fd;
+	return OHC_OK;
+}
+
+/* ---- setup --------------------------------------------------------- */
+
+/* QPs (INIT, receives posted), ring, staging, MRs of one ep. */
+static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	uint32_t rank = vi->super.rank, peer = e->super.peer;
+	size_t len = (size_t)vi->slots * vi->slot_bytes;
+	size_t ctrl = (size_t)OHC_VX_RDV_N * OHC_VX_CTS_BYTES;
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	uint32_t psn;
+
+	e->wrs = calloc((size_t)vi->slots * vi->wr_per_slot + 1,
+			sizeof(*e->wrs));
+	/* a fragment: a WR per piece, one more SGE where header and a
+	 * gathered payload share a WR */
+	e->sges = calloc((size_t)vi->slots * (vi->wr_per_slot + 1),
+			 sizeof(*e->sges));
+	e->rwrs = calloc(vi->rq_depth, sizeof(*e->rwrs));
+	e->arrived = calloc(vi->slots, 1);
+	e->tx_src = calloc(vi->slots, sizeof(*e->tx_src));
+	e->gx_n = vi->slots;
+	e->gx = calloc(e->gx_n, sizeof(*e->gx));
+	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
+	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->tx_src ||
+	    !e->gx || !e->gx_marks)
+		return OHC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < e->gx_n; i++)
+		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
+	/* ring | CTS in | staging | CTS out */
+	e->map_len = 2 * (len + ctrl);
+	e->ring = mmap(NULL, e->map_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e->ring == MAP_FAILED) {
+		e->ring = NULL;
+		return OHC_ERR_NO_MEMORY;
+	}
+	e->ring_len = len;
+	e->ctrl_in = e->ring + len;
+	e->stage = e->ctrl_in + ctrl;
+	e->ctrl_out = e->stage + len;
+	e->ring_mr = ohc_vx_reg_mr(vi->pd, e->ring, len + ctrl, access);
+	if (e->ring_mr)
+		e->stage_mr = ohc_vx_reg_mr(vi->pd, e->stage, len + ctrl,
+					    IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_READ);
+	if (!e->ring_mr || !e->stage_mr) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: cannot register %zu bytes for rank %u on "
+			  "%s: %s",
+			  rank, len, peer, vi->dev_name, strerror(errno));
+		return OHC_ERR_NO_MEMORY;
+	}
+	if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn))
+		psn = (uint32_t)ohc_time_ns();
+	e->psn = psn & 0xffffff;
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		ohc_status_t status = ohc_vx_qp_create(vi, e, i);
+
+		if (status < 0)
+			return status;
+	}
+	return OHC_OK;
+}
+
+static void conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      struct vx_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->magic = VX_CONN_MAGIC;
+	c->version = VX_VERSION;
+	c->session = vi->session;
+	c->from = vi->super.rank;
+	c->to = e->super.peer;
+	c->nqps = e->nqps;
+	c->slots = vi->slots;
+	c->slot_bytes = vi->slot_bytes;
+	c->mtu = vi->mtu;
+	c->psn = e->psn;
+	c->rkey = e->ring_mr->rkey;
+	c->ring = (uintptr_t)e->ring;
+	memcpy(c->gid, vi->gid.raw, 16);
+	for (uint32_t i = 0; i < e->nqps; i++)
+		c->qpn[i] = e->qps[i].qp->qp_num;
+}
+
+/* Move the ep's QPs to RTS towards the peer described by c. */
+static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			   const struct vx_conn *c)
+{
+	uint32_t rank = vi->super.rank, peer = e->super.peer;
+
+	e->rem_ring = c->ring;
+	e->rem_rkey = c->rkey;
+	e->rem_mtu = c->mtu;
+	memcpy(e->rem_gid, c->gid, 16);
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		int rc;
+
+		e->rem_qpn[i] = c->qpn[i];
+		rc = ohc_vx_qp_rtr(vi, e, i, c->psn);
+		if (!rc)
+			rc = ohc_vx_qp_rts(vi, e, i);
+		if (rc) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: QP %u to rank %u (remote QP %u): "
+				  "cannot connect: %s",
+				  rank, e->qps[i].qp->qp_num, peer, c->qpn[i],
+				  strerror(rc));
+			return OHC_ERR_ROCE_CONNECT;
+		}
+	}
+	e->connected = 1;
+	return OHC_OK;
+}
+
+/* Read or write exactly len bytes before the deadline. */
+static int sock_io(int fd, void *buf, size_t len, int out, uint64_t deadline)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pf = {.fd = fd, .events = out ? POLLOUT : POLLIN};
+		ssize_t n;
+		int ms = ohc_deadline_left_ms(deadline, 1000);
+
+		if (ms <= 0 && ohc_deadline_passed(deadline)) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (poll(&pf, 1, ms) < 0 && errno != EINTR)
+			return -1;
+		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+			: recv(fd, p, len, MSG_DONTWAIT);
+		if (n == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int sock_connect(const struct vx_blob *b, uint64_t deadline)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_family = b->family;
+	if (b->family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		memcpy(&a->sin_addr, b->addr, 4);
+		a->sin_port = htons(b->tcp_port);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		memcpy(&a->sin6_addr, b->addr, 16);
+		a->sin6_port = htons(b->tcp_port);
+		len = sizeof(*a);
+	}
+	for (;;) {
+		struct pollfd pf;
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		fd = socket(b->family,
+			    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return -1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)&ss, len) == 0)
+			return fd;
+		if (errno == EINPROGRESS) {
+			pf.fd = fd;
+			pf.events = POLLOUT;
+			if (poll(&pf, 1, ohc_deadline_left_ms(deadline, 1000)) >
+				    0 &&
+			    !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) &&
+			    !err)
+				return fd;
+			if (err)
+				errno = err;
+		}
+		close(fd);
+		if (ohc_deadline_passed(deadline))
+			return -1;
+		usleep(10000);
+	}
+}
+
+ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
+			       const struct vx_conn *c)
+{
+	return c->magic == VX_CONN_MAGIC && c->version == VX_VERSION &&
+			       c->session == vi->session &&
+			       c->to == vi->super.rank &&
+			       c->from < vi->super.nranks &&
+			       c->nqps == vi->nqps && c->slots == vi->slots &&
+			       c->slot_bytes == vi->slot_bytes
+		       ? OHC_OK
+		       : OHC_ERR_INVALID;
+}
+
+ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
+				  unsigned n, uint64_t deadline)
+{
+	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
+	uint32_t rank = iface->rank;
+	unsigned lower = 0, accepted = 0;
+	ohc_status_t status = OHC_OK;
+	struct vx_conn c;
+	int cqe;
+
+	if (!n)
+		return OHC_OK;
+	cqe = (int)(n * vi->nqps * (vi->sq_depth + vi->rq_depth) + 16);
+	vi->ch = ohc_vx_create_channel(vi->ctx);
+	if (vi->ch && ohc_vx_set_nonblock(vi->ch->fd) == 0)
+		vi->cq = ohc_vx_create_cq(vi->ctx, cqe, vi->ch);
+	if (!vi->cq) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: cannot create a CQ of %d entries on %s: %s",
+			  rank, cqe, vi->dev_name, strerror(errno));
+		return OHC_ERR_UNAVAILABLE;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		status = ep_setup(vi, ohc_vx_ep(eps[i]));
+		if (status < 0)
+			return status;
+	}
+	/* Higher ranks: connect and send our half first. */
+	for (unsigned i = 0; i < n; i++)
+		lower += ohc_vx_ep(eps[i])->super.peer < rank;
+	for (unsigned i = 0; i < n; i++) {
+		struct ohc_verbs_ep *e = ohc_vx_ep(eps[i]);
+
+		if (e->super.peer < rank)
+			continue;
+		e->sock = sock_connect(&e->peer_blob, deadline);
+		conn_fill(vi, e, &c);
+		if (e->sock < 0 ||
+		    sock_io(e->sock, &c, sizeof(c), 1, deadline)) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: cannot reach rank %u for RDMA "
+				  "connection setup: %s",
+				  rank, e->super.peer, strerror(errno));
+			return errno == ETIMEDOUT ? OHC_ERR_TIMEOUT
+						  : OHC_ERR_ROCE_CONNECT;
+		}
+	}
+	/* Lower ranks connect to us: accept, read theirs, answer. */
+	while (accepted < lower) {
+		struct pollfd pf = {.fd = vi->listen_fd, .events = POLLIN};
+		struct ohc_verbs_ep *e;
+		int fd, one = 1;
+
+		if (ohc_deadline_passed(deadline)) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: RDMA connection setup timed out: "
+				  "%u of %u lower ranks connected",
+				  rank, accepted, lower);
+			return OHC_ERR_TIMEOUT;
+		}
+		if (poll(&pf, 1, ohc_deadline_left_ms(deadline, 1000)) <= 0)
+			continue;
+		fd = accept4(vi->listen_fd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* a peer writes its record as soon as it is connected: a
+		 * connection that says nothing for 2 s is dropped, not
+		 * waited for until the deadline */
+		if (sock_io(fd, &c, sizeof(c), 0,
+			    OHC_MIN(deadline, ohc_deadline_after_ms(2000))) ||
+		    ohc_vx_conn_check(vi, &c) < 0 || c.from >= rank ||
+		    !(e = vi->by_peer[c.from]) || e->sock >= 0) {
+			close(fd); /* a stranger or a duplicate */
+			continue;
+		}
+		e->sock = fd;
+		accepted++;
+		status = ep_rts(vi, e, &c);
+		if (status < 0)
+			return status;
+		conn_fill(vi, e, &c);
+		if (sock_io(fd, &c, sizeof(c), 1, deadline)) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: lost rank %u during RDMA "
+				  "connection setup: %s",
+				  rank, e->super.peer, strerror(errno));
+			return OHC_ERR_ROCE_CONNECT;
+		}
+	}
+	/* Higher ranks' answers. */
+	for (unsigned i = 0; i < n; i++) {
+		struct ohc_verbs_ep *e = ohc_vx_ep(eps[i]);
+
+		if (e->super.peer < rank)
+			continue;
+		if (sock_io(e->sock, &c, sizeof(c), 0, deadline) ||
+		    ohc_vx_conn_check(vi, &c) < 0 || c.from != e->super.peer) {
+			OHC_ERROR(OHC_SS_VERBS,
+				  "rank %u: no valid RDMA connection reply "
+				  "from rank %u: %s",
+				  rank, e->super.peer,
+				  errno ? strerror(errno) : "bad message");
+			return OHC_ERR_ROCE_CONNECT;
+		}
+		status = ep_rts(vi, e, &c);
+		if (status < 0)
+			return status;
+	}
+	close(vi->listen_fd);
+	vi->listen_fd = -1;
+	OHC_INFO(OHC_SS_VERBS, "rank %u: %u RDMA connections up on %s", rank, n,
+		 vi->dev_name);
+	ohc_vx_service_add(vi);
+	return OHC_OK;
+}
+
+/* ---- the ep's end ------------------------------------------------- */
+
+/* The peer closed the setup socket (quietly: it may be ending too). */
+static int sock_closed(const struct ohc_verbs_ep *e)
+{
+	struct pollfd p = {.fd = e->sock, .events = POLLIN};
+	char c;
+
+	return e->sock >= 0 && poll(&p, 1, 0) > 0 &&
+	       recv(e->sock, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
+}
+
+/*
+ * Let our last writes land and the peer read our last pulled fragment
+ * (bounded): then the peer's QPs may go away, and our staging with them.
+ */
+void ohc_vx_ep_quiesce_locked(struct ohc_ep *ep)
+{
+	struct ohc_verbs_ep *e = ohc_vx_ep(ep);
+	struct ohc_verbs_iface *vi = ohc_vx_iface(ep->iface);
+
+	/* after a failure (ours: aborted) what is in flight is not wanted */
+	if (e->connected && !e->broken && !vi->aborted) {
+		uint64_t deadline = ohc_deadline_after_ms(VX_DRAIN_MS);
+		unsigned polls = 0;
+		/* a peer that announced its failure reads nothing more */
+		int reads = !e->peer_abort;
+		int pending = reads && e->tx_freed < e->pull_end;
+
+		for (uint32_t i = 0; i < e->nqps; i++) {
+			struct ohc_vx_qp *q = &e->qps[i];
+			struct ibv_send_wr *wr =
+				&e->wrs[vi->slots * vi->wr_per_slot];
+
+			if (!q->sq_inflight)
+				continue;
+			pending = 1;
+			if (!q->unsig)
+				continue;
+			memset(wr, 0, sizeof(*wr)); /* zero-length write */
+			wr->opcode = IBV_WR_RDMA_WRITE;
+			wr->wr.rdma.remote_addr = e->rem_ring;
+			wr->wr.rdma.rkey = e->rem_rkey;
+			ohc_vx_chain_add(q, wr);
+			if (ohc_vx_chain_post(vi, e, i, 1))
+				e->broken = OHC_ERR_REMOTE;
+		}
+		/*
+		 * 64 polls, then one per 1 ms sleep with a deadline check:
+		 * a peer that closed first never acks, and spinning on the
+		 * clock (a system call on an HPET clocksource) for the whole
+		 * drain only takes CPU from others (seen in the TCG VMs).
+		 */
+		while (pending && !e->broken) {
+			ohc_vx_cq_poll(vi);
+			pending = reads && e->tx_freed < e->pull_end;
+			for (uint32_t i = 0; i < e->nqps; i++)
+				pending |= e->qps[i].sq_inflight != 0;
+			if (!pending || ++polls < 64)
+				continue;
+			if (ohc_deadline_passed(deadline))
+				break;
+			if (sock_closed(e))
+				break; /* gone: it reads, acks nothing more */
+			(void)poll(NULL, 0, 1);
+		}
+	}
+}
+
+void ohc_vx_ep_fini_locked(struct ohc_ep *ep)
+{
+	struct ohc_verbs_ep *e = ohc_vx_ep(ep);
+	struct ohc_verbs_iface *vi = ohc_vx_iface(ep->iface);
+
+	ohc_vx_queue_complete(&e->sendq, OHC_ERR_CANCELED);
+	ohc_vx_queue_complete(&e->recvq, OHC_ERR_CANCELED);
+	ohc_vx_ep_quiesce_locked(ep);
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		if (e->qps[i].qp)
+			ohc_vx_destroy_qp(e->qps[i].qp);
+		e->qps[i].qp = NULL;
+	}
+	ohc_vx_ep_release(vi, e, OHC_ERR_CANCELED);
+	if (e->ring_mr)
+		ohc_vx_dereg_mr(e->ring_mr);
+	if (e->stage_mr)
+		ohc_vx_dereg_mr(e->stage_mr);
+	if (e->ring)
+		munmap(e->ring, e->map_len);
+	if (e->sock >= 0)
+		close(e->sock);
+	free(e->wrs);
+	free(e->sges);
+	free(e->rwrs);
+	free(e->arrived);
+	free(e->tx_src);
+	e->tx_src = NULL;
+	free(e->gx);
+	free(e->gx_marks);
+	e->gx = NULL;
+	e->gx_marks = NULL;
+	e->ring = e->stage = e->ctrl_in = e->ctrl_out = NULL;
+	e->ring_mr = e->stage_mr = NULL;
+	e->wrs = NULL;
+	e->sges = NULL;
+	e->rwrs = NULL;
+	e->arrived = NULL;
+	e->sock = -1;
+	if (vi->by_peer && ep->peer < ep->iface->nranks &&
+	    vi->by_peer[ep->peer] == e)
+		vi->by_peer[ep->peer] = NULL;
+}
