@@ -282,6 +282,7 @@ struct shared {
 	int ready;
 	double detect_s[8];
 	int wait_ret[8], dep_ret[8];
+	int round0_done; /* survivors whose first round ended */
 };
 
 static struct shared *shared_new(void)
@@ -880,8 +881,18 @@ static int victim_rank(int rank, int n, void *p)
 	hb = HcclTaskAllGather(cb, &x, g, 1, HCCL_DATA_TYPE_INT32, 0, 1, true);
 	if (hb < 0 || HcclTaskCommit(ca, h) || HcclTaskWait(ca, h))
 		return 1;
-	if (rank == VICTIM)
+	/* The victim dies only once every survivor has its first round: its
+	 * own round can end while a peer still takes the last piece out of
+	 * its ring, and a peer that sees the death first fails that round. */
+	if (rank == VICTIM) {
+		for (int i = 0;
+		     i < 60000 && __atomic_load_n(&sh->round0_done,
+						  __ATOMIC_ACQUIRE) < n - 1;
+		     i++)
+			usleep(1000);
 		raise(SIGKILL);
+	}
+	__atomic_add_fetch(&sh->round0_done, 1, __ATOMIC_RELEASE);
 	for (int k = 1; k < 4; k++)
 		if (HcclTaskCommit(ca, h))
 			return 1;
