@@ -269,25 +269,56 @@ Test(two_node_faults, qp_error, .timeout = 240)
 
 #define FLAP_S 3 /* longer than the QPs' retry window (268 ms x 6) */
 
+#define DEV_COUNT (1 << 19) /* 2 MiB: landing chunks of 256 KiB */
+
+/*
+ * In-place AllReduce on device memory (exported: a reduction into its
+ * own destination lands in the receiver's landing buffers when it goes
+ * by rendezvous), checked.
+ */
+static HcclResult dev_allreduce(HcclComm comm, int rank, int32_t *buf)
+{
+	size_t base = 1000 * (size_t)(NR * (NR - 1) / 2);
+	HcclResult r;
+
+	for (size_t i = 0; i < DEV_COUNT; i++)
+		buf[i] = (int32_t)(i * 3 + (size_t)rank * 1000);
+	r = HcclAllReduce(buf, buf, DEV_COUNT, HCCL_DATA_TYPE_INT32,
+			  HCCL_REDUCE_SUM, comm, NULL);
+	for (size_t i = 0; i < DEV_COUNT && r == HCCL_SUCCESS; i++)
+		if (buf[i] != (int32_t)((size_t)NR * i * 3 + base)) {
+			fprintf(stderr,
+				"rank %d: device allreduce: [%zu] wrong\n",
+				rank, i);
+			r = HCCL_E_INTERNAL;
+		}
+	return r;
+}
+
 /*
  * Rank 2 takes its VM's link down for FLAP_S seconds in the background
  * while every rank keeps running AllReduce and Send/Recv rings: the QPs'
  * retries run out and the port goes down, the connections are replayed
  * (OPENHCCL_RDMA_REPLAY_MS, 10 s by default) and every operation still
- * succeeds with the right result; the replays are logged.
+ * succeeds with the right result; the replays are logged. *arg: run with
+ * the rendezvous (from 64 KiB: every send of the rings, and an in-place
+ * AllReduce on device memory for the landing buffers), or without.
  */
 static int flap_rank(int local, int nlocal, void *arg)
 {
 	int rank = vm_index * PER_VM + local, bad = 0, it;
+	int rdv = *(const int *)arg;
+	int32_t *dev = NULL;
 	struct capture cap;
 	HcclComm comm;
 	double t0 = 0;
 	char *log;
 
 	(void)nlocal;
-	(void)arg;
 	capture_begin(&cap, rank);
 	if (aclrtSetDevice(local) ||
+	    (rdv && aclrtMalloc((void **)&dev, DEV_COUNT * 4,
+				ACL_MEM_MALLOC_HUGE_FIRST)) ||
 	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm)) {
 		free(capture_end(&cap, rank));
 		OHC_RANK_FAIL("rank %d: init failed", rank);
@@ -305,6 +336,8 @@ static int flap_rank(int local, int nlocal, void *arg)
 					    getenv("OHC_VM_NETDEV"));
 		}
 		r = ohc_test_ring_round(comm, rank, NR, COUNT * 4 + 3);
+		if (r == HCCL_SUCCESS && rdv)
+			r = dev_allreduce(comm, rank, dev);
 		if (r != HCCL_SUCCESS) {
 			fprintf(stderr,
 				"rank %d: iteration %d failed (%d) %.2f s "
@@ -319,6 +352,7 @@ static int flap_rank(int local, int nlocal, void *arg)
 		"flap began\n",
 		rank, it, ohc_test_now_s() - t0);
 	HcclCommDestroy(comm);
+	aclrtFree(dev);
 	if (rank == LINK_RANK && link_up()) {
 		fprintf(stderr, "rank %d: link or GID not back\n", rank);
 		bad = 1;
@@ -332,21 +366,30 @@ static int flap_rank(int local, int nlocal, void *arg)
 	return bad;
 }
 
-Test(two_node_faults, link_flap_replayed, .timeout = 240)
+static void link_flap(int rdv, int port)
 {
 	double t0 = ohc_test_now_s();
 
-	two_vms_or_skip(24000);
+	two_vms_or_skip(port);
 	fault_env();
-	/* a rendezvous in flight is not replayed (README: OPENHCCL_RDMA_
-	 * REPLAY_MS): this case is about the slot and pulled paths, which
-	 * are; CI runs the two VMs with rendezvous from 256 KiB */
-	setenv("OPENHCCL_RDMA_RNDV_KB", "0", 1);
+	/* the slot and pulled paths only, or every large send by
+	 * rendezvous (direct into the destination, or landing) */
+	setenv("OPENHCCL_RDMA_RNDV_KB", rdv ? "64" : "0", 1);
 	ohc_test_fork_settle();
-	cr_expect_eq(ohc_test_fork_ranks(PER_VM, flap_rank, NULL, 180), 0);
-	fprintf(stderr, "vm%d: link_flap_replayed: %.1f s\n", vm_index,
-		ohc_test_now_s() - t0);
+	cr_expect_eq(ohc_test_fork_ranks(PER_VM, flap_rank, &rdv, 180), 0);
+	fprintf(stderr, "vm%d: link_flap_replayed%s: %.1f s\n", vm_index,
+		rdv ? "_rendezvous" : "", ohc_test_now_s() - t0);
 	unlink(table_path);
+}
+
+Test(two_node_faults, link_flap_replayed, .timeout = 240)
+{
+	link_flap(0, 24000);
+}
+
+Test(two_node_faults, link_flap_replayed_rendezvous, .timeout = 240)
+{
+	link_flap(1, 24500);
 }
 
 /* ---- loss on the wire: results stay correct ------------------------ */

@@ -142,8 +142,8 @@ struct vx_replay {
 	uint64_t peer_have, peer_next;
 	uint64_t resend; /* next fragment to send again */
 	uint64_t resent;
-	uint8_t msg[40]; /* a handshake message read in part */
-	size_t msg_got;
+	uint8_t peer_rdv[OHC_VX_RDV_REPORT]; /* the peer's HELLO report */
+	struct vx_rdv_replayed rdv;	     /* what was done with it */
 	char why[160];
 };
 
@@ -504,7 +504,7 @@ ohc_status_t ohc_vx_dev_open(struct ohc_verbs_iface *vi, const char *ip,
 /*
  * start: the link to the peer failed in a way that may pass (why says
  * how); 1 if a replay runs now (the caller must not fail the ep), 0 if it
- * cannot (disabled, rendezvous in flight, the peer aborted): fail the ep.
+ * cannot (disabled, the peer aborted): fail the ep.
  * progress: drive it (each progress call while e->rp.state). msg: a
  * handshake message of type t from the setup socket.
  */
@@ -515,11 +515,10 @@ void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		       char t, const uint8_t *body);
 #define OHC_VX_RP_HELLO 'H'
 #define OHC_VX_RP_READY 'Y'
-#define OHC_VX_RP_BODY 32 /* bytes after the type byte */
+/* bytes after the type byte: 32, then the rendezvous report */
+#define OHC_VX_RP_BODY (32 + OHC_VX_RDV_REPORT)
 /* Whether the iface's port is ACTIVE now. */
 int ohc_vx_port_active(struct ohc_verbs_iface *vi);
-/* The ep's rendezvous holds nothing: replay is possible (vx_rdv.c). */
-int ohc_vx_rdv_idle(const struct ohc_verbs_ep *e);
 
 /* ---- the service thread (vx_service.c) ------------------------------ */
 

@@ -133,6 +133,7 @@ void ohc_vx_async_events(struct ohc_verbs_iface *vi)
 			}
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
+		case IBV_EVENT_CQ_ERR: /* completions lost: nothing is sure */
 			for (uint32_t r = 0; r < vi->super.nranks; r++)
 				if (vi->by_peer[r] && vi->by_peer[r]->connected)
 					ohc_vx_ep_fail(vi->by_peer[r], 0, why);

@@ -22,6 +22,15 @@ static uint32_t req_seq(const struct ohc_req *req)
 	return (uint32_t)(uintptr_t)req->tp_priv;
 }
 
+/* How a send of a table entry went, for a replay's report. */
+enum { VX_TX_NONE, VX_TX_STARTED, VX_TX_EAGER, VX_TX_DONE };
+
+static void tx_ended(struct vx_rdv *r, uint32_t seq, uint8_t how)
+{
+	r->last_seq[seq % OHC_VX_RDV_N] = seq;
+	r->last_how[seq % OHC_VX_RDV_N] = how;
+}
+
 int ohc_vx_rdv_large(const struct ohc_verbs_iface *vi, size_t len)
 {
 	return vi->rndv_bytes && len >= vi->rndv_bytes;
@@ -125,6 +134,58 @@ void ohc_vx_land_fini(struct ohc_verbs_iface *vi)
 }
 
 /* Write the CTS of the next receive(s) that may have one. */
+/* Write the CTS of table entry slot (in ctrl_out) into the sender's
+ * control array; -1 if the post failed (the ep is failed). */
+static int cts_post(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		    uint32_t slot)
+{
+	char *cts = e->ctrl_out + (size_t)slot * OHC_VX_CTS_BYTES;
+	struct ibv_send_wr wr;
+	struct ibv_sge sg;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	sg.addr = (uintptr_t)cts;
+	sg.length = sizeof(struct vx_rdv_cts);
+	sg.lkey = e->stage_mr->lkey;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htonl(OHC_VX_IMM_RDV | OHC_VX_IMM_CTS | slot);
+	wr.wr.rdma.remote_addr =
+		e->rem_ring + e->ring_len + (uint64_t)slot * OHC_VX_CTS_BYTES;
+	wr.wr.rdma.rkey = e->rem_rkey;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	if (sizeof(struct vx_rdv_cts) <= vi->max_inline)
+		wr.send_flags = IBV_SEND_INLINE;
+	rc = ohc_vx_post_signaled(e, 0, &wr, OHC_VX_WR_SEND, 0);
+	if (rc)
+		post_failed(e, 0, rc);
+	return rc ? -1 : 0;
+}
+
+/* After a replay: the CTS the sender never saw, again, in number order. */
+static unsigned rx_rects(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	struct vx_rdv *r = &e->rdv;
+	unsigned n = 0;
+	struct ohc_list *p;
+
+	ohc_list_for_each(p, &r->rxq)
+	{
+		struct ohc_req *req = ohc_container_of(p, struct ohc_req, link);
+		uint32_t slot = req_seq(req) % OHC_VX_RDV_N;
+		struct vx_rdv_rx *x = &r->rx[slot];
+
+		if (x->req != req || !x->rects)
+			continue;
+		if (!room(vi, e, 0) || cts_post(vi, e, slot))
+			break;
+		x->rects = 0;
+		n++;
+	}
+	return n;
+}
+
 static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	struct vx_rdv *r = &e->rdv;
@@ -137,9 +198,7 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		uint32_t seq = req_seq(req), slot = seq % OHC_VX_RDV_N;
 		struct vx_rdv_rx *x = &r->rx[slot];
 		struct vx_rdv_cts *cts;
-		struct ibv_send_wr wr;
-		struct ibv_sge sg;
-		int zc = 0, rc;
+		int zc = 0;
 
 		if ((int32_t)(seq - r->rx_cts) < 0)
 			continue; /* its CTS went */
@@ -167,24 +226,8 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			cts->land_chunk = OHC_VX_LAND_CHUNK;
 			cts->land_n = OHC_VX_LAND_CHUNKS;
 		}
-		memset(&wr, 0, sizeof(wr));
-		sg.addr = (uintptr_t)cts;
-		sg.length = sizeof(*cts);
-		sg.lkey = e->stage_mr->lkey;
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.imm_data = htonl(OHC_VX_IMM_RDV | OHC_VX_IMM_CTS | slot);
-		wr.wr.rdma.remote_addr = e->rem_ring + e->ring_len +
-					 (uint64_t)slot * OHC_VX_CTS_BYTES;
-		wr.wr.rdma.rkey = e->rem_rkey;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		if (sizeof(*cts) <= vi->max_inline)
-			wr.send_flags = IBV_SEND_INLINE;
-		rc = ohc_vx_post_signaled(e, 0, &wr, OHC_VX_WR_SEND, 0);
-		if (rc) {
-			post_failed(e, 0, rc);
+		if (cts_post(vi, e, slot))
 			return n;
-		}
 		r->rx_cts++;
 		n++;
 	}
@@ -492,6 +535,7 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			r->probe.tp_priv = (void *)(uintptr_t)(RDV_FLAG | seq);
 			ohc_list_add_tail(&e->sendq, &r->probe.link);
 			r->cts_ok[slot] = 0;
+			tx_ended(r, seq, VX_TX_EAGER);
 			req->got_sig = cts->sig;
 			ohc_list_del(&req->link);
 			ohc_req_complete(req, OHC_ERR_DESYNC);
@@ -516,6 +560,7 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (kind == VX_CTS_EAGER) {
 			/* through the slots, flagged */
 			r->cts_ok[slot] = 0;
+			tx_ended(r, seq, VX_TX_EAGER);
 			ohc_list_del(&req->link);
 			req->tp_priv = (void *)(uintptr_t)(RDV_FLAG | seq);
 			ohc_list_add_tail(&e->sendq, &req->link);
@@ -539,10 +584,10 @@ unsigned ohc_vx_rdv_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	unsigned n = 0;
 
-	if (!e->connected || e->broken)
-		return 0;
+	if (!e->connected || e->broken || e->rp.state)
+		return 0; /* a replay: nothing is written until it is done */
 	if (!ohc_list_empty(&e->rdv.rxq))
-		n += rx_cts(vi, e);
+		n += rx_rects(vi, e) + rx_cts(vi, e);
 	if (!e->broken && e->rdv.grants_due)
 		n += rx_grants(vi, e);
 	if (!e->broken && !ohc_list_empty(&e->rdv.txq))
@@ -600,6 +645,22 @@ static void rx_land_chunk(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	ohc_req_complete(req, OHC_OK);
 }
 
+/* Direct: every stripe landed in the destination. */
+static void rx_direct_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+			   struct vx_rdv_rx *x)
+{
+	struct ohc_req *req = x->req;
+
+	if (req->kind == OHC_RECV_REDUCE_TO)
+		req->reduce(req->dst, req->src2, req->dst,
+			    req->len / req->esize);
+	req->done = req->len;
+	req->path = x->zc ? OHC_PATH_ZC : OHC_PATH_DIRECT;
+	ohc_list_del(&req->link);
+	rx_release(vi, r, x);
+	ohc_req_complete(req, OHC_OK);
+}
+
 void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		    uint32_t imm)
 {
@@ -650,13 +711,20 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 	if (++x->seen < ((imm >> 16) & 0x3fff))
 		return;
-	if (req->kind == OHC_RECV_REDUCE_TO)
-		req->reduce(req->dst, req->src2, req->dst,
-			    req->len / req->esize);
+	rx_direct_done(vi, r, x);
+}
+
+/* Every write of the send in t was acknowledged. */
+static void tx_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+		    struct vx_rdv_tx *t)
+{
+	struct ohc_req *req = t->req;
+
+	tx_ended(r, req_seq(req), VX_TX_DONE);
 	req->done = req->len;
-	req->path = x->zc ? OHC_PATH_ZC : OHC_PATH_DIRECT;
 	ohc_list_del(&req->link);
-	rx_release(vi, r, x);
+	ohc_vx_mr_put(vi, t->mr);
+	memset(t, 0, sizeof(*t));
 	ohc_req_complete(req, OHC_OK);
 }
 
@@ -673,11 +741,7 @@ void ohc_vx_rdv_acked(struct ohc_verbs_ep *e, uint32_t slot)
 	req = t->req;
 	if (!req || --t->left || (t->land && t->written < req->len))
 		return;
-	req->done = req->len;
-	ohc_list_del(&req->link);
-	ohc_vx_mr_put(vi, t->mr);
-	memset(t, 0, sizeof(*t));
-	ohc_req_complete(req, OHC_OK);
+	tx_done(vi, &e->rdv, t);
 }
 
 struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag)
@@ -736,15 +800,130 @@ void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 }
 
-int ohc_vx_rdv_idle(const struct ohc_verbs_ep *e)
+/* ---- replay ---------------------------------------------------------- */
+
+/* A report entry: receive number, receive in flight (direct or landing),
+ * send state (VX_TX_*), CTS not yet used, send number, CTS number,
+ * stripes or chunks the receive has taken. */
+enum {
+	RP_RX_SEQ = 0,
+	RP_RX_ON = 4,
+	RP_TX_HOW = 5,
+	RP_CTS_ON = 6,
+	RP_TX_SEQ = 8,
+	RP_CTS_SEQ = 12,
+	RP_RX_SEEN = 16,
+	RP_ENTRY = 24,
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+void ohc_vx_rdv_report(const struct ohc_verbs_ep *e, uint8_t *out)
 {
 	const struct vx_rdv *r = &e->rdv;
 
-	if (r->txq.next &&
-	    (!ohc_list_empty(&r->txq) || !ohc_list_empty(&r->rxq)))
-		return 0;
-	for (unsigned i = 0; i < OHC_VX_RDV_N; i++)
-		if (r->tx[i].req || r->rx[i].req || r->cts_ok[i])
-			return 0;
-	return r->grants_due == 0;
+	_Static_assert(RP_ENTRY * OHC_VX_RDV_N == OHC_VX_RDV_REPORT,
+		       "report size");
+	memset(out, 0, OHC_VX_RDV_REPORT);
+	for (uint32_t slot = 0; slot < OHC_VX_RDV_N; slot++) {
+		const struct vx_rdv_rx *x = &r->rx[slot];
+		const struct vx_rdv_tx *t = &r->tx[slot];
+		uint8_t *p = out + (size_t)slot * RP_ENTRY;
+
+		if (x->req && (x->mr || x->land)) {
+			put32(p + RP_RX_SEQ, req_seq(x->req));
+			p[RP_RX_ON] = 1;
+			put32(p + RP_RX_SEEN, x->seen);
+		}
+		if (t->req) {
+			p[RP_TX_HOW] = VX_TX_STARTED;
+			put32(p + RP_TX_SEQ, req_seq(t->req));
+		} else if (r->last_how[slot]) {
+			p[RP_TX_HOW] = r->last_how[slot];
+			put32(p + RP_TX_SEQ, r->last_seq[slot]);
+		}
+		if (r->cts_ok[slot]) {
+			p[RP_CTS_ON] = 1;
+			put32(p + RP_CTS_SEQ, r->cts[slot].seq);
+		}
+	}
+}
+
+/* Our send in t, which the peer still wants from `seen` on (stripes or
+ * chunks it has): write it again from there. */
+static void tx_rewind(struct vx_rdv_tx *t, uint32_t seen)
+{
+	if (!t->land) {
+		t->posted = 0;
+		t->left = t->ns;
+		return;
+	}
+	t->sent = t->freed = seen;
+	t->written = OHC_MIN((uint64_t)seen * t->land_chunk, t->req->len);
+	t->left = 0;
+}
+
+void ohc_vx_rdv_replay(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       const uint8_t *peer, struct vx_rdv_replayed *out)
+{
+	struct vx_rdv *r = &e->rdv;
+
+	memset(out, 0, sizeof(*out));
+	for (uint32_t slot = 0; slot < OHC_VX_RDV_N && !e->broken; slot++) {
+		const uint8_t *p = peer + (size_t)slot * RP_ENTRY;
+		struct vx_rdv_tx *t = &r->tx[slot];
+		struct vx_rdv_rx *x = &r->rx[slot];
+		uint32_t tx_seq = get32(p + RP_TX_SEQ);
+
+		/* our send: still wanted, or it all landed */
+		if (t->req) {
+			if (p[RP_RX_ON] &&
+			    get32(p + RP_RX_SEQ) == req_seq(t->req)) {
+				tx_rewind(t, get32(p + RP_RX_SEEN));
+				out->rewound++;
+			} else {
+				tx_done(vi, r, t);
+				out->completed++;
+			}
+		}
+		/* our receive past its CTS, written into */
+		if (!x->req || (!x->mr && !x->land))
+			continue;
+		if (p[RP_CTS_ON] && get32(p + RP_CTS_SEQ) == req_seq(x->req))
+			continue; /* the sender has the CTS, unused */
+		if (!p[RP_TX_HOW] || tx_seq != req_seq(x->req)) {
+			x->rects = 1; /* the CTS was lost */
+			out->rects++;
+			continue;
+		}
+		if (p[RP_TX_HOW] == VX_TX_EAGER)
+			continue; /* through the slots, which replay */
+		if (p[RP_TX_HOW] == VX_TX_STARTED) {
+			/* written again: direct whole, landing from seen */
+			if (!x->land)
+				x->seen = 0;
+			r->grants_due -= x->grants;
+			x->grants = 0;
+			continue;
+		}
+		/* VX_TX_DONE: it all landed; the completions were dropped */
+		out->completed++;
+		if (!x->land) {
+			rx_direct_done(vi, r, x);
+			continue;
+		}
+		for (struct ohc_req *req = x->req; x->req == req && !e->broken;)
+			rx_land_chunk(vi, e, x);
+	}
 }

@@ -151,6 +151,7 @@ struct vx_rdv_rx {
 	uint32_t seen;	      /* stripes (landing: chunks) landed */
 	uint32_t grants;      /* landing: grants not yet written */
 	int zc;		      /* the destination is exported memory */
+	int rects;	      /* after a replay: write the CTS again */
 };
 
 struct vx_rdv_cts {
@@ -173,6 +174,10 @@ struct vx_rdv {
 	struct vx_rdv_tx tx[OHC_VX_RDV_N];
 	struct vx_rdv_cts cts[OHC_VX_RDV_N]; /* CTS read, not yet used */
 	uint8_t cts_ok[OHC_VX_RDV_N];
+	/* the last send of each entry that ended: its number and how
+	 * (VX_TX_EAGER, VX_TX_DONE; 0: none yet), for a replay */
+	uint32_t last_seq[OHC_VX_RDV_N];
+	uint8_t last_how[OHC_VX_RDV_N];
 	/* receive side */
 	struct ohc_list rxq; /* large receives, in number order */
 	uint32_t rx_seq;     /* numbers given to receives */
@@ -228,6 +233,32 @@ int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
 /* A routed receive finished (done or failed): free its entry. */
 void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			struct ohc_req *req);
+/*
+ * Replay (vx_replay.c): a link failure flushed the queues, so neither
+ * side knows which writes of a rendezvous in flight landed or were
+ * acknowledged. Each side reports, per table entry, what it holds (its
+ * receive past the CTS and the stripes or chunks that landed; its send:
+ * started, gone eager, done, or a CTS not yet used) in the replay HELLO;
+ * with the peer's report each side then decides alike:
+ *  - a send the receiver no longer holds completed: it completes;
+ *  - a send started and still wanted is written again, a direct one
+ *    whole (the same bytes into the same destination), a landing one
+ *    from the first chunk the receiver has not reduced yet;
+ *  - a receive whose send completed takes what landed (its completions
+ *    were dropped with the old queues);
+ *  - a receive whose CTS the sender never saw gets it written again.
+ * report: OHC_VX_RDV_REPORT bytes; apply: with the peer's, once both
+ * sides drained and before any new write.
+ */
+#define OHC_VX_RDV_REPORT (OHC_VX_RDV_N * 24u)
+void ohc_vx_rdv_report(const struct ohc_verbs_ep *e, uint8_t *out);
+/* what a replay did to the rendezvous in flight, for its log line */
+struct vx_rdv_replayed {
+	unsigned rewound, completed, rects;
+};
+void ohc_vx_rdv_replay(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       const uint8_t *peer, struct vx_rdv_replayed *out);
+
 /* Fail every rendezvous request with status and release its MRs. */
 void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		     ohc_status_t status);

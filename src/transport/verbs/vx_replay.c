@@ -27,10 +27,13 @@
  * failure (TCP retransmits): HELLO {epoch, psn, have, next} once our QPs
  * are in INIT with receives posted, READY once they are in RTR; data
  * flows again when both READYs are in. Whoever noticed first starts; a
- * HELLO from the peer starts the other side. Rendezvous transfers are
- * not replayed (a rendezvous in flight fails the ep as before); neither
- * are deaths: a peer process that is gone closes the setup socket, and
- * that fails the ep at once, replay or not. A replay that does not finish
+ * HELLO from the peer starts the other side. Rendezvous transfers in
+ * flight are replayed too: the HELLO carries each side's rendezvous
+ * report, and with both in hand each side completes, rewinds or asks
+ * again what the flush left unsure (ohc_vx_rdv_replay, vx_rdv.h), before
+ * its READY, so before any new write. Deaths are not replayed: a peer
+ * process that is gone closes the setup socket, and that fails the ep at
+ * once, replay or not. A replay that does not finish
  * within the budget fails the ep with HCCL_E_REMOTE, naming why.
  */
 #define _GNU_SOURCE
@@ -98,6 +101,8 @@ static void rp_send(struct ohc_verbs_ep *e, char type)
 	put32(m + 9, e->rp.psn);
 	put64(m + 17, e->rp.have);
 	put64(m + 25, e->rx_next);
+	if (type == OHC_VX_RP_HELLO)
+		ohc_vx_rdv_report(e, m + 33);
 	(void)!send(e->sock, m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -137,7 +142,7 @@ int ohc_vx_replay_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	if (rp->state != VX_RP_NONE)
 		return 1;
 	if (!vi->replay_ms || e->broken || e->peer_abort || vi->aborted ||
-	    !e->connected || !ohc_vx_rdv_idle(e))
+	    !e->connected)
 		return 0;
 	memset(rp->why, 0, sizeof(rp->why));
 	snprintf(rp->why, sizeof(rp->why), "%s", why);
@@ -279,9 +284,11 @@ static void rp_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	vi->replays++;
 	OHC_WARN(OHC_SS_VERBS,
 		 "rank %u: RDMA connection to rank %u back after %.1f ms; "
-		 "%" PRIu64 " fragments sent again",
+		 "%" PRIu64 " fragments sent again; rendezvous in flight: "
+		 "%u written again, %u found complete, %u CTS again",
 		 vi->super.rank, e->super.peer,
-		 (double)(ohc_time_ns() - rp->start) / 1e6, rp->resent);
+		 (double)(ohc_time_ns() - rp->start) / 1e6, rp->resent,
+		 rp->rdv.rewound, rp->rdv.completed, rp->rdv.rects);
 }
 
 void ohc_vx_replay_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
@@ -324,6 +331,10 @@ void ohc_vx_replay_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 				return;
 			}
 		}
+		/* both reports are in and nothing new was written yet */
+		ohc_vx_rdv_replay(vi, e, rp->peer_rdv, &rp->rdv);
+		if (e->broken)
+			return;
 		rp_send(e, OHC_VX_RP_READY);
 		rp->state = VX_RP_READY;
 		/* fall through */
@@ -351,12 +362,16 @@ void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	if (get32(body) != RP_MAGIC || epoch < rp->epoch)
 		return; /* not ours, or of a replay that ended */
+	if (epoch > rp->epoch && rp->state == VX_RP_RESEND)
+		/* the peer failed again while we were still sending again:
+		 * the next replay's HELLOs say anew what each side holds */
+		rp->state = VX_RP_NONE;
 	if (rp->state == VX_RP_NONE &&
 	    !ohc_vx_replay_start(vi, e, "the peer reconnects")) {
 		ohc_vx_ep_fail(e, 0,
 			       "the peer reconnects after a link failure, "
 			       "which this side cannot follow (OPENHCCL_RDMA_"
-			       "REPLAY_MS=0 or a rendezvous in flight)");
+			       "REPLAY_MS=0)");
 		return;
 	}
 	if (t == OHC_VX_RP_HELLO) {
@@ -364,6 +379,7 @@ void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		rp->peer_psn = get32(body + 8);
 		rp->peer_have = get64(body + 16);
 		rp->peer_next = get64(body + 24);
+		memcpy(rp->peer_rdv, body + 32, sizeof(rp->peer_rdv));
 	} else if (t == OHC_VX_RP_READY) {
 		rp->peer_ready = 1;
 	}
