@@ -9,6 +9,7 @@
 #include "algo/reduce.h"
 #include "comm/comm.h"
 #include "core/exec.h"
+#include "core/wait.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -616,26 +617,17 @@ out:
 	return status;
 }
 
-/*
- * How long an idle rank polls before it sleeps: polling wins while every
- * rank of this host has a CPU of its own; beyond that it only steals time
- * from the peer we wait for (8 ranks on 2 cores must sleep at once).
- */
+/* How long an idle rank polls before it sleeps (core/wait.h decides,
+ * from the ranks of this host). */
 static void comm_choose_spin(struct ohc_comm *comm)
 {
-	const struct ohc_env *env = ohc_env();
 	const char *me = ohc_bootstrap_hostid(comm->bs, comm->rank);
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t local = 0;
 
-	if (env->spin_us >= 0) {
-		comm->spin_ns = (uint64_t)env->spin_us * 1000;
-		return;
-	}
 	for (uint32_t r = 0; r < comm->nranks; r++)
 		if (!strcmp(ohc_bootstrap_hostid(comm->bs, r), me))
 			local++;
-	comm->spin_ns = (cpus > 0 && local <= (uint32_t)cpus) ? 50000 : 0;
+	comm->spin_ns = ohc_wait_spin_ns(ohc_env()->spin_us, local);
 }
 
 /*

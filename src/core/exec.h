@@ -58,10 +58,4 @@ struct ohc_exec {
  */
 ohc_status_t ohc_exec_run(struct ohc_exec *x, const struct ohc_sched *s);
 
-/*
- * How often a waiting thread switched from spinning alone to yielding
- * while it spins (its waits kept running out the spin), process-wide.
- */
-unsigned long ohc_exec_yield_regimes(void);
-
 #endif

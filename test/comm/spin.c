@@ -13,7 +13,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
-#include "core/exec.h"
+#include "core/wait.h"
 #include "helpers/ohc_test.h"
 
 #define SPIN_OPS 2000
@@ -38,13 +38,13 @@ Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 	/* auto would not spin at all: 2 ranks do not fit 1 CPU */
 	setenv("OPENHCCL_SPIN_US", "50", 1);
 
-	cr_assert_eq(ohc_exec_yield_regimes(), 0);
+	cr_assert_eq(ohc_wait_yield_regimes(), 0);
 	cr_assert_eq(aclInit(NULL), 0);
 	cr_assert_eq(HcclCommInitAll(2, devs, comms), HCCL_SUCCESS);
 	cr_assert_eq(ohc_test_thread_ranks(2, spin_rank, NULL), 0);
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
 	aclFinalize();
-	cr_expect_gt(ohc_exec_yield_regimes(), 0,
+	cr_expect_gt(ohc_wait_yield_regimes(), 0,
 		     "two ranks on one CPU never switched to yielding");
 }

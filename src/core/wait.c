@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The waiter (wait.h): polling, the pace of yields, sleeping on the
+ * transports that hold a step's requests, and the spin's default.
+ */
+#include <inttypes.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "core/wait.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define WAIT_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
+#define WAIT_YIELD_MASK_MAX 1023 /* yield at least every 1024 polls */
+/* a wait this long: the peer is not running */
+#define WAIT_LONG_WAIT_NS 50000
+#define PACE_WINDOW 64	       /* steps per look at how waits end */
+#define PACE_TRIAL 16	       /* steps a trial of the other mode runs */
+#define PACE_STRETCH_MIN 256   /* steps before a mode that won is tried again */
+#define PACE_STRETCH_MAX 65536 /* ... after it kept winning */
+#define PACE_MEASURE 4096      /* a mode's mean step: over its last 4-8K */
+
+/*
+ * Pacing: whether a spinning thread yields its CPU. Both choices lose about
+ * an order of magnitude in one setting (all_reduce_test -np 2 -b 8 on 2
+ * cores):
+ *  - a busy process beside us (another program, a compiler, the
+ *    application's own compute threads): a yield hands it our CPU for a
+ *    time slice (8-16 us measured), every wait, while the peer we wait for
+ *    runs on the other CPU anyway. Spinning: 0.9-1.2 us per call;
+ *    yielding: 6-8 us.
+ *  - the thread beside us is what we wait for (a peer rank, or the ranks
+ *    of a second job on the same CPUs): without a yield every wait runs
+ *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
+ *    6 us per call; spinning: 45-100 us.
+ * Long waits happen in both (a peer that loses its CPU to a busy process
+ * for a slice makes them too), so they only say when to look: the thread
+ * then measures. It spins without yields until 9 of (up to) 64 steps
+ * waited longer than 50 us (or than the spin, if that is shorter), then
+ * tries yielding for 16 steps, from that very wait on, and keeps the mode
+ * whose mean step (wall clock, over the kept mode's last 4-8K steps) was
+ * shorter; the trial must be a third faster to win. A yielding stretch
+ * then lasts 256 steps and ends in a trial of spinning; a spinning one
+ * watches its waits again after as many steps. Each trial that the kept
+ * mode wins doubles its stretch, up to 65536 steps, so a wrong trial
+ * costs at most 16 steps in that many.
+ */
+static __thread struct exec_pace {
+	bool yielding;	  /* the mode in force, on trial or not */
+	unsigned trial;	  /* steps left in a trial of it, 0 = none */
+	unsigned hold;	  /* steps before the next look (stretch) */
+	unsigned stretch; /* what hold starts from after a trial */
+	uint64_t since; /* ohc_time_ns() at the measure's start, 0 = not yet */
+	unsigned steps; /* steps since */
+	uint64_t old_since; /* the measure before it (the mean spans both) */
+	unsigned old_steps;
+	uint64_t kept_ns;   /* mean step of the mode a trial is against */
+	unsigned win_steps; /* the watch (spinning): steps in the window */
+	unsigned win_spent; /* ... and of them, waits that went on long */
+} pace;
+static unsigned long yield_regimes; /* switches to yielding, all threads */
+
+static void pace_restart(uint64_t now)
+{
+	pace.since = pace.old_since = now;
+	pace.steps = pace.old_steps = 0;
+}
+
+/* Try the other mode for PACE_TRIAL steps, from now on. */
+static void pace_try(uint64_t now)
+{
+	unsigned steps = pace.old_steps + pace.steps;
+
+	pace.kept_ns = (now - pace.old_since) / (steps ? steps : 1);
+	pace.yielding = !pace.yielding;
+	pace.trial = PACE_TRIAL;
+	pace_restart(now);
+}
+
+/* The trial ended: keep the faster mode. */
+static void pace_judge(uint64_t now)
+{
+	uint64_t tried_ns = (now - pace.since) / pace.steps;
+
+	if (tried_ns * 3 < pace.kept_ns * 2) {
+		pace.stretch = PACE_STRETCH_MIN;
+		if (pace.yielding)
+			__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
+		OHC_DEBUG(OHC_SS_COLL,
+			  "%s: %" PRIu64 " ns per step, against %" PRIu64
+			  " ns %s",
+			  pace.yielding ? "yielding"
+					: "spinning without yields",
+			  tried_ns, pace.kept_ns,
+			  pace.yielding ? "spinning" : "yielding");
+	} else {
+		pace.yielding = !pace.yielding;
+		pace.stretch =
+			OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
+				PACE_STRETCH_MAX);
+	}
+	pace.trial = 0;
+	pace.hold = pace.stretch;
+	pace.win_steps = pace.win_spent = 0;
+	pace_restart(now);
+}
+
+/*
+ * A step's wait went on past WAIT_LONG_WAIT_NS or ran out the spin (once
+ * per step). Spinning and watching, the 9th in a window starts a trial
+ * of yielding, in this very wait.
+ */
+static void pace_wait_long(uint64_t now)
+{
+	if (pace.yielding || pace.trial || pace.hold || !pace.since ||
+	    ++pace.win_spent * 8 <= PACE_WINDOW)
+		return;
+	pace_try(now);
+}
+
+/* A step that waited for peers completed. */
+static void pace_step_seen(void)
+{
+	if (!pace.since) {
+		pace_restart(ohc_time_ns());
+		return;
+	}
+	pace.steps++;
+	if (pace.trial) {
+		if (!--pace.trial)
+			pace_judge(ohc_time_ns());
+		return;
+	}
+	if (pace.steps >= PACE_MEASURE) { /* the mean follows recent steps */
+		pace.old_since = pace.since;
+		pace.old_steps = pace.steps;
+		pace.since = ohc_time_ns();
+		pace.steps = 0;
+	}
+	if (pace.hold) {
+		if (!--pace.hold && pace.yielding)
+			pace_try(ohc_time_ns());
+	} else if (++pace.win_steps >= PACE_WINDOW) {
+		pace.win_steps = pace.win_spent = 0;
+	}
+}
+
+unsigned long ohc_wait_yield_regimes(void)
+{
+	return __atomic_load_n(&yield_regimes, __ATOMIC_RELAXED);
+}
+
+/*
+ * Idle polls between two yields of this thread, minus one: 16 while
+ * yielding lets other threads run (a peer preempted onto our CPU), twice
+ * as many after each yield that returned at once (nobody else wanted the
+ * CPU: the syscall only delayed our reaction to the peer's message).
+ */
+static __thread unsigned yield_mask = 15;
+
+/* Let a thread sharing our CPU run (the yield regime only). */
+static void wait_yield(void)
+{
+	uint64_t t0 = ohc_time_ns();
+
+	sched_yield();
+	if (ohc_time_ns() - t0 < WAIT_YIELD_QUICK_NS)
+		yield_mask = OHC_MIN(yield_mask * 2 + 1, WAIT_YIELD_MASK_MAX);
+	else
+		yield_mask = 15;
+}
+
+void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
+		     unsigned nifaces, uint64_t spin_ns)
+{
+	w->ifaces = ifaces;
+	w->nifaces = nifaces;
+	w->spin_ns = spin_ns;
+	ohc_waiter_begin(w);
+}
+
+void ohc_waiter_begin(struct ohc_waiter *w)
+{
+	w->polls = 0;
+	w->spent = false;
+	w->slept = false;
+	/* the pace's mode, read once: a thread-local costs a call per poll */
+	w->yielding = pace.yielding;
+	ohc_waiter_moved(w);
+}
+
+void ohc_waiter_moved(struct ohc_waiter *w)
+{
+	w->idle_since = 0;
+	w->idle = 0;
+	w->check = 16;
+	w->spinning = true;
+}
+
+unsigned ohc_waiter_progress(struct ohc_waiter *w)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->nifaces; i++)
+		n += w->ifaces[i]->ops->iface_progress(w->ifaces[i]);
+	return n;
+}
+
+/*
+ * The clock is read at the check-th idle poll of the spell only (every
+ * 16th when not spinning), and that reading serves the spin, the
+ * deadline, the peer checks and the sleep: clock_gettime is a system
+ * call plus a device read where the clocksource has no vDSO reader (HPET
+ * in the TCG VMs: ~7 per HcclSend/Recv message on the two ranks there).
+ * A message that arrives within 16 polls costs none. The spin counts from
+ * the first reading (poll 16) and the polls between readings double while
+ * spinning (16, 32, 64...), so it ends within twice OPENHCCL_SPIN_US;
+ * sleeping, one reading per 16 polls (each ends in a sleep anyway).
+ */
+uint64_t ohc_waiter_idle(struct ohc_waiter *w, bool *first)
+{
+	uint64_t now;
+
+	w->polls++;
+	if (w->spin_ns && ++w->idle < w->check) {
+		if (w->spinning && w->yielding && !(w->polls & yield_mask))
+			wait_yield();
+		return 0;
+	}
+	now = ohc_time_ns();
+	if (!w->idle_since)
+		w->idle_since = now;
+	if (w->spinning && w->spin_ns && !w->spent &&
+	    now - w->idle_since >= OHC_MIN(w->spin_ns, WAIT_LONG_WAIT_NS)) {
+		w->spent = true;
+		pace_wait_long(now);
+		w->yielding = pace.yielding;
+	}
+	if (w->spinning && now - w->idle_since < w->spin_ns) {
+		w->check = w->idle * 2;
+		if (w->yielding && !(w->polls & yield_mask))
+			wait_yield();
+		return 0;
+	}
+	*first = w->spinning;
+	w->spinning = false;
+	w->check = w->idle + 16;
+	return now ? now : 1;
+}
+
+void ohc_waiter_sleep(struct ohc_waiter *w, uint64_t now, uint64_t deadline,
+		      uint32_t busy)
+{
+	int ms = ohc_deadline_left_ms_at(deadline, now, OHC_WAIT_MAX_MS);
+	unsigned nbusy = 0, last = 0;
+
+	w->slept = true;
+	if (ms <= 0)
+		return;
+	for (unsigned i = 0; i < w->nifaces; i++)
+		if (!busy || i >= OHC_WAIT_MAX_IFACES || (busy >> i) & 1) {
+			nbusy++;
+			last = i;
+		}
+	if (nbusy == 1) {
+		/* one transport holds the step: the others only hear that
+		 * we sleep (iface_wait 0), then its wait, for the time */
+		for (unsigned i = 0; i < w->nifaces; i++)
+			if (i != last)
+				w->ifaces[i]->ops->iface_wait(w->ifaces[i], 0);
+		w->ifaces[last]->ops->iface_wait(w->ifaces[last], ms);
+		return;
+	}
+	/* several: short sleeps on each in turn */
+	for (unsigned i = 0; i < w->nifaces; i++)
+		if (!busy || i >= OHC_WAIT_MAX_IFACES || (busy >> i) & 1)
+			w->ifaces[i]->ops->iface_wait(w->ifaces[i], 1);
+}
+
+void ohc_waiter_step_done(struct ohc_waiter *w)
+{
+	if (w->spin_ns)
+		pace_step_seen();
+}
+
+uint64_t ohc_wait_spin_ns(long spin_us_env, uint32_t local_ranks)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (spin_us_env >= 0)
+		return (uint64_t)spin_us_env * 1000;
+	return (cpus > 0 && local_ranks <= (uint32_t)cpus) ? 50000 : 0;
+}
