@@ -160,6 +160,13 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_SHM_RING_KB", "1024",
 	      "KiB of each per-pair shared-memory ring", shm_ring_kb, 64,
 	      1048576),
+	INT_F("OPENHCCL_SHM_PREFAULT", "8",
+	      "rings are faulted in at init when the host runs at most this "
+	      "many ranks (the first messages then take no page faults); "
+	      "beyond, a ring's pages are faulted in when first used, so "
+	      "memory per process grows with the peers it exchanges with, "
+	      "not with the rank count (0 = never)",
+	      shm_prefault, 0, 1048576),
 	INT_F("OPENHCCL_SHM_CMA_KB", "0",
 	      "messages of this many KiB and more are read straight out of "
 	      "the sending process (process_vm_readv, one copy) instead of "

@@ -62,6 +62,7 @@ struct ohc_env {
 	char hostid[256];             /* OPENHCCL_HOSTID */
 	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */
 	int64_t shm_cma_kb;           /* OPENHCCL_SHM_CMA_KB, 0 = never */
+	int64_t shm_prefault;	      /* OPENHCCL_SHM_PREFAULT: local ranks */
 	int64_t malloc_shared_kb;     /* OPENHCCL_MALLOC_SHARED_KB, 0 = never */
 	int64_t shm_zc_kb;            /* OPENHCCL_SHM_ZC_KB, 0 = never */
 	int64_t spin_us;              /* OPENHCCL_SPIN_US, -1 = auto */

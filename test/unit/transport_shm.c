@@ -29,6 +29,7 @@
 #include "helpers/ohc_test.h"
 #include "transport/shm/shm.h"
 #include "transport/transport.h"
+#include "util/config.h"
 #include "util/time.h"
 
 #define MAXR 8
@@ -309,9 +310,32 @@ static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
 	q->status = OHC_INPROGRESS;
 }
 
+/* Pages of our own segment's rings (past the directory) in memory. */
+static size_t rings_resident(struct rctx *c, size_t *pages_p)
+{
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(c->iface);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n, in = 0;
+	unsigned char *vec;
+
+	n = sif->body_bytes / page;
+	vec = malloc(n);
+	if (!vec || mincore(sif->body, n * page, vec)) {
+		free(vec);
+		return (size_t)-1;
+	}
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	free(vec);
+	*pages_p = n;
+	return in;
+}
+
 /*
  * All pairs at once: every rank sends one message of each size to every
  * other rank (one size at a time, everything of that size posted at once).
+ * arg "prefault": every page of our rings is in memory after connect;
+ * "lazy" (OPENHCCL_SHM_PREFAULT below the rank count): at most 1 in 8 is
+ * until traffic went through them, and the data is right all the same.
  */
 static int matrix_rank(int rank, int nranks, void *arg)
 {
@@ -322,9 +346,22 @@ static int matrix_rank(int rank, int nranks, void *arg)
 	uint8_t *sb[MAXR] = {0}, *rb[MAXR] = {0};
 	struct ohc_req sreq[MAXR], rreq[MAXR], *all[2 * MAXR];
 
-	(void)arg;
+	size_t pages = 0, in;
+
 	if (rank_up(c, rank, nranks))
 		return 1;
+	in = rings_resident(c, &pages);
+	CHECK(in != (size_t)-1, "mincore: %s", strerror(errno));
+	if (arg && !strcmp(arg, "prefault"))
+		CHECK(in == pages,
+		      "%zu of %zu ring pages in memory after "
+		      "connect, want all (prefaulted)",
+		      in, pages);
+	if (arg && !strcmp(arg, "lazy"))
+		CHECK(in * 8 <= pages,
+		      "%zu of %zu ring pages in memory after connect, want "
+		      "at most 1 in 8 (OPENHCCL_SHM_PREFAULT=0)",
+		      in, pages);
 	for (int r = 0; r < nranks; r++) {
 		sb[r] = malloc(16 * MIB + 1);
 		rb[r] = malloc(16 * MIB + 1);
@@ -390,6 +427,14 @@ static int matrix_rank(int rank, int nranks, void *arg)
 		free(sb[r]);
 		free(rb[r]);
 	}
+	if (arg && !strcmp(arg, "lazy")) {
+		size_t after = rings_resident(c, &pages);
+
+		CHECK(after != (size_t)-1 && after * 2 > pages,
+		      "%zu of %zu ring pages in memory after 16 MiB went "
+		      "through each ring, want most",
+		      after, pages);
+	}
 	return rank_down(c);
 }
 
@@ -413,7 +458,18 @@ Test(shm, matrix_2_ranks_odd_ring)
 
 Test(shm, matrix_4_ranks)
 {
-	cr_assert_eq(ohc_test_fork_ranks(4, matrix_rank, NULL, 100), 0);
+	cr_assert_eq(ohc_test_fork_ranks(4, matrix_rank, "prefault", 100), 0);
+}
+
+/* Above OPENHCCL_SHM_PREFAULT local ranks the rings fault in on use. */
+Test(shm, matrix_4_ranks_lazy_rings)
+{
+	sh->cma = 0;
+	setenv("OPENHCCL_SHM_PREFAULT", "0", 1);
+	ohc_env_reload();
+	cr_assert_eq(ohc_test_fork_ranks(4, matrix_rank, "lazy", 100), 0);
+	unsetenv("OPENHCCL_SHM_PREFAULT");
+	ohc_env_reload();
 }
 
 Test(shm, matrix_8_ranks_ring_only)

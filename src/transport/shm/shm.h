@@ -38,6 +38,7 @@ struct ohc_shm_iface {
 	uint64_t proc_token;
 	int numa_node;
 	size_t ring_bytes; /* record bytes per receive ring */
+	int prefault;	   /* fault rings in at init (OPENHCCL_SHM_PREFAULT) */
 	size_t cma_min;	   /* messages this large go single-copy by CMA */
 	size_t zc_min;	   /* ... or from shared aclrtMalloc memory, mapped */
 	char hostid[OHC_SHM_HOSTID_MAX + 1];

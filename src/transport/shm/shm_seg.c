@@ -21,6 +21,7 @@
 
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -151,8 +152,11 @@ void ohc_shm_ep_unmap(struct ohc_shm_ep *sep)
 
 /*
  * Lay out the receive rings (one per ep) after page 0, map them, bind them
- * to our NUMA node, prefault them, then seal the memfd's size so a peer
- * cannot truncate it under us.
+ * to our NUMA node, prefault them (up to OPENHCCL_SHM_PREFAULT local
+ * ranks), then seal the memfd's size so a peer cannot truncate it under
+ * us. Not prefaulted, a ring's pages come on first use, zero (a memfd's
+ * fresh pages are) and on our node all the same: mbind on a shared
+ * mapping sets the policy of the memfd's pages, whoever faults them.
  */
 ohc_status_t ohc_shm_seg_build(struct ohc_shm_iface *sif,
 			       struct ohc_shm_ep **eps, unsigned n)
@@ -183,7 +187,11 @@ ohc_status_t ohc_shm_seg_build(struct ohc_shm_iface *sif,
 		return OHC_ERR_SYSCALL;
 	}
 	seg_bind_numa(body, seg_bytes - page, sif->numa_node, sif->super.rank);
-	memset(body, 0, seg_bytes - page); /* fault in, on our node */
+	sif->prefault = n + 1 <= (uint64_t)ohc_env()->shm_prefault;
+	if (sif->prefault)
+		memset(body, 0, seg_bytes - page); /* fault in, on our node */
+	else /* the directory and the rings' control blocks only */
+		memset(body, 0, rings_off - page);
 
 	dir = (struct ohc_shm_dir_ent *)body;
 	for (unsigned i = 0; i < n; i++) {
@@ -313,7 +321,8 @@ ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
 	sep->tx_bytes = ent.bytes;
 	sep->tx_tail = 0; /* a ring carries one connection */
 	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
-	prefault_tx(sep);
+	if (sif->prefault)
+		prefault_tx(sep);
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
 	sep->peer_bell = &hdr->bell;
