@@ -97,12 +97,12 @@ struct ohc_comm {
 	size_t spare_bytes;
 
 	/*
-	 * Spare ops without a tail, carved from slabs (comm.c) and recycled
-	 * instead of calloc/free per op: a stack pushed lock-free by whoever
-	 * finishes an op, which one submitter at a time (op_pool_taking)
-	 * takes over whole into op_taken and pops from there without atomics
-	 * (no ABA: nothing pops op_pool). The slabs are unmapped with the
-	 * communicator.
+	 * Spare ops without a tail, carved from slabs (comm_oppool.c) and
+	 * recycled instead of calloc/free per op: a stack pushed lock-free
+	 * by whoever finishes an op, which one submitter at a time
+	 * (op_pool_taking) takes over whole into op_taken and pops from
+	 * there without atomics (no ABA: nothing pops op_pool). The slabs
+	 * are unmapped with the communicator.
 	 */
 	struct ohc_op *op_pool;	      /* atomic: stack top */
 	int op_pool_taking;	      /* atomic: 1 while a submitter pops */
@@ -294,7 +294,7 @@ void ohc_comm_flight_arm(void);
 /* Call fn for every live communicator, under the registry lock. */
 void ohc_comm_for_each(void (*fn)(struct ohc_comm *comm, void *arg), void *arg);
 
-/* For comm/ only: what create and resume share (comm.c). */
+/* For comm/ only: what create and resume share (comm.c, comm_connect.c). */
 void ohc_comm_fail(struct ohc_comm *comm, ohc_status_t status);
 void ohc_comm_transports_close(struct ohc_comm *comm);
 ohc_status_t ohc_comm_transports_open(struct ohc_comm *comm, uint64_t session,

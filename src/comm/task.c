@@ -35,7 +35,7 @@ struct task_prep {
 	uint64_t vec[];		/* AlltoAllV's arrays, then scratch */
 };
 
-/* ---- handles: slot + generation, as communicators' (comm.c) ---- */
+/* ---- handles: slot + generation, as communicators' (comm_registry.c) ---- */
 
 struct ctx_slot {
 	struct ohc_task_ctx *ctx; /* NULL: free */
