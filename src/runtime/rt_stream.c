@@ -298,7 +298,7 @@ aclError ohc_rt_stream_get(aclrtStream handle, struct ohc_rt_stream **s_p)
  * (hccl_test enqueues all its iterations, then synchronizes) waits once
  * STREAM_DEPTH_MAX tasks are queued until half of them are done, as a
  * device's launch queue blocks when full: what is queued stays within the
- * communicator's pool of op descriptors (OP_POOL_MAX, comm.c), and the
+ * communicator's pool of op descriptors (OP_POOL_MAX, comm_oppool.c), and the
  * memory of a queue that never drains stays bounded. Unbounded, 100000
  * queued 8-byte AllReduces took 0.74-1.29 us each (a page fault per 14
  * calloc'd descriptors past the pool), bounded 0.53-0.82. A depth of 1024
