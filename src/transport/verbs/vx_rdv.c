@@ -17,14 +17,6 @@
 #define RDV_STRIPE_MIN (32u * 1024u)
 #define RDV_BATCH 64 /* WRs per ibv_post_send of a stripe in pieces */
 
-static uint32_t req_seq(const struct ohc_req *req)
-{
-	return (uint32_t)(uintptr_t)req->tp_priv;
-}
-
-/* How a send of a table entry went, for a replay's report. */
-enum { VX_TX_NONE, VX_TX_STARTED, VX_TX_EAGER, VX_TX_DONE };
-
 static void tx_ended(struct vx_rdv *r, uint32_t seq, uint8_t how)
 {
 	r->last_seq[seq % OHC_VX_RDV_N] = seq;
@@ -173,7 +165,7 @@ static unsigned rx_rects(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	ohc_list_for_each(p, &r->rxq)
 	{
 		struct ohc_req *req = ohc_container_of(p, struct ohc_req, link);
-		uint32_t slot = req_seq(req) % OHC_VX_RDV_N;
+		uint32_t slot = ohc_vx_rdv_seq(req) % OHC_VX_RDV_N;
 		struct vx_rdv_rx *x = &r->rx[slot];
 
 		if (x->req != req || !x->rects)
@@ -195,7 +187,7 @@ static unsigned rx_cts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	ohc_list_for_each(p, &r->rxq)
 	{
 		struct ohc_req *req = ohc_container_of(p, struct ohc_req, link);
-		uint32_t seq = req_seq(req), slot = seq % OHC_VX_RDV_N;
+		uint32_t seq = ohc_vx_rdv_seq(req), slot = seq % OHC_VX_RDV_N;
 		struct vx_rdv_rx *x = &r->rx[slot];
 		struct vx_rdv_cts *cts;
 		int zc = 0;
@@ -254,7 +246,7 @@ static uint32_t stripes_of(size_t len, uint32_t nqps, size_t *chunk_p)
 static int tx_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		    struct ohc_req *req, const struct vx_rdv_cts *cts)
 {
-	struct vx_rdv_tx *t = &e->rdv.tx[req_seq(req) % OHC_VX_RDV_N];
+	struct vx_rdv_tx *t = &e->rdv.tx[ohc_vx_rdv_seq(req) % OHC_VX_RDV_N];
 	size_t len = req->len;
 	int zc;
 
@@ -394,7 +386,7 @@ static unsigned rx_grants(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			struct ohc_req *req)
 {
-	uint32_t slot = req_seq(req) % OHC_VX_RDV_N;
+	uint32_t slot = ohc_vx_rdv_seq(req) % OHC_VX_RDV_N;
 	struct vx_rdv_tx *t = &e->rdv.tx[slot];
 	struct ohc_vx_qp *q = &e->qps[t->land_qpi];
 	unsigned n = 0;
@@ -448,7 +440,7 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 enum vx_cts_kind ohc_vx_cts_kind(const struct vx_rdv_cts *cts, int cts_ok,
 				 const struct ohc_req *req)
 {
-	if (!cts_ok || cts->seq != req_seq(req))
+	if (!cts_ok || cts->seq != ohc_vx_rdv_seq(req))
 		return VX_CTS_NOT_YET;
 	if (cts->len != req->len ||
 	    memcmp(&cts->sig, &req->sig, sizeof(req->sig)))
@@ -474,7 +466,7 @@ enum vx_cts_kind ohc_vx_cts_kind(const struct vx_rdv_cts *cts, int cts_ok,
 static int tx_land_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			 struct ohc_req *req, const struct vx_rdv_cts *cts)
 {
-	uint32_t seq = req_seq(req), slot = seq % OHC_VX_RDV_N;
+	uint32_t seq = ohc_vx_rdv_seq(req), slot = seq % OHC_VX_RDV_N;
 	struct vx_rdv_tx *t = &e->rdv.tx[slot];
 	int zc;
 
@@ -502,7 +494,7 @@ static unsigned tx_match(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 	while (p != &r->txq && !e->broken) {
 		struct ohc_req *req = ohc_container_of(p, struct ohc_req, link);
-		uint32_t seq = req_seq(req), slot = seq % OHC_VX_RDV_N;
+		uint32_t seq = ohc_vx_rdv_seq(req), slot = seq % OHC_VX_RDV_N;
 		struct vx_rdv_cts *cts = &r->cts[slot];
 		enum vx_cts_kind kind;
 		int rc;
@@ -610,8 +602,8 @@ static void rx_release(struct ohc_verbs_iface *vi, struct vx_rdv *r,
  * the destination, grant its room back if the sender still needs it,
  * complete the receive with the last chunk.
  */
-static void rx_land_chunk(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-			  struct vx_rdv_rx *x)
+void ohc_vx_rdv_rx_land_chunk(struct ohc_verbs_iface *vi,
+			      struct ohc_verbs_ep *e, struct vx_rdv_rx *x)
 {
 	struct ohc_req *req = x->req;
 	uint64_t off = (uint64_t)x->seen * OHC_VX_LAND_CHUNK;
@@ -646,8 +638,8 @@ static void rx_land_chunk(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 }
 
 /* Direct: every stripe landed in the destination. */
-static void rx_direct_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
-			   struct vx_rdv_rx *x)
+void ohc_vx_rdv_rx_direct_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+			       struct vx_rdv_rx *x)
 {
 	struct ohc_req *req = x->req;
 
@@ -694,7 +686,7 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	x = &r->rx[slot];
 	req = x->req;
 	if (req && x->land) {
-		rx_land_chunk(vi, e, x);
+		ohc_vx_rdv_rx_land_chunk(vi, e, x);
 		return;
 	}
 	if (!req || !x->mr) {
@@ -711,16 +703,16 @@ void ohc_vx_rdv_imm(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	}
 	if (++x->seen < ((imm >> 16) & 0x3fff))
 		return;
-	rx_direct_done(vi, r, x);
+	ohc_vx_rdv_rx_direct_done(vi, r, x);
 }
 
 /* Every write of the send in t was acknowledged. */
-static void tx_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
-		    struct vx_rdv_tx *t)
+void ohc_vx_rdv_tx_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+			struct vx_rdv_tx *t)
 {
 	struct ohc_req *req = t->req;
 
-	tx_ended(r, req_seq(req), VX_TX_DONE);
+	tx_ended(r, ohc_vx_rdv_seq(req), VX_TX_DONE);
 	req->done = req->len;
 	ohc_list_del(&req->link);
 	ohc_vx_mr_put(vi, t->mr);
@@ -741,7 +733,7 @@ void ohc_vx_rdv_acked(struct ohc_verbs_ep *e, uint32_t slot)
 	req = t->req;
 	if (!req || --t->left || (t->land && t->written < req->len))
 		return;
-	tx_done(vi, &e->rdv, t);
+	ohc_vx_rdv_tx_done(vi, &e->rdv, t);
 }
 
 struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag)
@@ -749,7 +741,7 @@ struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag)
 	uint32_t seq = (uint32_t)flag;
 	struct vx_rdv_rx *x = &e->rdv.rx[seq % OHC_VX_RDV_N];
 
-	if (!(flag & RDV_FLAG) || !x->req || req_seq(x->req) != seq)
+	if (!(flag & RDV_FLAG) || !x->req || ohc_vx_rdv_seq(x->req) != seq)
 		return NULL;
 	return x->req;
 }
@@ -757,7 +749,8 @@ struct ohc_req *ohc_vx_rdv_route(struct ohc_verbs_ep *e, uint64_t flag)
 int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
 			   const struct ohc_req *req)
 {
-	const struct vx_rdv_rx *x = &e->rdv.rx[req_seq(req) % OHC_VX_RDV_N];
+	const struct vx_rdv_rx *x =
+		&e->rdv.rx[ohc_vx_rdv_seq(req) % OHC_VX_RDV_N];
 
 	return x->req == req && !x->mr;
 }
@@ -765,7 +758,7 @@ int ohc_vx_rdv_takes_slots(const struct ohc_verbs_ep *e,
 void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			struct ohc_req *req)
 {
-	struct vx_rdv_rx *x = &e->rdv.rx[req_seq(req) % OHC_VX_RDV_N];
+	struct vx_rdv_rx *x = &e->rdv.rx[ohc_vx_rdv_seq(req) % OHC_VX_RDV_N];
 
 	if (x->req == req)
 		rx_release(vi, &e->rdv, x);
@@ -797,133 +790,5 @@ void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 		ohc_list_del(&req->link);
 		ohc_req_complete(req, status);
-	}
-}
-
-/* ---- replay ---------------------------------------------------------- */
-
-/* A report entry: receive number, receive in flight (direct or landing),
- * send state (VX_TX_*), CTS not yet used, send number, CTS number,
- * stripes or chunks the receive has taken. */
-enum {
-	RP_RX_SEQ = 0,
-	RP_RX_ON = 4,
-	RP_TX_HOW = 5,
-	RP_CTS_ON = 6,
-	RP_TX_SEQ = 8,
-	RP_CTS_SEQ = 12,
-	RP_RX_SEEN = 16,
-	RP_ENTRY = 24,
-};
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-void ohc_vx_rdv_report(const struct ohc_verbs_ep *e, uint8_t *out)
-{
-	const struct vx_rdv *r = &e->rdv;
-
-	_Static_assert(RP_ENTRY * OHC_VX_RDV_N == OHC_VX_RDV_REPORT,
-		       "report size");
-	memset(out, 0, OHC_VX_RDV_REPORT);
-	for (uint32_t slot = 0; slot < OHC_VX_RDV_N; slot++) {
-		const struct vx_rdv_rx *x = &r->rx[slot];
-		const struct vx_rdv_tx *t = &r->tx[slot];
-		uint8_t *p = out + (size_t)slot * RP_ENTRY;
-
-		if (x->req && (x->mr || x->land)) {
-			put32(p + RP_RX_SEQ, req_seq(x->req));
-			p[RP_RX_ON] = 1;
-			put32(p + RP_RX_SEEN, x->seen);
-		}
-		if (t->req) {
-			p[RP_TX_HOW] = VX_TX_STARTED;
-			put32(p + RP_TX_SEQ, req_seq(t->req));
-		} else if (r->last_how[slot]) {
-			p[RP_TX_HOW] = r->last_how[slot];
-			put32(p + RP_TX_SEQ, r->last_seq[slot]);
-		}
-		if (r->cts_ok[slot]) {
-			p[RP_CTS_ON] = 1;
-			put32(p + RP_CTS_SEQ, r->cts[slot].seq);
-		}
-	}
-}
-
-/* Our send in t, which the peer still wants from `seen` on (stripes or
- * chunks it has): write it again from there. */
-static void tx_rewind(struct vx_rdv_tx *t, uint32_t seen)
-{
-	if (!t->land) {
-		t->posted = 0;
-		t->left = t->ns;
-		return;
-	}
-	t->sent = t->freed = seen;
-	t->written = OHC_MIN((uint64_t)seen * t->land_chunk, t->req->len);
-	t->left = 0;
-}
-
-void ohc_vx_rdv_replay(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
-		       const uint8_t *peer, struct vx_rdv_replayed *out)
-{
-	struct vx_rdv *r = &e->rdv;
-
-	memset(out, 0, sizeof(*out));
-	for (uint32_t slot = 0; slot < OHC_VX_RDV_N && !e->broken; slot++) {
-		const uint8_t *p = peer + (size_t)slot * RP_ENTRY;
-		struct vx_rdv_tx *t = &r->tx[slot];
-		struct vx_rdv_rx *x = &r->rx[slot];
-		uint32_t tx_seq = get32(p + RP_TX_SEQ);
-
-		/* our send: still wanted, or it all landed */
-		if (t->req) {
-			if (p[RP_RX_ON] &&
-			    get32(p + RP_RX_SEQ) == req_seq(t->req)) {
-				tx_rewind(t, get32(p + RP_RX_SEEN));
-				out->rewound++;
-			} else {
-				tx_done(vi, r, t);
-				out->completed++;
-			}
-		}
-		/* our receive past its CTS, written into */
-		if (!x->req || (!x->mr && !x->land))
-			continue;
-		if (p[RP_CTS_ON] && get32(p + RP_CTS_SEQ) == req_seq(x->req))
-			continue; /* the sender has the CTS, unused */
-		if (!p[RP_TX_HOW] || tx_seq != req_seq(x->req)) {
-			x->rects = 1; /* the CTS was lost */
-			out->rects++;
-			continue;
-		}
-		if (p[RP_TX_HOW] == VX_TX_EAGER)
-			continue; /* through the slots, which replay */
-		if (p[RP_TX_HOW] == VX_TX_STARTED) {
-			/* written again: direct whole, landing from seen */
-			if (!x->land)
-				x->seen = 0;
-			r->grants_due -= x->grants;
-			x->grants = 0;
-			continue;
-		}
-		/* VX_TX_DONE: it all landed; the completions were dropped */
-		out->completed++;
-		if (!x->land) {
-			rx_direct_done(vi, r, x);
-			continue;
-		}
-		for (struct ohc_req *req = x->req; x->req == req && !e->broken;)
-			rx_land_chunk(vi, e, x);
 	}
 }

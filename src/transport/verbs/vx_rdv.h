@@ -251,6 +251,8 @@ void ohc_vx_rdv_rx_done(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
  * sides drained and before any new write.
  */
 #define OHC_VX_RDV_REPORT (OHC_VX_RDV_N * 24u)
+/* How a send of a table entry went, for the report (last_how). */
+enum { VX_TX_NONE, VX_TX_STARTED, VX_TX_EAGER, VX_TX_DONE };
 void ohc_vx_rdv_report(const struct ohc_verbs_ep *e, uint8_t *out);
 /* what a replay did to the rendezvous in flight, for its log line */
 struct vx_rdv_replayed {
@@ -258,6 +260,20 @@ struct vx_rdv_replayed {
 };
 void ohc_vx_rdv_replay(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		       const uint8_t *peer, struct vx_rdv_replayed *out);
+
+/* For vx_rdv_replay.c: a request's rendezvous number; the ends of a
+ * direct receive (every stripe landed), of a send (every write
+ * acknowledged), and a landing receive's next chunk, as in vx_rdv.c. */
+static inline uint32_t ohc_vx_rdv_seq(const struct ohc_req *req)
+{
+	return (uint32_t)(uintptr_t)req->tp_priv;
+}
+void ohc_vx_rdv_rx_direct_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+			       struct vx_rdv_rx *x);
+void ohc_vx_rdv_tx_done(struct ohc_verbs_iface *vi, struct vx_rdv *r,
+			struct vx_rdv_tx *t);
+void ohc_vx_rdv_rx_land_chunk(struct ohc_verbs_iface *vi,
+			      struct ohc_verbs_ep *e, struct vx_rdv_rx *x);
 
 /* Fail every rendezvous request with status and release its MRs. */
 void ohc_vx_rdv_fail(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
