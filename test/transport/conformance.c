@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Transport conformance: the same tests over every transport, through
+ * the transport ops alone (core/tp.h), so a transport that behaves
+ * differently from the others shows here. self runs its ranks as threads
+ * of this process (its peers are threads: the ranks of HcclCommInitAll),
+ * shm and verbs as forked processes; verbs needs an RDMA device and skips
+ * outside the Soft-RoCE VM, naming why. What each transport does on its
+ * own (credits, rendezvous, replay, cross-memory attach, liveness) stays
+ * in test/unit/transport_<name>.c.
+ *
+ * Every case checks the bytes, the request states and that nothing is
+ * left: fds after teardown.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "helpers/ohc_test.h"
+#include "transport/transport.h"
+#include "transport/verbs/vx_wrap.h"
+#include "util/config.h"
+#include "util/time.h"
+
+#define MAXR 4
+#define MIB (1024u * 1024u)
+
+struct shared {
+	atomic_uint bar_count, bar_gen;
+	uint64_t session;
+	size_t blob_len[MAXR];
+	unsigned char blob[MAXR][OHC_ADDR_MAX];
+};
+
+static struct shared *sh;
+
+struct rctx {
+	int rank, nranks;
+	const char *tp;
+	const struct ohc_transport_ops *ops;
+	struct ohc_iface *iface;
+	struct ohc_ep *eps[MAXR];
+	int fds_before;
+};
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "%s rank %d: ", c->tp, c->rank);               \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
+		return 1;                                                      \
+	} while (0)
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			FAIL(__VA_ARGS__);                                     \
+	} while (0)
+
+static void setup(void)
+{
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	cr_assert_eq(getrandom(&sh->session, sizeof(sh->session), 0),
+		     (ssize_t)sizeof(sh->session));
+	/* the defaults, whatever the caller's environment says */
+	unsetenv("OPENHCCL_RDMA_RNDV_KB");
+	unsetenv("OPENHCCL_SHM_CMA_KB");
+	ohc_env_reload();
+}
+
+static void teardown(void)
+{
+	munmap(sh, sizeof(*sh));
+}
+
+TestSuite(conformance, .init = setup, .fini = teardown, .timeout = 300);
+
+/* Threads and processes alike: the counters live in shared memory. */
+static void barrier(int nranks)
+{
+	unsigned gen = atomic_load(&sh->bar_gen);
+
+	if (atomic_fetch_add(&sh->bar_count, 1) + 1 == (unsigned)nranks) {
+		atomic_store(&sh->bar_count, 0);
+		atomic_fetch_add(&sh->bar_gen, 1);
+		return;
+	}
+	while (atomic_load(&sh->bar_gen) == gen)
+		usleep(100);
+}
+
+static int rank_up(struct rctx *c, const char *tp, int rank, int nranks)
+{
+	struct ohc_transport_params p = {
+		.rank = (uint32_t)rank,
+		.nranks = (uint32_t)nranks,
+		.session = sh->session,
+		.hostid = "conformance-host",
+		.numa_node = -1,
+		.ring_bytes = (size_t)ohc_env()->shm_ring_kb * 1024,
+	};
+	struct ohc_ep *list[MAXR];
+	unsigned n = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->rank = rank;
+	c->nranks = nranks;
+	c->tp = tp;
+	c->fds_before = ohc_test_count_fds();
+	c->ops = ohc_transport_get(tp);
+	CHECK(c->ops, "no transport %s", tp);
+	c->iface = calloc(1, c->ops->iface_size);
+	CHECK(c->iface, "calloc");
+	c->iface->ops = c->ops;
+	c->iface->rank = p.rank;
+	c->iface->nranks = p.nranks;
+	CHECK(c->ops->iface_open(c->iface, &p) == OHC_OK, "iface_open");
+	sh->blob_len[rank] = OHC_ADDR_MAX;
+	CHECK(c->ops->iface_address(c->iface, sh->blob[rank],
+				    &sh->blob_len[rank]) == OHC_OK,
+	      "iface_address");
+	barrier(nranks);
+	for (int r = 0; r < nranks; r++) {
+		if (r == rank)
+			continue;
+		CHECK(c->ops->iface_reachable(c->iface, sh->blob[r],
+					      sh->blob_len[r]),
+		      "rank %d not reachable", r);
+		c->eps[r] = calloc(1, c->ops->ep_size);
+		CHECK(c->eps[r], "calloc");
+		c->eps[r]->iface = c->iface;
+		c->eps[r]->peer = (uint32_t)r;
+		CHECK(c->ops->ep_init(c->iface, c->eps[r], (uint32_t)r,
+				      sh->blob[r], sh->blob_len[r]) == OHC_OK,
+		      "ep_init %d", r);
+		list[n++] = c->eps[r];
+	}
+	CHECK(c->ops->iface_connect(c->iface, list, n,
+				    ohc_deadline_after_ms(60000)) == OHC_OK,
+	      "iface_connect");
+	return 0;
+}
+
+static int rank_down(struct rctx *c, int threads)
+{
+	barrier(c->nranks); /* nobody closes under a peer still sending */
+	for (int r = 0; r < MAXR; r++) {
+		if (!c->eps[r])
+			continue;
+		c->ops->ep_fini(c->eps[r]);
+		free(c->eps[r]);
+		c->eps[r] = NULL;
+	}
+	c->ops->iface_close(c->iface);
+	free(c->iface);
+	c->iface = NULL;
+	/* threads share the fd table: the suite checks it once at the end */
+	CHECK(threads || ohc_test_count_fds() == c->fds_before,
+	      "fd leak: %d -> %d", c->fds_before, ohc_test_count_fds());
+	return 0;
+}
+
+/* Progress until no request is in progress; -1 on timeout. */
+static int drive(struct rctx *c, struct ohc_req **reqs, int n)
+{
+	uint64_t deadline = ohc_deadline_after_ms(120000);
+
+	for (;;) {
+		int pending = 0;
+		unsigned moved = c->ops->iface_progress(c->iface);
+
+		for (int i = 0; i < n; i++)
+			pending += __atomic_load_n(&reqs[i]->status,
+						   __ATOMIC_ACQUIRE) ==
+				   OHC_INPROGRESS;
+		if (!pending)
+			return 0;
+		if (ohc_deadline_passed(deadline)) {
+			fprintf(stderr, "%s rank %d: %d requests pending\n",
+				c->tp, c->rank, pending);
+			return -1;
+		}
+		if (!moved)
+			c->ops->iface_wait(c->iface, 10);
+	}
+}
+
+static uint8_t pat(size_t i, int src, int dst, int idx)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(src + 1) * 0xc2b2ae3d27d4eb4full ^
+		     (uint64_t)(dst + 1) * 0x27d4eb2f165667c5ull ^
+		     (uint64_t)(idx + 3) * 0x165667b19e3779f9ull;
+
+	return (uint8_t)(x >> 29);
+}
+
+static void fill(uint8_t *b, size_t len, int src, int dst, int idx)
+{
+	for (size_t i = 0; i < len; i++)
+		b[i] = pat(i, src, dst, idx);
+}
+
+static long verify(const uint8_t *b, size_t len, int src, int dst, int idx)
+{
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != pat(i, src, dst, idx))
+			return (long)i;
+	return -1;
+}
+
+static void req_send(struct ohc_req *q, const void *buf, size_t len,
+		     uint64_t seq)
+{
+	memset(q, 0, sizeof(*q));
+	q->sig.seq = seq;
+	q->sig.len = len;
+	q->sbuf = buf;
+	q->len = len;
+	q->status = OHC_INPROGRESS;
+	ohc_list_init(&q->link);
+}
+
+static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
+{
+	memset(q, 0, sizeof(*q));
+	q->sig.seq = seq;
+	q->sig.len = len;
+	q->dst = buf;
+	q->len = len;
+	q->kind = OHC_RECV_COPY;
+	q->status = OHC_INPROGRESS;
+	ohc_list_init(&q->link);
+}
+
+static void add_u8(void *dst, const void *a, const void *b, size_t count)
+{
+	uint8_t *d = dst;
+	const uint8_t *x = a, *y = b;
+
+	for (size_t i = 0; i < count; i++)
+		d[i] = (uint8_t)(x[i] + y[i]);
+}
+
+/* ---- running ranks: threads (self) or processes (shm, verbs) -------- */
+
+typedef int (*rank_fn)(struct rctx *c, int threads);
+
+struct run {
+	const char *tp;
+	int nranks, threads;
+	rank_fn fn;
+};
+
+struct thread_arg {
+	const struct run *run;
+	int rank, rc;
+};
+
+static int rank_main(const struct run *run, int rank)
+{
+	struct rctx c;
+
+	if (rank_up(&c, run->tp, rank, run->nranks)) {
+		barrier(run->nranks); /* the others would wait for us */
+		return 1;
+	}
+	if (run->fn(&c, run->threads)) {
+		barrier(run->nranks);
+		return 1;
+	}
+	return rank_down(&c, run->threads);
+}
+
+static void *thread_main(void *p)
+{
+	struct thread_arg *a = p;
+
+	a->rc = rank_main(a->run, a->rank);
+	return NULL;
+}
+
+static const struct run *fork_run;
+
+static int fork_main(int rank, int nranks, void *arg)
+{
+	(void)nranks;
+	(void)arg;
+	return rank_main(fork_run, rank);
+}
+
+static int have_rdma(void)
+{
+	int n = 0;
+	struct ibv_device **l = ohc_vx_get_device_list(&n);
+
+	ohc_vx_free_device_list(l);
+	return l && n > 0;
+}
+
+static void run_on(const char *tp, int nranks, rank_fn fn)
+{
+	struct run run = {.tp = tp, .nranks = nranks, .fn = fn};
+	int fds = ohc_test_count_fds();
+
+	if (!strcmp(tp, "verbs") && !have_rdma())
+		cr_skip_test("verbs: no RDMA device here (runs in the "
+			     "Soft-RoCE VM: ci/soft-roce/vm-suites.sh)");
+	run.threads = !strcmp(tp, "self");
+	if (run.threads) {
+		pthread_t t[MAXR];
+		struct thread_arg a[MAXR];
+		int bad = 0;
+
+		for (int r = 0; r < nranks; r++) {
+			a[r] = (struct thread_arg){.run = &run, .rank = r};
+			cr_assert_eq(
+				pthread_create(&t[r], NULL, thread_main, &a[r]),
+				0);
+		}
+		for (int r = 0; r < nranks; r++) {
+			pthread_join(t[r], NULL);
+			bad |= a[r].rc;
+		}
+		cr_assert_eq(bad, 0, "a rank failed (stderr says why)");
+		cr_assert_eq(ohc_test_count_fds(), fds, "fd leak");
+		return;
+	}
+	fork_run = &run;
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(nranks, fork_main, NULL, 280), 0);
+}
+
+/* ---- the cases ------------------------------------------------------ */
+
+/*
+ * Every rank sends one message of each size to every other rank, all
+ * pairs at once (one size at a time, everything of it posted before any
+ * progress): the bytes arrive whole, nothing is written past the end.
+ */
+static int exchange_rank(struct rctx *c, int threads)
+{
+	static const size_t sizes[] = {
+		0, 1, 63, 4095, 65536 + 3, 1 * MIB + 17, 4 * MIB};
+	uint8_t *sb[MAXR] = {0}, *rb[MAXR] = {0};
+	struct ohc_req sreq[MAXR], rreq[MAXR], *all[2 * MAXR];
+	int bad = 0;
+
+	(void)threads;
+	for (int r = 0; r < c->nranks; r++) {
+		sb[r] = malloc(4 * MIB + 64);
+		rb[r] = malloc(4 * MIB + 64);
+		CHECK(sb[r] && rb[r], "malloc");
+	}
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !bad; k++) {
+		size_t len = sizes[k];
+		int n = 0;
+
+		for (int d = 1; d < c->nranks; d++) {
+			int to = (c->rank + d) % c->nranks;
+			int from = (c->rank - d + c->nranks) % c->nranks;
+
+			fill(sb[to], len, c->rank, to, (int)k);
+			memset(rb[from], 0xee, len + 1);
+			req_recv(&rreq[from], rb[from], len, k);
+			CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) ==
+				      OHC_OK,
+			      "ep_recv");
+			req_send(&sreq[to], sb[to], len, k);
+			CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
+			      "ep_send");
+			all[n++] = &rreq[from];
+			all[n++] = &sreq[to];
+		}
+		CHECK(drive(c, all, n) == 0, "size %zu: timeout", len);
+		for (int r = 0; r < c->nranks; r++) {
+			long at;
+
+			if (r == c->rank)
+				continue;
+			CHECK(sreq[r].status == OHC_OK &&
+				      rreq[r].status == OHC_OK,
+			      "size %zu with %d: send %s, recv %s", len, r,
+			      ohc_status_str(sreq[r].status),
+			      ohc_status_str(rreq[r].status));
+			at = verify(rb[r], len, r, c->rank, (int)k);
+			CHECK(at < 0, "size %zu from %d: byte %ld wrong", len,
+			      r, at);
+			CHECK(rb[r][len] == 0xee, "size %zu from %d: overrun",
+			      len, r);
+		}
+		barrier(c->nranks);
+	}
+	for (int r = 0; r < c->nranks; r++) {
+		free(sb[r]);
+		free(rb[r]);
+	}
+	return 0;
+}
+
+/*
+ * Many messages posted on one pair before any progress, of varied sizes,
+ * both directions: each receive gets the message of the same position
+ * (FIFO matching), whatever path each size takes.
+ */
+#define FIFO_N 40
+static int fifo_rank(struct rctx *c, int threads)
+{
+	int peer = c->rank ^ 1;
+	static __thread struct ohc_req s[FIFO_N], r[FIFO_N];
+	struct ohc_req *all[2 * FIFO_N];
+	uint8_t *sb[FIFO_N], *rb[FIFO_N];
+	size_t len[FIFO_N];
+
+	(void)threads;
+	for (int i = 0; i < FIFO_N; i++) {
+		len[i] = (size_t)(i * 7919) % (300 * 1024) + (size_t)i;
+		sb[i] = malloc(len[i] + 1);
+		rb[i] = malloc(len[i] + 1);
+		CHECK(sb[i] && rb[i], "malloc");
+		fill(sb[i], len[i], c->rank, peer, i);
+		memset(rb[i], 0, len[i] + 1);
+		req_recv(&r[i], rb[i], len[i], (uint64_t)i);
+		CHECK(c->ops->ep_recv(c->eps[peer], &r[i]) == OHC_OK, "recv");
+		req_send(&s[i], sb[i], len[i], (uint64_t)i);
+		CHECK(c->ops->ep_send(c->eps[peer], &s[i]) == OHC_OK, "send");
+		all[i] = &r[i];
+		all[FIFO_N + i] = &s[i];
+	}
+	CHECK(drive(c, all, 2 * FIFO_N) == 0, "timeout");
+	for (int i = 0; i < FIFO_N; i++) {
+		long at;
+
+		CHECK(s[i].status == OHC_OK && r[i].status == OHC_OK,
+		      "msg %d: send %s, recv %s", i,
+		      ohc_status_str(s[i].status), ohc_status_str(r[i].status));
+		at = verify(rb[i], len[i], peer, c->rank, i);
+		CHECK(at < 0, "msg %d (%zu bytes): byte %ld wrong", i, len[i],
+		      at);
+		free(sb[i]);
+		free(rb[i]);
+	}
+	return 0;
+}
+
+/*
+ * Receives that reduce: REDUCE (dst = dst + message) and REDUCE_TO
+ * (dst = src2 + message), small and large, both directions.
+ */
+static int reduce_rank(struct rctx *c, int threads)
+{
+	static const size_t sizes[] = {1000, 1 * MIB + 5};
+	int peer = c->rank ^ 1;
+
+	(void)threads;
+	for (size_t k = 0; k < 2; k++) {
+		size_t len = sizes[k];
+		uint8_t *sb = malloc(len), *rd = malloc(len), *rt = malloc(len),
+			*src2 = malloc(len), *sb2 = malloc(len);
+		struct ohc_req s[2], r[2],
+			*all[4] = {&s[0], &s[1], &r[0], &r[1]};
+
+		CHECK(sb && rd && rt && src2 && sb2, "malloc");
+		fill(sb, len, c->rank, peer, (int)k);
+		fill(sb2, len, c->rank, peer, 10 + (int)k);
+		fill(rd, len, c->rank, c->rank, 20 + (int)k);
+		fill(src2, len, c->rank, c->rank, 30 + (int)k);
+		req_recv(&r[0], rd, len, 2 * k);
+		r[0].kind = OHC_RECV_REDUCE;
+		req_recv(&r[1], rt, len, 2 * k + 1);
+		r[1].kind = OHC_RECV_REDUCE_TO;
+		r[1].src2 = src2;
+		for (int i = 0; i < 2; i++) {
+			r[i].reduce = add_u8;
+			r[i].esize = 1;
+			CHECK(c->ops->ep_recv(c->eps[peer], &r[i]) == OHC_OK,
+			      "recv");
+		}
+		req_send(&s[0], sb, len, 2 * k);
+		req_send(&s[1], sb2, len, 2 * k + 1);
+		for (int i = 0; i < 2; i++)
+			CHECK(c->ops->ep_send(c->eps[peer], &s[i]) == OHC_OK,
+			      "send");
+		CHECK(drive(c, all, 4) == 0, "timeout");
+		for (int i = 0; i < 2; i++)
+			CHECK(s[i].status == OHC_OK && r[i].status == OHC_OK,
+			      "%zu bytes, %s: send %s, recv %s", len,
+			      i ? "REDUCE_TO" : "REDUCE",
+			      ohc_status_str(s[i].status),
+			      ohc_status_str(r[i].status));
+		for (size_t j = 0; j < len; j++) {
+			uint8_t want_d =
+				(uint8_t)(pat(j, c->rank, c->rank,
+					      20 + (int)k) +
+					  pat(j, peer, c->rank, (int)k));
+			uint8_t want_t =
+				(uint8_t)(pat(j, c->rank, c->rank,
+					      30 + (int)k) +
+					  pat(j, peer, c->rank, 10 + (int)k));
+
+			CHECK(rd[j] == want_d, "%zu bytes: REDUCE byte %zu",
+			      len, j);
+			CHECK(rt[j] == want_t, "%zu bytes: REDUCE_TO byte %zu",
+			      len, j);
+		}
+		free(sb);
+		free(rd);
+		free(rt);
+		free(src2);
+		free(sb2);
+		barrier(c->nranks);
+	}
+	return 0;
+}
+
+/*
+ * A receive whose signature differs from the message's (another
+ * sequence number) fails with OHC_ERR_DESYNC and names what came
+ * (got_sig); so does one whose length differs. The messages before and
+ * after arrive as usual. The sender's side of a mismatched message may
+ * complete or fail with OHC_ERR_DESYNC; nothing else.
+ */
+static int desync_rank(struct rctx *c, int threads)
+{
+	static const size_t lens[4] = {1000, 20000, 5000, 70000};
+	uint8_t *buf[4];
+	struct ohc_req q[4], *all[4];
+
+	(void)threads;
+	for (int i = 0; i < 4; i++) {
+		buf[i] = malloc(lens[i] + 64);
+		CHECK(buf[i], "malloc");
+		all[i] = &q[i];
+	}
+	if (c->rank == 0) {
+		for (int i = 0; i < 4; i++) {
+			fill(buf[i], lens[i], 0, 1, i);
+			req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
+			q[i].sig.root = 7;
+			CHECK(c->ops->ep_send(c->eps[1], &q[i]) == OHC_OK,
+			      "send");
+		}
+		CHECK(drive(c, all, 4) == 0, "sends timed out");
+		for (int i = 0; i < 4; i++)
+			CHECK(q[i].status == OHC_OK ||
+				      ((i == 1 || i == 2) &&
+				       q[i].status == OHC_ERR_DESYNC),
+			      "send %d: %s", i, ohc_status_str(q[i].status));
+	} else if (c->rank == 1) {
+		req_recv(&q[0], buf[0], lens[0], 1);
+		req_recv(&q[1], buf[1], lens[1], 99);
+		req_recv(&q[2], buf[2], lens[2] - 1, 3);
+		q[2].sig.len = lens[2]; /* sig agrees, length does not */
+		req_recv(&q[3], buf[3], lens[3], 4);
+		for (int i = 0; i < 4; i++) {
+			q[i].sig.root = 7;
+			CHECK(c->ops->ep_recv(c->eps[0], &q[i]) == OHC_OK,
+			      "recv");
+		}
+		CHECK(drive(c, all, 4) == 0, "receives timed out");
+		CHECK(q[0].status == OHC_OK, "A: %s",
+		      ohc_status_str(q[0].status));
+		CHECK(verify(buf[0], lens[0], 0, 1, 0) < 0, "A: bytes");
+		CHECK(q[1].status == OHC_ERR_DESYNC, "B: %s",
+		      ohc_status_str(q[1].status));
+		CHECK(q[1].got_sig.seq == 2 && q[1].got_sig.len == lens[1] &&
+			      q[1].got_sig.root == 7,
+		      "B: got_sig seq %llu len %llu",
+		      (unsigned long long)q[1].got_sig.seq,
+		      (unsigned long long)q[1].got_sig.len);
+		CHECK(q[2].status == OHC_ERR_DESYNC, "C: %s",
+		      ohc_status_str(q[2].status));
+		CHECK(q[3].status == OHC_OK, "D: %s",
+		      ohc_status_str(q[3].status));
+		CHECK(verify(buf[3], lens[3], 0, 1, 3) < 0, "D: bytes");
+	}
+	for (int i = 0; i < 4; i++)
+		free(buf[i]);
+	return 0;
+}
+
+#define CASES(tp)                                                              \
+	Test(conformance, tp##_exchange_all_pairs)                             \
+	{                                                                      \
+		run_on(#tp, MAXR, exchange_rank);                              \
+	}                                                                      \
+	Test(conformance, tp##_fifo_order)                                     \
+	{                                                                      \
+		run_on(#tp, 2, fifo_rank);                                     \
+	}                                                                      \
+	Test(conformance, tp##_reduce_kinds)                                   \
+	{                                                                      \
+		run_on(#tp, 2, reduce_rank);                                   \
+	}                                                                      \
+	Test(conformance, tp##_desync_then_continues)                          \
+	{                                                                      \
+		run_on(#tp, 2, desync_rank);                                   \
+	}
+
+CASES(self)
+CASES(shm)
+CASES(verbs)
