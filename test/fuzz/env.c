@@ -5,9 +5,10 @@
  * for real (ohc_env_reload); the two must agree. Then whatever parses the
  * value further: the log settings (OPENHCCL_DEBUG, OPENHCCL_DEBUG_SUBSYS,
  * util/log.c), HCCL_ALGO (algo/hccl_algo.c, for every operation),
- * HCCL_SOCKET_IFNAME and HCCL_HOST_SOCKET_PORT_RANGE (bs_net.c), HCCL_IF_IP,
- * OPENHCCL_HOSTID, and the bootstrap secret (bs_auth.c; for
- * OPENHCCL_BOOTSTRAP_SECRET_FILE the text is the file's content).
+ * HCCL_SOCKET_IFNAME (bs_iface.c) and HCCL_HOST_SOCKET_PORT_RANGE
+ * (bs_ports.c), HCCL_IF_IP, OPENHCCL_HOSTID, and the bootstrap secret
+ * (bs_auth.c; for OPENHCCL_BOOTSTRAP_SECRET_FILE the text is the file's
+ * content).
  *
  * Input: the row, then the value (up to the first NUL).
  */

@@ -2,10 +2,10 @@
 /*
  * What the bootstrap's messages prove, and what names may show.
  *
- * A job's raw token is the root info's random 64 bits (root-info mode) or
- * the rank table's content hash (rank-table mode). It never travels or
- * appears in a log line or a name itself; everything is derived from it
- * with SipHash-2-4 under the job key:
+ * A job's raw token is the root info's random 64 bits (root-info mode,
+ * drawn by bs_random64 below) or the rank table's content hash (rank-table
+ * mode). It never travels or appears in a log line or a name itself;
+ * everything is derived from it with SipHash-2-4 under the job key:
  * - join token = H(key, "ohc-join" | raw): presented in JOIN and HELLO;
  * - welcome = H(key, "ohc-welc" | raw | rank): the root's answer to a
  *   JOIN, so a rank can tell its root from whatever else holds the port;
@@ -17,8 +17,10 @@
  * secret keeps strangers out, not eavesdroppers on the wire.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "comm/bootstrap/bs_internal.h"
@@ -139,4 +141,25 @@ uint64_t bs_auth_welcome(const struct bs_auth *auth, uint32_t rank)
 uint64_t bs_auth_public_id(uint64_t raw)
 {
 	return derive(key_public, "ohc-name", raw, 0);
+}
+
+ohc_status_t bs_random64(uint64_t *v_p)
+{
+	uint64_t v = 0;
+	size_t got = 0;
+
+	while (got < sizeof(v)) {
+		ssize_t n = getrandom((char *)&v + got, sizeof(v) - got, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			OHC_ERROR(OHC_SS_BOOT, "getrandom failed: %s",
+				  strerror(errno));
+			return OHC_ERR_SYSCALL;
+		}
+		got += (size_t)n;
+	}
+	*v_p = v ? v : 0x9e3779b97f4a7c15ull;
+	return OHC_OK;
 }

@@ -97,6 +97,8 @@ uint64_t bs_auth_join(const struct bs_auth *auth);
 uint64_t bs_auth_welcome(const struct bs_auth *auth, uint32_t rank);
 /* What names may show of a raw token (it does not reveal the token). */
 uint64_t bs_auth_public_id(uint64_t raw);
+/* Random non-zero 64-bit value (getrandom): a root info's raw token. */
+ohc_status_t bs_random64(uint64_t *v_p);
 
 /*
  * Socket endpoint: register with the root and build the ring. With one
@@ -136,7 +138,7 @@ static inline uint64_t bs_grace_ms(uint64_t timeout_ms)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Addresses and interface selection (bs_net.c).                          */
+/* Addresses (bs_addr.c).                                                 */
 
 struct bs_addr {
 	union {
@@ -174,6 +176,9 @@ void bs_addr_make_loopback(struct bs_addr *a);
 void bs_addr_encode(const struct bs_addr *a, uint8_t *out);
 ohc_status_t bs_addr_decode(const uint8_t *in, struct bs_addr *a_p);
 
+/* ---------------------------------------------------------------------- */
+/* Interface selection (bs_iface.c).                                      */
+
 /* HCCL_SOCKET_IFNAME: "eth,enp" / "^eth" / "=eth0" / "^=eth0". */
 #define BS_IFRULE_MAX 32
 struct bs_ifrule {
@@ -195,6 +200,9 @@ ohc_status_t bs_local_addr(struct bs_addr *a_p);
 /* Whether HCCL_IF_IP or HCCL_SOCKET_IFNAME chooses the address. */
 int bs_local_addr_forced(void);
 
+/* ---------------------------------------------------------------------- */
+/* Ports (bs_ports.c).                                                    */
+
 /* Port lists: "60000,60050-60100" or "auto". */
 #define BS_PORT_RANGES_MAX 64
 struct bs_ports {
@@ -212,7 +220,7 @@ ohc_status_t bs_ports_for_rank(struct bs_ports *p_p);
 void bs_ports_exact(uint16_t port, struct bs_ports *p_p);
 
 /* ---------------------------------------------------------------------- */
-/* Sockets (bs_net.c). All are non-blocking and close-on-exec; helpers     */
+/* Sockets (bs_conn.c). All are non-blocking and close-on-exec; helpers    */
 /* return a status and leave the errno value in *err_p; callers log.       */
 
 /* Bind addr (port filled in) trying `ports` in order; listen. Logs. */
@@ -237,9 +245,9 @@ int bs_poll(struct pollfd *fds, nfds_t n, uint64_t deadline, int cap_ms);
 ohc_status_t bs_wait_fd(int fd, short events, uint64_t deadline);
 
 /* ---------------------------------------------------------------------- */
-/* Frames: a 32-byte header (magic, version, type, ctx, tag, length, in    */
-/* network byte order) and a payload. Lengths are checked against what    */
-/* the receiver expects before anything is allocated.                     */
+/* Frames (bs_frame.c): a 32-byte header (magic, version, type, ctx, tag, */
+/* length, in network byte order) and a payload. Lengths are checked      */
+/* against what the receiver expects before anything is allocated.        */
 
 #define BS_WIRE_MAGIC 0x4f42u /* "OB" */
 #define BS_WIRE_VERSION 2
@@ -479,8 +487,5 @@ ohc_status_t bs_root_start(const struct bs_addr *bind_addr,
 			   uint64_t *id_p);
 /* Stop and join the listener `id` if it still runs. */
 void bs_root_cancel(uint64_t id);
-
-/* Random non-zero 64-bit value (getrandom). */
-ohc_status_t bs_random64(uint64_t *v_p);
 
 #endif

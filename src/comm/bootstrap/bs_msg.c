@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The checks of every bootstrap message a peer (or a stranger) can send,
- * apart from the frame header (bs_hdr_decode, bs_rx_read in bs_net.c):
+ * apart from the frame header (bs_hdr_decode, bs_rx_read in bs_frame.c):
  * pure functions, no I/O and no logging, called by the root (JOIN), the
  * ranks' gate (HELLO), a joining rank (WELCOME, REFUSE, EXPIRED, TABLE)
  * and the endpoints (ABORT). test/fuzz/bs_frames.c drives these very
