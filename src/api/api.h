@@ -44,7 +44,7 @@ ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
 				  const uint64_t *counts,
 				  const uint64_t *displs, uint32_t n);
 
-/* The live communicator behind a handle, or NULL (api_comm.c). */
+/* The live communicator behind a handle, or NULL (api_comm_query.c). */
 struct ohc_comm *ohc_api_comm(HcclComm comm);
 
 /* The name and rank of a live communicator for log lines; NULL, -1. */

@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Communicator life cycle (hccl_comm.h): HcclGetRootInfo, the init calls
+ * (root info, rank table, HcclCommInitAll), sub-communicators
+ * (HcclCreateSubCommConfig) and HcclCommDestroy. Inside HcclGroupStart/End
+ * init, split and destroy only check their pointers and take copies; the
+ * call itself runs at the outermost group end (ohc_group_defer).
+ */
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,26 +15,6 @@
 #include "comm/ranktable.h"
 
 #define WORLD_GROUP_NAME "hccl_world_group"
-
-/* Validate a communicator handle; NULL-checks belong to the caller. */
-struct ohc_comm *ohc_api_comm(HcclComm comm)
-{
-	return ohc_comm_lookup(comm);
-}
-
-const char *ohc_api_log_name(HcclComm comm)
-{
-	struct ohc_comm *c = ohc_api_comm(comm);
-
-	return c ? c->name : NULL;
-}
-
-int ohc_api_log_rank(HcclComm comm)
-{
-	struct ohc_comm *c = ohc_api_comm(comm);
-
-	return c ? (int)c->rank : -1;
-}
 
 static HcclResult env_check(void)
 {
@@ -80,8 +67,8 @@ static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
 		(uint64_t)ohc_env()->connect_timeout_s * 1000, &bs);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
-	status = ohc_comm_create(bs, &cfg, ohc_root_info_name(rootInfo->internal),
-				 -1, &c);
+	status = ohc_comm_create(
+		bs, &cfg, ohc_root_info_name(rootInfo->internal), -1, &c);
 	if (status < 0) {
 		ohc_bootstrap_destroy(bs);
 		return ohc_status_to_hccl(status);
@@ -116,10 +103,9 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 				    HcclCommConfig *config, HcclComm *comm,
 				    const char *fn);
 static HcclResult destroy_now(HcclComm comm);
-static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
-			    uint32_t *rankIds, uint64_t subCommId,
-			    uint32_t subCommRankId, HcclCommConfig *config,
-			    HcclComm *subComm);
+static HcclResult split_now(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
+			    uint64_t subCommId, uint32_t subCommRankId,
+			    HcclCommConfig *config, HcclComm *subComm);
 
 static ohc_status_t deferred_run(void *p)
 {
@@ -129,8 +115,8 @@ static ohc_status_t deferred_run(void *p)
 
 	switch (d->kind) {
 	case D_ROOT:
-		r = init_root_info(d->nranks, &d->root, d->rank, cfg,
-				   d->comm_p, d->fn);
+		r = init_root_info(d->nranks, &d->root, d->rank, cfg, d->comm_p,
+				   d->fn);
 		break;
 	case D_CLUSTER:
 		r = init_cluster_info(d->cluster, d->rank, cfg, d->comm_p,
@@ -145,8 +131,9 @@ static ohc_status_t deferred_run(void *p)
 		break;
 	}
 	if (r != HCCL_SUCCESS)
-		OHC_ERROR(OHC_SS_API, "HcclGroupEnd: deferred %s of rank %u "
-				      "failed: %s",
+		OHC_ERROR(OHC_SS_API,
+			  "HcclGroupEnd: deferred %s of rank %u "
+			  "failed: %s",
 			  d->fn, d->rank, HcclGetErrorString(r));
 	return ohc_status_from_hccl(r);
 }
@@ -180,7 +167,9 @@ static HcclResult defer_init(const char *fn, uint32_t nranks,
 
 	if ((!root && !cluster) || !comm) {
 		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
-			  !comm ? "comm" : root ? "rootInfo" : "clusterInfo");
+			  !comm	 ? "comm"
+			  : root ? "rootInfo"
+				 : "clusterInfo");
 		return HCCL_E_PTR;
 	}
 	d = calloc(1, sizeof(*d));
@@ -293,8 +282,7 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 		status = OHC_ERR_INVALID;
 		goto out;
 	}
-	if (!cfg.name[0] &&
-	    ohc_comm_name_taken(WORLD_GROUP_NAME, rank)) {
+	if (!cfg.name[0] && ohc_comm_name_taken(WORLD_GROUP_NAME, rank)) {
 		OHC_ERROR(OHC_SS_API,
 			  "%s: the world communicator of rank %u already "
 			  "exists in this process",
@@ -380,8 +368,8 @@ static void *init_all_thread(void *p)
 {
 	struct init_all_arg *a = p;
 
-	a->status = ohc_comm_create(a->bs, a->cfg, WORLD_GROUP_NAME,
-				    a->device, &a->comm);
+	a->status = ohc_comm_create(a->bs, a->cfg, WORLD_GROUP_NAME, a->device,
+				    &a->comm);
 	return NULL;
 }
 
@@ -406,8 +394,7 @@ OHC_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices,
 		return HCCL_E_PARA;
 	}
 	for (uint32_t i = 0; i < ndev; i++) {
-		if (devices[i] < 0 ||
-		    devices[i] >= ohc_config_device_count()) {
+		if (devices[i] < 0 || devices[i] >= ohc_config_device_count()) {
 			OHC_ERROR(OHC_SS_API,
 				  "HcclCommInitAll: devices[%u] = %d is not a "
 				  "device id in [0, %d) (OPENHCCL_DEVICE_COUNT "
@@ -498,12 +485,14 @@ static HcclResult defer_split(HcclComm *comm, uint32_t rankNum,
 
 	if (!comm || !*comm || !subComm) {
 		OHC_ERROR(OHC_SS_API, "HcclCreateSubCommConfig: %s is NULL",
-			  !comm ? "comm" : !*comm ? "*comm" : "subComm");
+			  !comm	   ? "comm"
+			  : !*comm ? "*comm"
+				   : "subComm");
 		return HCCL_E_PTR;
 	}
 	d = calloc(1, sizeof(*d));
-	if (!d || (rankIds && !(d->ranks = malloc((size_t)rankNum *
-						  sizeof(*rankIds))))) {
+	if (!d || (rankIds &&
+		   !(d->ranks = malloc((size_t)rankNum * sizeof(*rankIds))))) {
 		free(d);
 		OHC_ERROR(OHC_SS_API, "HcclCreateSubCommConfig: out of memory");
 		return HCCL_E_MEMORY;
@@ -524,20 +513,18 @@ static HcclResult defer_split(HcclComm *comm, uint32_t rankNum,
 	return defer(d);
 }
 
-OHC_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum,
-					   uint32_t *rankIds,
-					   uint64_t subCommId,
-					   uint32_t subCommRankId,
-					   HcclCommConfig *config,
-					   HcclComm *subComm)
+OHC_API HcclResult HcclCreateSubCommConfig(
+	HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
+	uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm)
 {
-	OHC_API_ENTRY(comm ? *comm : NULL,
-		      "HcclCreateSubCommConfig(comm=%p, rankNum=%u, rankIds=%p, "
-		      "subCommId=%llu, subCommRankId=%u, config=%p, "
-		      "subComm=%p)",
-		      comm ? *comm : NULL, rankNum, (void *)rankIds,
-		      (unsigned long long)subCommId, subCommRankId,
-		      (void *)config, (void *)subComm);
+	OHC_API_ENTRY(
+		comm ? *comm : NULL,
+		"HcclCreateSubCommConfig(comm=%p, rankNum=%u, rankIds=%p, "
+		"subCommId=%llu, subCommRankId=%u, config=%p, "
+		"subComm=%p)",
+		comm ? *comm : NULL, rankNum, (void *)rankIds,
+		(unsigned long long)subCommId, subCommRankId, (void *)config,
+		(void *)subComm);
 	if (ohc_group_depth() > 0)
 		return defer_split(comm, rankNum, rankIds, subCommId,
 				   subCommRankId, config, subComm);
@@ -569,18 +556,18 @@ static HcclResult check_sorted(const struct ohc_comm *parent, uint32_t rankNum,
 	return HCCL_SUCCESS;
 }
 
-static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
-			    uint32_t *rankIds, uint64_t subCommId,
-			    uint32_t subCommRankId, HcclCommConfig *config,
-			    HcclComm *subComm)
+static HcclResult split_now(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
+			    uint64_t subCommId, uint32_t subCommRankId,
+			    HcclCommConfig *config, HcclComm *subComm)
 {
 	struct ohc_comm_cfg cfg;
 	struct ohc_comm *parent, *sub = NULL;
 	ohc_status_t status;
 
 	if (!comm || !*comm || !subComm) {
-		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", "HcclCreateSubCommConfig",
-			  !comm    ? "comm"
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL",
+			  "HcclCreateSubCommConfig",
+			  !comm	   ? "comm"
 			  : !*comm ? "*comm"
 				   : "subComm");
 		return HCCL_E_PTR;
@@ -591,8 +578,8 @@ static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
 			  "HcclCreateSubCommConfig", *comm);
 		return HCCL_E_PARA;
 	}
-	if (!rankIds && (subCommId == 0xFFFFFFFFu ||
-			 subCommRankId == 0xFFFFFFFFu)) {
+	if (!rankIds &&
+	    (subCommId == 0xFFFFFFFFu || subCommRankId == 0xFFFFFFFFu)) {
 		OHC_INFO(OHC_SS_API,
 			 "%s: rank %u of '%s' is not in the sub-communicator",
 			 "HcclCreateSubCommConfig", parent->rank, parent->name);
@@ -604,7 +591,8 @@ static HcclResult split_now(HcclComm *comm, uint32_t rankNum,
 			  "%s: %s is NULL (a rank outside the "
 			  "sub-communicator passes rankIds = NULL and "
 			  "subCommId = 0xFFFFFFFF)",
-			  "HcclCreateSubCommConfig", !rankIds ? "rankIds" : "config");
+			  "HcclCreateSubCommConfig",
+			  !rankIds ? "rankIds" : "config");
 		return HCCL_E_PTR;
 	}
 	if (check_sorted(parent, rankNum, rankIds) != HCCL_SUCCESS)
@@ -625,15 +613,16 @@ OHC_API HcclResult HcclCommDestroy(HcclComm comm)
 {
 	struct deferred *d;
 
-	OHC_API_ENTRY_RANK(ohc_api_log_rank(comm),
-			   "HcclCommDestroy(comm=%p)", comm);
+	OHC_API_ENTRY_RANK(ohc_api_log_rank(comm), "HcclCommDestroy(comm=%p)",
+			   comm);
 	if (!comm)
 		return HCCL_SUCCESS;
 	if (ohc_group_depth() == 0)
 		return destroy_now(comm);
 	if (!ohc_api_comm(comm)) {
-		OHC_ERROR(OHC_SS_API, "HcclCommDestroy: %p is not a live "
-				      "communicator",
+		OHC_ERROR(OHC_SS_API,
+			  "HcclCommDestroy: %p is not a live "
+			  "communicator",
 			  comm);
 		return HCCL_E_PARA;
 	}
@@ -655,8 +644,9 @@ static HcclResult destroy_now(HcclComm comm)
 
 	c = ohc_api_comm(comm);
 	if (!c) {
-		OHC_ERROR(OHC_SS_API, "HcclCommDestroy: %p is not a live "
-				      "communicator",
+		OHC_ERROR(OHC_SS_API,
+			  "HcclCommDestroy: %p is not a live "
+			  "communicator",
 			  comm);
 		return HCCL_E_PARA;
 	}
@@ -673,209 +663,4 @@ static HcclResult destroy_now(HcclComm comm)
 	/* the handle is dead now: callbacks may only compare it */
 	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_POST);
 	return HCCL_SUCCESS;
-}
-
-#define GET_COMM(c, comm, fn)                                                  \
-	do {                                                                   \
-		if (!(comm)) {                                                 \
-			OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);         \
-			return HCCL_E_PTR;                                     \
-		}                                                              \
-		(c) = ohc_api_comm(comm);                                      \
-		if (!(c)) {                                                    \
-			OHC_ERROR(OHC_SS_API,                                  \
-				  "%s: %p is not a live communicator", fn,     \
-				  (void *)(comm));                             \
-			return HCCL_E_PARA;                                    \
-		}                                                              \
-	} while (0)
-
-#define NOT_NULL(p, fn)                                                        \
-	do {                                                                   \
-		if (!(p)) {                                                    \
-			OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, #p);       \
-			return HCCL_E_PTR;                                     \
-		}                                                              \
-	} while (0)
-
-OHC_API HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
-{
-	struct ohc_comm *c;
-
-	GET_COMM(c, comm, __func__);
-	NOT_NULL(rankSize, __func__);
-	*rankSize = c->nranks;
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank)
-{
-	struct ohc_comm *c;
-
-	GET_COMM(c, comm, __func__);
-	NOT_NULL(rank, __func__);
-	*rank = c->rank;
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclGetCommName(HcclComm comm, char *commName)
-{
-	struct ohc_comm *c;
-
-	GET_COMM(c, comm, __func__);
-	NOT_NULL(commName, __func__);
-	memcpy(commName, c->name, COMM_NAME_MAX_LENGTH);
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclCommGetHandleWithName(const char *commName,
-					     HcclComm *comm)
-{
-	struct ohc_comm *c;
-
-	NOT_NULL(commName, __func__);
-	NOT_NULL(comm, __func__);
-	c = ohc_comm_find(commName, ohc_rt_current_device());
-	if (!c) {
-		OHC_ERROR(OHC_SS_API,
-			  "HcclCommGetHandleWithName: no communicator named "
-			  "'%.128s'",
-			  commName);
-		return HCCL_E_NOT_FOUND;
-	}
-	*comm = ohc_comm_handle(c);
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
-{
-	struct ohc_comm *c;
-
-	GET_COMM(c, comm, __func__);
-	NOT_NULL(asyncError, __func__);
-	*asyncError = ohc_status_to_hccl(ohc_comm_async_error(c));
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks,
-					    bool *useBackup, uint32_t nRanks)
-{
-	struct ohc_comm *c;
-
-	OHC_API_ENTRY(comm,
-		      "HcclCommWorkingDevNicSet(comm=%p, ranks=%p, "
-		      "useBackup=%p, nRanks=%u)",
-		      comm, (void *)ranks, (void *)useBackup, nRanks);
-	GET_COMM(c, comm, __func__);
-	NOT_NULL(ranks, __func__);
-	NOT_NULL(useBackup, __func__);
-	return ohc_status_to_hccl(
-		ohc_comm_nic_set(c, ranks, useBackup, nRanks));
-}
-
-OHC_API uint32_t HcclGetCommConfigCapability(void)
-{
-	return HCCL_COMM_CONFIG_RESERVED;
-}
-
-OHC_API HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
-{
-	OHC_API_ENTRY(NULL, "HcclSetConfig(config=%s, configValue=%d)",
-		      config == HCCL_DETERMINISTIC ? "HCCL_DETERMINISTIC"
-						   : "(another key)",
-		      (int)configValue.value);
-	if (config != HCCL_DETERMINISTIC)
-		return HCCL_SUCCESS; /* HCCL ignores other keys */
-	if (configValue.value < 0 || configValue.value > 2) {
-		OHC_ERROR(OHC_SS_API,
-			  "HcclSetConfig: HCCL_DETERMINISTIC value %d must be "
-			  "0, 1 or 2",
-			  configValue.value);
-		return HCCL_E_PARA;
-	}
-	if (ohc_config_raw("HCCL_DETERMINISTIC")) {
-		OHC_WARN(OHC_SS_API, "HcclSetConfig: HCCL_DETERMINISTIC is set "
-				     "in the environment, which wins; ignored");
-		return HCCL_SUCCESS;
-	}
-	ohc_comm_set_deterministic_all(configValue.value);
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclGetConfig(HcclConfig config,
-				 HcclConfigValue *configValue)
-{
-	int v;
-
-	NOT_NULL(configValue, __func__);
-	if (config != HCCL_DETERMINISTIC) {
-		configValue->value = 0;
-		return HCCL_SUCCESS;
-	}
-	v = ohc_comm_get_deterministic_global();
-	if (v < 0 || ohc_config_raw("HCCL_DETERMINISTIC"))
-		v = (int)ohc_env()->deterministic;
-	configValue->value = v;
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclConfigGetInfo(HcclComm comm, HcclConfigType cfgType,
-				     uint32_t infoLen, void *info)
-{
-	struct ohc_comm *c;
-
-	GET_COMM(c, comm, __func__);
-	NOT_NULL(info, __func__);
-	switch (cfgType) {
-	case HCCL_CONFIG_TYPE_OP_EXPANSION_MODE: {
-		HcclConfigTypeOpExpansionMode mode = HCCL_OP_EXPANSION_MODE_HOST;
-
-		if (infoLen != sizeof(mode)) {
-			OHC_ERROR(OHC_SS_API,
-				  "HcclConfigGetInfo: infoLen %u must be %zu "
-				  "for OP_EXPANSION_MODE",
-				  infoLen, sizeof(mode));
-			return HCCL_E_PARA;
-		}
-		memcpy(info, &mode, sizeof(mode));
-		return HCCL_SUCCESS;
-	}
-	case HCCL_CONFIG_TYPE_HCCL_ALGO:
-		if (infoLen < HCCL_COMM_ALGO_MAX_LENGTH) {
-			OHC_ERROR(OHC_SS_API,
-				  "HcclConfigGetInfo: infoLen %u must be >= %u "
-				  "for HCCL_ALGO",
-				  infoLen, (unsigned)HCCL_COMM_ALGO_MAX_LENGTH);
-			return HCCL_E_PARA;
-		}
-		memcpy(info, c->cfg.algo, HCCL_COMM_ALGO_MAX_LENGTH);
-		return HCCL_SUCCESS;
-	default:
-		OHC_ERROR(OHC_SS_API, "HcclConfigGetInfo: unknown type %d",
-			  (int)cfgType);
-		return HCCL_E_PARA;
-	}
-}
-
-OHC_API const char *HcclGetErrorString(HcclResult code)
-{
-	static const char *const strings[] = {
-		"no error", "parameter error", "empty pointer", "memory error",
-		"internal error", "not support feature",
-		"not found specific resource", "resource unavailable",
-		"call system interface error", "timeout", "open file fail",
-		"tcp connect fail", "roce connect fail", "tcp transfer fail",
-		"roce transfer fail", "call runtime api fail",
-		"call driver api fail", "call profiling api fail",
-		"call cce api fail", "call network api fail", "try again",
-		"error cqe", "error communicator suspending",
-		"retry constraint", "out of memory",
-	};
-	int c = (int)code;
-
-	if (c < 0 || c >= (int)HCCL_E_RESERVED)
-		return "unknown error";
-	if (c < (int)OHC_ARRAY_SIZE(strings))
-		return strings[c];
-	return "unknown err";
 }
