@@ -300,7 +300,7 @@ p2p() {
 # nproc): xchg = one step of every rank exchanging with rank + N/2 at
 # once (HcclBatchSendRecv, as a step of recursive doubling), at 2 ranks
 # (they spin) and at each even rank count of the run (more ranks than
-# CPUs sleep, comm.c); xchg1m = the 2-rank step at 1 MiB; lat-sleep = the 2-rank ping-pong's half round trip
+# CPUs sleep, core/wait.c); xchg1m = the 2-rank step at 1 MiB; lat-sleep = the 2-rank ping-pong's half round trip
 # with OPENHCCL_SPIN_US=0 (a wake-up per message, a CPU each). One line
 # per call (each round of runs calls it): the best 5-message window of 3.
 wake() {

@@ -16,7 +16,7 @@
  * OHC_BENCH_RANKS=N (even, 2..64; default 2) forks N ranks into one
  * communicator, rank r paired with r + N/2 (mod N), every pair at once;
  * the numbers are pair 0's. With more ranks than CPUs the library sleeps
- * in its waits (comm.c), so this measures what a message costs then. The
+ * in its waits (core/wait.c), so this measures what a message costs then. The
  * exchange mode (xchg) has both ranks of every pair send and receive at
  * once (HcclBatchSendRecv), as a step of recursive doubling does,
  * enqueued on a stream as hccl_test enqueues collectives: the time is one

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * How waiting ranks share a CPU (core/exec.c): a thread spins without
+ * How waiting ranks share a CPU (core/wait.c): a thread spins without
  * yielding until its waits keep running out the spin, then yields while it
  * spins. Two thread ranks pinned to one CPU with the spin forced on are
  * the case the yields are for: neither can progress until the other runs.

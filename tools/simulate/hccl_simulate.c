@@ -166,7 +166,7 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
 
 /*
  * Ranks that share a host's CPUs (--cores): with s = ranks per host /
- * cores above 1, the library stops spinning (comm.c) and ranks take
+ * cores above 1, the library stops spinning (core/wait.c) and ranks take
  * turns on the CPUs. Every message then waits about a scheduler turn
  * per sharing rank (wake_us x s), a rank copies and reduces at 1/s of a
  * CPU, and a stream of bytes pays a turn for every turn_bytes (a sender
