@@ -524,50 +524,56 @@ static int reduce_rank(struct rctx *c, int threads)
 }
 
 /*
- * A receive whose signature differs from the message's (another
- * sequence number) fails with OHC_ERR_DESYNC and names what came
- * (got_sig); so does one whose length differs. The messages before and
- * after arrive as usual. The sender's side of a mismatched message may
- * complete or fail with OHC_ERR_DESYNC; nothing else.
+ * A receive whose signature differs from the message's (another sequence
+ * number; or the same signature and another length) fails with
+ * OHC_ERR_DESYNC and names what came (got_sig); the message before it
+ * arrives as usual. The sender's side of the mismatched message may
+ * complete or fail with OHC_ERR_DESYNC; nothing else. What follows a
+ * mismatch is not part of the contract (the executor cancels the eps of
+ * a failed step): shm and self drop the mismatched message and go on,
+ * verbs keeps it in its ring, so every later receive meets it.
  */
+static int desync_by_length; /* set before the ranks start */
+
 static int desync_rank(struct rctx *c, int threads)
 {
-	static const size_t lens[4] = {1000, 20000, 5000, 70000};
-	uint8_t *buf[4];
-	struct ohc_req q[4], *all[4];
+	static const size_t lens[2] = {1000, 20000};
+	uint8_t *buf[2];
+	struct ohc_req q[2], *all[2];
 
 	(void)threads;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 2; i++) {
 		buf[i] = malloc(lens[i] + 64);
 		CHECK(buf[i], "malloc");
 		all[i] = &q[i];
 	}
 	if (c->rank == 0) {
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < 2; i++) {
 			fill(buf[i], lens[i], 0, 1, i);
 			req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
 			q[i].sig.root = 7;
 			CHECK(c->ops->ep_send(c->eps[1], &q[i]) == OHC_OK,
 			      "send");
 		}
-		CHECK(drive(c, all, 4) == 0, "sends timed out");
-		for (int i = 0; i < 4; i++)
-			CHECK(q[i].status == OHC_OK ||
-				      ((i == 1 || i == 2) &&
-				       q[i].status == OHC_ERR_DESYNC),
-			      "send %d: %s", i, ohc_status_str(q[i].status));
+		CHECK(drive(c, all, 2) == 0, "sends timed out");
+		CHECK(q[0].status == OHC_OK, "send A: %s",
+		      ohc_status_str(q[0].status));
+		CHECK(q[1].status == OHC_OK || q[1].status == OHC_ERR_DESYNC,
+		      "send B: %s", ohc_status_str(q[1].status));
 	} else if (c->rank == 1) {
 		req_recv(&q[0], buf[0], lens[0], 1);
-		req_recv(&q[1], buf[1], lens[1], 99);
-		req_recv(&q[2], buf[2], lens[2] - 1, 3);
-		q[2].sig.len = lens[2]; /* sig agrees, length does not */
-		req_recv(&q[3], buf[3], lens[3], 4);
-		for (int i = 0; i < 4; i++) {
+		if (desync_by_length) {
+			req_recv(&q[1], buf[1], lens[1] - 1, 2);
+			q[1].sig.len = lens[1]; /* sig agrees, length not */
+		} else {
+			req_recv(&q[1], buf[1], lens[1], 99);
+		}
+		for (int i = 0; i < 2; i++) {
 			q[i].sig.root = 7;
 			CHECK(c->ops->ep_recv(c->eps[0], &q[i]) == OHC_OK,
 			      "recv");
 		}
-		CHECK(drive(c, all, 4) == 0, "receives timed out");
+		CHECK(drive(c, all, 2) == 0, "receives timed out");
 		CHECK(q[0].status == OHC_OK, "A: %s",
 		      ohc_status_str(q[0].status));
 		CHECK(verify(buf[0], lens[0], 0, 1, 0) < 0, "A: bytes");
@@ -575,16 +581,11 @@ static int desync_rank(struct rctx *c, int threads)
 		      ohc_status_str(q[1].status));
 		CHECK(q[1].got_sig.seq == 2 && q[1].got_sig.len == lens[1] &&
 			      q[1].got_sig.root == 7,
-		      "B: got_sig seq %llu len %llu",
+		      "B: got_sig seq %llu len %llu root %u",
 		      (unsigned long long)q[1].got_sig.seq,
-		      (unsigned long long)q[1].got_sig.len);
-		CHECK(q[2].status == OHC_ERR_DESYNC, "C: %s",
-		      ohc_status_str(q[2].status));
-		CHECK(q[3].status == OHC_OK, "D: %s",
-		      ohc_status_str(q[3].status));
-		CHECK(verify(buf[3], lens[3], 0, 1, 3) < 0, "D: bytes");
+		      (unsigned long long)q[1].got_sig.len, q[1].got_sig.root);
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 2; i++)
 		free(buf[i]);
 	return 0;
 }
@@ -602,8 +603,14 @@ static int desync_rank(struct rctx *c, int threads)
 	{                                                                      \
 		run_on(#tp, 2, reduce_rank);                                   \
 	}                                                                      \
-	Test(conformance, tp##_desync_then_continues)                          \
+	Test(conformance, tp##_desync_sequence)                                \
 	{                                                                      \
+		desync_by_length = 0;                                          \
+		run_on(#tp, 2, desync_rank);                                   \
+	}                                                                      \
+	Test(conformance, tp##_desync_length)                                  \
+	{                                                                      \
+		desync_by_length = 1;                                          \
 		run_on(#tp, 2, desync_rank);                                   \
 	}
 
