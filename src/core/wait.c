@@ -185,7 +185,6 @@ void ohc_waiter_begin(struct ohc_waiter *w)
 {
 	w->polls = 0;
 	w->spent = false;
-	w->slept = false;
 	/* the pace's mode, read once: a thread-local costs a call per poll */
 	w->yielding = pace.yielding;
 	ohc_waiter_moved(w);
@@ -256,7 +255,6 @@ void ohc_waiter_sleep(struct ohc_waiter *w, uint64_t now, uint64_t deadline,
 	int ms = ohc_deadline_left_ms_at(deadline, now, OHC_WAIT_MAX_MS);
 	unsigned nbusy = 0, last = 0;
 
-	w->slept = true;
 	if (ms <= 0)
 		return;
 	for (unsigned i = 0; i < w->nifaces; i++)

@@ -45,7 +45,6 @@ struct ohc_waiter {
 	bool spinning;	     /* until a reading says the spin is over */
 	bool spent;	     /* a wait went on long (told to the pace) */
 	bool yielding;	     /* the pace's mode, read once per spell */
-	bool slept;	     /* the spell reached a sleep */
 };
 
 void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
