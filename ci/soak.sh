@@ -202,14 +202,18 @@ done
 if [ "$vm" = 1 ]; then
 	vmout=$out/vm1
 	mkdir -p "$vmout"
-	ci/soft-roce/run-vm.sh --vms 1 --rw "$vmout" --timeout $((secs * 6 + 600)) \
+	# the checkout is exported too: the VM sees the host's files except
+	# under /tmp (its own tmpfs), where a clone may live
+	ci/soft-roce/run-vm.sh --vms 1 --rw "$top" --rw "$vmout" \
+		--timeout $((secs * 6 + 600)) \
 		--env OHC_SOAK_INSIDE=1 --env OHC_SOAK_OUT="$vmout" \
 		--env OHC_SOAK_RESULTS="$vmout/results.jsonl" -- \
 		bash ci/soak.sh -t "$secs" "$build" ||
 		{ echo "soak: one-VM run: exit $?"; broken=1; }
 	cat "$vmout/results.jsonl" >>"$OHC_SOAK_RESULTS" 2>/dev/null || true
 	res=$top/build/soft-roce/runs/soak-$$
-	ci/soft-roce/run-vm.sh --vms 2 --results "$res" --timeout $((secs * 12 + 900)) \
+	ci/soft-roce/run-vm.sh --vms 2 --rw "$top" --results "$res" \
+		--timeout $((secs * 12 + 900)) \
 		--env OHC_SOAK_INSIDE=1 -- \
 		bash ci/soak.sh -t "$secs" "$build" ||
 		{ echo "soak: two-VM run: exit $?"; broken=1; }
