@@ -202,6 +202,7 @@ done
 if [ "$vm" = 1 ]; then
 	vmout=$out/vm1
 	mkdir -p "$vmout"
+	: >"$vmout/results.jsonl" # a rerun into the same folder starts afresh
 	# the checkout is exported too: the VM sees the host's files except
 	# under /tmp (its own tmpfs), where a clone may live
 	ci/soft-roce/run-vm.sh --vms 1 --rw "$top" --rw "$vmout" \
