@@ -52,6 +52,9 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
 TERMINATING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 DEFAULT_MASTER_PORT = 29400
 PR_SET_PDEATHSIG = 1
+# Several nodes: how long node 0 waits for the other nodes' reports of
+# their first failure (a node may spare an exiting rank for up to 2 s).
+VERDICT_WAIT = 3.0
 
 
 def _say(msg):
@@ -258,6 +261,7 @@ class Launcher(object):
         self.reported = False  # this node's first failure is chosen
         self.stop_requested = False  # node 0 said stop
         self.candidates = []  # node 0: the nodes' first failures
+        self.heard = set()  # node 0: nodes whose report (or none) is in
         self.verdict_by = None  # node 0: when to announce the verdict
         self.nnodes, self.node = 1, 0
 
@@ -503,8 +507,9 @@ class Launcher(object):
     # compare too), else the one seen ending first. On one node the
     # launcher decides alone. With several, every launcher sends its own
     # first failure to node 0, which tells every node to stop, gathers
-    # the reports for 0.5 s and announces the verdict: every launcher
-    # exits with the culprit's code and names it.
+    # the reports (each node's first failure, or none) until every node
+    # has answered, at most VERDICT_WAIT seconds, and announces the
+    # verdict: every launcher exits with the culprit's code and names it.
 
     def _marks(self):
         """rank -> when (time.time()) it began to exit, where known."""
@@ -567,6 +572,7 @@ class Launcher(object):
         self.reported = True
         if not failed:
             self.stop_all()
+            self._candidate(None)  # several nodes: "no failure here"
             return
         t, rc = failed[best]
         if rc < 0:
@@ -578,25 +584,31 @@ class Launcher(object):
                          "node": self.node})
 
     def _candidate(self, c):
+        """This node's first failure, or None: none after a stop."""
         if self.nnodes == 1:
-            self._verdict(c)
+            if c is not None:
+                self._verdict(c)
             return
         self.stop_all()
         if self.node != 0:
             try:
                 self.up.send({"candidate": c})
             except (OSError, AttributeError):
-                self._verdict(c)  # node 0 is gone: our own word stands
+                if c is not None:
+                    self._verdict(c)  # node 0 is gone: our word stands
             return
-        self._add_candidate(c)
+        self._add_candidate(c, 0)
 
-    def _add_candidate(self, c):
-        """Node 0: a node's first failure."""
+    def _add_candidate(self, c, node):
+        """Node 0: a node's first failure (None: it had none)."""
         if self.culprit is not None:
+            return
+        self.heard.add(node)
+        if c is None:
             return
         self.candidates.append(c)
         if self.verdict_by is None:
-            self.verdict_by = time.monotonic() + 0.5
+            self.verdict_by = time.monotonic() + VERDICT_WAIT
             self.stop_requested = True
             self._to_peers({"stop": True})
 
@@ -627,9 +639,15 @@ class Launcher(object):
                 pass
 
     def _judge(self):
-        """Node 0: the verdict once the reports had their time."""
-        if self.culprit is not None or self.verdict_by is None or \
-                time.monotonic() < self.verdict_by:
+        """Node 0: the verdict once every node reported, or the time for
+        reports is over. A node sparing a rank that began to exit early
+        reports up to 2 s after the stop; its rank is most likely the
+        culprit, so the verdict waits for it."""
+        if self.culprit is not None or self.verdict_by is None:
+            return
+        waiting = [k for k in list(self.peers) + [0]
+                   if k not in self.heard and k not in self.done_nodes]
+        if waiting and time.monotonic() < self.verdict_by:
             return
         best = min(self.candidates, key=lambda c: (
             0 if c.get("signal") else 1, c.get("t", float("inf"))))
@@ -670,11 +688,11 @@ class Launcher(object):
                     self._add_candidate({
                         "rank": None, "code": 1, "node": k,
                         "desc": "went away (the launcher of node %d)" % k,
-                        "t": time.time()})
+                        "t": time.time()}, k)
                 continue
             for m in msgs:
                 if "candidate" in m:
-                    self._add_candidate(m["candidate"])
+                    self._add_candidate(m["candidate"], k)
                 elif "done" in m:
                     self.done_nodes.add(k)
 
@@ -702,7 +720,8 @@ class Launcher(object):
                             break
                         # we reported a failure: wait for the verdict
                         if verdict_wait is None:
-                            verdict_wait = time.monotonic() + 3.0
+                            verdict_wait = time.monotonic() + \
+                                VERDICT_WAIT + 2.0
                         if self.up is None or \
                                 time.monotonic() > verdict_wait:
                             break

@@ -215,8 +215,12 @@ def test_two_nodes():
         ["0", "1", "2", "3"], text
 
 
-def test_two_nodes_failure_stops_both():
-    res = _nodes(2, 2, [W, "exit", 3, 6])
+@pytest.mark.parametrize("teardown", [0, 1.0])
+def test_two_nodes_failure_stops_both(teardown):
+    """teardown 1.0: rank 3 takes a second to end after its peers failed
+    (the other node's launcher reports rank 1 long before); node 0 still
+    names rank 3, the rank that began to exit first."""
+    res = _nodes(2, 2, [W, "exit", 3, 6, teardown])
     for p, out, err in res:
         assert p.returncode == 6, err
         assert "rank 3 exited with code 6" in err, err
@@ -348,7 +352,7 @@ def test_under_srun(slurm):
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(re.findall(r"PASS world rank (\d)", r.stdout)) == \
         ["0", "1", "2", "3"], r.stdout
-    r = subprocess.run(base + [W, "exit", "3", "6"], env=slurm,
+    r = subprocess.run(base + [W, "exit", "3", "6", "1.0"], env=slurm,
                        capture_output=True, text=True, timeout=150)
     assert r.returncode == 6, r.stdout + r.stderr
     assert "rank 3 exited with code 6" in r.stderr, r.stderr

@@ -34,6 +34,12 @@ def main():
             json.load(f)
         return 0
     if mode == "exit":  # rank args[0] exits with args[1]; others compute
+        if len(args) > 2 and R == int(args[0]):
+            # A slow teardown: registered before hccl's own exit handlers,
+            # so it runs after them, once this rank's communicators are
+            # gone and its peers have failed (they end before it does).
+            import atexit
+            atexit.register(time.sleep, float(args[2]))
         import hccl
         hccl.barrier()
         if R == int(args[0]):
