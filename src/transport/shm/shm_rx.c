@@ -155,6 +155,9 @@ unsigned ohc_shm_pull(struct ohc_shm_ep *sep)
 	size_t budget = SHM_CMA_BUDGET;
 	unsigned moved = 0;
 
+	if (OHC_UNLIKELY(sep->cold) && !ohc_list_empty(&sep->recvs))
+		ohc_shm_warm(sep, 0);
+
 	while (!ohc_list_empty(&sep->recvs) || sep->discard) {
 		uint64_t pos, contig, bytes, msg_len;
 		const unsigned char *payload;

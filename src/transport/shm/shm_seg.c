@@ -236,6 +236,26 @@ static void prefault_tx(struct ohc_shm_ep *sep)
 	}
 }
 
+/* Bits of sep->cold: the ring we write, the ring we read. */
+#define COLD_TX 1
+#define COLD_RX 2
+
+void ohc_shm_warm(struct ohc_shm_ep *sep, int tx)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (tx && (sep->cold & COLD_TX)) {
+		prefault_tx(sep);
+		sep->cold &= ~COLD_TX;
+	} else if (!tx && (sep->cold & COLD_RX)) {
+		/* reading a page maps it here, faulting it in if the
+		 * producer has not yet */
+		for (size_t off = 0; off < sep->rx_bytes; off += page)
+			(void)*(volatile const char *)(sep->rx_data + off);
+		sep->cold &= ~COLD_RX;
+	}
+}
+
 int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent, uint64_t seg_bytes)
 {
 	/* off + control block + bytes within the segment, without wrapping */
@@ -323,6 +343,8 @@ ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
 	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
 	if (sif->prefault)
 		prefault_tx(sep);
+	else
+		sep->cold = COLD_TX | COLD_RX;
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
 	sep->peer_bell = &hdr->bell;

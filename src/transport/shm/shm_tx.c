@@ -97,6 +97,9 @@ unsigned ohc_shm_push(struct ohc_shm_ep *sep)
 {
 	unsigned moved = 0;
 
+	if (OHC_UNLIKELY(sep->cold) && !ohc_list_empty(&sep->sends))
+		ohc_shm_warm(sep, 1);
+
 	while (!ohc_list_empty(&sep->sends)) {
 		struct ohc_req *req =
 			ohc_list_first(&sep->sends, struct ohc_req, link);
