@@ -188,6 +188,12 @@ ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
 void ohc_shm_warm(struct ohc_shm_ep *sep, int tx);
 
 void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
+/*
+ * Fault seam for unit tests (shm_xchg.c): the listener reads this many
+ * valid hellos and closes their connections without answering or
+ * logging, as a peer did twice in CI; the connecting rank connects again.
+ */
+extern int ohc_shm_test_drop_hellos;
 /* Whether a peer's directory entry (a copy: the peer may change the
  * live one) names a ring inside its segment of seg_bytes. */
 int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent,

@@ -24,6 +24,9 @@
 #include "util/time.h"
 
 #define CONNECT_RETRY_MS 5 /* between connect() attempts to a peer */
+#define RECONNECTS_MAX 2   /* connections that ended without an answer */
+
+int ohc_shm_test_drop_hellos;
 
 /* Abstract socket address of (session, rank); returns the address length. */
 socklen_t ohc_shm_sockaddr(uint64_t session, uint32_t rank,
@@ -56,7 +59,8 @@ struct xpeer {
 	int out_fd;    /* our connection to the peer's listener */
 	int out_state; /* 0 none, 1 connecting, 2 hello sent, 3 done */
 	uint64_t retry_at;
-	int in_done; /* our memfd went to the peer */
+	int reconnects; /* connections that ended without an answer */
+	int in_done;	/* our memfd went to the peer */
 	int peer_fd; /* the peer's memfd, once received */
 	uint64_t peer_seg_bytes;
 };
@@ -139,6 +143,14 @@ static ohc_status_t xchg_connect(struct xchg *x, struct xpeer *p)
 		return OHC_OK;
 	}
 	close(fd);
+	if (p->reconnects && (errno == ECONNREFUSED || errno == ENOENT)) {
+		/* it listened before: its connect is over, ours failed */
+		OHC_ERROR(OHC_SS_SHM,
+			  "rank %u: shm connect to rank %u failed: it stopped "
+			  "listening before answering us",
+			  x->sif->super.rank, p->ep->super.peer);
+		return OHC_ERR_REMOTE;
+	}
 	if (errno == ECONNREFUSED || errno == ENOENT || errno == EAGAIN ||
 	    errno == EINTR) {
 		p->retry_at = ohc_time_ns() + CONNECT_RETRY_MS * 1000000ull;
@@ -189,6 +201,30 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 			else
 				close(got);
 		}
+	}
+	if (r == 0 && p->reconnects < RECONNECTS_MAX) {
+		/*
+		 * Ended with nothing to read and no error: the peer closed
+		 * our connection with our hello read but unanswered, and a
+		 * peer that refuses one logs why. Seen twice in CI under
+		 * load (a rank's connection to a live peer that logged
+		 * nothing; not reproduced in 400 stress runs), so connect
+		 * once more: a peer that still listens answers the new one,
+		 * a peer whose connect is over refuses it at once.
+		 */
+		OHC_WARN(OHC_SS_SHM,
+			 "rank %u: shm connection to rank %u ended without an "
+			 "answer; connecting again (%d of %d)",
+			 x->sif->super.rank, p->ep->super.peer,
+			 p->reconnects + 1, RECONNECTS_MAX);
+		if (fd >= 0)
+			close(fd);
+		close(p->out_fd);
+		p->out_fd = -1;
+		p->out_state = 0;
+		p->retry_at = 0;
+		p->reconnects++;
+		return OHC_OK;
 	}
 	if (r < 0)
 		why = strerror(errno);
@@ -276,6 +312,10 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		goto done;
 	}
 
+	if (OHC_UNLIKELY(ohc_shm_test_drop_hellos > 0)) {
+		ohc_shm_test_drop_hellos--; /* the fault seam: no word */
+		goto done;
+	}
 	memset(&rep, 0, sizeof(rep));
 	rep.magic = OHC_SHM_HELLO_MAGIC;
 	rep.session = x->sif->session;
