@@ -7,7 +7,7 @@
  * shm and verbs as forked processes; verbs needs an RDMA device and skips
  * outside the Soft-RoCE VM, naming why. What each transport does on its
  * own (credits, rendezvous, replay, cross-memory attach, liveness) stays
- * in test/unit/transport_<name>.c.
+ * in test/transport/<name>.c.
  *
  * Every case checks the bytes, the request states and that nothing is
  * left: fds after teardown.

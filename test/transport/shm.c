@@ -1112,12 +1112,10 @@ static int stale_rank(int rank, int nranks, void *arg)
 				memcpy(buf + o, &v, 8);
 			}
 			req_send(&r, buf, len, (uint64_t)i);
-			CHECK(c->ops->ep_send(c->eps[1], &r) == OHC_OK,
-			      "send");
+			CHECK(c->ops->ep_send(c->eps[1], &r) == OHC_OK, "send");
 		} else {
 			req_recv(&r, buf, len, (uint64_t)i);
-			CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK,
-			      "recv");
+			CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
 		}
 		CHECK(drive(c, all, 1, 100, 10000) == 0, "message %d", i);
 		CHECK(r.status == OHC_OK, "message %d (%zu bytes): %d", i, len,
