@@ -181,22 +181,14 @@ static int exchange_rank(struct tp_rank *c, int threads)
 		size_t len = sizes[k];
 		int n = 0;
 
-		for (int d = 1; d < c->nranks; d++) {
-			int to = (c->rank + d) % c->nranks;
-			int from = (c->rank - d + c->nranks) % c->nranks;
-
-			tp_fill(sb[to], len, c->rank, to, (int)k);
-			memset(rb[from], 0xee, len + 1);
-			tp_req_recv(&rreq[from], rb[from], len, k);
-			CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) ==
-				      OHC_OK,
-			      "ep_recv");
-			tp_req_send(&sreq[to], sb[to], len, k);
-			CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
-			      "ep_send");
-			all[n++] = &rreq[from];
-			all[n++] = &sreq[to];
+		for (int r = 0; r < c->nranks; r++) {
+			if (r == c->rank)
+				continue;
+			tp_fill(sb[r], len, c->rank, r, (int)k);
+			memset(rb[r], 0xee, len + 1);
 		}
+		if (tp_post_all_pairs(c, sb, rb, len, k, sreq, rreq, all, &n))
+			return 1;
 		CHECK(drive(c, all, n) == 0, "size %zu: timeout", len);
 		for (int r = 0; r < c->nranks; r++) {
 			long at;

@@ -278,6 +278,27 @@ void tp_req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
 	ohc_list_init(&q->link);
 }
 
+int tp_post_all_pairs(struct tp_rank *c, uint8_t *const *sb, uint8_t *const *rb,
+		      size_t len, uint64_t seq, struct ohc_req *sreq,
+		      struct ohc_req *rreq, struct ohc_req **all, int *n)
+{
+	*n = 0;
+	for (int d = 1; d < c->nranks; d++) {
+		int to = (c->rank + d) % c->nranks;
+		int from = (c->rank - d + c->nranks) % c->nranks;
+
+		tp_req_recv(&rreq[from], rb[from], len, seq);
+		CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) == OHC_OK,
+		      "ep_recv from %d", from);
+		tp_req_send(&sreq[to], sb[to], len, seq);
+		CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
+		      "ep_send to %d", to);
+		all[(*n)++] = &rreq[from];
+		all[(*n)++] = &sreq[to];
+	}
+	return 0;
+}
+
 int tp_have_rdma(void)
 {
 	int n = 0;

@@ -128,6 +128,16 @@ long tp_verify(const uint8_t *b, size_t len, int src, int dst, int idx);
 void tp_req_send(struct ohc_req *q, const void *buf, size_t len, uint64_t seq);
 void tp_req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq);
 
+/*
+ * Every pair at once: for each distance d, post the receive from rank - d
+ * of len bytes into rb[from] (rreq[from]) and the send of sb[to] to
+ * rank + d (sreq[to]), both with sequence number seq; every request also
+ * goes into all (*n of them). 0, or 1 if a post failed.
+ */
+int tp_post_all_pairs(struct tp_rank *c, uint8_t *const *sb, uint8_t *const *rb,
+		      size_t len, uint64_t seq, struct ohc_req *sreq,
+		      struct ohc_req *rreq, struct ohc_req **all, int *n);
+
 /* 1 if there is an RDMA device here (verbs can run). */
 int tp_have_rdma(void);
 

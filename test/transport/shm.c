@@ -174,20 +174,8 @@ static int matrix_rank(int rank, int nranks, void *arg)
 		}
 		tp_barrier(nranks);
 		t0 = ohc_time_ns();
-		for (int d = 1; d < nranks; d++) {
-			int to = (rank + d) % nranks;
-			int from = (rank - d + nranks) % nranks;
-
-			tp_req_recv(&rreq[from], rb[from], len, k);
-			CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) ==
-				      OHC_OK,
-			      "ep_recv");
-			tp_req_send(&sreq[to], sb[to], len, k);
-			CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
-			      "ep_send");
-			all[n++] = &rreq[from];
-			all[n++] = &sreq[to];
-		}
+		if (tp_post_all_pairs(c, sb, rb, len, k, sreq, rreq, all, &n))
+			return 1;
 		CHECK(tp_drive(c, all, n, 100, 60000) == 0,
 		      "size %zu timed out", len);
 		if (len == 16 * MIB && rank == 0) {
