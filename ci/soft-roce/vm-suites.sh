@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: vm-suites.sh BUILD_DIR}
 [ -d "$build" ] || { echo "vm-suites: no build folder $build" >&2; exit 2; }
-suites=${OHC_VM_SUITES:-'^(transport\.conformance|unit\.transport_(verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync|task)|api\.doctor_rdma|comm\.zerocopy)$'}
+suites=${OHC_VM_SUITES:-'^(transport\.(conformance|verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync|task)|api\.doctor_rdma|comm\.zerocopy)$'}
 
 bash ci/soft-roce/prepare.sh
 start=$(date +%s)

@@ -7,7 +7,7 @@
  * shm and verbs as forked processes; verbs needs an RDMA device and skips
  * outside the Soft-RoCE VM, naming why. What each transport does on its
  * own (credits, rendezvous, replay, cross-memory attach, liveness) stays
- * in test/unit/transport_<name>.c.
+ * in test/transport/<name>.c.
  *
  * Every case checks the bytes, the request states and that nothing is
  * left: fds after teardown.
@@ -15,155 +15,46 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "helpers/ohc_test.h"
+#include "transport/harness.h"
 #include "transport/transport.h"
-#include "transport/verbs/vx_wrap.h"
 #include "util/config.h"
 #include "util/time.h"
 
-#define MAXR 4
+#define MAXR 4 /* ranks of a case */
 #define MIB (1024u * 1024u)
-
-struct shared {
-	atomic_uint bar_count, bar_gen;
-	uint64_t session;
-	size_t blob_len[MAXR];
-	unsigned char blob[MAXR][OHC_ADDR_MAX];
-};
-
-static struct shared *sh;
-
-struct rctx {
-	int rank, nranks;
-	const char *tp;
-	const struct ohc_transport_ops *ops;
-	struct ohc_iface *iface;
-	struct ohc_ep *eps[MAXR];
-	int fds_before;
-};
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, "%s rank %d: ", c->tp, c->rank);               \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
-		return 1;                                                      \
-	} while (0)
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			FAIL(__VA_ARGS__);                                     \
-	} while (0)
 
 static void setup(void)
 {
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	cr_assert(sh != MAP_FAILED);
-	memset(sh, 0, sizeof(*sh));
-	cr_assert_eq(getrandom(&sh->session, sizeof(sh->session), 0),
-		     (ssize_t)sizeof(sh->session));
+	tp_setup(0);
 	/* the defaults, whatever the caller's environment says */
 	unsetenv("OPENHCCL_RDMA_RNDV_KB");
 	unsetenv("OPENHCCL_SHM_CMA_KB");
 	ohc_env_reload();
 }
 
-static void teardown(void)
-{
-	munmap(sh, sizeof(*sh));
-}
+TestSuite(conformance, .init = setup, .fini = tp_teardown, .timeout = 300);
 
-TestSuite(conformance, .init = setup, .fini = teardown, .timeout = 300);
-
-/* Threads and processes alike: the counters live in shared memory. */
-static void barrier(int nranks)
-{
-	unsigned gen = atomic_load(&sh->bar_gen);
-
-	if (atomic_fetch_add(&sh->bar_count, 1) + 1 == (unsigned)nranks) {
-		atomic_store(&sh->bar_count, 0);
-		atomic_fetch_add(&sh->bar_gen, 1);
-		return;
-	}
-	while (atomic_load(&sh->bar_gen) == gen)
-		usleep(100);
-}
-
-static int rank_up(struct rctx *c, const char *tp, int rank, int nranks)
+static int rank_up(struct tp_rank *c, const char *tp, int rank, int nranks)
 {
 	struct ohc_transport_params p = {
-		.rank = (uint32_t)rank,
-		.nranks = (uint32_t)nranks,
-		.session = sh->session,
 		.hostid = "conformance-host",
 		.numa_node = -1,
 		.ring_bytes = (size_t)ohc_env()->shm_ring_kb * 1024,
 	};
-	struct ohc_ep *list[MAXR];
-	unsigned n = 0;
 
-	memset(c, 0, sizeof(*c));
-	c->rank = rank;
-	c->nranks = nranks;
-	c->tp = tp;
-	c->fds_before = ohc_test_count_fds();
-	c->ops = ohc_transport_get(tp);
-	CHECK(c->ops, "no transport %s", tp);
-	c->iface = calloc(1, c->ops->iface_size);
-	CHECK(c->iface, "calloc");
-	c->iface->ops = c->ops;
-	c->iface->rank = p.rank;
-	c->iface->nranks = p.nranks;
-	CHECK(c->ops->iface_open(c->iface, &p) == OHC_OK, "iface_open");
-	sh->blob_len[rank] = OHC_ADDR_MAX;
-	CHECK(c->ops->iface_address(c->iface, sh->blob[rank],
-				    &sh->blob_len[rank]) == OHC_OK,
-	      "iface_address");
-	barrier(nranks);
-	for (int r = 0; r < nranks; r++) {
-		if (r == rank)
-			continue;
-		CHECK(c->ops->iface_reachable(c->iface, sh->blob[r],
-					      sh->blob_len[r]),
-		      "rank %d not reachable", r);
-		c->eps[r] = calloc(1, c->ops->ep_size);
-		CHECK(c->eps[r], "calloc");
-		c->eps[r]->iface = c->iface;
-		c->eps[r]->peer = (uint32_t)r;
-		CHECK(c->ops->ep_init(c->iface, c->eps[r], (uint32_t)r,
-				      sh->blob[r], sh->blob_len[r]) == OHC_OK,
-		      "ep_init %d", r);
-		list[n++] = c->eps[r];
-	}
-	CHECK(c->ops->iface_connect(c->iface, list, n,
-				    ohc_deadline_after_ms(60000)) == OHC_OK,
-	      "iface_connect");
-	return 0;
+	return tp_rank_up(c, tp, rank, nranks, &p, 60000);
 }
 
-static int rank_down(struct rctx *c, int threads)
+static int rank_down(struct tp_rank *c, int threads)
 {
-	barrier(c->nranks); /* nobody closes under a peer still sending */
-	for (int r = 0; r < MAXR; r++) {
-		if (!c->eps[r])
-			continue;
-		c->ops->ep_fini(c->eps[r]);
-		free(c->eps[r]);
-		c->eps[r] = NULL;
-	}
-	c->ops->iface_close(c->iface);
-	free(c->iface);
-	c->iface = NULL;
+	tp_barrier(c->nranks); /* nobody closes under a peer still sending */
+	tp_rank_close(c);
 	/* threads share the fd table: the suite checks it once at the end */
 	CHECK(threads || ohc_test_count_fds() == c->fds_before,
 	      "fd leak: %d -> %d", c->fds_before, ohc_test_count_fds());
@@ -171,76 +62,9 @@ static int rank_down(struct rctx *c, int threads)
 }
 
 /* Progress until no request is in progress; -1 on timeout. */
-static int drive(struct rctx *c, struct ohc_req **reqs, int n)
+static int drive(struct tp_rank *c, struct ohc_req **reqs, int n)
 {
-	uint64_t deadline = ohc_deadline_after_ms(120000);
-
-	for (;;) {
-		int pending = 0;
-		unsigned moved = c->ops->iface_progress(c->iface);
-
-		for (int i = 0; i < n; i++)
-			pending += __atomic_load_n(&reqs[i]->status,
-						   __ATOMIC_ACQUIRE) ==
-				   OHC_INPROGRESS;
-		if (!pending)
-			return 0;
-		if (ohc_deadline_passed(deadline)) {
-			fprintf(stderr, "%s rank %d: %d requests pending\n",
-				c->tp, c->rank, pending);
-			return -1;
-		}
-		if (!moved)
-			c->ops->iface_wait(c->iface, 10);
-	}
-}
-
-static uint8_t pat(size_t i, int src, int dst, int idx)
-{
-	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^
-		     (uint64_t)(src + 1) * 0xc2b2ae3d27d4eb4full ^
-		     (uint64_t)(dst + 1) * 0x27d4eb2f165667c5ull ^
-		     (uint64_t)(idx + 3) * 0x165667b19e3779f9ull;
-
-	return (uint8_t)(x >> 29);
-}
-
-static void fill(uint8_t *b, size_t len, int src, int dst, int idx)
-{
-	for (size_t i = 0; i < len; i++)
-		b[i] = pat(i, src, dst, idx);
-}
-
-static long verify(const uint8_t *b, size_t len, int src, int dst, int idx)
-{
-	for (size_t i = 0; i < len; i++)
-		if (b[i] != pat(i, src, dst, idx))
-			return (long)i;
-	return -1;
-}
-
-static void req_send(struct ohc_req *q, const void *buf, size_t len,
-		     uint64_t seq)
-{
-	memset(q, 0, sizeof(*q));
-	q->sig.seq = seq;
-	q->sig.len = len;
-	q->sbuf = buf;
-	q->len = len;
-	q->status = OHC_INPROGRESS;
-	ohc_list_init(&q->link);
-}
-
-static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
-{
-	memset(q, 0, sizeof(*q));
-	q->sig.seq = seq;
-	q->sig.len = len;
-	q->dst = buf;
-	q->len = len;
-	q->kind = OHC_RECV_COPY;
-	q->status = OHC_INPROGRESS;
-	ohc_list_init(&q->link);
+	return tp_drive(c, reqs, n, 10, 120000);
 }
 
 static void add_u8(void *dst, const void *a, const void *b, size_t count)
@@ -254,7 +78,7 @@ static void add_u8(void *dst, const void *a, const void *b, size_t count)
 
 /* ---- running ranks: threads (self) or processes (shm, verbs) -------- */
 
-typedef int (*rank_fn)(struct rctx *c, int threads);
+typedef int (*rank_fn)(struct tp_rank *c, int threads);
 
 struct run {
 	const char *tp;
@@ -269,14 +93,14 @@ struct thread_arg {
 
 static int rank_main(const struct run *run, int rank)
 {
-	struct rctx c;
+	struct tp_rank c;
 
 	if (rank_up(&c, run->tp, rank, run->nranks)) {
-		barrier(run->nranks); /* the others would wait for us */
+		tp_barrier(run->nranks); /* the others would wait for us */
 		return 1;
 	}
 	if (run->fn(&c, run->threads)) {
-		barrier(run->nranks);
+		tp_barrier(run->nranks);
 		return 1;
 	}
 	return rank_down(&c, run->threads);
@@ -299,21 +123,12 @@ static int fork_main(int rank, int nranks, void *arg)
 	return rank_main(fork_run, rank);
 }
 
-static int have_rdma(void)
-{
-	int n = 0;
-	struct ibv_device **l = ohc_vx_get_device_list(&n);
-
-	ohc_vx_free_device_list(l);
-	return l && n > 0;
-}
-
 static void run_on(const char *tp, int nranks, rank_fn fn)
 {
 	struct run run = {.tp = tp, .nranks = nranks, .fn = fn};
 	int fds = ohc_test_count_fds();
 
-	if (!strcmp(tp, "verbs") && !have_rdma())
+	if (!strcmp(tp, "verbs") && !tp_have_rdma())
 		cr_skip_test("verbs: no RDMA device here (runs in the "
 			     "Soft-RoCE VM: ci/soft-roce/vm-suites.sh)");
 	run.threads = !strcmp(tp, "self");
@@ -348,7 +163,7 @@ static void run_on(const char *tp, int nranks, rank_fn fn)
  * pairs at once (one size at a time, everything of it posted before any
  * progress): the bytes arrive whole, nothing is written past the end.
  */
-static int exchange_rank(struct rctx *c, int threads)
+static int exchange_rank(struct tp_rank *c, int threads)
 {
 	static const size_t sizes[] = {
 		0, 1, 63, 4095, 65536 + 3, 1 * MIB + 17, 4 * MIB};
@@ -366,22 +181,14 @@ static int exchange_rank(struct rctx *c, int threads)
 		size_t len = sizes[k];
 		int n = 0;
 
-		for (int d = 1; d < c->nranks; d++) {
-			int to = (c->rank + d) % c->nranks;
-			int from = (c->rank - d + c->nranks) % c->nranks;
-
-			fill(sb[to], len, c->rank, to, (int)k);
-			memset(rb[from], 0xee, len + 1);
-			req_recv(&rreq[from], rb[from], len, k);
-			CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) ==
-				      OHC_OK,
-			      "ep_recv");
-			req_send(&sreq[to], sb[to], len, k);
-			CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
-			      "ep_send");
-			all[n++] = &rreq[from];
-			all[n++] = &sreq[to];
+		for (int r = 0; r < c->nranks; r++) {
+			if (r == c->rank)
+				continue;
+			tp_fill(sb[r], len, c->rank, r, (int)k);
+			memset(rb[r], 0xee, len + 1);
 		}
+		if (tp_post_all_pairs(c, sb, rb, len, k, sreq, rreq, all, &n))
+			return 1;
 		CHECK(drive(c, all, n) == 0, "size %zu: timeout", len);
 		for (int r = 0; r < c->nranks; r++) {
 			long at;
@@ -393,13 +200,13 @@ static int exchange_rank(struct rctx *c, int threads)
 			      "size %zu with %d: send %s, recv %s", len, r,
 			      ohc_status_str(sreq[r].status),
 			      ohc_status_str(rreq[r].status));
-			at = verify(rb[r], len, r, c->rank, (int)k);
+			at = tp_verify(rb[r], len, r, c->rank, (int)k);
 			CHECK(at < 0, "size %zu from %d: byte %ld wrong", len,
 			      r, at);
 			CHECK(rb[r][len] == 0xee, "size %zu from %d: overrun",
 			      len, r);
 		}
-		barrier(c->nranks);
+		tp_barrier(c->nranks);
 	}
 	for (int r = 0; r < c->nranks; r++) {
 		free(sb[r]);
@@ -414,7 +221,7 @@ static int exchange_rank(struct rctx *c, int threads)
  * (FIFO matching), whatever path each size takes.
  */
 #define FIFO_N 40
-static int fifo_rank(struct rctx *c, int threads)
+static int fifo_rank(struct tp_rank *c, int threads)
 {
 	int peer = c->rank ^ 1;
 	static __thread struct ohc_req s[FIFO_N], r[FIFO_N];
@@ -428,11 +235,11 @@ static int fifo_rank(struct rctx *c, int threads)
 		sb[i] = malloc(len[i] + 1);
 		rb[i] = malloc(len[i] + 1);
 		CHECK(sb[i] && rb[i], "malloc");
-		fill(sb[i], len[i], c->rank, peer, i);
+		tp_fill(sb[i], len[i], c->rank, peer, i);
 		memset(rb[i], 0, len[i] + 1);
-		req_recv(&r[i], rb[i], len[i], (uint64_t)i);
+		tp_req_recv(&r[i], rb[i], len[i], (uint64_t)i);
 		CHECK(c->ops->ep_recv(c->eps[peer], &r[i]) == OHC_OK, "recv");
-		req_send(&s[i], sb[i], len[i], (uint64_t)i);
+		tp_req_send(&s[i], sb[i], len[i], (uint64_t)i);
 		CHECK(c->ops->ep_send(c->eps[peer], &s[i]) == OHC_OK, "send");
 		all[i] = &r[i];
 		all[FIFO_N + i] = &s[i];
@@ -444,7 +251,7 @@ static int fifo_rank(struct rctx *c, int threads)
 		CHECK(s[i].status == OHC_OK && r[i].status == OHC_OK,
 		      "msg %d: send %s, recv %s", i,
 		      ohc_status_str(s[i].status), ohc_status_str(r[i].status));
-		at = verify(rb[i], len[i], peer, c->rank, i);
+		at = tp_verify(rb[i], len[i], peer, c->rank, i);
 		CHECK(at < 0, "msg %d (%zu bytes): byte %ld wrong", i, len[i],
 		      at);
 		free(sb[i]);
@@ -457,7 +264,7 @@ static int fifo_rank(struct rctx *c, int threads)
  * Receives that reduce: REDUCE (dst = dst + message) and REDUCE_TO
  * (dst = src2 + message), small and large, both directions.
  */
-static int reduce_rank(struct rctx *c, int threads)
+static int reduce_rank(struct tp_rank *c, int threads)
 {
 	static const size_t sizes[] = {1000, 1 * MIB + 5};
 	int peer = c->rank ^ 1;
@@ -471,13 +278,13 @@ static int reduce_rank(struct rctx *c, int threads)
 			*all[4] = {&s[0], &s[1], &r[0], &r[1]};
 
 		CHECK(sb && rd && rt && src2 && sb2, "malloc");
-		fill(sb, len, c->rank, peer, (int)k);
-		fill(sb2, len, c->rank, peer, 10 + (int)k);
-		fill(rd, len, c->rank, c->rank, 20 + (int)k);
-		fill(src2, len, c->rank, c->rank, 30 + (int)k);
-		req_recv(&r[0], rd, len, 2 * k);
+		tp_fill(sb, len, c->rank, peer, (int)k);
+		tp_fill(sb2, len, c->rank, peer, 10 + (int)k);
+		tp_fill(rd, len, c->rank, c->rank, 20 + (int)k);
+		tp_fill(src2, len, c->rank, c->rank, 30 + (int)k);
+		tp_req_recv(&r[0], rd, len, 2 * k);
 		r[0].kind = OHC_RECV_REDUCE;
-		req_recv(&r[1], rt, len, 2 * k + 1);
+		tp_req_recv(&r[1], rt, len, 2 * k + 1);
 		r[1].kind = OHC_RECV_REDUCE_TO;
 		r[1].src2 = src2;
 		for (int i = 0; i < 2; i++) {
@@ -486,8 +293,8 @@ static int reduce_rank(struct rctx *c, int threads)
 			CHECK(c->ops->ep_recv(c->eps[peer], &r[i]) == OHC_OK,
 			      "recv");
 		}
-		req_send(&s[0], sb, len, 2 * k);
-		req_send(&s[1], sb2, len, 2 * k + 1);
+		tp_req_send(&s[0], sb, len, 2 * k);
+		tp_req_send(&s[1], sb2, len, 2 * k + 1);
 		for (int i = 0; i < 2; i++)
 			CHECK(c->ops->ep_send(c->eps[peer], &s[i]) == OHC_OK,
 			      "send");
@@ -500,13 +307,13 @@ static int reduce_rank(struct rctx *c, int threads)
 			      ohc_status_str(r[i].status));
 		for (size_t j = 0; j < len; j++) {
 			uint8_t want_d =
-				(uint8_t)(pat(j, c->rank, c->rank,
-					      20 + (int)k) +
-					  pat(j, peer, c->rank, (int)k));
-			uint8_t want_t =
-				(uint8_t)(pat(j, c->rank, c->rank,
-					      30 + (int)k) +
-					  pat(j, peer, c->rank, 10 + (int)k));
+				(uint8_t)(tp_pat(j, c->rank, c->rank,
+						 20 + (int)k) +
+					  tp_pat(j, peer, c->rank, (int)k));
+			uint8_t want_t = (uint8_t)(tp_pat(j, c->rank, c->rank,
+							  30 + (int)k) +
+						   tp_pat(j, peer, c->rank,
+							  10 + (int)k));
 
 			CHECK(rd[j] == want_d, "%zu bytes: REDUCE byte %zu",
 			      len, j);
@@ -518,7 +325,7 @@ static int reduce_rank(struct rctx *c, int threads)
 		free(rt);
 		free(src2);
 		free(sb2);
-		barrier(c->nranks);
+		tp_barrier(c->nranks);
 	}
 	return 0;
 }
@@ -535,7 +342,7 @@ static int reduce_rank(struct rctx *c, int threads)
  */
 static int desync_by_length; /* set before the ranks start */
 
-static int desync_rank(struct rctx *c, int threads)
+static int desync_rank(struct tp_rank *c, int threads)
 {
 	static const size_t lens[2] = {1000, 20000};
 	uint8_t *buf[2];
@@ -549,8 +356,8 @@ static int desync_rank(struct rctx *c, int threads)
 	}
 	if (c->rank == 0) {
 		for (int i = 0; i < 2; i++) {
-			fill(buf[i], lens[i], 0, 1, i);
-			req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
+			tp_fill(buf[i], lens[i], 0, 1, i);
+			tp_req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
 			q[i].sig.root = 7;
 			CHECK(c->ops->ep_send(c->eps[1], &q[i]) == OHC_OK,
 			      "send");
@@ -561,12 +368,12 @@ static int desync_rank(struct rctx *c, int threads)
 		CHECK(q[1].status == OHC_OK || q[1].status == OHC_ERR_DESYNC,
 		      "send B: %s", ohc_status_str(q[1].status));
 	} else if (c->rank == 1) {
-		req_recv(&q[0], buf[0], lens[0], 1);
+		tp_req_recv(&q[0], buf[0], lens[0], 1);
 		if (desync_by_length) {
-			req_recv(&q[1], buf[1], lens[1] - 1, 2);
+			tp_req_recv(&q[1], buf[1], lens[1] - 1, 2);
 			q[1].sig.len = lens[1]; /* sig agrees, length not */
 		} else {
-			req_recv(&q[1], buf[1], lens[1], 99);
+			tp_req_recv(&q[1], buf[1], lens[1], 99);
 		}
 		for (int i = 0; i < 2; i++) {
 			q[i].sig.root = 7;
@@ -576,7 +383,7 @@ static int desync_rank(struct rctx *c, int threads)
 		CHECK(drive(c, all, 2) == 0, "receives timed out");
 		CHECK(q[0].status == OHC_OK, "A: %s",
 		      ohc_status_str(q[0].status));
-		CHECK(verify(buf[0], lens[0], 0, 1, 0) < 0, "A: bytes");
+		CHECK(tp_verify(buf[0], lens[0], 0, 1, 0) < 0, "A: bytes");
 		CHECK(q[1].status == OHC_ERR_DESYNC, "B: %s",
 		      ohc_status_str(q[1].status));
 		CHECK(q[1].got_sig.seq == 2 && q[1].got_sig.len == lens[1] &&

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 
+#include "transport/harness.h"
 #include "transport/transport.h"
 #include "util/time.h"
 
@@ -79,15 +80,6 @@ Test(caps, ops_tables_are_complete)
 	cr_expect_null(ohc_transport_get("no-such-transport"));
 }
 
-static double cpu_now(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 /*
  * WAIT means it: an idle iface_wait of a WAIT transport sleeps out its
  * timeout without burning CPU, and a wake before the wait cuts it short.
@@ -121,12 +113,12 @@ Test(caps, wait_capability_really_sleeps)
 			continue;
 		}
 		t0 = ohc_time_ns();
-		cpu0 = cpu_now();
+		cpu0 = tp_cpu_seconds(RUSAGE_SELF);
 		cr_expect_eq(ops->iface_wait(iface, 300), OHC_OK);
 		cr_expect_geq(ohc_time_ns() - t0, 250000000ull,
 			      "%s: iface_wait slept", ops->name);
-		cr_expect_lt(cpu_now() - cpu0, 0.1, "%s: without spinning",
-			     ops->name);
+		cr_expect_lt(tp_cpu_seconds(RUSAGE_SELF) - cpu0, 0.1,
+			     "%s: without spinning", ops->name);
 		ops->iface_wake(iface);
 		t0 = ohc_time_ns();
 		cr_expect_eq(ops->iface_wait(iface, 5000), OHC_OK);

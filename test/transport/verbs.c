@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The verbs transport between real processes (fork) on a real RDMA device
- * (Soft-RoCE in the CI VM). Address blobs travel through a MAP_SHARED page
- * created before the fork. Outside a machine with an RDMA device every
- * test is skipped, naming why. Each rank checks its own fds after
- * teardown; failures are reported by the ranks on stderr.
+ * (Soft-RoCE in the CI VM). Address blobs travel through the harness's
+ * MAP_SHARED page (harness.h), made before the fork. Outside a machine
+ * with an RDMA device every test is skipped, naming why. Each rank checks
+ * its own fds and MRs after teardown; failures are reported by the ranks
+ * on stderr.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -15,14 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include "helpers/ohc_test.h"
+#include "transport/harness.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs.h"
 #include "util/config.h"
@@ -33,238 +30,69 @@
 #define KIB 1024u
 #define MIB (1024u * 1024u)
 
+/* Past the harness's shared page. */
 struct shared {
-	atomic_uint bar_count, bar_gen;
 	atomic_uint sent; /* pulled_send_outlives_its_sender */
-	uint64_t session;
-	size_t blob_len[MAXR];
-	unsigned char blob[MAXR][OHC_ADDR_MAX];
 };
 
 static struct shared *sh;
 
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, "rank %d: ", c->rank);                         \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
-		return 1;                                                      \
-	} while (0)
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			FAIL(__VA_ARGS__);                                     \
-	} while (0)
-
-/* 1 if an RDMA device is there; else skips the test with the reason. */
-static int have_rdma(void)
-{
-	int n = 0;
-	struct ibv_device **l = ohc_vx_get_device_list(&n);
-
-	ohc_vx_free_device_list(l);
-	return l && n > 0;
-}
-
+/* Skips the test, naming why, where there is no RDMA device. */
 #define NEED_RDMA()                                                            \
 	do {                                                                   \
-		if (!have_rdma())                                              \
+		if (!tp_have_rdma())                                           \
 			cr_skip_test("no RDMA device here (runs in the "       \
 				     "Soft-RoCE VM: ci/soft-roce/run-vm.sh)"); \
 	} while (0)
 
 static void setup(void)
 {
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	cr_assert(sh != MAP_FAILED);
-	cr_assert(getrandom(&sh->session, sizeof(sh->session), 0) ==
-		  sizeof(sh->session));
+	sh = tp_setup(sizeof(*sh));
 }
 
-static void teardown(void)
+TestSuite(verbs, .init = setup, .fini = tp_teardown, .timeout = 300);
+
+static ohc_status_t iface_open(struct tp_rank *c, int rank, int nranks)
 {
-	munmap(sh, sizeof(*sh));
+	return tp_iface_open(c, "verbs", rank, nranks, NULL);
 }
 
-TestSuite(verbs, .init = setup, .fini = teardown, .timeout = 300);
-
-static void barrier(int nranks)
+static int rank_up(struct tp_rank *c, int rank, int nranks)
 {
-	unsigned gen = atomic_load(&sh->bar_gen);
-
-	if (atomic_fetch_add(&sh->bar_count, 1) + 1 == (unsigned)nranks) {
-		atomic_store(&sh->bar_count, 0);
-		atomic_fetch_add(&sh->bar_gen, 1);
-		return;
-	}
-	while (atomic_load(&sh->bar_gen) == gen)
-		usleep(200);
+	return tp_rank_up(c, "verbs", rank, nranks, NULL, 30000);
 }
 
-struct rctx {
-	int rank, nranks;
-	const struct ohc_transport_ops *ops;
-	struct ohc_iface *iface;
-	struct ohc_ep *eps[MAXR];
-	int fds_before;
-};
-
-static ohc_status_t iface_open(struct rctx *c, int rank, int nranks)
+/* Tear down and check that nothing leaked: fds, memory, MRs. */
+static int rank_down(struct tp_rank *c)
 {
-	struct ohc_transport_params p = {
-		.rank = (uint32_t)rank,
-		.nranks = (uint32_t)nranks,
-		.session = sh->session,
-		.hostid = "test-host",
-		.rdma_tc = 0,
-		.rdma_sl = 0,
-	};
-	ohc_status_t st;
-
-	memset(c, 0, sizeof(*c));
-	c->rank = rank;
-	c->nranks = nranks;
-	c->fds_before = ohc_test_count_fds();
-	c->ops = ohc_transport_get("verbs");
-	if (!c->ops)
-		return OHC_ERR_NOT_FOUND;
-	c->iface = calloc(1, c->ops->iface_size);
-	c->iface->ops = c->ops;
-	c->iface->rank = p.rank;
-	c->iface->nranks = p.nranks;
-	st = c->ops->iface_open(c->iface, &p);
-	if (st < 0) {
-		free(c->iface);
-		c->iface = NULL;
-	}
-	return st;
-}
-
-static int rank_up(struct rctx *c, int rank, int nranks)
-{
-	struct ohc_ep *list[MAXR];
-	unsigned n = 0;
-	ohc_status_t st = iface_open(c, rank, nranks);
-
-	CHECK(st == OHC_OK, "iface_open: %s", ohc_status_str(st));
-	sh->blob_len[rank] = OHC_ADDR_MAX;
-	CHECK(c->ops->iface_address(c->iface, sh->blob[rank],
-				    &sh->blob_len[rank]) == OHC_OK,
-	      "iface_address");
-	barrier(nranks);
-	for (int r = 0; r < nranks; r++) {
-		if (r == rank)
-			continue;
-		CHECK(c->ops->iface_reachable(c->iface, sh->blob[r],
-					      sh->blob_len[r]),
-		      "rank %d unreachable", r);
-		c->eps[r] = calloc(1, c->ops->ep_size);
-		c->eps[r]->iface = c->iface;
-		c->eps[r]->peer = (uint32_t)r;
-		CHECK(c->ops->ep_init(c->iface, c->eps[r], (uint32_t)r,
-				      sh->blob[r], sh->blob_len[r]) == OHC_OK,
-		      "ep_init %d", r);
-		list[n++] = c->eps[r];
-	}
-	st = c->ops->iface_connect(c->iface, list, n,
-				   ohc_deadline_after_ms(30000));
-	CHECK(st == OHC_OK, "iface_connect: %s", ohc_status_str(st));
-	return 0;
-}
-
-static int rank_down(struct rctx *c)
-{
-	for (int r = 0; r < MAXR; r++) {
-		if (!c->eps[r])
-			continue;
-		c->ops->ep_fini(c->eps[r]);
-		free(c->eps[r]);
-		c->eps[r] = NULL;
-	}
-	if (c->iface) {
-		c->ops->iface_close(c->iface);
-		free(c->iface);
-		c->iface = NULL;
-	}
-	CHECK(ohc_test_count_fds() == c->fds_before, "fd leak: %d -> %d",
-	      c->fds_before, ohc_test_count_fds());
+	if (tp_rank_down(c))
+		return 1;
 	CHECK(ohc_vx_mr_live() == 0, "MR leak: %ld left", ohc_vx_mr_live());
-#ifdef __SANITIZE_ADDRESS__
-	CHECK(__lsan_do_recoverable_leak_check() == 0, "memory leaked");
-#endif
 	return 0;
 }
 
-/* Progress until no request is in progress; -1 on timeout. */
-static int drive(struct rctx *c, struct ohc_req **reqs, int n, int timeout_ms)
+/* Progress until no request is in progress (waits of 50 ms when nothing
+ * moved); -1 on timeout. */
+static int drive(struct tp_rank *c, struct ohc_req **reqs, int n,
+		 int timeout_ms)
 {
-	uint64_t deadline = ohc_deadline_after_ms((uint64_t)timeout_ms);
-
-	for (;;) {
-		int pending = 0;
-		unsigned moved = c->ops->iface_progress(c->iface);
-
-		for (int i = 0; i < n; i++)
-			pending += __atomic_load_n(&reqs[i]->status,
-						   __ATOMIC_ACQUIRE) ==
-				   OHC_INPROGRESS;
-		if (!pending)
-			return 0;
-		if (ohc_deadline_passed(deadline)) {
-			fprintf(stderr, "rank %d: %d requests still pending\n",
-				c->rank, pending);
-			return -1;
-		}
-		if (!moved)
-			c->ops->iface_wait(c->iface, 50);
-	}
+	return tp_drive(c, reqs, n, 50, timeout_ms);
 }
 
+/* Verbs' payloads are named by their sender and an index alone. */
 static uint8_t pat(size_t i, int src, int idx)
 {
-	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^
-		     (uint64_t)(src + 1) * 0xc2b2ae3d27d4eb4full ^
-		     (uint64_t)(idx + 3) * 0x165667b19e3779f9ull;
-
-	return (uint8_t)(x >> 29);
+	return tp_pat(i, src, 0, idx);
 }
 
 static void fill(uint8_t *b, size_t len, int src, int idx)
 {
-	for (size_t i = 0; i < len; i++)
-		b[i] = pat(i, src, idx);
+	tp_fill(b, len, src, 0, idx);
 }
 
 static long verify(const uint8_t *b, size_t len, int src, int idx)
 {
-	for (size_t i = 0; i < len; i++)
-		if (b[i] != pat(i, src, idx))
-			return (long)i;
-	return -1;
-}
-
-static void req_send(struct ohc_req *q, const void *buf, size_t len,
-		     uint64_t seq)
-{
-	memset(q, 0, sizeof(*q));
-	q->sig.seq = seq;
-	q->sig.len = len;
-	q->sbuf = buf;
-	q->len = len;
-	q->status = OHC_INPROGRESS;
-}
-
-static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
-{
-	memset(q, 0, sizeof(*q));
-	q->sig.seq = seq;
-	q->sig.len = len;
-	q->dst = buf;
-	q->len = len;
-	q->kind = OHC_RECV_COPY;
-	q->status = OHC_INPROGRESS;
+	return tp_verify(b, len, src, 0, idx);
 }
 
 /* Small rings so that messages span many slots and credits run out. */
@@ -300,7 +128,7 @@ static int sizes_rank(int rank, int nranks, void *arg)
 		3 * MIB,
 	};
 	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req sreq[N], rreq[N], *all[2 * N];
 	uint8_t *sb[N], *rb[N];
 	int peer = 1 - rank;
@@ -312,13 +140,13 @@ static int sizes_rank(int rank, int nranks, void *arg)
 		rb[i] = malloc(sizes[i] + 1);
 		fill(sb[i], sizes[i], rank, i);
 		memset(rb[i], 0xee, sizes[i] + 1);
-		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		tp_req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
 		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
 		      "ep_recv %d", i);
 		all[i] = &rreq[i];
 	}
 	for (int i = 0; i < N; i++) {
-		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		tp_req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
 		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
 		      "ep_send %d", i);
 		all[N + i] = &sreq[i];
@@ -345,7 +173,7 @@ static int sizes_rank(int rank, int nranks, void *arg)
 		free(rb[i]);
 	}
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -397,7 +225,7 @@ Test(verbs, sizes_both_directions_default_ring)
 static int defaults_rank(int rank, int nranks, void *arg)
 {
 	const size_t len = 1 * MIB + 17;
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	struct ibv_device_attr da;
 	struct ohc_req sreq, rreq, *all[2] = {&sreq, &rreq};
@@ -420,8 +248,8 @@ static int defaults_rank(int rank, int nranks, void *arg)
 	      "vendor %#x: rendezvous from %u, pulled from %u", da.vendor_id,
 	      vi->rndv_bytes, vi->pull_bytes);
 	fill(sb, len, rank, 1);
-	req_recv(&rreq, rb, len, 1);
-	req_send(&sreq, sb, len, 1);
+	tp_req_recv(&rreq, rb, len, 1);
+	tp_req_send(&sreq, sb, len, 1);
 	CHECK(c->ops->ep_recv(c->eps[peer], &rreq) == OHC_OK, "ep_recv");
 	CHECK(c->ops->ep_send(c->eps[peer], &sreq) == OHC_OK, "ep_send");
 	CHECK(drive(c, all, 2, 60000) == 0, "timeout");
@@ -437,7 +265,7 @@ static int defaults_rank(int rank, int nranks, void *arg)
 	free(sb);
 	free(rb);
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -464,7 +292,7 @@ Test(verbs, defaults_follow_the_device)
 #define PRESS_MSGS 96
 static int pressure_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	static struct ohc_req sreq[MAXR][PRESS_MSGS], rreq[MAXR][PRESS_MSGS];
 	struct ohc_req *all[2 * MAXR * PRESS_MSGS];
 	static uint8_t sb[MAXR][PRESS_MSGS][700], rb[MAXR][PRESS_MSGS][700];
@@ -480,7 +308,7 @@ static int pressure_rank(int rank, int nranks, void *arg)
 			size_t len = (size_t)(i * 37) % 700;
 
 			fill(sb[p][i], len, rank * 8 + p, i);
-			req_send(&sreq[p][i], sb[p][i], len, (uint64_t)i);
+			tp_req_send(&sreq[p][i], sb[p][i], len, (uint64_t)i);
 			CHECK(c->ops->ep_send(c->eps[p], &sreq[p][i]) == OHC_OK,
 			      "ep_send");
 			all[n++] = &sreq[p][i];
@@ -498,8 +326,8 @@ static int pressure_rank(int rank, int nranks, void *arg)
 			for (int i = b; i < b + 16; i++) {
 				size_t len = (size_t)(i * 37) % 700;
 
-				req_recv(&rreq[p][i], rb[p][i], len,
-					 (uint64_t)i);
+				tp_req_recv(&rreq[p][i], rb[p][i], len,
+					    (uint64_t)i);
 				CHECK(c->ops->ep_recv(c->eps[p], &rreq[p][i]) ==
 					      OHC_OK,
 				      "ep_recv");
@@ -524,7 +352,7 @@ static int pressure_rank(int rank, int nranks, void *arg)
 			      "peer %d msg %d corrupt", p, i);
 		}
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -538,7 +366,7 @@ Test(verbs, credits_under_pressure)
 
 /* The connection to peer broke on its side: ep_check says so within 10 s
  * (progressing meanwhile); 0, or 1 after reporting. */
-static int notices_broken_peer(struct rctx *c, int peer)
+static int notices_broken_peer(struct tp_rank *c, int peer)
 {
 	uint64_t deadline = ohc_deadline_after_ms(10000);
 
@@ -560,7 +388,7 @@ static int notices_broken_peer(struct rctx *c, int peer)
  */
 static int qp_error_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req r1, r2, *all[2] = {&r1, &r2};
 	char buf[256], logpath[] = "/tmp/ohc-verbs-log-XXXXXX";
 	int peer = 1 - rank, logfd = -1, saved = -1;
@@ -568,7 +396,7 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 	(void)arg;
 	if (rank_up(c, rank, nranks))
 		return 1;
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
 		uint32_t qpn = ((struct ohc_verbs_ep *)c->eps[peer])
 				       ->qps[0]
@@ -579,8 +407,8 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 		CHECK(logfd >= 0, "mkstemp");
 		saved = dup(2);
 		dup2(logfd, 2);
-		req_recv(&r1, buf, sizeof(buf), 1);
-		req_recv(&r2, buf, sizeof(buf), 2);
+		tp_req_recv(&r1, buf, sizeof(buf), 1);
+		tp_req_recv(&r2, buf, sizeof(buf), 2);
 		CHECK(c->ops->ep_recv(c->eps[peer], &r1) == OHC_OK, "recv");
 		CHECK(c->ops->ep_recv(c->eps[peer], &r2) == OHC_OK, "recv");
 		CHECK(ohc_verbs_ep_inject_qp_error(c->eps[peer]) == 0,
@@ -613,7 +441,7 @@ static int qp_error_rank(int rank, int nranks, void *arg)
 		if (notices_broken_peer(c, peer))
 			return 1;
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -638,7 +466,7 @@ static int abort_rank(int rank, int nranks, void *arg)
 	ohc_status_t reason = *(ohc_status_t *)arg;
 	ohc_status_t want =
 		reason == OHC_ERR_DESYNC ? OHC_ERR_DESYNC : OHC_ERR_REMOTE;
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req r1, *all[1] = {&r1};
 	char buf[64];
 	int peer = 1 - rank;
@@ -647,9 +475,9 @@ static int abort_rank(int rank, int nranks, void *arg)
 
 	if (rank_up(c, rank, nranks))
 		return 1;
-	req_recv(&r1, buf, sizeof(buf), 1);
+	tp_req_recv(&r1, buf, sizeof(buf), 1);
 	CHECK(c->ops->ep_recv(c->eps[peer], &r1) == OHC_OK, "recv");
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
 		c->ops->iface_abort(c->iface, reason);
 		c->ops->iface_abort(c->iface, OHC_ERR_TIMEOUT); /* 1st sticks */
@@ -672,7 +500,7 @@ static int abort_rank(int rank, int nranks, void *arg)
 		CHECK(r1.status == want, "blocked request: %s",
 		      ohc_status_str(r1.status));
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -697,7 +525,7 @@ Test(verbs, abort_tells_peer_other_reason)
 /* Bad input: open fails with OHC_ERR_INVALID and leaks nothing. */
 static int bad_open(const char *var, const char *val)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	ohc_status_t st;
 
 	setenv(var, val, 1);
@@ -713,7 +541,7 @@ static int bad_open(const char *var, const char *val)
 
 Test(verbs, bad_device_ip_gid_or_name)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 
 	NEED_RDMA();
 	c->rank = 0;
@@ -725,23 +553,17 @@ Test(verbs, bad_device_ip_gid_or_name)
 /* A failing ibv call during connect: clean error, nothing leaked. */
 static int fault_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_ep *list[1];
 	ohc_status_t st;
 	int peer = 1 - rank;
 
 	(void)arg;
-	st = iface_open(c, rank, nranks);
-	CHECK(st == OHC_OK, "open");
-	sh->blob_len[rank] = OHC_ADDR_MAX;
-	c->ops->iface_address(c->iface, sh->blob[rank], &sh->blob_len[rank]);
-	barrier(nranks);
-	c->eps[peer] = calloc(1, c->ops->ep_size);
-	c->eps[peer]->iface = c->iface;
-	c->eps[peer]->peer = (uint32_t)peer;
-	CHECK(c->ops->ep_init(c->iface, c->eps[peer], (uint32_t)peer,
-			      sh->blob[peer], sh->blob_len[peer]) == OHC_OK,
-	      "ep_init");
+	if (tp_rank_open(c, "verbs", rank, nranks, NULL))
+		return 1;
+	tp_barrier(nranks);
+	if (tp_rank_eps(c, 0))
+		return 1;
 	list[0] = c->eps[peer];
 	if (rank == 0)
 		ohc_vx_fault_arm(OHC_VX_REG_MR, 1, ENOMEM); /* 2nd MR */
@@ -797,7 +619,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		128 * KIB + 5, 1 * MIB + 17, 4 * MIB,
 	};
 	enum { NS = sizeof(sizes) / sizeof(sizes[0]) };
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	static struct ohc_req sreq[RDV_MSGS], rreq[RDV_MSGS];
 	struct ohc_req *all[2 * RDV_MSGS];
 	uint8_t *sb[RDV_MSGS], *rb[RDV_MSGS];
@@ -822,7 +644,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		memset(rb[i], 0, len[i] + 1);
 		rb[i][len[i]] = 0xee;
 		CHECK(i != 10 || len[i] <= 70 * KIB, "msg 10 too large");
-		req_recv(&rreq[i], rb[i], len[i], (uint64_t)i);
+		tp_req_recv(&rreq[i], rb[i], len[i], (uint64_t)i);
 		if (i == 9 || i == 10) { /* reductions: rb = 0 + incoming */
 			rreq[i].kind = OHC_RECV_REDUCE;
 			rreq[i].reduce = add_u8;
@@ -840,7 +662,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
 		      "ep_recv %d", i);
 	for (int i = 0; i < RDV_MSGS; i++) {
-		req_send(&sreq[i], sb[i], len[i], (uint64_t)i);
+		tp_req_send(&sreq[i], sb[i], len[i], (uint64_t)i);
 		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
 		      "ep_send %d", i);
 		all[RDV_MSGS + i] = &sreq[i];
@@ -876,7 +698,7 @@ static int rdv_rank(int rank, int nranks, void *arg)
 	      ohc_vx_mr_cached(vi), want, arg ? "=0" : "unset");
 	CHECK(ohc_vx_mr_stale(vi) == 0, "%lu entries stale",
 	      ohc_vx_mr_stale(vi));
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -911,7 +733,7 @@ Test(verbs, rendezvous_one_qp_no_cache)
 #define RP_MSGS 12
 static int rdv_replay_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	static struct ohc_req sreq[RP_MSGS], rreq[RP_MSGS];
 	struct ohc_req *all[2 * RP_MSGS];
 	uint8_t *sb[RP_MSGS], *rb[RP_MSGS];
@@ -936,7 +758,7 @@ static int rdv_replay_rank(int rank, int nranks, void *arg)
 		fill(sb[i], len[i], rank, i);
 		fill(rb[i], len[i], rank, 100 + i);
 		rb[i][len[i]] = 0xee;
-		req_recv(&rreq[i], rb[i], len[i], (uint64_t)i);
+		tp_req_recv(&rreq[i], rb[i], len[i], (uint64_t)i);
 		if (reduce) {
 			rreq[i].kind = OHC_RECV_REDUCE;
 			rreq[i].reduce = add_u8;
@@ -944,7 +766,7 @@ static int rdv_replay_rank(int rank, int nranks, void *arg)
 		}
 		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
 		      "ep_recv %d", i);
-		req_send(&sreq[i], sb[i], len[i], (uint64_t)i);
+		tp_req_send(&sreq[i], sb[i], len[i], (uint64_t)i);
 		sreq[i].smem = &sreq[i].smem_buf; /* lands if reduced */
 		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
 		      "ep_send %d", i);
@@ -1010,7 +832,7 @@ static int rdv_replay_rank(int rank, int nranks, void *arg)
 	CHECK(vi->replays >= (uint64_t)kicks, "%lu replays, want %d or more",
 	      (unsigned long)vi->replays, kicks);
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1039,7 +861,7 @@ static int landing_rank(int rank, int nranks, void *arg)
 		4 * MIB + 3, 96 * KIB + 5, 2 * MIB,	  300 * KIB,
 	};
 	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req sreq[N], rreq[N], *all[2 * N];
 	uint8_t *sb[N], *rb[N];
 	int peer = 1 - rank, landed = 0;
@@ -1056,7 +878,7 @@ static int landing_rank(int rank, int nranks, void *arg)
 		fill(sb[i], sizes[i], rank, i);
 		fill(rb[i], sizes[i], rank, 100 + i);
 		rb[i][sizes[i]] = 0xee;
-		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		tp_req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
 		rreq[i].kind = OHC_RECV_REDUCE;
 		rreq[i].reduce = add_u8;
 		rreq[i].esize = 1;
@@ -1065,7 +887,7 @@ static int landing_rank(int rank, int nranks, void *arg)
 		all[i] = &rreq[i];
 	}
 	for (int i = 0; i < N; i++) {
-		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		tp_req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
 		if (i != N - 1) /* the transport only tests smem for NULL */
 			sreq[i].smem = &sreq[i].smem_buf;
 		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
@@ -1105,7 +927,7 @@ static int landing_rank(int rank, int nranks, void *arg)
 		"buffer\n",
 		rank, landed, N);
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1136,7 +958,7 @@ Test(verbs, rendezvous_landing_reductions_in_pieces)
  */
 static int rdv_cancel_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	struct ohc_req q[3];
 	uint8_t *buf;
@@ -1150,13 +972,13 @@ static int rdv_cancel_rank(int rank, int nranks, void *arg)
 	vi = (struct ohc_verbs_iface *)c->iface;
 	for (int i = 0; i < 3; i++) {
 		if (rank < 2) {
-			req_recv(&q[i], buf + i * 256 * KIB, 256 * KIB,
-				 (uint64_t)i);
+			tp_req_recv(&q[i], buf + i * 256 * KIB, 256 * KIB,
+				    (uint64_t)i);
 			CHECK(c->ops->ep_recv(c->eps[peer], &q[i]) == OHC_OK,
 			      "recv");
 		} else {
-			req_send(&q[i], buf + i * 256 * KIB, 256 * KIB,
-				 (uint64_t)i);
+			tp_req_send(&q[i], buf + i * 256 * KIB, 256 * KIB,
+				    (uint64_t)i);
 			CHECK(c->ops->ep_send(c->eps[peer], &q[i]) == OHC_OK,
 			      "send");
 		}
@@ -1165,7 +987,7 @@ static int rdv_cancel_rank(int rank, int nranks, void *arg)
 		c->ops->iface_progress(c->iface);
 		usleep(5000);
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	for (int i = 0; i < 3; i++)
 		CHECK(q[i].status == OHC_INPROGRESS, "req %d finished: %s", i,
 		      ohc_status_str(q[i].status));
@@ -1176,7 +998,7 @@ static int rdv_cancel_rank(int rank, int nranks, void *arg)
 		CHECK(ohc_vx_mr_cached(vi) == 0, "cancel left %u MRs",
 		      ohc_vx_mr_cached(vi));
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	c->ops->ep_fini(c->eps[peer]);
 	/* rank 1's cancel fails its connection to rank 0, and one fini of
 	 * ranks 0 and 2 theirs: the other side may notice that (the peer's
@@ -1190,7 +1012,7 @@ static int rdv_cancel_rank(int rank, int nranks, void *arg)
 	free(c->eps[peer]);
 	c->eps[peer] = NULL;
 	free(buf);
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1214,7 +1036,7 @@ Test(verbs, rendezvous_cancel_and_fini_leave_no_mr)
  */
 static int rdv_sig_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req a, b, *all[2] = {&a, &b};
 	size_t len = 512 * KIB;
 	uint8_t *buf = aligned_alloc(4096, 2 * len);
@@ -1226,17 +1048,17 @@ static int rdv_sig_rank(int rank, int nranks, void *arg)
 		return 1;
 	CHECK(buf, "malloc");
 	if (rank == 0) {
-		req_recv(&a, buf, len, 7);
+		tp_req_recv(&a, buf, len, 7);
 		CHECK(c->ops->mem_reg(c->iface, buf + len, len, NULL, &h) ==
 			      OHC_OK,
 		      "mem_reg");
-		req_recv(&b, buf + len, len, 8);
+		tp_req_recv(&b, buf + len, len, 8);
 		c->ops->ep_recv(c->eps[peer], &a);
 		c->ops->ep_recv(c->eps[peer], &b);
 	} else {
 		fill(buf, 2 * len, rank, 0);
-		req_send(&a, buf, len, 99); /* the receiver expects 7 */
-		req_send(&b, buf + len, len, 8);
+		tp_req_send(&a, buf, len, 99); /* the receiver expects 7 */
+		tp_req_send(&b, buf + len, len, 8);
 		c->ops->ep_send(c->eps[peer], &a);
 		c->ops->ep_send(c->eps[peer], &b);
 	}
@@ -1258,7 +1080,7 @@ static int rdv_sig_rank(int rank, int nranks, void *arg)
 		CHECK(ohc_vx_mr_live() >= 1, "mem_reg's MR");
 		c->ops->mem_dereg(c->iface, h);
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	free(buf);
 	return rank_down(c);
 }
@@ -1283,7 +1105,7 @@ static int sources_rank(int rank, int nranks, void *arg)
 {
 	const size_t len = 512 * KIB;
 	static const unsigned want[2][3] = {{1, 2, 2}, {1, 1, 1}};
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	struct ohc_req q, *all[1] = {&q};
 	uint8_t *buf;
@@ -1301,12 +1123,12 @@ static int sources_rank(int rank, int nranks, void *arg)
 
 		if (rank == sender) {
 			fill(buf, len, rank, round);
-			req_send(&q, buf, len, (uint64_t)round);
+			tp_req_send(&q, buf, len, (uint64_t)round);
 			CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK,
 			      "ep_send");
 		} else {
 			memset(buf, 0xee, len);
-			req_recv(&q, buf, len, (uint64_t)round);
+			tp_req_recv(&q, buf, len, (uint64_t)round);
 			CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK,
 			      "ep_recv");
 		}
@@ -1321,11 +1143,11 @@ static int sources_rank(int rank, int nranks, void *arg)
 		CHECK(ohc_vx_mr_cached(vi) == want[rank][round],
 		      "round %d: %u MRs cached, want %u", round,
 		      ohc_vx_mr_cached(vi), want[rank][round]);
-		barrier(nranks);
+		tp_barrier(nranks);
 	}
 	munmap(buf, len);
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1360,7 +1182,7 @@ Test(verbs, sources_are_not_remotely_writable)
 static int remap_rank(int rank, int nranks, void *arg)
 {
 	const size_t len = 512 * KIB;
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	struct ohc_req q, *all[1] = {&q};
 	uint8_t *buf, *fresh, *other;
@@ -1391,12 +1213,12 @@ static int remap_rank(int rank, int nranks, void *arg)
 			ohc_vx_fault_arm(OHC_VX_REG_MR, 0, ENOMEM);
 		if (rank == 0) {
 			fill(b, len, rank, round);
-			req_send(&q, b, len, (uint64_t)round);
+			tp_req_send(&q, b, len, (uint64_t)round);
 			CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK,
 			      "ep_send");
 		} else {
 			memset(b, 0xee, len);
-			req_recv(&q, b, len, (uint64_t)round);
+			tp_req_recv(&q, b, len, (uint64_t)round);
 			CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK,
 			      "ep_recv");
 		}
@@ -1422,12 +1244,12 @@ static int remap_rank(int rank, int nranks, void *arg)
 			      "round 1 registered again: %ld MRs, %ld before",
 			      ohc_vx_mr_live(), live);
 		live = ohc_vx_mr_live();
-		barrier(nranks);
+		tp_barrier(nranks);
 	}
 	munmap(buf, len);
 	munmap(other, len);
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1469,13 +1291,13 @@ static void gather_env(const char *write_kb)
 }
 
 /* Send sb (len) to peer and receive rb (len) from it, both seq; wait. */
-static int gx_exchange(struct rctx *c, int peer, const uint8_t *sb, uint8_t *rb,
-		       size_t len, uint64_t seq)
+static int gx_exchange(struct tp_rank *c, int peer, const uint8_t *sb,
+		       uint8_t *rb, size_t len, uint64_t seq)
 {
 	struct ohc_req s, r, *all[2] = {&s, &r};
 
-	req_recv(&r, rb, len, seq);
-	req_send(&s, sb, len, seq);
+	tp_req_recv(&r, rb, len, seq);
+	tp_req_send(&s, sb, len, seq);
 	CHECK(c->ops->ep_recv(c->eps[peer], &r) == OHC_OK, "ep_recv");
 	CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK, "ep_send");
 	CHECK(drive(c, all, 2, 60000) == 0, "exchange: timeout");
@@ -1491,7 +1313,7 @@ static int gx_exchange(struct rctx *c, int peer, const uint8_t *sb, uint8_t *rb,
  * its own round's bytes means a send completes only once its data left.
  */
 #define REUSE_ROUNDS 8
-static int reuse_rounds(struct rctx *c, int peer, int rank, uint8_t *sb,
+static int reuse_rounds(struct tp_rank *c, int peer, int rank, uint8_t *sb,
 			size_t len)
 {
 	static struct ohc_req rreq[REUSE_ROUNDS];
@@ -1502,7 +1324,7 @@ static int reuse_rounds(struct rctx *c, int peer, int rank, uint8_t *sb,
 		rr[k] = malloc(len);
 		CHECK(rr[k], "malloc");
 		memset(rr[k], 0, len);
-		req_recv(&rreq[k], rr[k], len, 2000 + (uint64_t)k);
+		tp_req_recv(&rreq[k], rr[k], len, 2000 + (uint64_t)k);
 		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[k]) == OHC_OK,
 		      "ep_recv round %d", k);
 		all[k] = &rreq[k];
@@ -1511,7 +1333,7 @@ static int reuse_rounds(struct rctx *c, int peer, int rank, uint8_t *sb,
 	for (int k = 0; k < REUSE_ROUNDS; k++) {
 		struct ohc_req s, *sp[1] = {&s};
 
-		req_send(&s, sb, len, 2000 + (uint64_t)k);
+		tp_req_send(&s, sb, len, 2000 + (uint64_t)k);
 		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK,
 		      "ep_send round %d", k);
 		CHECK(drive(c, sp, 1, 60000) == 0, "round %d: timeout", k);
@@ -1556,7 +1378,7 @@ static int gather_rank(int rank, int nranks, void *arg)
 		64 * KIB,  64 * KIB + 1, 80 * KIB + 5, 100 * KIB + 7,
 		128 * KIB, 200 * KIB,	 255 * KIB,    8 * KIB,
 	};
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	static struct ohc_req sreq[GX_MSGS], rreq[GX_MSGS];
 	struct ohc_req *all[2 * GX_MSGS];
@@ -1596,7 +1418,7 @@ static int gather_rank(int rank, int nranks, void *arg)
 	      "after fallback: %lu gathered, %u cached",
 	      (unsigned long)vi->gx_sends, ohc_vx_mr_cached(vi));
 	want = 1;
-	barrier(nranks);
+	tp_barrier(nranks);
 
 	/* 2: back to back from different buffers, both directions */
 	for (int i = 0; i < GX_MSGS; i++) {
@@ -1608,14 +1430,14 @@ static int gather_rank(int rank, int nranks, void *arg)
 		fill(sb[i], sizes[i], rank, i);
 		memset(rb[i], 0, sizes[i]);
 		rb[i][sizes[i]] = 0xee;
-		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		tp_req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
 		CHECK(c->ops->ep_recv(c->eps[peer], &rreq[i]) == OHC_OK,
 		      "ep_recv %d", i);
 		all[n++] = &rreq[i];
 		want += sizes[i] >= 16 * KIB;
 	}
 	for (int i = 0; i < GX_MSGS; i++) {
-		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		tp_req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
 		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
 		      "ep_send %d", i);
 		all[n++] = &sreq[i];
@@ -1635,7 +1457,7 @@ static int gather_rank(int rank, int nranks, void *arg)
 	}
 	CHECK(vi->gx_sends == want, "%lu sends gathered, want %lu",
 	      (unsigned long)vi->gx_sends, (unsigned long)want);
-	barrier(nranks);
+	tp_barrier(nranks);
 
 	/* 3: one buffer, overwritten as soon as each send completed */
 	/* message 9's buffer, already registered: rlen bytes, aligned */
@@ -1652,7 +1474,7 @@ static int gather_rank(int rank, int nranks, void *arg)
 	CHECK(ohc_vx_mr_stale(vi) == 0, "%lu entries stale",
 	      ohc_vx_mr_stale(vi));
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	for (int i = 0; i < GX_MSGS; i++) {
 		free(sb[i] - i % 3);
 		free(rb[i] - i % 3);
@@ -1693,7 +1515,7 @@ Test(verbs, gather_sends_in_pieces)
  */
 static int gather_tail_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	const size_t len = 4 * (64 * KIB - 64) + 1000;
 	uint8_t *buf = malloc(len + 1);
 	struct ohc_req q, *all[1] = {&q};
@@ -1710,7 +1532,7 @@ static int gather_tail_rank(int rank, int nranks, void *arg)
 		uint32_t inflight;
 
 		fill(buf, len, rank, 7);
-		req_send(&q, buf, len, 7);
+		tp_req_send(&q, buf, len, 7);
 		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
 		CHECK(e->tx_slots == 4 && q.status == OHC_INPROGRESS,
 		      "%lu fragments posted, want the 4 the slots take",
@@ -1724,7 +1546,7 @@ static int gather_tail_rank(int rank, int nranks, void *arg)
 			      "gathered WRs not completed: %u in flight",
 			      inflight);
 		} while (inflight);
-		barrier(nranks);
+		tp_barrier(nranks);
 		CHECK(drive(c, all, 1, 10000) == 0,
 		      "the send never completed (%lu fragments posted)",
 		      (unsigned long)e->tx_slots);
@@ -1732,9 +1554,9 @@ static int gather_tail_rank(int rank, int nranks, void *arg)
 		CHECK(vi->gx_sends == 1, "%lu sends gathered, want 1",
 		      (unsigned long)vi->gx_sends);
 	} else {
-		barrier(nranks);
+		tp_barrier(nranks);
 		buf[len] = 0xee;
-		req_recv(&q, buf, len, 7);
+		tp_req_recv(&q, buf, len, 7);
 		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
 		CHECK(drive(c, all, 1, 20000) == 0, "recv: timeout");
 		CHECK(q.status == OHC_OK, "recv: %s", ohc_status_str(q.status));
@@ -1742,7 +1564,7 @@ static int gather_tail_rank(int rank, int nranks, void *arg)
 		CHECK(buf[len] == 0xee, "wrote past the end");
 	}
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	free(buf);
 	return rank_down(c);
 }
@@ -1765,7 +1587,7 @@ Test(verbs, gather_send_with_copied_tail_after_its_completions)
  */
 static int gather_err_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req s, *all[1] = {&s};
 	uint8_t *buf = malloc(100 * KIB);
 	int peer = 1 - rank;
@@ -1775,12 +1597,12 @@ static int gather_err_rank(int rank, int nranks, void *arg)
 		return 1;
 	CHECK(buf, "malloc");
 	fill(buf, 100 * KIB, rank, 0);
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
 		struct ohc_verbs_iface *vi = (struct ohc_verbs_iface *)c->iface;
 
 		ohc_vx_fault_arm(OHC_VX_POST_SEND, 0, OHC_VX_FAULT_QP_ERR);
-		req_send(&s, buf, 100 * KIB, 1);
+		tp_req_send(&s, buf, 100 * KIB, 1);
 		CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK, "ep_send");
 		ohc_vx_fault_clear();
 		CHECK(vi->gx_sends == 1, "the send did not gather");
@@ -1793,7 +1615,7 @@ static int gather_err_rank(int rank, int nranks, void *arg)
 		if (notices_broken_peer(c, peer))
 			return 1;
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	free(buf);
 	return rank_down(c);
 }
@@ -1855,7 +1677,7 @@ static int pull_rank(int rank, int nranks, void *arg)
 		64 * KIB,  64 * KIB + 1, 80 * KIB + 5, 100 * KIB + 7,
 		128 * KIB, 200 * KIB,	 255 * KIB,    8 * KIB,
 	};
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	static struct ohc_req sreq[PL_MSGS], rreq[PL_MSGS];
 	struct ohc_req *all[2 * PL_MSGS];
@@ -1883,7 +1705,7 @@ static int pull_rank(int rank, int nranks, void *arg)
 		fill(sb[i], sizes[i], rank, i);
 		fill(rb[i], sizes[i], rank, 100 + i);
 		rb[i][sizes[i]] = 0xee;
-		req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
+		tp_req_recv(&rreq[i], rb[i], sizes[i], (uint64_t)i);
 		if (i == 4) { /* dst = dst + message */
 			rreq[i].kind = OHC_RECV_REDUCE;
 			rreq[i].reduce = add_u8;
@@ -1900,7 +1722,7 @@ static int pull_rank(int rank, int nranks, void *arg)
 		want += pulled_frags(sizes[i]);
 	}
 	for (int i = 0; i < PL_MSGS; i++) {
-		req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
+		tp_req_send(&sreq[i], sb[i], sizes[i], (uint64_t)i);
 		CHECK(c->ops->ep_send(c->eps[peer], &sreq[i]) == OHC_OK,
 		      "ep_send %d", i);
 		all[n++] = &sreq[i];
@@ -1928,7 +1750,7 @@ static int pull_rank(int rank, int nranks, void *arg)
 	      "%lu fragments pulled by the peer, %lu by us, want %lu",
 	      (unsigned long)vi->pull_tx, (unsigned long)vi->pull_rx,
 	      (unsigned long)want);
-	barrier(nranks);
+	tp_barrier(nranks);
 
 	/* 2: one buffer, overwritten as soon as each send completed */
 	CHECK(sizes[9] == rlen, "message 9 is %zu bytes", sizes[9]);
@@ -1943,7 +1765,7 @@ static int pull_rank(int rank, int nranks, void *arg)
 	CHECK(vi->mrc.n == vi->mrc.idle, "%u registrations, %u unused",
 	      vi->mrc.n, vi->mrc.idle);
 	CHECK(c->ops->ep_check(c->eps[peer]) == OHC_OK, "ep_check");
-	barrier(nranks);
+	tp_barrier(nranks);
 	for (int i = 0; i < PL_MSGS; i++) {
 		free(sb[i] - i % 3);
 		free(rb[i] - i % 3);
@@ -1985,7 +1807,7 @@ Test(verbs, pulled_fragments_into_the_slots)
  */
 static int pull_err_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_verbs_iface *vi;
 	struct ohc_verbs_ep *e;
 	struct ohc_req q, *all[1] = {&q};
@@ -1999,13 +1821,13 @@ static int pull_err_rank(int rank, int nranks, void *arg)
 	e = (struct ohc_verbs_ep *)c->eps[peer];
 	CHECK(buf, "malloc");
 	fill(buf, 100 * KIB, rank, 0);
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
-		req_send(&q, buf, 100 * KIB, 1);
+		tp_req_send(&q, buf, 100 * KIB, 1);
 		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
 		CHECK(vi->pull_tx == 1, "%lu fragments pulled, want 1",
 		      (unsigned long)vi->pull_tx);
-		barrier(nranks);
+		tp_barrier(nranks);
 		if (notices_broken_peer(c, peer))
 			return 1;
 		CHECK(q.status == OHC_OK || q.status == OHC_ERR_REMOTE,
@@ -2015,12 +1837,12 @@ static int pull_err_rank(int rank, int nranks, void *arg)
 
 		/* both fragments landed before the receive is posted: the
 		 * read is then our first post (no credit is owed before) */
-		barrier(nranks);
+		tp_barrier(nranks);
 		until = ohc_deadline_after_ms(300);
 		while (!ohc_deadline_passed(until))
 			c->ops->iface_progress(c->iface);
 		ohc_vx_fault_arm(OHC_VX_POST_SEND, 0, OHC_VX_FAULT_QP_ERR);
-		req_recv(&q, buf, 100 * KIB, 1);
+		tp_req_recv(&q, buf, 100 * KIB, 1);
 		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
 		drive(c, all, 1, 20000);
 		ohc_vx_fault_clear();
@@ -2033,7 +1855,7 @@ static int pull_err_rank(int rank, int nranks, void *arg)
 	}
 	CHECK(vi->mrc.n == vi->mrc.idle, "%u registrations, %u unused",
 	      vi->mrc.n, vi->mrc.idle);
-	barrier(nranks);
+	tp_barrier(nranks);
 	free(buf);
 	return rank_down(c);
 }
@@ -2059,7 +1881,7 @@ Test(verbs, pulled_fragment_fails_with_the_readers_qp)
 static int pull_close_rank(int rank, int nranks, void *arg)
 {
 	const size_t len = 100 * KIB;
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req q, *all[1] = {&q};
 	uint8_t *buf = malloc(len);
 	int peer = 1 - rank;
@@ -2068,10 +1890,10 @@ static int pull_close_rank(int rank, int nranks, void *arg)
 	if (rank_up(c, rank, nranks))
 		return 1;
 	CHECK(buf, "malloc");
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
 		fill(buf, len, rank, 5);
-		req_send(&q, buf, len, 1);
+		tp_req_send(&q, buf, len, 1);
 		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
 		CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK,
 		      "send: %s", ohc_status_str(q.status));
@@ -2089,7 +1911,7 @@ static int pull_close_rank(int rank, int nranks, void *arg)
 		usleep(100);
 	usleep(200 * 1000); /* the sender is closing meanwhile */
 	memset(buf, 0, len);
-	req_recv(&q, buf, len, 1);
+	tp_req_recv(&q, buf, len, 1);
 	atomic_store(&sh->sent, 2);
 	CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
 	CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK, "recv: %s",
@@ -2125,7 +1947,7 @@ static void inflate_credits(struct ibv_send_wr *wr)
 static int liar_rank(int rank, int nranks, void *arg)
 {
 	const size_t len = 8 * MIB; /* 128+ fragments, 32 slots */
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req q, *all[1] = {&q};
 	uint8_t *buf = malloc(len);
 	int peer = 1 - rank;
@@ -2134,10 +1956,10 @@ static int liar_rank(int rank, int nranks, void *arg)
 	if (rank_up(c, rank, nranks))
 		return 1;
 	CHECK(buf, "malloc");
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
 		fill(buf, len, rank, 7);
-		req_send(&q, buf, len, 1);
+		tp_req_send(&q, buf, len, 1);
 		CHECK(c->ops->ep_send(c->eps[peer], &q) == OHC_OK, "ep_send");
 		CHECK(drive(c, all, 1, 60000) == 0, "send never ended");
 		CHECK(q.status == OHC_ERR_REMOTE,
@@ -2145,13 +1967,13 @@ static int liar_rank(int rank, int nranks, void *arg)
 		      ohc_status_str(q.status));
 	} else {
 		ohc_vx_fault_mutate(inflate_credits);
-		req_recv(&q, buf, len, 1);
+		tp_req_recv(&q, buf, len, 1);
 		CHECK(c->ops->ep_recv(c->eps[peer], &q) == OHC_OK, "ep_recv");
 		(void)drive(c, all, 1, 20000); /* ends with an error */
 		ohc_vx_fault_mutate(NULL);
 	}
 	free(buf);
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The shm transport between real processes (fork). Address blobs travel
- * through a MAP_SHARED page created before the fork; no bootstrap. Every
- * rank checks its own fds and mappings after teardown; the test process
- * checks that nothing appeared in /dev/shm.
+ * through the harness's MAP_SHARED page (harness.h), made before the
+ * fork; no bootstrap. Every rank checks its own fds and mappings after
+ * teardown; the test process checks that nothing appeared in /dev/shm.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -16,17 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include "helpers/ohc_test.h"
+#include "transport/harness.h"
 #include "transport/shm/shm.h"
 #include "transport/transport.h"
 #include "util/config.h"
@@ -36,14 +32,10 @@
 #define RING (64u << 10) /* small ring: wraps and partial fragments */
 #define MIB (1u << 20)
 
-/* State shared by the test process and its ranks. */
+/* State shared by the test process and its ranks, past the harness's. */
 struct shared {
-	atomic_uint bar_count, bar_gen;
-	uint64_t session;
 	size_t ring;
 	int cma; /* rendezvous allowed */
-	size_t blob_len[MAXR];
-	unsigned char blob[MAXR][OHC_ADDR_MAX];
 	atomic_int flag[MAXR];
 	_Atomic uint64_t t_mark; /* ohc_time_ns of an event */
 	double cpu_s[MAXR];	 /* measured by ranks */
@@ -53,61 +45,20 @@ struct shared {
 
 static struct shared *sh;
 
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, "rank %d: ", c->rank);                         \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
-		return 1;                                                      \
-	} while (0)
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			FAIL(__VA_ARGS__);                                     \
-	} while (0)
-
 static void setup(void)
 {
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	cr_assert(sh != MAP_FAILED);
-	cr_assert(getrandom(&sh->session, sizeof(sh->session), 0) ==
-		  sizeof(sh->session));
+	sh = tp_setup(sizeof(*sh));
 	sh->ring = RING;
 	sh->cma = 1;
 }
 
 static void teardown(void)
 {
-	munmap(sh, sizeof(*sh));
+	tp_teardown();
 	cr_expect_eq(ohc_test_shm_leftovers(), 0, "nothing in /dev/shm");
 }
 
 TestSuite(shm, .init = setup, .fini = teardown, .timeout = 120);
-
-/* Cross-process barrier on the shared page (sleeps, never spins hard). */
-static void barrier(int nranks)
-{
-	unsigned gen = atomic_load(&sh->bar_gen);
-
-	if (atomic_fetch_add(&sh->bar_count, 1) + 1 == (unsigned)nranks) {
-		atomic_store(&sh->bar_count, 0);
-		atomic_fetch_add(&sh->bar_gen, 1);
-		return;
-	}
-	while (atomic_load(&sh->bar_gen) == gen)
-		usleep(200);
-}
-
-/* One rank's transport objects. */
-struct rctx {
-	int rank, nranks;
-	const struct ohc_transport_ops *ops;
-	struct ohc_iface *iface;
-	struct ohc_ep *eps[MAXR];
-	int fds_before;
-};
 
 static int count_our_maps(void)
 {
@@ -123,195 +74,39 @@ static int count_our_maps(void)
 	return n;
 }
 
-static int rank_open(struct rctx *c, int rank, int nranks)
+static int rank_open(struct tp_rank *c, int rank, int nranks)
 {
 	struct ohc_transport_params p = {
-		.rank = (uint32_t)rank,
-		.nranks = (uint32_t)nranks,
-		.session = sh->session,
-		.hostid = "test-host",
 		.numa_node = 0,
 		.ring_bytes = sh->ring,
 		.spin = 100,
 	};
 
-	memset(c, 0, sizeof(*c));
-	c->rank = rank;
-	c->nranks = nranks;
-	c->fds_before = ohc_test_count_fds();
 	ohc_shm_cma_threshold = sh->cma ? 256u << 10 : SIZE_MAX;
-	c->ops = ohc_transport_get("shm");
-	CHECK(c->ops, "no shm transport");
-	c->iface = calloc(1, c->ops->iface_size);
-	c->iface->ops = c->ops;
-	c->iface->rank = p.rank;
-	c->iface->nranks = p.nranks;
-	CHECK(c->ops->iface_open(c->iface, &p) == OHC_OK, "iface_open");
-	sh->blob_len[rank] = OHC_ADDR_MAX;
-	CHECK(c->ops->iface_address(c->iface, sh->blob[rank],
-				    &sh->blob_len[rank]) == OHC_OK,
-	      "iface_address");
-	return 0;
-}
-
-/* ep_init for every other rank from the published blobs. */
-static int rank_eps(struct rctx *c)
-{
-	for (int r = 0; r < c->nranks; r++) {
-		if (r == c->rank)
-			continue;
-		CHECK(c->ops->iface_reachable(c->iface, sh->blob[r],
-					      sh->blob_len[r]),
-		      "rank %d not reachable", r);
-		c->eps[r] = calloc(1, c->ops->ep_size);
-		c->eps[r]->iface = c->iface;
-		c->eps[r]->peer = (uint32_t)r;
-		CHECK(c->ops->ep_init(c->iface, c->eps[r], (uint32_t)r,
-				      sh->blob[r], sh->blob_len[r]) == OHC_OK,
-		      "ep_init %d", r);
-	}
-	return 0;
-}
-
-static int rank_connect(struct rctx *c)
-{
-	struct ohc_ep *list[MAXR];
-	unsigned n = 0;
-
-	for (int r = 0; r < c->nranks; r++)
-		if (c->eps[r])
-			list[n++] = c->eps[r];
-	CHECK(c->ops->iface_connect(c->iface, list, n,
-				    ohc_deadline_after_ms(20000)) == OHC_OK,
-	      "iface_connect");
-	return 0;
+	return tp_rank_open(c, "shm", rank, nranks, &p);
 }
 
 /* Open, exchange blobs, connect to all. */
-static int rank_up(struct rctx *c, int rank, int nranks)
+static int rank_up(struct tp_rank *c, int rank, int nranks)
 {
 	if (rank_open(c, rank, nranks))
 		return 1;
-	barrier(nranks);
-	if (rank_eps(c) || rank_connect(c))
-		return 1;
-	return 0;
+	tp_barrier(nranks);
+	return tp_rank_eps(c, 0) || tp_rank_connect(c, 20000);
 }
 
-/* Tear down and check that nothing leaked. */
-static int rank_down(struct rctx *c)
+/* Tear down and check that nothing leaked: fds, memory, our mappings. */
+static int rank_down(struct tp_rank *c)
 {
-	for (int r = 0; r < MAXR; r++) {
-		if (!c->eps[r])
-			continue;
-		c->ops->ep_fini(c->eps[r]);
-		free(c->eps[r]);
-		c->eps[r] = NULL;
-	}
-	c->ops->iface_close(c->iface);
-	free(c->iface);
-	CHECK(ohc_test_count_fds() == c->fds_before, "fd leak: %d -> %d",
-	      c->fds_before, ohc_test_count_fds());
+	if (tp_rank_down(c))
+		return 1;
 	CHECK(count_our_maps() == 0, "segment mappings left: %d",
 	      count_our_maps());
-#ifdef __SANITIZE_ADDRESS__
-	/* Ranks _exit(), which skips LeakSanitizer: check here. */
-	CHECK(__lsan_do_recoverable_leak_check() == 0, "memory leaked");
-#endif
 	return 0;
-}
-
-/* Progress until every request left INPROGRESS; -1 on timeout. */
-static int drive(struct rctx *c, struct ohc_req **reqs, int n, int wait_ms,
-		 int timeout_ms)
-{
-	uint64_t deadline = ohc_deadline_after_ms((uint64_t)timeout_ms);
-
-	for (;;) {
-		int pending = 0;
-		unsigned moved = c->ops->iface_progress(c->iface);
-
-		for (int i = 0; i < n; i++)
-			pending += __atomic_load_n(&reqs[i]->status,
-						   __ATOMIC_ACQUIRE) ==
-				   OHC_INPROGRESS;
-		if (!pending)
-			return 0;
-		if (ohc_deadline_passed(deadline)) {
-			fprintf(stderr, "rank %d: %d requests still pending\n",
-				c->rank, pending);
-			return -1;
-		}
-		if (!moved)
-			c->ops->iface_wait(c->iface, wait_ms);
-	}
-}
-
-/* Test bytes: word w of (src, dst, idx) is a hash; cheap to fill/verify. */
-static uint64_t pat_word(size_t w, int src, int dst, int idx)
-{
-	uint64_t seed = (uint64_t)(src + 1) * 0x9e3779b97f4a7c15ull ^
-			(uint64_t)(dst + 1) * 0xc2b2ae3d27d4eb4full ^
-			(uint64_t)(idx + 1) * 0x165667b19e3779f9ull;
-
-	return ((uint64_t)w + 1) * 0xff51afd7ed558ccdull ^ seed;
-}
-
-static void fill(uint8_t *b, size_t len, int src, int dst, int idx)
-{
-	size_t w;
-
-	for (w = 0; w < len / 8; w++) {
-		uint64_t v = pat_word(w, src, dst, idx);
-
-		memcpy(b + 8 * w, &v, 8);
-	}
-	for (size_t i = 8 * w; i < len; i++)
-		b[i] = (uint8_t)(pat_word(w, src, dst, idx) >> (8 * (i % 8)));
-}
-
-/* Index of the first wrong byte, or -1. */
-static long verify(const uint8_t *b, size_t len, int src, int dst, int idx)
-{
-	size_t w;
-
-	for (w = 0; w < len / 8; w++) {
-		uint64_t v = pat_word(w, src, dst, idx);
-
-		if (memcmp(b + 8 * w, &v, 8))
-			break;
-	}
-	for (size_t i = 8 * w; i < len; i++)
-		if (b[i] !=
-		    (uint8_t)(pat_word(i / 8, src, dst, idx) >> (8 * (i % 8))))
-			return (long)i;
-	return -1;
-}
-
-static void req_send(struct ohc_req *q, const void *buf, size_t len,
-		     uint64_t seq)
-{
-	memset(q, 0, sizeof(*q));
-	q->sig.seq = seq;
-	q->sig.len = len;
-	q->sbuf = buf;
-	q->len = len;
-	q->status = OHC_INPROGRESS;
-}
-
-static void req_recv(struct ohc_req *q, void *buf, size_t len, uint64_t seq)
-{
-	memset(q, 0, sizeof(*q));
-	q->sig.seq = seq;
-	q->sig.len = len;
-	q->dst = buf;
-	q->len = len;
-	q->kind = OHC_RECV_COPY;
-	q->status = OHC_INPROGRESS;
 }
 
 /* Pages of our own segment's rings (past the directory) in memory. */
-static size_t rings_resident(struct rctx *c, size_t *pages_p)
+static size_t rings_resident(struct tp_rank *c, size_t *pages_p)
 {
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(c->iface);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), n, in = 0;
@@ -339,7 +134,7 @@ static size_t rings_resident(struct rctx *c, size_t *pages_p)
  */
 static int matrix_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	size_t ring = sh->ring;
 	const size_t sizes[] = {0,    1,	63,   64,	    65,
 				4095, ring - 1, ring, ring * 3 + 7, 16 * MIB};
@@ -374,27 +169,15 @@ static int matrix_rank(int rank, int nranks, void *arg)
 		for (int r = 0; r < nranks; r++) {
 			if (r == rank)
 				continue;
-			fill(sb[r], len, rank, r, (int)k);
+			tp_fill(sb[r], len, rank, r, (int)k);
 			memset(rb[r], 0xee, len + 1);
 		}
-		barrier(nranks);
+		tp_barrier(nranks);
 		t0 = ohc_time_ns();
-		for (int d = 1; d < nranks; d++) {
-			int to = (rank + d) % nranks;
-			int from = (rank - d + nranks) % nranks;
-
-			req_recv(&rreq[from], rb[from], len, k);
-			CHECK(c->ops->ep_recv(c->eps[from], &rreq[from]) ==
-				      OHC_OK,
-			      "ep_recv");
-			req_send(&sreq[to], sb[to], len, k);
-			CHECK(c->ops->ep_send(c->eps[to], &sreq[to]) == OHC_OK,
-			      "ep_send");
-			all[n++] = &rreq[from];
-			all[n++] = &sreq[to];
-		}
-		CHECK(drive(c, all, n, 100, 60000) == 0, "size %zu timed out",
-		      len);
+		if (tp_post_all_pairs(c, sb, rb, len, k, sreq, rreq, all, &n))
+			return 1;
+		CHECK(tp_drive(c, all, n, 100, 60000) == 0,
+		      "size %zu timed out", len);
 		if (len == 16 * MIB && rank == 0) {
 			printf("shm %d ranks, cma %s: all-pairs 16 MiB "
 			       "exchange in %.1f ms (%.2f GB/s received per "
@@ -416,7 +199,7 @@ static int matrix_rank(int rank, int nranks, void *arg)
 			      rreq[r].status);
 			CHECK(rreq[r].done == len, "recv from %d: done %zu", r,
 			      rreq[r].done);
-			bad = verify(rb[r], len, r, rank, (int)k);
+			bad = tp_verify(rb[r], len, r, rank, (int)k);
 			CHECK(bad < 0, "size %zu from %d: byte %ld wrong", len,
 			      r, bad);
 			CHECK(rb[r][len] == 0xee, "size %zu from %d: overrun",
@@ -493,7 +276,7 @@ static size_t fifo_len(int i)
 
 static int fifo_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_req *sreq, *rreq, **all;
 	uint8_t *sb[MAXR][NFIFO], *rb[MAXR][NFIFO];
 	int n = 0;
@@ -513,14 +296,14 @@ static int fifo_rank(int rank, int nranks, void *arg)
 
 			sb[r][i] = malloc(len + 1);
 			rb[r][i] = malloc(rlen + 1);
-			fill(sb[r][i], len, rank, r, i);
-			req_send(&sreq[r * NFIFO + i], sb[r][i], len,
-				 (uint64_t)i);
-			req_recv(&rreq[r * NFIFO + i], rb[r][i], rlen,
-				 (uint64_t)i);
+			tp_fill(sb[r][i], len, rank, r, i);
+			tp_req_send(&sreq[r * NFIFO + i], sb[r][i], len,
+				    (uint64_t)i);
+			tp_req_recv(&rreq[r * NFIFO + i], rb[r][i], rlen,
+				    (uint64_t)i);
 		}
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	for (int r = 0; r < nranks; r++) {
 		if (r == rank)
 			continue;
@@ -537,7 +320,7 @@ static int fifo_rank(int rank, int nranks, void *arg)
 			all[n++] = &sreq[r * NFIFO + i];
 		}
 	}
-	CHECK(drive(c, all, n, 100, 60000) == 0, "fifo timed out");
+	CHECK(tp_drive(c, all, n, 100, 60000) == 0, "fifo timed out");
 	for (int r = 0; r < nranks; r++) {
 		if (r == rank)
 			continue;
@@ -547,7 +330,7 @@ static int fifo_rank(int rank, int nranks, void *arg)
 			CHECK(q->status == OHC_OK, "recv %d from %d: %d", i, r,
 			      q->status);
 			CHECK(sreq[r * NFIFO + i].status == OHC_OK, "send");
-			CHECK(verify(rb[r][i], q->len, r, rank, i) < 0,
+			CHECK(tp_verify(rb[r][i], q->len, r, rank, i) < 0,
 			      "message %d from %d has wrong bytes", i, r);
 			free(sb[r][i]);
 			free(rb[r][i]);
@@ -589,7 +372,7 @@ static int32_t rval(int rank, size_t i)
 
 static int reduce_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	int32_t *mine = malloc(RCOUNT * 4), *acc = malloc(RCOUNT * 4);
 	int32_t *to[MAXR] = {0};
 	struct ohc_req sreq[MAXR], rreq[MAXR], treq[MAXR], *all[2 * MAXR];
@@ -600,19 +383,19 @@ static int reduce_rank(int rank, int nranks, void *arg)
 		return 1;
 	for (size_t i = 0; i < RCOUNT; i++)
 		mine[i] = acc[i] = rval(rank, i);
-	barrier(nranks);
+	tp_barrier(nranks);
 	for (int r = 0; r < nranks; r++) {
 		if (r == rank)
 			continue;
 		/* Two messages per pair: one reduced into acc, one into to[r].
 		 */
-		req_send(&sreq[r], mine, RCOUNT * 4, 1);
-		req_recv(&rreq[r], acc, RCOUNT * 4, 1);
+		tp_req_send(&sreq[r], mine, RCOUNT * 4, 1);
+		tp_req_recv(&rreq[r], acc, RCOUNT * 4, 1);
 		rreq[r].kind = OHC_RECV_REDUCE;
 		rreq[r].reduce = add_i32;
 		rreq[r].esize = 4;
 		to[r] = malloc(RCOUNT * 4);
-		req_recv(&treq[r], to[r], RCOUNT * 4, 2);
+		tp_req_recv(&treq[r], to[r], RCOUNT * 4, 2);
 		treq[r].kind = OHC_RECV_REDUCE_TO;
 		treq[r].src2 = mine;
 		treq[r].reduce = add_i32;
@@ -624,17 +407,17 @@ static int reduce_rank(int rank, int nranks, void *arg)
 		all[n++] = &rreq[r];
 	}
 	/* The second send reuses the same buffer once the first is done. */
-	CHECK(drive(c, all, n, 100, 60000) == 0, "reduce timed out");
+	CHECK(tp_drive(c, all, n, 100, 60000) == 0, "reduce timed out");
 	n = 0;
 	for (int r = 0; r < nranks; r++) {
 		if (r == rank)
 			continue;
-		req_send(&sreq[r], mine, RCOUNT * 4, 2);
+		tp_req_send(&sreq[r], mine, RCOUNT * 4, 2);
 		CHECK(c->ops->ep_send(c->eps[r], &sreq[r]) == OHC_OK, "send");
 		all[n++] = &sreq[r];
 		all[n++] = &treq[r];
 	}
-	CHECK(drive(c, all, n, 100, 60000) == 0, "reduce_to timed out");
+	CHECK(tp_drive(c, all, n, 100, 60000) == 0, "reduce_to timed out");
 	for (size_t i = 0; i < RCOUNT; i++) {
 		int32_t want = 0;
 
@@ -681,7 +464,7 @@ Test(shm, reduce_and_reduce_to_cma)
  */
 static int desync_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	const size_t lens[4] = {1000, 3 * RING + 100, 5000, 70000};
 	uint8_t *buf[4];
 	struct ohc_req q[4], *all[4];
@@ -695,30 +478,30 @@ static int desync_rank(int rank, int nranks, void *arg)
 	}
 	if (rank == 0) {
 		for (int i = 0; i < 4; i++) {
-			fill(buf[i], lens[i], 0, 1, i);
-			req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
+			tp_fill(buf[i], lens[i], 0, 1, i);
+			tp_req_send(&q[i], buf[i], lens[i], (uint64_t)i + 1);
 			q[i].sig.root = 7;
 			CHECK(c->ops->ep_send(c->eps[1], &q[i]) == OHC_OK,
 			      "send");
 		}
-		CHECK(drive(c, all, 4, 100, 30000) == 0, "sends timed out");
+		CHECK(tp_drive(c, all, 4, 100, 30000) == 0, "sends timed out");
 		for (int i = 0; i < 4; i++)
 			CHECK(q[i].status == OHC_OK, "send %d: %d", i,
 			      q[i].status);
 	} else {
-		req_recv(&q[0], buf[0], lens[0], 1);
-		req_recv(&q[1], buf[1], lens[1], 99);
-		req_recv(&q[2], buf[2], lens[2] - 1, 3);
+		tp_req_recv(&q[0], buf[0], lens[0], 1);
+		tp_req_recv(&q[1], buf[1], lens[1], 99);
+		tp_req_recv(&q[2], buf[2], lens[2] - 1, 3);
 		q[2].sig.len = lens[2]; /* sig agrees, length does not */
-		req_recv(&q[3], buf[3], lens[3], 4);
+		tp_req_recv(&q[3], buf[3], lens[3], 4);
 		for (int i = 0; i < 4; i++) {
 			q[i].sig.root = 7;
 			CHECK(c->ops->ep_recv(c->eps[0], &q[i]) == OHC_OK,
 			      "recv");
 		}
-		CHECK(drive(c, all, 4, 100, 30000) == 0, "recvs timed out");
+		CHECK(tp_drive(c, all, 4, 100, 30000) == 0, "recvs timed out");
 		CHECK(q[0].status == OHC_OK, "A: %d", q[0].status);
-		CHECK(verify(buf[0], lens[0], 0, 1, 0) < 0, "A bytes");
+		CHECK(tp_verify(buf[0], lens[0], 0, 1, 0) < 0, "A bytes");
 		CHECK(q[1].status == OHC_ERR_DESYNC, "B: %d", q[1].status);
 		CHECK(q[1].got_sig.seq == 2 && q[1].got_sig.len == lens[1] &&
 			      q[1].got_sig.root == 7,
@@ -729,9 +512,9 @@ static int desync_rank(int rank, int nranks, void *arg)
 		CHECK(q[2].got_sig.seq == 3 && q[2].got_sig.len == lens[2],
 		      "C got_sig");
 		CHECK(q[3].status == OHC_OK, "D: %d", q[3].status);
-		CHECK(verify(buf[3], lens[3], 0, 1, 3) < 0, "D bytes");
+		CHECK(tp_verify(buf[3], lens[3], 0, 1, 3) < 0, "D bytes");
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	for (int i = 0; i < 4; i++)
 		free(buf[i]);
 	return rank_down(c);
@@ -756,17 +539,17 @@ Test(shm, desync_sig_and_length_cma)
  */
 #define KILL_BOUND_MS 1500
 
-static int victim_rank(struct rctx *c, int survivor, int sending)
+static int victim_rank(struct tp_rank *c, int survivor, int sending)
 {
 	size_t len = 16 * MIB;
 	uint8_t *buf = calloc(1, len);
 	struct ohc_req q;
 
 	if (sending) {
-		req_send(&q, buf, len, 1);
+		tp_req_send(&q, buf, len, 1);
 		CHECK(c->ops->ep_send(c->eps[survivor], &q) == OHC_OK, "send");
 	} else {
-		req_recv(&q, buf, len, 1);
+		tp_req_recv(&q, buf, len, 1);
 		CHECK(c->ops->ep_recv(c->eps[survivor], &q) == OHC_OK, "recv");
 	}
 	/* Move a few MiB, then stop and wait to be killed. */
@@ -779,7 +562,7 @@ static int victim_rank(struct rctx *c, int survivor, int sending)
 		pause();
 }
 
-static int survivor_rank(struct rctx *c, int victim, int sending)
+static int survivor_rank(struct tp_rank *c, int victim, int sending)
 {
 	size_t len = 16 * MIB;
 	uint8_t *buf = calloc(1, len);
@@ -788,10 +571,10 @@ static int survivor_rank(struct rctx *c, int victim, int sending)
 	uint64_t t_kill, now;
 
 	if (sending) {
-		req_send(&q, buf, len, 1);
+		tp_req_send(&q, buf, len, 1);
 		CHECK(c->ops->ep_send(c->eps[victim], &q) == OHC_OK, "send");
 	} else {
-		req_recv(&q, buf, len, 1);
+		tp_req_recv(&q, buf, len, 1);
 		CHECK(c->ops->ep_recv(c->eps[victim], &q) == OHC_OK, "recv");
 	}
 	for (uint64_t end = ohc_deadline_after_ms(20000);;) {
@@ -829,7 +612,7 @@ static void run_kill_test(int victim_sends)
 		fflush(NULL);
 		pid[r] = fork();
 		if (pid[r] == 0) { /* no Criterion calls in children */
-			struct rctx cc, *c = &cc;
+			struct tp_rank cc, *c = &cc;
 			int rc;
 
 			if (rank_up(c, r, 2))
@@ -870,7 +653,7 @@ Test(shm, peer_killed_while_receiving)
 static int noconnect_rank(int rank, int nranks, void *arg)
 {
 	int gone = *(int *)arg;
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	uint64_t t0;
 	ohc_status_t st;
 	struct ohc_ep *list[1];
@@ -882,10 +665,10 @@ static int noconnect_rank(int rank, int nranks, void *arg)
 			/* Leaves before anyone connects: no listener. */
 			c->ops->iface_close(c->iface);
 			free(c->iface);
-			barrier(nranks);
+			tp_barrier(nranks);
 		} else {
 			/* Listens, but never calls iface_connect. */
-			barrier(nranks);
+			tp_barrier(nranks);
 			while (!atomic_load(&sh->flag[0]))
 				usleep(1000);
 			c->ops->iface_close(c->iface);
@@ -894,8 +677,8 @@ static int noconnect_rank(int rank, int nranks, void *arg)
 		CHECK(ohc_test_count_fds() == c->fds_before, "fd leak");
 		return 0;
 	}
-	barrier(nranks);
-	if (rank_eps(c))
+	tp_barrier(nranks);
+	if (tp_rank_eps(c, 0))
 		return 1;
 	list[0] = c->eps[1];
 	t0 = ohc_time_ns();
@@ -932,7 +715,7 @@ Test(shm, connect_times_out_peer_gone)
  */
 static int cancel_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	size_t len = 4 * MIB;
 	uint8_t *buf = calloc(1, len);
 	struct ohc_req s, r, *all[2] = {&s, &r};
@@ -941,12 +724,12 @@ static int cancel_rank(int rank, int nranks, void *arg)
 	if (rank_up(c, rank, nranks))
 		return 1;
 	if (rank == 0) {
-		req_send(&s, buf, len, 1);
-		req_recv(&r, buf, 100, 2);
+		tp_req_send(&s, buf, len, 1);
+		tp_req_recv(&r, buf, 100, 2);
 		CHECK(c->ops->ep_send(c->eps[1], &s) == OHC_OK, "send");
 		CHECK(c->ops->ep_recv(c->eps[1], &r) == OHC_OK, "recv");
 		atomic_store(&sh->flag[0], 1);
-		CHECK(drive(c, all, 2, 5000, 10000) == 0, "not failed");
+		CHECK(tp_drive(c, all, 2, 5000, 10000) == 0, "not failed");
 		sh->lat_ms[0] =
 			(double)(ohc_time_ns() - atomic_load(&sh->t_mark)) /
 			1e6;
@@ -954,7 +737,7 @@ static int cancel_rank(int rank, int nranks, void *arg)
 		CHECK(r.status == OHC_ERR_REMOTE, "recv: %d", r.status);
 		CHECK(sh->lat_ms[0] < 1000, "noticed after %.0f ms",
 		      sh->lat_ms[0]);
-		req_send(&s, buf, 10, 3);
+		tp_req_send(&s, buf, 10, 3);
 		CHECK(c->ops->ep_send(c->eps[1], &s) == OHC_ERR_REMOTE,
 		      "post after the peer canceled");
 	} else {
@@ -963,11 +746,11 @@ static int cancel_rank(int rank, int nranks, void *arg)
 		usleep(100000);
 		atomic_store(&sh->t_mark, ohc_time_ns());
 		c->ops->ep_cancel(c->eps[0], OHC_ERR_TIMEOUT);
-		req_send(&s, buf, 10, 3);
+		tp_req_send(&s, buf, 10, 3);
 		CHECK(c->ops->ep_send(c->eps[0], &s) == OHC_ERR_TIMEOUT,
 		      "post on a canceled ep");
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	free(buf);
 	return rank_down(c);
 }
@@ -981,7 +764,7 @@ Test(shm, cancel_reaches_the_peer)
 /* A corrupt record in the ring fails the receive, not the process. */
 static int corrupt_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	uint8_t buf[256];
 	struct ohc_req r, *all[1] = {&r};
 
@@ -1003,14 +786,14 @@ static int corrupt_rank(int rank, int nranks, void *arg)
 		sep->tx_tail += OHC_SHM_REC_HDR;
 		ohc_shm_bell_ring(sep->peer_bell);
 	} else {
-		req_recv(&r, buf, sizeof(buf), 0);
+		tp_req_recv(&r, buf, sizeof(buf), 0);
 		CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
-		CHECK(drive(c, all, 1, 100, 10000) == 0, "not failed");
+		CHECK(tp_drive(c, all, 1, 100, 10000) == 0, "not failed");
 		CHECK(r.status == OHC_ERR_REMOTE, "recv: %d", r.status);
 		CHECK(c->ops->ep_check(c->eps[0]) == OHC_ERR_REMOTE,
 		      "ep_check after a broken stream");
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1027,7 +810,7 @@ Test(shm, corrupt_record_fails_the_receive)
  */
 static int odd_fragment_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	uint8_t buf[8];
 	struct ohc_req r, *all[1] = {&r};
 
@@ -1054,12 +837,12 @@ static int odd_fragment_rank(int rank, int nranks, void *arg)
 		}
 		ohc_shm_bell_ring(sep->peer_bell);
 	} else {
-		req_recv(&r, buf, sizeof(buf), 0);
+		tp_req_recv(&r, buf, sizeof(buf), 0);
 		CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
-		CHECK(drive(c, all, 1, 100, 10000) == 0, "not failed");
+		CHECK(tp_drive(c, all, 1, 100, 10000) == 0, "not failed");
 		CHECK(r.status == OHC_ERR_REMOTE, "recv: %d", r.status);
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1086,7 +869,7 @@ static size_t stale_len(unsigned *seed)
 
 static int stale_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	static uint8_t buf[STALE_MAX];
 	struct ohc_req r, *all[1] = {&r};
 	unsigned seed = 7;
@@ -1111,19 +894,17 @@ static int stale_rank(int rank, int nranks, void *arg)
 
 				memcpy(buf + o, &v, 8);
 			}
-			req_send(&r, buf, len, (uint64_t)i);
-			CHECK(c->ops->ep_send(c->eps[1], &r) == OHC_OK,
-			      "send");
+			tp_req_send(&r, buf, len, (uint64_t)i);
+			CHECK(c->ops->ep_send(c->eps[1], &r) == OHC_OK, "send");
 		} else {
-			req_recv(&r, buf, len, (uint64_t)i);
-			CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK,
-			      "recv");
+			tp_req_recv(&r, buf, len, (uint64_t)i);
+			CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
 		}
-		CHECK(drive(c, all, 1, 100, 10000) == 0, "message %d", i);
+		CHECK(tp_drive(c, all, 1, 100, 10000) == 0, "message %d", i);
 		CHECK(r.status == OHC_OK, "message %d (%zu bytes): %d", i, len,
 		      r.status);
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1139,18 +920,9 @@ Test(shm, stale_payload_is_never_a_stamp)
  * timeouts, so only the doorbell can wake them promptly) and must use
  * little CPU; together far less than the 2 CPU-seconds spinning would.
  */
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 static int sleep_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	uint8_t buf[4096];
 	struct ohc_req q[MAXR], *all[MAXR];
 	int n = 0;
@@ -1158,34 +930,34 @@ static int sleep_rank(int rank, int nranks, void *arg)
 	(void)arg;
 	if (rank_up(c, rank, nranks))
 		return 1;
-	barrier(nranks);
+	tp_barrier(nranks);
 	if (rank == 0) {
 		usleep(1000000);
 		atomic_store(&sh->t_mark, ohc_time_ns());
 		for (int r = 1; r < nranks; r++) {
-			fill(buf, sizeof(buf), 0, r, 0);
-			req_send(&q[r], buf, sizeof(buf), 1);
+			tp_fill(buf, sizeof(buf), 0, r, 0);
+			tp_req_send(&q[r], buf, sizeof(buf), 1);
 			CHECK(c->ops->ep_send(c->eps[r], &q[r]) == OHC_OK,
 			      "send");
 			all[n++] = &q[r];
 		}
-		CHECK(drive(c, all, n, 5000, 10000) == 0, "send timed out");
+		CHECK(tp_drive(c, all, n, 5000, 10000) == 0, "send timed out");
 	} else {
-		double cpu0 = cpu_seconds();
+		double cpu0 = tp_cpu_seconds(RUSAGE_SELF);
 
-		req_recv(&q[0], buf, sizeof(buf), 1);
+		tp_req_recv(&q[0], buf, sizeof(buf), 1);
 		CHECK(c->ops->ep_recv(c->eps[0], &q[0]) == OHC_OK, "recv");
 		all[0] = &q[0];
-		CHECK(drive(c, all, 1, 5000, 10000) == 0, "recv timed out");
+		CHECK(tp_drive(c, all, 1, 5000, 10000) == 0, "recv timed out");
 		sh->lat_ms[rank] =
 			(double)(ohc_time_ns() - atomic_load(&sh->t_mark)) /
 			1e6;
-		sh->cpu_s[rank] = cpu_seconds() - cpu0;
+		sh->cpu_s[rank] = tp_cpu_seconds(RUSAGE_SELF) - cpu0;
 		CHECK(q[0].status == OHC_OK &&
-			      verify(buf, sizeof(buf), 0, rank, 0) < 0,
+			      tp_verify(buf, sizeof(buf), 0, rank, 0) < 0,
 		      "data");
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1213,7 +985,7 @@ Test(shm, waiting_sleeps_8_ranks)
 
 /* iface_wake: wakes a sleeping wait, and a wake before a wait counts. */
 struct wake_arg {
-	struct rctx *c;
+	struct tp_rank *c;
 	uint64_t t;
 };
 
@@ -1229,7 +1001,7 @@ static void *waker(void *p)
 
 Test(shm, wake_from_another_thread)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct wake_arg w = {.c = c};
 	pthread_t th;
 	uint64_t t0;
@@ -1255,7 +1027,7 @@ Test(shm, wake_from_another_thread)
 /* Stream rates between 2 processes, printed (not asserted). */
 static int bw_rank(int rank, int nranks, void *arg)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	size_t len = 64 * MIB;
 	uint8_t *buf = malloc(len), small[8];
 	struct ohc_req q, *all[1] = {&q};
@@ -1268,16 +1040,17 @@ static int bw_rank(int rank, int nranks, void *arg)
 		return 1;
 	memset(buf, rank + 1, len);
 	for (int i = 0; i <= reps; i++) {
-		barrier(nranks);
+		tp_barrier(nranks);
 		t0 = ohc_time_ns();
 		if (rank == 0) {
-			req_send(&q, buf, len, (uint64_t)i);
+			tp_req_send(&q, buf, len, (uint64_t)i);
 			CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
 		} else {
-			req_recv(&q, buf, len, (uint64_t)i);
+			tp_req_recv(&q, buf, len, (uint64_t)i);
 			CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
 		}
-		CHECK(drive(c, all, 1, 100, 30000) == 0 && q.status == OHC_OK,
+		CHECK(tp_drive(c, all, 1, 100, 30000) == 0 &&
+			      q.status == OHC_OK,
 		      "stream");
 		if (rank == 1 && i > 0) /* the first one warms up */
 			best = OHC_MIN(best, (double)(ohc_time_ns() - t0));
@@ -1289,15 +1062,15 @@ static int bw_rank(int rank, int nranks, void *arg)
 		       (double)len / best, reps);
 		fflush(stdout);
 	}
-	barrier(nranks);
+	tp_barrier(nranks);
 	t0 = ohc_time_ns();
 	for (int i = 0; i < pings; i++) {
 		for (int leg = 0; leg < 2; leg++) {
 			if ((leg == 0) == (rank == 0)) {
-				req_send(&q, small, sizeof(small), 0);
+				tp_req_send(&q, small, sizeof(small), 0);
 				c->ops->ep_send(c->eps[1 - rank], &q);
 			} else {
-				req_recv(&q, small, sizeof(small), 0);
+				tp_req_recv(&q, small, sizeof(small), 0);
 				c->ops->ep_recv(c->eps[1 - rank], &q);
 			}
 			/* Like the executor: poll a while, then sleep. */
@@ -1318,7 +1091,7 @@ static int bw_rank(int rank, int nranks, void *arg)
 		fflush(stdout);
 	}
 	free(buf);
-	barrier(nranks);
+	tp_barrier(nranks);
 	return rank_down(c);
 }
 
@@ -1354,15 +1127,15 @@ static struct ohc_iface *open_extra(int slot, uint64_t session,
 		free(iface);
 		return NULL;
 	}
-	sh->blob_len[slot] = OHC_ADDR_MAX;
-	ops->iface_address(iface, sh->blob[slot], &sh->blob_len[slot]);
+	tp_sh->blob_len[slot] = OHC_ADDR_MAX;
+	ops->iface_address(iface, tp_sh->blob[slot], &tp_sh->blob_len[slot]);
 	return iface;
 }
 
 /* Blobs: reachable iff same host, same session and another process. */
 Test(shm, reachability)
 {
-	struct rctx cc, *c = &cc;
+	struct tp_rank cc, *c = &cc;
 	struct ohc_iface *longer;
 	char long_x[300], long_y[300];
 	pid_t pid;
@@ -1379,11 +1152,11 @@ Test(shm, reachability)
 		struct ohc_iface *f[5];
 		int ok = 1;
 
-		f[0] = open_extra(1, sh->session, "test-host");
-		f[1] = open_extra(2, sh->session, "other-host");
-		f[2] = open_extra(3, sh->session + 1, "test-host");
-		f[3] = open_extra(4, sh->session, long_x);
-		f[4] = open_extra(5, sh->session, long_y);
+		f[0] = open_extra(1, tp_sh->session, "test-host");
+		f[1] = open_extra(2, tp_sh->session, "other-host");
+		f[2] = open_extra(3, tp_sh->session + 1, "test-host");
+		f[3] = open_extra(4, tp_sh->session, long_x);
+		f[4] = open_extra(5, tp_sh->session, long_y);
 		atomic_store(&sh->flag[1], 1);
 		while (!atomic_load(&sh->flag[0]))
 			usleep(1000);
@@ -1399,28 +1172,29 @@ Test(shm, reachability)
 	cr_assert_eq(rank_open(c, 0, 2), 0);
 	while (!atomic_load(&sh->flag[1]))
 		usleep(1000);
-	cr_expect(
-		c->ops->iface_reachable(c->iface, sh->blob[1], sh->blob_len[1]),
-		"same host, other process");
-	cr_expect_not(c->ops->iface_reachable(c->iface, sh->blob[1],
-					      sh->blob_len[1] - 1),
+	cr_expect(c->ops->iface_reachable(c->iface, tp_sh->blob[1],
+					  tp_sh->blob_len[1]),
+		  "same host, other process");
+	cr_expect_not(c->ops->iface_reachable(c->iface, tp_sh->blob[1],
+					      tp_sh->blob_len[1] - 1),
 		      "truncated blob");
-	cr_expect_not(
-		c->ops->iface_reachable(c->iface, sh->blob[2], sh->blob_len[2]),
-		"another host");
-	cr_expect_not(
-		c->ops->iface_reachable(c->iface, sh->blob[3], sh->blob_len[3]),
-		"another session");
-	cr_expect_not(
-		c->ops->iface_reachable(c->iface, sh->blob[0], sh->blob_len[0]),
-		"our own process");
+	cr_expect_not(c->ops->iface_reachable(c->iface, tp_sh->blob[2],
+					      tp_sh->blob_len[2]),
+		      "another host");
+	cr_expect_not(c->ops->iface_reachable(c->iface, tp_sh->blob[3],
+					      tp_sh->blob_len[3]),
+		      "another session");
+	cr_expect_not(c->ops->iface_reachable(c->iface, tp_sh->blob[0],
+					      tp_sh->blob_len[0]),
+		      "our own process");
 	/* Host ids longer than the blob keeps: still told apart. */
-	longer = open_extra(6, sh->session, long_y);
+	longer = open_extra(6, tp_sh->session, long_y);
 	cr_assert_not_null(longer);
-	cr_expect_not(
-		c->ops->iface_reachable(longer, sh->blob[4], sh->blob_len[4]),
-		"long host ids differing at the end");
-	cr_expect(c->ops->iface_reachable(longer, sh->blob[5], sh->blob_len[5]),
+	cr_expect_not(c->ops->iface_reachable(longer, tp_sh->blob[4],
+					      tp_sh->blob_len[4]),
+		      "long host ids differing at the end");
+	cr_expect(c->ops->iface_reachable(longer, tp_sh->blob[5],
+					  tp_sh->blob_len[5]),
 		  "same long host id");
 	c->ops->iface_close(longer);
 	free(longer);
