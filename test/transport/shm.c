@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -706,6 +707,63 @@ Test(shm, connect_times_out_peer_gone)
 	int gone = 1;
 
 	cr_assert_eq(ohc_test_fork_ranks(2, noconnect_rank, &gone, 30), 0);
+}
+
+/*
+ * A peer that reads our hello and closes the connection without a word
+ * (ohc_shm_test_drop_hellos; a live peer did so twice in CI): after one
+ * such drop we connect again and both sides connect, nothing leaked.
+ * A peer that keeps dropping fails our connect after the second retry,
+ * long before the deadline.
+ */
+static int unanswered_rank(int rank, int nranks, void *arg)
+{
+	int drops = *(int *)arg;
+	struct tp_rank cc, *c = &cc;
+	struct ohc_ep *list[1];
+	uint64_t t0, ms;
+	ohc_status_t st;
+
+	if (rank == 1)
+		ohc_shm_test_drop_hellos = drops;
+	if (rank_open(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (tp_rank_eps(c, 0))
+		return 1;
+	list[0] = c->eps[1 - rank];
+	t0 = ohc_time_ns();
+	st = c->ops->iface_connect(c->iface, list, 1,
+				   ohc_deadline_after_ms(3000));
+	ms = (ohc_time_ns() - t0) / 1000000u;
+	if (drops == 1) {
+		CHECK(st == OHC_OK, "connect after one dropped hello: %d", st);
+		CHECK(rank == 0 || ohc_shm_test_drop_hellos == 0,
+		      "the hello was not dropped");
+	} else if (rank == 0) {
+		CHECK(st == OHC_ERR_REMOTE, "connect: %d, want REMOTE", st);
+		CHECK(ms < 1500, "gave up after %" PRIu64 " ms", ms);
+	} else {
+		CHECK(st != OHC_OK, "connect to a rank that failed: OK");
+		CHECK(ohc_shm_test_drop_hellos == drops - 3,
+		      "%d hellos dropped, want 3",
+		      drops - ohc_shm_test_drop_hellos);
+	}
+	return rank_down(c);
+}
+
+Test(shm, connect_again_after_an_unanswered_hello)
+{
+	int drops = 1;
+
+	cr_assert_eq(ohc_test_fork_ranks(2, unanswered_rank, &drops, 30), 0);
+}
+
+Test(shm, connect_gives_up_on_a_peer_that_never_answers)
+{
+	int drops = 100;
+
+	cr_assert_eq(ohc_test_fork_ranks(2, unanswered_rank, &drops, 30), 0);
 }
 
 /*
