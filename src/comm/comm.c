@@ -65,7 +65,8 @@ static void comm_choose_spin(struct ohc_comm *comm)
 	for (uint32_t r = 0; r < comm->nranks; r++)
 		if (!strcmp(ohc_bootstrap_hostid(comm->bs, r), me))
 			local++;
-	comm->spin_ns = ohc_wait_spin_ns(ohc_env()->spin_us, local);
+	comm->spin_ns = ohc_wait_spin_ns(ohc_env()->spin_us);
+	comm->yield_first = ohc_wait_oversubscribed(local);
 }
 
 /*

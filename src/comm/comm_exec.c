@@ -291,6 +291,7 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 				  (uint64_t)comm->cfg.exec_timeout_s * 1000)
 			: OHC_DEADLINE_NEVER;
 	x.spin_ns = comm->spin_ns;
+	x.yield_first = comm->yield_first;
 	x.abort_flag = &comm->abort_flag;
 	x.reduce = ohc_reduce_get(op->args.dtype, op->args.redop);
 	x.esize = (unsigned)op->args.esize;

@@ -310,7 +310,7 @@ ohc_status_t ohc_exec_run(struct ohc_exec *x, const struct ohc_sched *s)
 		if (!reqs)
 			return OHC_ERR_NO_MEMORY;
 	}
-	ohc_waiter_init(&w, x->ifaces, x->nifaces, x->spin_ns);
+	ohc_waiter_init(&w, x->ifaces, x->nifaces, x->spin_ns, x->yield_first);
 	for (unsigned i = 0; i < s->nsteps && status == OHC_OK; i++) {
 		unsigned end = s->step_end[i];
 

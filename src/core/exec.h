@@ -37,6 +37,7 @@ struct ohc_exec {
 	unsigned nifaces;
 	uint64_t deadline;            /* absolute, OHC_DEADLINE_NEVER */
 	uint64_t spin_ns;             /* idle time polled before sleeping */
+	bool yield_first;	      /* its waiter starts yielding */
 	const int *abort_flag;        /* non-zero: stop with OHC_ERR_CANCELED */
 	ohc_reduce_fn reduce;         /* for RECV reduce kinds and REDUCE */
 	unsigned esize;               /* element size for reduce */

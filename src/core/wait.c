@@ -173,11 +173,14 @@ static void wait_yield(void)
 }
 
 void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
-		     unsigned nifaces, uint64_t spin_ns)
+		     unsigned nifaces, uint64_t spin_ns, bool yield_first)
 {
 	w->ifaces = ifaces;
 	w->nifaces = nifaces;
 	w->spin_ns = spin_ns;
+	/* a thread that has not measured yet starts in the likelier mode */
+	if (yield_first && !pace.since)
+		pace.yielding = true;
 	ohc_waiter_begin(w);
 }
 
@@ -283,11 +286,14 @@ void ohc_waiter_step_done(struct ohc_waiter *w)
 		pace_step_seen();
 }
 
-uint64_t ohc_wait_spin_ns(long spin_us_env, uint32_t local_ranks)
+bool ohc_wait_oversubscribed(uint32_t local_ranks)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (spin_us_env >= 0)
-		return (uint64_t)spin_us_env * 1000;
-	return (cpus > 0 && local_ranks <= (uint32_t)cpus) ? 50000 : 0;
+	return cpus > 0 && local_ranks > (uint32_t)cpus;
+}
+
+uint64_t ohc_wait_spin_ns(long spin_us_env)
+{
+	return spin_us_env >= 0 ? (uint64_t)spin_us_env * 1000 : 50000;
 }
