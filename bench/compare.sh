@@ -7,7 +7,9 @@
 # installed. Writes a markdown table per collective with times, busbw and
 # busbw ratios (OpenHCCL / peer) to build/bench/compare.md and a busbw plot
 # per rank count to build/bench/compare-np<N>.png. A peer that fails says
-# why under its table (its exit status and first error lines).
+# why under its table (its exit status and first error lines). This script
+# runs the tools; the rows' best of runs, the tables and the ratios are
+# bench/analysis.py's (best, table, summary, p2p).
 #
 # -R: the same over RDMA verbs on an rxe (Soft-RoCE) device, every rank on
 # one device (rxe loops the packets back): OpenHCCL with

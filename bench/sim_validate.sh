@@ -12,7 +12,11 @@
 # this host's of the moment, as on rxe: each round first times
 # HcclSend/Recv's 2-rank half round trip and exchange step at 1 KiB
 # (BUILD_DIR/sim-validate/p2p.lat, p2p.wake) and alpha is the best of
-# them; the bandwidth, reduction and turn constants are the library's.
+# them; the bandwidth, reduction and turn constants are the library's
+# (src/algo/cost.c, `hccl_simulate --constants`). This script runs the
+# tools and the simulator; the calibration from the rows (alpha,
+# bandwidth, the least-squares wake) and the ratio rows are
+# bench/analysis.py's.
 #
 # usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
 #                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]

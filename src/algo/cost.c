@@ -52,7 +52,7 @@
  * run from compare.sh -R's exchange steps; these are the defaults).
  *
  * `hccl_simulate --constants` prints all of it, for the scripts
- * which keep no copies.
+ * (bench/analysis.py), which keep no copies.
  */
 #define HOST_GAMMA_US 5.0e-5
 #define HOST_COPY_US 5.0e-5

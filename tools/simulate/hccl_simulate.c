@@ -789,7 +789,7 @@ static void put_constant(const char *net, const char *field, double v)
  * --constants: the cost table as the library sees it in this environment
  * (shm's zero copy follows OPENHCCL_SHM_ZC_KB and OPENHCCL_MALLOC_SHARED_KB),
  * one "NET.FIELD VALUE" line each: the scripts' only source of these
- * numbers.
+ * numbers (bench/analysis.py constants).
  */
 static void print_constants(void)
 {
