@@ -38,7 +38,7 @@ def is_num(s):
     return bool(_STRNUM.match(s))
 
 
-def ranks_eq(s, n):
+def awk_eq(s, n):
     """awk's `s == n` for a number n: numeric when s is a number."""
     return num(s) == n if is_num(s) else s == str(n)
 
@@ -149,7 +149,7 @@ def calibrate_alpha(lat_lines, col):
         if m is None or num(v) < m:
             m = num(v)
         b = f[0] if f else ""
-        if (num(b) == P2P_1K if is_num(b) else b == str(P2P_1K)) and (k is None or num(v) < k):
+        if awk_eq(b, P2P_1K) and (k is None or num(v) < k):
             k = num(v)
     return k if k is not None else m
 
@@ -172,7 +172,7 @@ def _pair_steps(wake_lines):
     best = {}
     for rec in wake_lines:
         f = rec.split() + ["", "", ""]
-        if ranks_eq(f[0], 2) and re.fullmatch(r"[0-9.]+", f[2]):
+        if awk_eq(f[0], 2) and re.fullmatch(r"[0-9.]+", f[2]):
             if f[1] not in best or num(f[2]) < best[f[1]]:
                 best[f[1]] = num(f[2])
     return best
@@ -256,7 +256,10 @@ def sim_ratios(sim_lines):
 
 def sim_rows(op, np, sim_lines):
     """sim_validate.sh's rows of one op and rank count, as printed."""
-    return ["%-15s %5s %10s %-20s %12s %12s %9s %12s %9s %s" % ((op, np) + r[:4] + r[5:6] + r[4:5] + r[6:]) for r in sim_ratios(sim_lines)]
+    out = []
+    for b, alg, m, p, q, r, rs, flag in sim_ratios(sim_lines):
+        out.append("%-15s %5s %10s %-20s %12s %12s %9s %12s %9s %s" % (op, np, b, alg, m, p, r, q, rs, flag))
+    return out
 
 
 def sim_count(sim_lines):
