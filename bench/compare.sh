@@ -7,7 +7,9 @@
 # installed. Writes a markdown table per collective with times, busbw and
 # busbw ratios (OpenHCCL / peer) to build/bench/compare.md and a busbw plot
 # per rank count to build/bench/compare-np<N>.png. A peer that fails says
-# why under its table (its exit status and first error lines).
+# why under its table (its exit status and first error lines). This script
+# runs the tools; the rows' best of runs, the tables and the ratios are
+# bench/analysis.py's (best, table, summary, p2p).
 #
 # -R: the same over RDMA verbs on an rxe (Soft-RoCE) device, every rank on
 # one device (rxe loops the packets back): OpenHCCL with
@@ -80,6 +82,9 @@ else
 fi
 md=${md:-$build/$tag.md}
 has() { [[ " $1 " == *" $2 "* ]]; }
+# the best-of-runs rows, tables and ratios: bench/analysis.py (Debian's
+# python3; the VM sees the host's)
+py=/usr/bin/python3
 # -R: 1 in the VM (the host built everything), -1 build here and run in
 # the VM, 2 this host has an RDMA device: build and run here
 invm=0
@@ -334,42 +339,7 @@ pick() {
 }
 
 p2p_table() {
-	[ -s "$out/p2p.lat" ] || return 0
-	echo
-	echo "### point to point, 2 processes on $(cut -d' ' -f1 "$out/rdma")"
-	echo
-	echo "| bytes | ib_write_lat t_avg us | HcclSend/Recv half round trip us | ib_write_lat/OpenHCCL |"
-	echo "|---:|---:|---:|---:|"
-	awk '{ r = ($2 > 0 && $3 > 0) ? sprintf("%.2fx", $2 / $3) : "-"
-		printf "| %s | %s | %s | %s |\n", $1, $2, $3, r }' "$out/p2p.lat"
-	echo
-	echo "| bytes | ib_write_bw MB/s | HcclSend/Recv MB/s | OpenHCCL/ib_write_bw |"
-	echo "|---:|---:|---:|---:|"
-	awk '{ r = ($2 > 0 && $3 > 0) ? sprintf("%.2fx", $3 / $2) : "-"
-		printf "| %s | %s | %s | %s |\n", $1, $2, $3, r }' "$out/p2p.bw"
-	echo
-	echo "MB = 2^20 bytes; ib_write_bw's BW average; OpenHCCL's numbers from"
-	echo "bench/verbs_p2p.c (its \`lat\` ping-pong for the latency)."
-	[ -s "$out/p2p.wake" ] || return 0
-	echo
-	echo "| ranks | 1 KiB message (unless named), $(cat "$out/cpus" 2>/dev/null || echo "?") CPUs | us |"
-	echo "|---:|---|---:|"
-	# each rank count's and mode's best
-	awk '$3 ~ /^[0-9.]+$/ { k = $1 " " $2
-		if (!(k in v) || $3 + 0 < v[k] + 0) v[k] = $3 }
-		END { for (k in v) print k, v[k] }' "$out/p2p.wake" |
-		sort -k2,2r -k1,1n |
-		awk '{ d = "ping-pong half round trip, OPENHCCL_SPIN_US=0"
-		# (no line breaks inside ?: , which mawk, the VM s awk, refuses)
-		if ($2 == "xchg")
-			d = "exchange step (HcclBatchSendRecv with rank + N/2, all at once)"
-		else if ($2 == "xchg-slowest")
-			d = "1 KiB exchange step, its slowest rank"
-		else if ($2 == "xchg1m")
-			d = "exchange step of 1 MiB"
-		printf "| %s | %s | %s |\n", $1, d, $3 }'
-	echo
-	echo "Best of the $(grep -c "^2 xchg " "$out/p2p.wake") rounds (one per run)."
+	$py bench/analysis.py p2p "$out"
 }
 
 # why STATUS ERRFILE: a failed run's exit status and first error lines
@@ -439,87 +409,34 @@ done
 [ "$runs" = 1 ] && for np in $nps; do
 	for op in $ops; do
 		for impl in $impls; do
-			awk -F'|' '$1 ~ /^[0-9]+ *$/ { gsub(/ /, "")
-				b = $1; if (!(b in us) || $2 + 0 < us[b] + 0) {
-					us[b] = $2; bw[b] = $5 }
-				if (!(b in ck) || $4 == "failed") ck[b] = $4 }
-				END { for (b in us) print b, us[b], bw[b], ck[b] }' \
-				"$out"/raw."$impl.$op.$np".* | sort -n >"$out/$impl.$op.$np"
+			$py bench/analysis.py best "$out"/raw."$impl.$op.$np".* \
+				>"$out/$impl.$op.$np"
 		done
 	done
 done
 
-# table OP NP: one markdown table over every implementation that ran
+# labelled IMPLS...: IMPL=LABEL arguments for bench/analysis.py
+labelled() {
+	local impl
+	for impl in "$@"; do
+		echo "$impl=$(label "$impl")"
+	done
+}
+
+# table OP NP: one markdown table over every implementation that ran,
+# with the failed runs' reasons under it
 table() {
-	local op=$1 np=$2 files=() names=() impl
-	[ -e "$out/ohc.$op.$np" ] || return 0
-	for impl in $impls; do
-		[ -s "$out/$impl.$op.$np" ] || continue
-		files+=("$out/$impl.$op.$np")
-		names+=("$(label "$impl")")
-	done
-	echo
-	echo "### $op, $np ranks"
-	echo
-	awk -v names="$(IFS=,; echo "${names[*]}")" '
-	BEGIN { n = split(names, nm, ",") }
-	FNR == 1 { f++ }
-	{ us[f, $1] = $2; bw[f, $1] = $3; ck[f, $1] = $4; if (!($1 in seen)) {
-		seen[$1] = 1; sz[++ns] = $1 } }
-	function cell(v) { return v == "" ? "-" : v }
-	function ratio(a, b) {
-		if (a == "" || b == "" || b + 0 <= 0) return "-"
-		return sprintf("%.2fx", a / b)
-	}
-	END {
-		h = "| bytes"; d = "|---:"
-		for (i = 1; i <= n; i++) { h = h " | " nm[i] " us"; d = d "|---:" }
-		for (i = 1; i <= n; i++) { h = h " | " nm[i] " busbw"; d = d "|---:" }
-		# busbw ratio = time ratio (same bytes, same factor), from
-		# the times: busbw is printed too coarsely for small sizes
-		for (i = 2; i <= n; i++) { h = h " | OpenHCCL/" nm[i]; d = d "|---:" }
-		print h " |"; print d "|"
-		for (k = 1; k <= ns; k++) {
-			s = sz[k]; line = "| " s
-			for (i = 1; i <= n; i++) line = line " | " cell(us[i, s])
-			for (i = 1; i <= n; i++) {
-				c = cell(bw[i, s])
-				if (ck[i, s] == "failed") c = c " (check failed)"
-				line = line " | " c
-			}
-			for (i = 2; i <= n; i++)
-				line = line " | " ratio(us[i, s], us[1, s])
-			print line " |"
-		}
-	}' "${files[@]}"
-	# the runs that failed, and why
-	for impl in $impls; do
-		[ -e "$out/fail.$impl.$op.$np" ] || continue
-		echo
-		echo "$(label "$impl") failed: $(cat "$out/fail.$impl.$op.$np")"
-	done
+	local names
+	mapfile -t names < <(labelled $impls)
+	$py bench/analysis.py table "$out" "$1" "$2" "${names[@]}"
 }
 
 # summary: geometric mean and minimum of the busbw ratio at >= sumb bytes
 sumb=$((rxe ? 65536 : 1048576))
 summary() {
-	local at
-	at=">= $(numfmt --to=iec-i --suffix=B "$sumb")"
-	echo "| collective | ranks | peer | OpenHCCL/peer busbw, geomean $at | min $at |"
-	echo "|---|---:|---|---:|---:|"
-	local np op impl
-	for np in $nps; do for op in $ops; do for impl in $peers; do
-		[ -e "$out/ohc.$op.$np" ] && [ -e "$out/$impl.$op.$np" ] || continue
-		# (no process substitution: the VM has no /dev/fd)
-		sort -k1,1 "$out/ohc.$op.$np" >"$out/.j1"
-		sort -k1,1 "$out/$impl.$op.$np" >"$out/.j2"
-		join "$out/.j1" "$out/.j2" |
-			awk -v op="$op" -v np="$np" -v peer="$(label "$impl")" '
-			$1 >= '"$sumb"' && $2 > 0 && $5 > 0 { r = $5 / $2;
-				l += log(r); n++; if (!n0++ || r < m) m = r }
-			END { if (n) printf "| %s | %d | %s | %.2fx | %.2fx |\n",
-				op, np, peer, exp(l / n), m }'
-	done; done; done
+	local names
+	mapfile -t names < <(labelled $peers)
+	$py bench/analysis.py summary "$out" "$sumb" "$nps" "$ops" "${names[@]}"
 }
 
 {

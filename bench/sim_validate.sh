@@ -12,7 +12,11 @@
 # this host's of the moment, as on rxe: each round first times
 # HcclSend/Recv's 2-rank half round trip and exchange step at 1 KiB
 # (BUILD_DIR/sim-validate/p2p.lat, p2p.wake) and alpha is the best of
-# them; the bandwidth, reduction and turn constants are the library's.
+# them; the bandwidth, reduction and turn constants are the library's
+# (src/algo/cost.c, `hccl_simulate --constants`). This script runs the
+# tools and the simulator; the calibration from the rows (alpha,
+# bandwidth, the least-squares wake) and the ratio rows are
+# bench/analysis.py's.
 #
 # usage: bench/sim_validate.sh [-n "2 4 8"] [-o "OPS"] [-b MIN] [-e MAX]
 #                              [-f FACTOR] [-r REPS] [-N NET] [-x DIR]
@@ -95,29 +99,25 @@ while getopts "n:o:b:e:f:r:N:x:a:w:c:W:EPh" c; do
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
+# the calibration and the ratios: bench/analysis.py (Debian's python3)
+py=/usr/bin/python3
 # whose point-to-point numbers calibrate (-P: the device's floor)
 what=$([ "$col" = 2 ] && echo "ib_write_lat/bw" || echo "HcclSend/Recv")
 
 # calibrate_alpha DIR: alpha from DIR/p2p.lat ("BYTES IB OHC" lines, the
 # best at 1 KiB, else the smallest) or, if smaller, the best 2-rank 1 KiB
-# exchange step of DIR/p2p.wake; sets alpha unless -a set it
+# exchange step of DIR/p2p.wake (p2p.lat is timed once, at the start; the
+# exchange step, a collective's step, every round); sets alpha unless -a
+# set it (bench/analysis.py alpha)
 calibrate_alpha() {
-	local dir=$1 x2
+	local dir=$1 a
 	[ -z "$alpha" ] && [ -s "$dir/p2p.lat" ] || return 0
-	alpha=$(awk -v c="$col" '$c != "-" && (m == "" || $c + 0 < m) {
-		m = $c + 0 } $1 == 1024 && $c != "-" && (k == "" || $c + 0 < k) {
-		k = $c + 0 } END { print (k != "" ? k : m) }' "$dir/p2p.lat")
+	mapfile -t a < <($py bench/analysis.py alpha "$dir" "$col")
+	alpha=${a[0]:-}
 	[ -n "$alpha" ] || return 0 # no probe gave a time: the defaults
 	echo "alpha $alpha us: $what latency at 1 KiB (else the smallest), $dir/p2p.lat"
-	# p2p.lat is timed once, at the start; the 2-rank 1 KiB
-	# exchange step (a collective's step) every round, best kept
-	x2=$([ "$col" = 3 ] && [ -s "$dir/p2p.wake" ] &&
-		awk '$1 == 2 && $2 == "xchg" && $3 ~ /^[0-9.]+$/ &&
-		(m == "" || $3 + 0 < m) { m = $3 + 0 } END { print m }' \
-		"$dir/p2p.wake" || true)
-	if [ -n "$x2" ] && awk -v x="$x2" -v a="$alpha" \
-		'BEGIN { exit !(x < a) }'; then
-		alpha=$x2
+	if [ -n "${a[1]:-}" ]; then
+		alpha=${a[1]}
 		echo "alpha $alpha us: the 2-rank 1 KiB exchange step, best of the rounds, is smaller, $dir/p2p.wake"
 	fi
 }
@@ -132,20 +132,12 @@ if [ -n "$from" ] && ls "$from"/raw.ohc.* >/dev/null 2>&1; then
 	# stream can be faster (rxe with pulled fragments: the sender's CPU
 	# writes half, the receiver's reads half)
 	if [ -z "$bw" ] && [ "$col" = 3 ] && [ -s "$from/p2p.wake" ]; then
-		bw=$(awk '$1 == 2 && $3 ~ /^[0-9.]+$/ && ($2 == "xchg" ||
-			$2 == "xchg1m") { if (!($2 in m) || $3 + 0 < m[$2])
-			m[$2] = $3 + 0 }
-			END { if (!("xchg1m" in m) || !("xchg" in m)) exit
-			d = m["xchg1m"] - m["xchg"]
-			if (d > 0) printf "%.4g", (1048576 - 1024) / (d * 1e3) }' \
-			"$from/p2p.wake")
+		bw=$($py bench/analysis.py xchg-bw "$from")
 		[ -z "$bw" ] ||
 			echo "bandwidth $bw GB/s: the 2-rank exchange step, 1 MiB against 1 KiB, $from/p2p.wake"
 	fi
 	if [ -z "$bw" ] && [ -s "$from/p2p.bw" ]; then
-		bw=$(awk -v c="$col" '$c != "-" && $c + 0 > m { m = $c + 0 }
-			END { if (m) printf "%.4g", m * 1048576 / 1e9 }' \
-			"$from/p2p.bw")
+		bw=$($py bench/analysis.py stream-bw "$from" "$col")
 		echo "bandwidth $bw GB/s: best $what, $from/p2p.bw"
 	fi
 	if [ -z "$cores" ] && [ -s "$from/cpus" ]; then
@@ -170,21 +162,11 @@ esac
 # over every N above the CPUs (-E: NP's alone). Prints "WAKE STEP(NP)
 # STEP(2)"; empty: the simulator's default (a CPU per rank, not measured,
 # or shm here: there the default is fitted, the exchange step too noisy)
+# (bench/analysis.py wake)
 wake() {
 	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
 		[ "$1" -gt "$cores" ] || return 0
-	awk -v np="$1" -v c="$cores" -v m="$wmode" -v each="$each" \
-		'$3 ~ /^[0-9.]+$/ && ($2 == "xchg" || $2 == "xchg-slowest") {
-		if ($2 == "xchg") { if (!($1 in x) || $3 + 0 < x[$1] + 0)
-			x[$1] = $3 }
-		else if (!($1 in s) || $3 + 0 < s[$1] + 0) s[$1] = $3 }
-		function step(n) { return (m == "slowest" && (n in s)) ? s[n] : x[n] }
-		END { if (!(np in x) || !(2 in x)) exit
-		sd = ss = 0
-		for (n in x) if (n + 0 > c + 0 && (each == 0 || n + 0 == np + 0)) {
-			k = n / c; sd += (step(n) - x[2]) * k; ss += k * k }
-		w = ss > 0 ? sd / ss : 0; if (w < 0) w = 0
-		printf "%.4g %s %s\n", w, step(np), x[2] }' "$from/p2p.wake"
+	$py bench/analysis.py wake "$from" "$1" "$cores" "$wmode" "$each"
 }
 
 sim=$build/tools/simulate/hccl_simulate
@@ -209,16 +191,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 keep=$build/sim-validate
 
-# best OP NP FILES...: one hccl_test-format file, each size's best time
-best() {
-	local op=$1 np=$2
-	shift 2
-	echo "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
-	awk -F'|' '$1 ~ /^[0-9]+ *$/ { gsub(/ /, "")
-		if (!($1 in us) || $2 + 0 < us[$1] + 0) { us[$1] = $2; r[$1] = $0 } }
-		END { for (b in us) printf "%s | %s | 0 | %s\n", b, us[b], "success" }' \
-		"$@" | sort -n
-}
 
 if [ -z "$from" ]; then
 	minB=$(numfmt --from=iec "$minb")
@@ -255,9 +227,6 @@ fi
 
 printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s\n' op ranks bytes \
 	algorithm measured_us predicted_us pred/meas simulated_us sim/meas
-bad=0
-sbad=0
-total=0
 for np in $nps; do
 	wk=""
 	if read -r wk xn x2 < <(wake "$np") && [ -n "$wk" ]; then
@@ -273,29 +242,19 @@ for np in $nps; do
 		[ -e "${files[0]}" ] || continue
 		files=("${files[@]%.err}")
 		mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
-		best "$op" "$np" "${files[@]}" >"$work/best.$op.$np"
+		# one hccl_test-format file, each size's best time
+		$py bench/analysis.py best-hccl "${files[@]}" >"$work/best.$op.$np"
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
 			${cores:+--cores "$cores"} ${wk:+--wake-us "$wk"} \
 			${from:+--host-ranks "$np"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true
-		while read -r b alg m p q; do
-			r=$(awk -v m="$m" -v p="$p" 'BEGIN { printf "%.2f", p / m }')
-			rs=$(awk -v m="$m" -v p="$q" 'BEGIN {
-				if (p ~ /^[0-9.eE+]+$/) printf "%.2f", p / m; else print "-" }')
-			flag=$(awk -v r="$r" 'BEGIN { print (r < 0.5 || r > 2) ? "OUTSIDE" : "" }')
-			total=$((total + 1))
-			[ -z "$flag" ] || bad=$((bad + 1))
-			awk -v r="$rs" 'BEGIN { exit !(r == "-" || r < 0.5 || r > 2) }' &&
-				sbad=$((sbad + 1))
-			printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s %s\n' \
-				"$op" "$np" "$b" "$alg" "$m" "$p" "$r" "$q" "$rs" "$flag"
-		done < <(awk '$1 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/ { print $1, $2, $3, $4, $5 }' \
-			"$work/sim.$op.$np")
+		$py bench/analysis.py sim-rows "$op" "$np" "$work/sim.$op.$np"
 		grep -h '^fitted' "$work/sim.$op.$np" | sed "s/^/  $op np $np: /" >&2 || true
 	done
 done
+read -r total bad sbad < <($py bench/analysis.py sim-count "$work"/sim.*)
 echo "$((total - bad)) of $total predictions within [0.5, 2] of the measured" \
 	"time (net $net, load average $(cut -d' ' -f1-3 /proc/loadavg));" \
 	"simulated: $((total - sbad)) of $total"

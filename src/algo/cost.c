@@ -45,6 +45,14 @@
  * line rate at ~96 % (research/perf_reliability.md: 12 / 24 / 48 GB/s
  * per 100 / 200 / 400 Gb/s NIC); reductions and copies at the host's
  * memory speed, as the defaults.
+ *
+ * CPU sharing: a scheduler turn of ~20 us per message and sharing rank,
+ * and a sender that runs 512 KiB ahead into the ring before it waits for
+ * the receiver's turn (bench/sim_validate.sh -x calibrates the wake per
+ * run from compare.sh -R's exchange steps; these are the defaults).
+ *
+ * `hccl_simulate --constants` prints all of it, for the scripts
+ * (bench/analysis.py), which keep no copies.
  */
 #define HOST_GAMMA_US 5.0e-5
 #define HOST_COPY_US 5.0e-5
@@ -106,6 +114,9 @@ static struct ohc_cost_net nets[NETS] = {
 			  .gamma_us = HOST_GAMMA_US,
 			  .copy_us = HOST_COPY_US}},
 };
+
+const struct ohc_cost_share ohc_cost_share = {.wake_us = 20.0,
+					      .turn_kb = 512.0};
 
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
 

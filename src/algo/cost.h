@@ -122,4 +122,17 @@ struct ohc_cost_net {
 /* The whole table, the library's defaults included; *n_p entries. */
 const struct ohc_cost_net *ohc_cost_nets(unsigned *n_p);
 
+/*
+ * Ranks that take turns on a host's CPUs (tools/simulate --cores): a
+ * message waits wake_us per sharing rank, a stream pays a turn per
+ * turn_kb. Only the simulator prices this; selection assumes a CPU per
+ * rank.
+ */
+struct ohc_cost_share {
+	double wake_us;
+	double turn_kb;
+};
+
+extern const struct ohc_cost_share ohc_cost_share;
+
 #endif

@@ -589,3 +589,49 @@ Test(simulate, shm_zero_copy_of_a_cache_resident_op)
 		  "model %.3f, simulated %.3f us, want %.3f", model, sim, want);
 	free(r.out);
 }
+
+/* "\nKEY " in out, its value read back; NAN if none. */
+static double constant_of(const char *out, const char *key)
+{
+	char k[64];
+	const char *at;
+
+	snprintf(k, sizeof(k), "\n%s ", key);
+	at = strstr(out, k);
+	return at ? strtod(at + strlen(k), NULL) : NAN;
+}
+
+/* --constants: every entry of the cost table, exactly as the library holds
+ * it, for the scripts that read it instead of keeping copies. */
+Test(simulate, constants_are_the_cost_table)
+{
+	static struct run r;
+	char *args[] = {"--constants", NULL};
+	const struct ohc_cost_net *t;
+	unsigned n;
+	char key[64];
+
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	t = ohc_cost_nets(&n);
+	cr_assert_gt(n, OHC_LINK_RDMA);
+	for (unsigned i = 0; i < n; i++) {
+		const double want[] = {t[i].c.alpha_us, t[i].c.beta_us,
+				       t[i].c.gamma_us, t[i].c.copy_us};
+		static const char *const field[] = {"alpha_us", "beta_us",
+						    "gamma_us", "copy_us"};
+
+		for (unsigned f = 0; f < 4; f++) {
+			snprintf(key, sizeof(key), "%s.%s", t[i].name,
+				 field[f]);
+			cr_assert(constant_of(r.out, key) == want[f],
+				  "%s: %.17g wanted in:\n%s", key, want[f],
+				  r.out);
+		}
+	}
+	cr_assert(constant_of(r.out, "share.wake_us") ==
+		  ohc_cost_share.wake_us);
+	cr_assert(constant_of(r.out, "share.turn_kb") ==
+		  ohc_cost_share.turn_kb);
+	free(r.out);
+}

@@ -754,8 +754,8 @@ static void usage(FILE *out)
 		"           (default 0: a CPU per rank)\n"
 		"  --wake-us US, --turn-kb KB  with --cores: a scheduler turn "
 		"per sharing\n"
-		"           rank and message (20), bytes streamed per turn "
-		"(512)\n"
+		"           rank and message (%g), bytes streamed per turn "
+		"(%g)\n"
 		"  --host-ranks N  ranks sharing one host's CPUs (with "
 		"--cores) and, on\n"
 		"           RDMA networks, its device's bandwidth (default: "
@@ -765,7 +765,55 @@ static void usage(FILE *out)
 		"           of an rxe loopback run in one VM (rxe with "
 		"--cores: "
 		"only the CPUs\n"
-		"           are shared, its device is the CPUs)\n");
+		"           are shared, its device is the CPUs)\n"
+		"  --constants  print the cost model's constants (src/algo/"
+		"cost.c) as\n"
+		"           NAME VALUE lines, microseconds and bytes, and "
+		"exit\n",
+		ohc_cost_share.wake_us, ohc_cost_share.turn_kb);
+}
+
+/* NET.FIELD VALUE, VALUE the shortest of %.15g and %.17g that reads back
+ * as v: exact, and 5e-05 rather than 5.0000000000000002e-05. */
+static void put_constant(const char *net, const char *field, double v)
+{
+	char b[32];
+
+	snprintf(b, sizeof(b), "%.15g", v);
+	if (strtod(b, NULL) != v)
+		snprintf(b, sizeof(b), "%.17g", v);
+	printf("%s.%s %s\n", net, field, b);
+}
+
+/*
+ * --constants: the cost table as the library sees it in this environment
+ * (shm's zero copy follows OPENHCCL_SHM_ZC_KB and OPENHCCL_MALLOC_SHARED_KB),
+ * one "NET.FIELD VALUE" line each: the scripts' only source of these
+ * numbers (bench/analysis.py constants).
+ */
+static void print_constants(void)
+{
+	const struct ohc_cost_net *t;
+	unsigned n;
+
+	t = ohc_cost_nets(&n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct ohc_cost_params *c = &t[i].c;
+		const char *nm = t[i].name;
+
+		printf("%s.link %s\n", nm, ohc_link_class_name(t[i].link));
+		put_constant(nm, "cpu_device", t[i].cpu_device);
+		put_constant(nm, "alpha_us", c->alpha_us);
+		put_constant(nm, "beta_us", c->beta_us);
+		put_constant(nm, "gamma_us", c->gamma_us);
+		put_constant(nm, "copy_us", c->copy_us);
+		put_constant(nm, "zc_bytes", (double)c->zc_bytes);
+		put_constant(nm, "zc_beta_us", c->zc_beta_us);
+		put_constant(nm, "zc_hot_bytes", (double)c->zc_hot_bytes);
+		put_constant(nm, "zc_hot_beta_us", c->zc_hot_beta_us);
+	}
+	put_constant("share", "wake_us", ohc_cost_share.wake_us);
+	put_constant("share", "turn_kb", ohc_cost_share.turn_kb);
 }
 
 int main(int argc, char **argv)
@@ -790,6 +838,7 @@ int main(int argc, char **argv)
 		{"wake-us", required_argument, NULL, 'W'},
 		{"turn-kb", required_argument, NULL, 'T'},
 		{"host-ranks", required_argument, NULL, 'H'},
+		{"constants", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -798,7 +847,8 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	const char *opspec = "all", *netspec = "shm", *rankspec = "8";
 	int c, op_given = 0, ranks_given = 0;
-	double alpha = -1, bw = -1, gamma = -1, copy = -1, turn_kb = 512;
+	double alpha = -1, bw = -1, gamma = -1, copy = -1;
+	double turn_kb = ohc_cost_share.turn_kb;
 	const struct ohc_cost_net *table;
 	unsigned ntable;
 	char *end;
@@ -816,7 +866,7 @@ int main(int argc, char **argv)
 	o.factor = 8;
 	o.esize = 4;
 	o.mode = OHC_SIM_EAGER;
-	o.wake_us = 20;
+	o.wake_us = ohc_cost_share.wake_us;
 	while ((c = getopt_long(argc, argv, "b:e:f:d:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -953,6 +1003,9 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'K':
+			print_constants();
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
