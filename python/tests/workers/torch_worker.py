@@ -18,6 +18,15 @@ N = None
 GLOO = None
 
 
+
+def say(line):
+    """One line to stdout in one write: the ranks share the pipe, and a
+    print() can go out as the text and its newline apart, so another
+    rank's line lands in between (CI saw "...bitwise TruePASS ddp rank 0",
+    which the test's ^PASS match missed)."""
+    sys.stdout.flush()
+    os.write(1, (line + "\n").encode())
+
 def init(timeout=None):
     global RANK, N, GLOO
     kw = {} if timeout is None else {"timeout": timeout}
@@ -529,7 +538,7 @@ def scenario_peer_dies():
         took = time.monotonic() - (t0 or time.monotonic())
         assert i >= 19 and took < 30, (i, took)
         assert "HCCL allreduce" in str(e), str(e)
-        print("peer death seen after %.2f s: %s" % (took, e))
+        say("peer death seen after %.2f s: %s" % (took, e))
         os._exit(0)  # skip teardown: the peer is gone
     raise AssertionError("rank 0 never saw rank 1 die")
 
@@ -572,7 +581,7 @@ def scenario_ddp():
         dist.broadcast(q, 0)
         assert torch.equal(p, q)
     bitwise = all(torch.equal(a, b) for a, b in zip(h, g))
-    print("ddp rank %d: max |hccl - gloo| = %g, bitwise %s" % (
+    say("ddp rank %d: max |hccl - gloo| = %g, bitwise %s" % (
         RANK, worst, bitwise))
     if deterministic:
         again = train(None)
@@ -607,10 +616,10 @@ def main():
             torn = SCENARIOS[name]()
         except BaseException:
             sys.stdout.flush()
-            os.write(1, ("FAIL %s rank %d\n" % (name, RANK)).encode())
+            say("FAIL %s rank %d" % (name, RANK))
             raise
         sys.stdout.flush()
-        os.write(1, ("PASS %s rank %d\n" % (name, RANK)).encode())
+        say("PASS %s rank %d" % (name, RANK))
     if torn is None:
         dist.barrier()
         dist.destroy_process_group()
