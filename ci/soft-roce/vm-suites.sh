@@ -8,6 +8,10 @@
 # (HcclCommWorkingDevNicSet onto rxe1 and back), from an existing build
 # folder.
 # Exit status is the first failure's (124/125: a VM timed out / failed).
+# A stage whose VM's emulated NIC stopped transmitting (the guest kernel's
+# "NETDEV WATCHDOG ... transmit queue timed out": QEMU's virtio-net over
+# the socket netdev stalled, seen once in many runs, nothing our code
+# does) is named as such and run once more; any other failure is final.
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
 #   OHC_VM_SUITES      ctest -R regex (default: the suites below)
 #   OHC_TEST_CASES     cases of coll.random (default 24: TCG is slow)
@@ -21,9 +25,28 @@ build=${1:?usage: vm-suites.sh BUILD_DIR}
 suites=${OHC_VM_SUITES:-'^(transport\.(conformance|verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync|task)|api\.doctor_rdma|comm\.zerocopy)$'}
 
 bash ci/soft-roce/prepare.sh
+runs=${OHC_SOFTROCE_CACHE:-build/soft-roce}/runs
+
+# run_vm NAME RUN-VM-ARGS...: run-vm.sh, again once if a VM's NIC stalled.
+run_vm() {
+	local name=$1 try dir rc
+	shift
+	for try in 1 2; do
+		mkdir -p "$runs"
+		dir=$(mktemp -d "$runs/$(date +%Y%m%d-%H%M%S)-$name-$try.XXXX")
+		rc=0
+		ci/soft-roce/run-vm.sh --results "$dir" "$@" || rc=$?
+		[ "$rc" != 0 ] && [ "$try" = 1 ] &&
+			grep -ls "NETDEV WATCHDOG" "$dir"/vm*/console.log || return "$rc"
+		echo "vm-suites: $name: the emulated NIC of a VM stopped" \
+			"transmitting (guest NETDEV WATCHDOG, a QEMU stall):" \
+			"running the stage once more" >&2
+	done
+}
+
 start=$(date +%s)
 rc=0
-ci/soft-roce/run-vm.sh --rw "$build" --timeout 1200 -- \
+run_vm one-vm --rw "$build" --timeout 1200 -- \
 	env HCCL_INTRA_ROCE_ENABLE=1 OHC_TEST_CASES="${OHC_TEST_CASES:-24}" \
 	OHC_TEST_BIG_COUNT="${OHC_TEST_BIG_COUNT:-65539}" \
 	ctest --test-dir "$build" -R "$suites" --output-on-failure \
@@ -36,11 +59,20 @@ echo "vm-suites: one VM: exit $rc after $(($(date +%s) - start)) s"
 # (both VMs draw the same cases from one seed, chosen here). With the
 # rendezvous from 256 KiB, as on RDMA NICs (off on rxe unless set): the
 # one-VM run above covers rxe's own defaults (pulled fragments instead).
+# Ranks sleep at once when idle in the two-VM stages (OPENHCCL_SPIN_US=0,
+# as every oversubscribed rank did before b8bc28f): with two ranks polling
+# on a VM's one vCPU, taking its eth0 down (link_down, the flap, the NIC
+# switch) left the guest's virtio-net transmit queue stopped for good (the
+# kernel's NETDEV WATCHDOG; once an oops in tc after it) in 3 of 3 runs,
+# and the same stage with the spin off passed in 117 s. The faults under
+# test do not depend on the spin; the one-VM stage keeps the default.
+quiet_wait=OPENHCCL_SPIN_US=0
+
 start=$(date +%s)
 seed=${OHC_TEST_SEED:-$(date +%s)}
 echo "vm-suites: two VMs: random seed $seed (rerun with OHC_TEST_SEED=$seed)"
-ci/soft-roce/run-vm.sh --vms 2 --rw "$build" --timeout 900 -- \
-	env OHC_TEST_SEED="$seed" OPENHCCL_RDMA_RNDV_KB=256 \
+run_vm two-vms --vms 2 --rw "$build" --timeout 900 -- \
+	env OHC_TEST_SEED="$seed" OPENHCCL_RDMA_RNDV_KB=256 $quiet_wait \
 	OHC_TEST_CASES="${OHC_TEST_CASES_TWO_VMS:-200}" bash -c \
 	'"$0"/test/test_coll_two_node -j1 &&
 	 "$0"/test/test_comm_two_node_faults -j1 &&
@@ -54,7 +86,7 @@ echo "vm-suites: two VMs: exit $rc after $(($(date +%s) - start)) s"
 # backup NIC and back (about 40 s with the boot; 20 s of it a switch that
 # must fail on a down link).
 start=$(date +%s)
-ci/soft-roce/run-vm.sh --vms 2 --nics 2 --rw "$build" --timeout 300 -- \
-	"$build"/test/test_comm_nic_switch -j1 || rc=$?
+run_vm two-nics --vms 2 --nics 2 --rw "$build" --timeout 300 -- \
+	env $quiet_wait "$build"/test/test_comm_nic_switch -j1 || rc=$?
 echo "vm-suites: two VMs, two NICs: exit $rc after $(($(date +%s) - start)) s"
 exit "$rc"

@@ -252,6 +252,13 @@ static ohc_status_t exec_step(struct ohc_exec *x, struct ohc_waiter *w,
 					continue;
 				ep = x->eps[xf[i].peer];
 				status = ep->iface->ops->ep_check(ep);
+				/* a peer that ended after its last message:
+				 * what it sent may be here, unread yet */
+				if (status < 0 && ohc_waiter_progress(w) &&
+				    __atomic_load_n(&reqs[i].status,
+						    __ATOMIC_ACQUIRE) !=
+					    OHC_INPROGRESS)
+					continue;
 				if (status < 0) {
 					x->err_peer = xf[i].peer;
 					OHC_ERROR(

@@ -2,7 +2,8 @@
 /*
  * HcclSend/HcclRecv and HcclBarrier between real processes and between
  * thread ranks: ring exchanges in both directions, many messages in
- * flight per pair (FIFO matching), all datatypes, counts 1, 7, 1M+3.
+ * flight per pair (FIFO matching), all datatypes, counts 1, 7, 1M+3;
+ * and a receive posted after its sender destroyed its communicator.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -184,6 +185,86 @@ Test(p2p_barrier, procs4, .timeout = 400)
 Test(p2p_barrier, procs8, .timeout = 400)
 {
 	run_procs(8);
+}
+
+/*
+ * A sender that ends first: rank 1 sends two small messages, destroys its
+ * communicator and is gone before rank 0 posts the receives. What it sent
+ * had landed: the receives take it (over verbs in the VM, where the
+ * closed connection is seen first; over shm on the host).
+ */
+struct gone_arg {
+	HcclRootInfo root;
+	int gone;
+};
+
+static int gone_rank(int rank, int nranks, void *p)
+{
+	static const size_t counts[2] = {16, 250}; /* int32: 64 B, 1000 B */
+	struct gone_arg *a = p;
+	aclrtStream stream = NULL;
+	int32_t buf[250];
+	HcclComm comm;
+	int bad = 0;
+
+	if (aclInit(NULL) || aclrtSetDevice(rank) ||
+	    aclrtCreateStream(&stream) ||
+	    HcclCommInitRootInfo(nranks, &a->root, rank, &comm))
+		return 1;
+	/* both connected before rank 1 goes */
+	if (HcclBarrier(comm, stream) || aclrtSynchronizeStream(stream))
+		return 1;
+	for (int m = 0; m < 2; m++) {
+		if (rank == 1) {
+			for (size_t i = 0; i < counts[m]; i++)
+				buf[i] = (int32_t)(1000 * m + i);
+			bad += HcclSend(buf, counts[m], HCCL_DATA_TYPE_INT32, 0,
+					comm, stream) != HCCL_SUCCESS ||
+			       aclrtSynchronizeStream(stream) != 0;
+			continue;
+		}
+		if (m == 0) { /* rank 0: wait until rank 1 is gone */
+			while (!__atomic_load_n(&a->gone, __ATOMIC_ACQUIRE))
+				usleep(1000);
+			usleep(300 * 1000); /* its close seen by now */
+		}
+		memset(buf, 0xff, sizeof(buf));
+		if (HcclRecv(buf, counts[m], HCCL_DATA_TYPE_INT32, 1, comm,
+			     stream) != HCCL_SUCCESS ||
+		    aclrtSynchronizeStream(stream) != 0) {
+			fprintf(stderr,
+				"rank 0: receive %d of a sender that "
+				"is gone failed\n",
+				m);
+			bad++;
+			continue;
+		}
+		for (size_t i = 0; i < counts[m]; i++)
+			if (buf[i] != (int32_t)(1000 * m + i)) {
+				fprintf(stderr,
+					"rank 0: message %d [%zu] = %d\n", m, i,
+					buf[i]);
+				bad++;
+				break;
+			}
+	}
+	bad += HcclCommDestroy(comm) != HCCL_SUCCESS;
+	if (rank == 1)
+		__atomic_store_n(&a->gone, 1, __ATOMIC_RELEASE);
+	aclrtDestroyStream(stream);
+	aclFinalize();
+	return bad;
+}
+
+Test(p2p_barrier, receive_after_the_sender_is_gone, .timeout = 120)
+{
+	struct gone_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_eq(HcclGetRootInfo(&a->root), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_fork_ranks(2, gone_rank, a, 60), 0);
+	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(a, sizeof(*a));
 }
 
 static HcclComm tcomms[4];

@@ -280,6 +280,7 @@ struct ohc_verbs_ep {
 	int connected;
 	ohc_status_t broken;	 /* OHC_OK, or why the ep is unusable */
 	ohc_status_t peer_abort; /* the peer's announced failure, or OHC_OK */
+	uint64_t closed_at;	 /* when its setup socket reached EOF, or 0 */
 };
 
 /* ---- wire format ------------------------------------------------------ */

@@ -461,7 +461,7 @@ void ohc_vx_ep_quiesce_locked(struct ohc_ep *ep)
 				continue;
 			if (ohc_deadline_passed(deadline))
 				break;
-			if (sock_closed(e))
+			if (e->closed_at || sock_closed(e))
 				break; /* gone: it reads, acks nothing more */
 			(void)poll(NULL, 0, 1);
 		}

@@ -131,6 +131,11 @@ unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface)
 
 		if (!e || !e->connected || e->broken)
 			continue;
+		if (e->closed_at) { /* the peer ended: left out of the polls */
+			ohc_vx_ep_sock_check(e);
+			if (e->broken)
+				continue;
+		}
 		if (e->rp.state) {
 			ohc_vx_ep_sock_check(e);
 			ohc_vx_replay_progress(vi, e);
@@ -197,7 +202,7 @@ ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		struct ohc_verbs_ep *e = vi->by_peer[r];
 
 		if (e && e->connected && !e->broken && e->sock >= 0 &&
-		    !e->peer_abort) {
+		    !e->peer_abort && !e->closed_at) {
 			p[np].fd = e->sock;
 			p[np].events = POLLIN;
 			p[np++].revents = 0;

@@ -14,10 +14,12 @@
 
 #include "transport/verbs/verbs.h"
 #include "util/log.h"
+#include "util/time.h"
 
-/* The one byte iface_abort sends on the setup socket. */
+/* The one byte iface_abort sends on the setup socket; ep_stop's. */
 #define VX_ABORT_DESYNC 'D'
 #define VX_ABORT_OTHER 'X'
+#define VX_ABORT_BROKEN 'B'
 
 /* ---- failing an endpoint ------------------------------------------- */
 
@@ -45,9 +47,14 @@ static void ep_stop(struct ohc_verbs_ep *e)
 	for (uint32_t i = 0; i < e->nqps; i++)
 		if (e->qps[i].qp)
 			ohc_vx_fault_qp_error(e->qps[i].qp);
-	/* tell the peer at once rather than after its retries run out */
-	if (e->sock >= 0)
+	/* tell the peer at once rather than after its retries run out; the
+	 * byte tells a broken connection from a peer that ended (EOF) */
+	if (e->sock >= 0) {
+		char c = VX_ABORT_BROKEN;
+
+		(void)!send(e->sock, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		shutdown(e->sock, SHUT_RDWR);
+	}
 }
 
 /*
@@ -150,6 +157,70 @@ void ohc_vx_async_events(struct ohc_verbs_iface *vi)
 /* ---- liveness and cancel ------------------------------------------- */
 
 /*
+ * The peer closed its setup socket: its process is gone, or it destroyed
+ * its communicator after its last operation. Everything it sent before
+ * has landed here (its sends completed, so our side acknowledged them):
+ * a peer that finished before us is no failure, and receives posted later
+ * still take what it sent. A receive that finds nothing more fails: it
+ * never comes. Our own sends may wait a moment for the acknowledgements
+ * that were on their way (VX_CLOSE_GRACE_MS); one still waiting then
+ * fails with the peer. No credits and no replays go to a closed peer.
+ */
+#define VX_CLOSE_GRACE_MS 200
+#define VX_CLOSED_WHY                                                          \
+	"the peer closed its connection (process gone or its side failed)"
+
+static int ep_recv_pending(const struct ohc_verbs_ep *e)
+{
+	return !ohc_list_empty(&e->recvq) || !ohc_list_empty(&e->rdv.rxq);
+}
+
+static int ep_send_pending(const struct ohc_verbs_ep *e)
+{
+	return !ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->rdv.txq) ||
+	       e->gx_head != e->gx_tail;
+}
+
+/*
+ * Take what the peer sent before it ended or failed (completions, slots,
+ * rendezvous): its sends completed, so it is all here. Whether the ep
+ * still stands.
+ */
+static int ep_drain(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	if (e->broken || e->rp.state)
+		return !e->broken;
+	ohc_vx_cq_poll(vi);
+	if (e->broken)
+		return 0;
+	ohc_vx_ep_deliver(vi, e);
+	ohc_vx_rdv_progress(vi, e);
+	return !e->broken;
+}
+
+static void ep_peer_closed(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	uint64_t now = ohc_time_ns();
+
+	if (e->rp.state) { /* mid-replay: the connection is gone already */
+		ohc_vx_ep_fail(e, 0, VX_CLOSED_WHY);
+		return;
+	}
+	if (!ep_drain(vi, e))
+		return;
+	if (!e->closed_at) {
+		e->closed_at = now;
+		OHC_DEBUG(OHC_SS_VERBS,
+			  "rank %u: rank %u closed its connection",
+			  e->super.iface->rank, e->super.peer);
+	}
+	if (ep_recv_pending(e) ||
+	    (ep_send_pending(e) &&
+	     now - e->closed_at >= VX_CLOSE_GRACE_MS * 1000000ull))
+		ohc_vx_ep_fail(e, 0, VX_CLOSED_WHY);
+}
+
+/*
  * The setup socket: a reason byte (the peer's communicator failed, see
  * iface_abort) or EOF (its process is gone or its side stopped). Read even
  * when the ep is already broken: the peer's abort may have broken our QPs
@@ -162,6 +233,11 @@ void ohc_vx_ep_sock_check(struct ohc_verbs_ep *e)
 	uint8_t m[1 + OHC_VX_RP_BODY];
 	ssize_t n;
 
+	if (e->closed_at) { /* at EOF: only the grace is left to decide */
+		if (!e->broken)
+			ep_peer_closed(vi, e);
+		return;
+	}
 	while (e->sock >= 0 && !e->peer_abort && poll(&p, 1, 0) > 0) {
 		n = recv(e->sock, m, 1, MSG_DONTWAIT | MSG_PEEK);
 		if (n == 1 &&
@@ -178,6 +254,10 @@ void ohc_vx_ep_sock_check(struct ohc_verbs_ep *e)
 		}
 		n = recv(e->sock, m, 1, MSG_DONTWAIT);
 		if (n == 1) {
+			/* what it sent before it failed is ours: a receive
+			 * it completed must not fail with it (CI: a ring's
+			 * last message lost to the abort that followed it) */
+			(void)ep_drain(vi, e);
 			e->peer_abort = m[0] == VX_ABORT_DESYNC
 						? OHC_ERR_DESYNC
 						: OHC_ERR_REMOTE;
@@ -185,12 +265,15 @@ void ohc_vx_ep_sock_check(struct ohc_verbs_ep *e)
 				       m[0] == VX_ABORT_DESYNC
 					       ? "the peer failed on a "
 						 "mismatched operation"
+				       : m[0] == VX_ABORT_BROKEN
+					       ? "the peer's side of the "
+						 "connection failed"
 					       : "the peer's communicator "
 						 "failed");
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-			ohc_vx_ep_fail(e, 0,
-				       "the peer closed its connection "
-				       "(process gone or its side failed)");
+			if (e->broken)
+				return;
+			ep_peer_closed(vi, e);
 		}
 		return;
 	}

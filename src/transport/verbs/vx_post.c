@@ -587,7 +587,7 @@ void ohc_vx_ep_credit(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	uint64_t owed = e->rx_next - e->rx_reported;
 	int rc;
 
-	if (e->broken || e->rp.state || !owed ||
+	if (e->broken || e->rp.state || e->closed_at || !owed ||
 	    (!force && owed < vi->slots / 4))
 		return;
 	if (q->sq_inflight + 2 > vi->sq_depth)

@@ -141,8 +141,8 @@ int ohc_vx_replay_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 
 	if (rp->state != VX_RP_NONE)
 		return 1;
-	if (!vi->replay_ms || e->broken || e->peer_abort || vi->aborted ||
-	    !e->connected)
+	if (!vi->replay_ms || e->broken || e->peer_abort || e->closed_at ||
+	    vi->aborted || !e->connected)
 		return 0;
 	memset(rp->why, 0, sizeof(rp->why));
 	snprintf(rp->why, sizeof(rp->why), "%s", why);

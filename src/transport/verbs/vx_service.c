@@ -82,7 +82,8 @@ static int service_fds(struct ohc_verbs_iface *vi, struct watch *w)
 			r < vi->super.nranks ? vi->by_peer[r] : NULL;
 		int fd = r == vi->super.nranks ? vi->ctx->async_fd : -1;
 
-		if (e && e->connected && !e->broken && !e->peer_abort)
+		if (e && e->connected && !e->broken && !e->peer_abort &&
+		    !e->closed_at) /* at EOF: readable for ever */
 			fd = e->sock;
 		busy |= e && e->rp.state;
 		if (fd < 0)
@@ -114,8 +115,8 @@ static void service_locked(struct ohc_verbs_iface *vi)
 	for (uint32_t r = 0; r < vi->super.nranks; r++) {
 		struct ohc_verbs_ep *e = vi->by_peer[r];
 
-		if (!e || !e->connected || e->broken)
-			continue;
+		if (!e || !e->connected || e->broken || e->closed_at)
+			continue; /* closed: the owner's waits decide */
 		ohc_vx_ep_sock_check(e);
 		replaying |= e->rp.state != VX_RP_NONE;
 	}
