@@ -707,11 +707,14 @@ class Launcher(object):
             self.start()
             while True:
                 self._handle_signals()
+                # Looked at before _reap: a rank that ends between the
+                # two would leave its failure unjudged.
+                all_exited = self._all_exited()
                 self._reap()
                 if self.node == 0:
                     self._judge()
                 self._escalate()
-                if self._all_exited():
+                if all_exited:
                     if self.culprit is not None:
                         break
                     if self.node != 0:
