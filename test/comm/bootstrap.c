@@ -783,6 +783,7 @@ Test(hostid, basic)
 struct proc_arg {
 	uint8_t info[OHC_ROOT_INFO_BYTES];
 	int use_hostid;
+	int ring; /* allgathers round the ring, not Bruck's */
 };
 
 static int proc_rank(int rank, int nranks, void *p)
@@ -797,6 +798,8 @@ static int proc_rank(int rank, int nranks, void *p)
 		snprintf(hid, sizeof(hid), "node-%d", rank % 2);
 		set_env("OPENHCCL_HOSTID", hid);
 	}
+	if (a->ring)
+		ohc_bs_bruck_max_bytes = 0;
 	if (ohc_bootstrap_init_root(a->info, (uint32_t)nranks, (uint32_t)rank,
 				    TMO_MS, &bs) != OHC_OK)
 		return 1;
@@ -812,13 +815,14 @@ static int proc_rank(int rank, int nranks, void *p)
 	return bad;
 }
 
-static void run_procs(int nranks, int use_hostid)
+static void run_procs(int nranks, int use_hostid, int ring)
 {
 	struct proc_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	cr_assert_neq(a, MAP_FAILED);
 	a->use_hostid = use_hostid;
+	a->ring = ring;
 	cr_assert_eq(ohc_root_info_create(a->info), OHC_OK);
 	cr_assert_eq(fork_ranks(nranks, proc_rank, a, 60), 0);
 	cr_assert_eq(listeners_settle(), 0, "root listener still running");
@@ -827,12 +831,25 @@ static void run_procs(int nranks, int use_hostid)
 
 Test(procs, four, .timeout = 90)
 {
-	run_procs(4, 0);
+	run_procs(4, 0, 0);
 }
 
 Test(procs, eight_two_hosts, .timeout = 120)
 {
-	run_procs(8, 1);
+	run_procs(8, 1, 0);
+}
+
+/* Bruck's allgather and the dissemination barrier at counts that are not
+ * powers of two (the last step sends only what its peer lacks). */
+Test(procs, seven, .timeout = 90)
+{
+	run_procs(7, 0, 0);
+}
+
+/* Allgathers too large for one buffer go round the ring. */
+Test(procs, six_round_the_ring, .timeout = 90)
+{
+	run_procs(6, 0, 1);
 }
 
 /* Rank-table mode: rank 0 runs the root at a given address; the others

@@ -526,39 +526,115 @@ static ohc_status_t ep_state(struct ohc_bootstrap *bs, const char *what)
 	return bs->ep->ops->xfer(bs->ep, bs->ctx, &x, op_deadline(bs));
 }
 
+/*
+ * One exchange step of a collective: send to one peer, receive from
+ * another, progressed together.
+ */
+static ohc_status_t coll_step(struct ohc_bootstrap *bs, uint64_t tag,
+			      uint32_t to, const void *sbuf, uint32_t from,
+			      void *rbuf, size_t len, const char *what,
+			      uint64_t deadline)
+{
+	struct bs_xfer x = {
+		.type = BS_T_COLL,
+		.send_tag = tag,
+		.recv_tag = tag,
+		.send_to = ep_rank(bs, to),
+		.send_buf = len ? sbuf : NULL,
+		.send_len = len,
+		.recv_from = ep_rank(bs, from),
+		.recv_buf = len ? rbuf : NULL,
+		.recv_len = len,
+		.what = what,
+		.culprit = BS_NO_RANK,
+	};
+	ohc_status_t status = bs->ep->ops->xfer(bs->ep, bs->ctx, &x, deadline);
+
+	return status < 0 ? coll_failed(bs, status, x.culprit) : OHC_OK;
+}
+
+/* The ring: n-1 steps of one record each. For records too large to
+ * gather whole in one buffer. */
 static ohc_status_t ring_gather(struct ohc_bootstrap *bs, uint8_t *buf,
-				size_t bytes, enum coll_kind kind,
-				const char *what)
+				size_t bytes, uint64_t seq, enum coll_kind kind,
+				const char *what, uint64_t deadline)
 {
 	uint32_t n = bs->nranks, r = bs->rank;
+
+	for (uint32_t s = 0; s + 1 < n; s++) {
+		uint32_t sslot = (r + n - s) % n,
+			 rslot = (r + 2 * n - s - 1) % n;
+		ohc_status_t status = coll_step(
+			bs, coll_tag(seq, kind, s), (r + 1) % n,
+			buf + (size_t)sslot * bytes, (r + n - 1) % n,
+			buf + (size_t)rslot * bytes, bytes, what, deadline);
+
+		if (status < 0)
+			return status;
+	}
+	return OHC_OK;
+}
+
+/*
+ * Bruck's allgather: ceil(log2 n) steps. After step k a rank holds the
+ * records of itself and the 2^(k+1)-1 ranks after it, in that order, in
+ * tmp; it sends what it holds (at most the n-2^k still missing at its
+ * peer) to the rank 2^k before it and appends what the rank 2^k after
+ * it sends. With no records (bytes 0) it is the dissemination barrier.
+ * Rank r's peers are r +- 2^k: O(log n) connections per rank, opened on
+ * first use, and no rank waits for a chain of n-1 others.
+ */
+static ohc_status_t bruck_gather(struct ohc_bootstrap *bs, uint8_t *buf,
+				 uint8_t *tmp, size_t bytes, uint64_t seq,
+				 enum coll_kind kind, const char *what,
+				 uint64_t deadline)
+{
+	uint32_t n = bs->nranks, r = bs->rank;
+	uint64_t step = 0;
+
+	if (bytes)
+		memcpy(tmp, buf + (size_t)r * bytes, bytes);
+	for (uint32_t dist = 1; dist < n; dist <<= 1, step++) {
+		size_t len = (size_t)OHC_MIN(dist, n - dist) * bytes;
+		ohc_status_t status =
+			coll_step(bs, coll_tag(seq, kind, step),
+				  (r + n - dist) % n, tmp, (r + dist) % n,
+				  bytes ? tmp + (size_t)dist * bytes : NULL,
+				  len, what, deadline);
+
+		if (status < 0)
+			return status;
+		if (dist > n / 2)
+			break; /* dist << 1 would overflow for n > 2^31 */
+	}
+	for (uint32_t i = 1; bytes && i < n; i++)
+		memcpy(buf + (size_t)((r + i) % n) * bytes,
+		       tmp + (size_t)i * bytes, bytes);
+	return OHC_OK;
+}
+
+/* Above this many bytes in all, an allgather goes round the ring (a
+ * variable: tests lower it to run the ring). */
+size_t ohc_bs_bruck_max_bytes = (size_t)64 << 20;
+
+static ohc_status_t gather(struct ohc_bootstrap *bs, uint8_t *buf, size_t bytes,
+			   enum coll_kind kind, const char *what)
+{
+	uint32_t n = bs->nranks;
 	uint64_t seq = bs->seq++, deadline;
+	uint8_t *tmp = NULL;
 	ohc_status_t status;
 
 	if (n == 1)
 		return ep_state(bs, what);
 	deadline = op_deadline(bs);
-	for (uint32_t s = 0; s + 1 < n; s++) {
-		uint32_t sslot = (r + n - s) % n,
-			 rslot = (r + 2 * n - s - 1) % n;
-		struct bs_xfer x = {
-			.type = BS_T_COLL,
-			.send_tag = coll_tag(seq, kind, s),
-			.recv_tag = coll_tag(seq, kind, s),
-			.send_to = ep_rank(bs, (r + 1) % n),
-			.send_buf = bytes ? buf + (size_t)sslot * bytes : NULL,
-			.send_len = bytes,
-			.recv_from = ep_rank(bs, (r + n - 1) % n),
-			.recv_buf = bytes ? buf + (size_t)rslot * bytes : NULL,
-			.recv_len = bytes,
-			.what = what,
-			.culprit = BS_NO_RANK,
-		};
-
-		status = bs->ep->ops->xfer(bs->ep, bs->ctx, &x, deadline);
-		if (status < 0)
-			return coll_failed(bs, status, x.culprit);
-	}
-	return OHC_OK;
+	if (bytes && bytes <= ohc_bs_bruck_max_bytes / n)
+		tmp = malloc((size_t)n * bytes);
+	if (bytes && !tmp)
+		return ring_gather(bs, buf, bytes, seq, kind, what, deadline);
+	status = bruck_gather(bs, buf, tmp, bytes, seq, kind, what, deadline);
+	free(tmp);
+	return status;
 }
 
 ohc_status_t ohc_bootstrap_allgather(struct ohc_bootstrap *bs, void *buf,
@@ -576,8 +652,7 @@ ohc_status_t ohc_bootstrap_allgather(struct ohc_bootstrap *bs, void *buf,
 			  bs->rank, bytes_per_rank, OHC_BOOTSTRAP_MAX_MSG);
 		return OHC_ERR_INVALID;
 	}
-	return ring_gather(bs, buf, bytes_per_rank, COLL_ALLGATHER,
-			   "allgather");
+	return gather(bs, buf, bytes_per_rank, COLL_ALLGATHER, "allgather");
 }
 
 ohc_status_t ohc_bootstrap_barrier(struct ohc_bootstrap *bs)
@@ -586,7 +661,7 @@ ohc_status_t ohc_bootstrap_barrier(struct ohc_bootstrap *bs)
 		OHC_ERROR(OHC_SS_BOOT, "bootstrap barrier: bootstrap is NULL");
 		return OHC_ERR_NULL;
 	}
-	return ring_gather(bs, NULL, 0, COLL_BARRIER, "barrier");
+	return gather(bs, NULL, 0, COLL_BARRIER, "barrier");
 }
 
 ohc_status_t ohc_bootstrap_bcast(struct ohc_bootstrap *bs, void *buf,

@@ -29,6 +29,10 @@ struct bs_addr;
  * that rings of large messages cannot deadlock. Messages are matched by
  * (peer, ctx, type, tag) in arrival order.
  */
+/* Allgathers of more bytes in all go round the ring, not Bruck's
+ * log-n steps (bootstrap.c; a test seam). */
+extern size_t ohc_bs_bruck_max_bytes;
+
 struct bs_xfer {
 	uint8_t type; /* BS_T_COLL or BS_T_DATA */
 	uint64_t send_tag, recv_tag;
