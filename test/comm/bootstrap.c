@@ -852,6 +852,23 @@ Test(procs, six_round_the_ring, .timeout = 90)
 	run_procs(6, 0, 1);
 }
 
+/* The table tree: the root sends the table to rank 0 only, ranks 1-4 get
+ * it from rank 0, 5-8 from rank 1, 9-12 from rank 2 (three levels); every
+ * rank checks every host id (even and odd ranks on two hosts). */
+Test(procs, thirteen_down_the_table_tree, .timeout = 120)
+{
+	uint32_t direct = ohc_bs_table_direct;
+
+	ohc_bs_table_direct = 1; /* the forked ranks inherit it */
+	cr_assert_eq(bs_table_parent(13, 0), BS_NO_RANK);
+	cr_assert_eq(bs_table_parent(13, 4), 0);
+	cr_assert_eq(bs_table_parent(13, 12), 2);
+	cr_assert_eq(bs_table_child(13, 1, 3), 8);
+	cr_assert_eq(bs_table_child(13, 3, 0), BS_NO_RANK);
+	run_procs(13, 1, 0);
+	ohc_bs_table_direct = direct;
+}
+
 /* Rank-table mode: rank 0 runs the root at a given address; the others
  * start first and retry until it listens. */
 struct addr_arg {

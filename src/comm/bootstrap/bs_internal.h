@@ -258,17 +258,37 @@ ohc_status_t bs_wait_fd(int fd, short events, uint64_t deadline);
 #define BS_HDR_BYTES 32
 
 enum bs_type {
-	BS_T_JOIN = 1,	  /* rank -> root: who I am */
-	BS_T_TABLE = 2,	  /* root -> rank: everyone's address and host id */
-	BS_T_REFUSE = 3,  /* root -> rank: status + reason text */
-	BS_T_EXPIRED = 4, /* root -> rank: who never arrived (text) */
-	BS_T_HELLO = 5,	  /* first frame of a rank-to-rank connection */
-	BS_T_COLL = 6,	  /* collective step */
-	BS_T_DATA = 7,	  /* tagged send/recv */
-	BS_T_ABORT = 8,	  /* the sender poisoned its bootstrap */
-	BS_T_WELCOME = 9, /* root -> rank: JOIN accepted, with the proof */
-	BS_T_MAX = 9,
+	BS_T_JOIN = 1,	     /* rank -> root: who I am */
+	BS_T_TABLE = 2,	     /* root -> rank: everyone's address and host id */
+	BS_T_REFUSE = 3,     /* root -> rank: status + reason text */
+	BS_T_EXPIRED = 4,    /* root -> rank: who never arrived (text) */
+	BS_T_HELLO = 5,	     /* first frame of a rank-to-rank connection */
+	BS_T_COLL = 6,	     /* collective step */
+	BS_T_DATA = 7,	     /* tagged send/recv */
+	BS_T_ABORT = 8,	     /* the sender poisoned its bootstrap */
+	BS_T_WELCOME = 9,    /* root -> rank: JOIN accepted, with the proof */
+	BS_T_TABLE_VIA = 10, /* root -> rank: the table comes from the rank's
+				parent in the table tree (no payload) */
+	BS_T_MAX = 10,
 };
+
+/*
+ * The table tree: the root sends the TABLE itself to the first
+ * ohc_bs_table_direct ranks (64; a test seam) and BS_T_TABLE_VIA to the
+ * rest, each of which gets the table from its parent, a rank that has
+ * it, as a COLL message of tag BS_TABLE_TAG on context 0. Rank p's
+ * children are direct + p * BS_TABLE_FANOUT + k (k < BS_TABLE_FANOUT), so
+ * the root sends at most `direct` tables and every rank at most
+ * BS_TABLE_FANOUT: at 4,096 ranks 64 + 4 copies instead of 4,096 from the
+ * root, in 4 levels.
+ */
+#define BS_TABLE_FANOUT 4
+#define BS_TABLE_TAG ((uint64_t)0xff << 24) /* no collective's tag */
+extern uint32_t ohc_bs_table_direct;
+/* The rank r gets the table from, or BS_NO_RANK: from the root. */
+uint32_t bs_table_parent(uint32_t n, uint32_t r);
+/* Child k of rank p, or BS_NO_RANK. */
+uint32_t bs_table_child(uint32_t n, uint32_t p, unsigned k);
 
 struct bs_hdr {
 	uint8_t type;

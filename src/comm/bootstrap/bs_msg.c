@@ -82,6 +82,25 @@ const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
 	return NULL;
 }
 
+uint32_t ohc_bs_table_direct = 64;
+
+uint32_t bs_table_parent(uint32_t n, uint32_t r)
+{
+	uint32_t direct = ohc_bs_table_direct ? ohc_bs_table_direct : 1;
+
+	if (r < direct || r >= n)
+		return BS_NO_RANK;
+	return (r - direct) / BS_TABLE_FANOUT;
+}
+
+uint32_t bs_table_child(uint32_t n, uint32_t p, unsigned k)
+{
+	uint64_t c = (uint64_t)(ohc_bs_table_direct ? ohc_bs_table_direct : 1) +
+		     (uint64_t)p * BS_TABLE_FANOUT + k;
+
+	return k < BS_TABLE_FANOUT && c < n ? (uint32_t)c : BS_NO_RANK;
+}
+
 const uint8_t *bs_table_entry(const uint8_t *pl, uint32_t r)
 {
 	return pl + 4 + (size_t)r * BS_ENTRY_BYTES;

@@ -3,9 +3,10 @@
  * The root listener: one thread per root info (or per rank-table
  * communicator, run by rank 0) that collects exactly one communicator's
  * ranks, checks each against the session token, nranks, rank range,
- * duplicates and the host whitelist, and sends everyone the table of
- * listen addresses and host ids. It ends after that, after the ranks'
- * connect timeout (logging who never arrived), after idle_ms without any
+ * duplicates and the host whitelist, and sends the table of listen
+ * addresses and host ids to the first ranks, and to the others word that
+ * it comes down the table tree (bs_internal.h). It ends after that, after the
+ * ranks' connect timeout (logging who never arrived), after idle_ms without any
  * rank, or when stopped. A registry owns every listener: finished ones are
  * joined by ohc_root_listeners_reap (called by create/init/destroy), the
  * rest at process exit; fork() children forget their parent's listeners.
@@ -384,7 +385,7 @@ static void expire(struct bs_root *r)
 
 static ohc_status_t table_build(struct bs_root *r)
 {
-	struct bs_hdr h = {.type = BS_T_TABLE};
+	struct bs_hdr h = {.type = BS_T_TABLE}, via = {.type = BS_T_TABLE_VIA};
 
 	r->table_len = 4 + (size_t)r->nranks * BS_ENTRY_BYTES;
 	r->table = malloc(r->table_len);
@@ -399,8 +400,13 @@ static ohc_status_t table_build(struct bs_root *r)
 		memcpy(r->table + 4 + (size_t)i * BS_ENTRY_BYTES,
 		       r->ranks[i].entry, BS_ENTRY_BYTES);
 	h.len = r->table_len;
-	for (uint32_t i = 0; i < r->nranks; i++)
-		bs_tx_init(&r->ranks[i].tx, &h, r->table);
+	for (uint32_t i = 0; i < r->nranks; i++) {
+		/* the rest get it down the table tree (bs_internal.h) */
+		if (bs_table_parent(r->nranks, i) == BS_NO_RANK)
+			bs_tx_init(&r->ranks[i].tx, &h, r->table);
+		else
+			bs_tx_init(&r->ranks[i].tx, &via, NULL);
+	}
 	return OHC_OK;
 }
 

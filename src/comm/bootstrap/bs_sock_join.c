@@ -2,8 +2,9 @@
 /*
  * Socket endpoint, joining: find this job's root among the candidates
  * (JOIN, then its WELCOME), open our listener on the way, read the root's
- * verdict (the table), bring the ring up; and, for tests and fuzzing, an
- * endpoint over connections that already exist.
+ * verdict (the table, or word that our parent in the table tree has it),
+ * hand the table on to our children, bring the ring up; and, for tests and
+ * fuzzing, an endpoint over connections that already exist.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,10 +69,28 @@ ohc_status_t bs_sock_adopt(uint32_t nranks, uint32_t rank, uint64_t token,
 	return OHC_OK;
 }
 
-/* The root's reply: the table, a refusal or an expiry. */
+/* Every rank's address and host id, from a TABLE payload that passed
+ * bs_table_check. */
+static void table_install(struct sock_ep *ep, const uint8_t *pl)
+{
+	for (uint32_t r = 0; r < ep->super.nranks; r++) {
+		struct sock_peer *p = &ep->peers[r];
+		const char *hid;
+
+		(void)bs_entry_decode(bs_table_entry(pl, r), &p->addr, &hid);
+		memcpy(p->hostid, hid, OHC_HOSTID_MAX);
+		bs_addr_str(&p->addr, p->where, sizeof(p->where));
+	}
+}
+
+/*
+ * The root's reply: the table (OHC_OK, *table_p is the payload, ours to
+ * free), word that it comes from our parent in the table tree
+ * (OHC_INPROGRESS), a refusal or an expiry.
+ */
 static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 				 uint64_t deadline, uint64_t t0,
-				 uint16_t my_port)
+				 uint16_t my_port, uint8_t **table_p)
 {
 	uint32_t me = ep->super.rank, n = ep->super.nranks;
 	size_t want = 4 + (size_t)n * BS_ENTRY_BYTES;
@@ -129,15 +148,15 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 			status = OHC_ERR_TCP_TRANSFER;
 			break;
 		}
-		for (uint32_t r = 0; r < n; r++) {
-			struct sock_peer *p = &ep->peers[r];
-			const char *hid;
-
-			(void)bs_entry_decode(bs_table_entry(pl, r), &p->addr,
-					      &hid);
-			memcpy(p->hostid, hid, OHC_HOSTID_MAX);
-			bs_addr_str(&p->addr, p->where, sizeof(p->where));
-		}
+		table_install(ep, pl);
+		*table_p = pl;
+		pl = NULL;
+		break;
+	case BS_T_TABLE_VIA:
+		if (h.len || bs_table_parent(n, me) == BS_NO_RANK)
+			status = OHC_ERR_TCP_TRANSFER;
+		else
+			status = OHC_INPROGRESS;
 		break;
 	default:
 		status = OHC_ERR_TCP_TRANSFER;
@@ -151,6 +170,75 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 			me, root);
 	free(pl);
 	return status;
+}
+
+/* The table from our parent in the table tree, as the root told us. */
+static ohc_status_t table_from_parent(struct sock_ep *ep, uint64_t deadline,
+				      uint16_t my_port, uint8_t **table_p)
+{
+	uint32_t me = ep->super.rank, n = ep->super.nranks;
+	uint32_t parent = bs_table_parent(n, me);
+	size_t want = 4 + (size_t)n * BS_ENTRY_BYTES;
+	struct bs_hdr h = {.type = BS_T_TABLE, .len = want};
+	uint8_t *pl = malloc(want);
+	struct bs_xfer x = {
+		.type = BS_T_COLL,
+		.recv_tag = BS_TABLE_TAG,
+		.send_to = BS_NO_RANK,
+		.recv_from = parent,
+		.recv_buf = pl,
+		.recv_len = want,
+		.what = "init (the rank table from our parent in the table "
+			"tree)",
+		.culprit = BS_NO_RANK,
+	};
+	ohc_status_t status;
+
+	if (!pl)
+		return OHC_ERR_NO_MEMORY;
+	snprintf(ep->peers[parent].where, sizeof(ep->peers[parent].where),
+		 "address not known yet");
+	status = ep->super.ops->xfer(&ep->super, 0, &x, deadline);
+	if (status == OHC_OK && bs_table_check(&h, pl, n, me, my_port) < 0) {
+		OHC_ERROR(OHC_SS_BOOT,
+			  "rank %u: malformed rank table from rank %u, our "
+			  "parent in the table tree",
+			  me, parent);
+		status = OHC_ERR_TCP_TRANSFER;
+	}
+	if (status < 0) {
+		free(pl);
+		return status;
+	}
+	table_install(ep, pl);
+	*table_p = pl;
+	return OHC_OK;
+}
+
+/* Hand the table on to our children in the table tree. A child that is
+ * gone is logged here and fails the job at its first operation. */
+static void table_to_children(struct sock_ep *ep, const uint8_t *table,
+			      uint64_t deadline)
+{
+	uint32_t me = ep->super.rank, n = ep->super.nranks;
+
+	for (unsigned k = 0; k < BS_TABLE_FANOUT; k++) {
+		struct bs_xfer x = {
+			.type = BS_T_COLL,
+			.send_tag = BS_TABLE_TAG,
+			.send_to = bs_table_child(n, me, k),
+			.send_buf = table,
+			.send_len = 4 + (size_t)n * BS_ENTRY_BYTES,
+			.recv_from = BS_NO_RANK,
+			.what = "init (the rank table to a child in the table "
+				"tree)",
+			.culprit = BS_NO_RANK,
+		};
+
+		if (x.send_to == BS_NO_RANK)
+			break;
+		(void)ep->super.ops->xfer(&ep->super, 0, &x, deadline);
+	}
 }
 
 /* Connect to rank+1 and wait for rank-1 to connect to us. */
@@ -405,6 +493,7 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 	char where[BS_ADDR_STRLEN], last[BS_ADDR_STRLEN];
 	struct sock_ep *ep;
 	ohc_status_t status;
+	uint8_t *table = NULL;
 	int rfd = -1, probing = nroots > 1;
 	unsigned k = 0;
 
@@ -438,10 +527,16 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 		goto err_free;
 	bs_addr_str(&roots[k], where, sizeof(where));
 	status = read_verdict(ep, rfd, where, verdict, t0,
-			      bs_addr_port(&ep->listen_addr));
+			      bs_addr_port(&ep->listen_addr), &table);
 	ohc_bs_close_fd(&rfd);
+	if (status == OHC_INPROGRESS)
+		status = table_from_parent(
+			ep, verdict, bs_addr_port(&ep->listen_addr), &table);
 	if (status < 0)
 		goto err_free;
+	table_to_children(ep, table, verdict);
+	free(table);
+	table = NULL;
 
 	if (nranks > 1) {
 		status = ring_up(ep, verdict, t0);
@@ -454,6 +549,7 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 	return OHC_OK;
 
 err_free:
+	free(table);
 	ohc_bs_sock_free(ep, 1);
 	return status;
 }
