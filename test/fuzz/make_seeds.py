@@ -166,7 +166,7 @@ def root_infos():
 # ---- bootstrap frames -----------------------------------------------------
 
 T_JOIN, T_TABLE, T_REFUSE, T_EXPIRED, T_HELLO, T_COLL, T_DATA, T_ABORT, \
-    T_WELCOME = range(1, 10)
+    T_WELCOME, T_TABLE_VIA = range(1, 11)
 
 
 def frame(ftype, payload=b"", ctx=0, tag=0, length=None, magic=0x4F42,
@@ -200,10 +200,15 @@ def hello(token, frm, to, nranks):
 
 
 def table(n, port_of_me=None, me=0):
-    pl = be32(n)
+    # n, nhosts, the distinct host ids (be16 length + bytes), then per
+    # rank its wire address and host index (src/comm/bootstrap/bs_msg.c)
+    hosts = ["host-%d" % h for h in range((n + 1) // 2)]
+    pl = be32(n) + be32(len(hosts))
+    for h in hosts:
+        pl += be16(len(h)) + h.encode()
     for r in range(n):
         port = port_of_me if (r == me and port_of_me) else 41000 + r
-        pl += entry("10.0.0.%d" % (r + 1), port, "host-%d" % (r // 2))
+        pl += wire_addr("10.0.0.%d" % (r + 1), port) + be32(r // 2)
     return pl
 
 
@@ -260,6 +265,8 @@ def bs_frames():
          frame(T_TABLE, table(2)))
     seed("bs_frames", "table_count", bs_ctx(3, 3, 0, tok, 0, 41000, 0) +
          frame(T_TABLE, be32(2) + table(3)[4:]))
+    seed("bs_frames", "table_via", bs_ctx(3, 8, 5, tok, 0, 41005, 0) +
+         frame(T_TABLE_VIA))
     # endpoints: data, aborts, garbage
     seed("bs_frames", "coll_data_abort", bs_ctx(4, 4, 0, tok, 0, 0, 0) +
          frame(T_COLL, b"x" * 40, tag=(1 << 24)) +

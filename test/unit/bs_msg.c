@@ -6,6 +6,8 @@
  * pinned with a frame that just passes and one that just fails.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/bootstrap/bs_internal.h"
@@ -88,33 +90,71 @@ Test(bs_msg, hello)
 	cr_expect_eq(from, BS_NO_RANK);
 }
 
+struct decoded {
+	uint16_t port[4];
+	char hostid[4][OHC_HOSTID_MAX];
+	uint32_t calls;
+};
+
+static void collect(void *arg, uint32_t r, const struct bs_addr *a,
+		    const char *hostid)
+{
+	struct decoded *d = arg;
+
+	cr_assert_eq(r, d->calls++);
+	d->port[r] = bs_addr_port(a);
+	snprintf(d->hostid[r], sizeof(d->hostid[r]), "%s", hostid);
+}
+
+/* Four ranks' JOIN entries on two hosts: a table with each host id once,
+ * every rank's address and host id back out of it. */
 Test(bs_msg, table)
 {
-	uint32_t n = 3;
-	struct bs_hdr h = {.type = BS_T_TABLE,
-			   .len = 4 + (uint64_t)n * BS_ENTRY_BYTES};
-	uint8_t *pl = calloc(1, h.len);
-	struct bs_addr a;
-	const char *hid;
+	uint32_t n = 4;
+	uint8_t ents[4][BS_ENTRY_BYTES], *pl = NULL;
+	const char *hosts[4] = {"node-b", "node-a", "node-b", "node-a"};
+	struct decoded d = {0};
+	struct bs_hdr h = {.type = BS_T_TABLE};
+	size_t len = 0;
 
-	cr_assert(pl);
-	bs_put32(pl, n);
 	for (uint32_t r = 0; r < n; r++)
-		entry(pl + 4 + r * BS_ENTRY_BYTES, (uint16_t)(5000 + r), "h");
+		entry(ents[r], (uint16_t)(5000 + r), hosts[r]);
+	cr_assert_eq(bs_table_encode(ents[0], sizeof(ents[0]), n, &pl, &len),
+		     OHC_OK);
+	/* n, nhosts, two host ids, four addresses with their host index */
+	cr_expect_eq(len, 8 + 2 * (2 + 6) + 4 * (BS_WIRE_ADDR_BYTES + 4));
+	cr_expect_leq(len, bs_table_max_bytes(n));
+	cr_expect_eq(bs_get32(pl + 4), 2);
+	h.len = len;
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_OK);
-	cr_assert_eq(bs_entry_decode(bs_table_entry(pl, 2), &a, &hid), OHC_OK);
-	cr_expect_eq(bs_addr_port(&a), 5002);
-	cr_expect_str_eq(hid, "h");
+	cr_assert_eq(bs_table_decode(pl, len, collect, &d), OHC_OK);
+	cr_expect_eq(d.calls, n);
+	for (uint32_t r = 0; r < n; r++) {
+		cr_expect_eq(d.port[r], 5000 + r);
+		cr_expect_str_eq(d.hostid[r], hosts[r]);
+	}
 	/* our own entry must carry our listener's port */
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5000), OHC_ERR_INVALID);
 	/* count, length */
 	cr_expect_eq(bs_table_check(&h, pl, n + 1, 1, 5001), OHC_ERR_INVALID);
-	bs_put32(pl, n - 1);
+	h.len = len - 1;
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
-	bs_put32(pl, n);
-	/* a host id that fills its field without a NUL */
-	memset(pl + 4 + 2 * BS_ENTRY_BYTES + BS_WIRE_ADDR_BYTES, 'x',
-	       OHC_HOSTID_MAX);
+	h.len = len;
+	/* more hosts than ranks, none, a host index past them */
+	bs_put32(pl + 4, n + 1);
+	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
+	bs_put32(pl + 4, 0);
+	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
+	bs_put32(pl + 4, 2);
+	bs_put32(pl + len - 4, 2);
+	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
+	bs_put32(pl + len - 4, 1);
+	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_OK);
+	/* a host id with a NUL in it, an empty one */
+	pl[8 + 2 + 3] = 0;
+	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
+	pl[8 + 2 + 3] = 'e';
+	bs_put16(pl + 8, 0);
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
 	free(pl);
 }

@@ -410,12 +410,25 @@ const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
 			   uint64_t token, uint32_t me, uint32_t n,
 			   uint32_t *from_p);
 
-/* The root's TABLE for rank me of n, whose listener is on my_port: its
- * count and length, every entry, our own entry's port. */
+/*
+ * The TABLE (bs_msg.c has the layout): every rank's listen address and
+ * host id, each distinct host id once. encode: from n JOIN entries, the
+ * first at entry0, stride bytes apart; *pl_p is malloc'd, *len_p at most
+ * bs_table_max_bytes(n). check: the TABLE for rank me of n, whose
+ * listener is on my_port: count, length, every host id and address, the
+ * host indices, our own port. decode: for a payload that passed check,
+ * fn(arg, r, address, NUL-terminated host id) for every rank in order.
+ */
+size_t bs_table_max_bytes(uint32_t n);
+ohc_status_t bs_table_encode(const uint8_t *entry0, size_t stride, uint32_t n,
+			     uint8_t **pl_p, size_t *len_p);
 ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
 			    uint32_t n, uint32_t me, uint16_t my_port);
-/* Entry r of a TABLE payload that passed bs_table_check. */
-const uint8_t *bs_table_entry(const uint8_t *pl, uint32_t r);
+ohc_status_t bs_table_decode(const uint8_t *pl, uint64_t len,
+			     void (*fn)(void *arg, uint32_t r,
+					const struct bs_addr *a,
+					const char *hostid),
+			     void *arg);
 
 /* A REFUSE: the root's status word and its text, made printable into
  * text[size]. OHC_ERR_INVALID: not a REFUSE, or too short for a status. */

@@ -8,6 +8,7 @@
  * functions with arbitrary bytes.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/bootstrap/bs_internal.h"
@@ -101,26 +102,161 @@ uint32_t bs_table_child(uint32_t n, uint32_t p, unsigned k)
 	return k < BS_TABLE_FANOUT && c < n ? (uint32_t)c : BS_NO_RANK;
 }
 
-const uint8_t *bs_table_entry(const uint8_t *pl, uint32_t r)
+/*
+ * The TABLE payload: u32 n, u32 nhosts, the nhosts distinct host ids
+ * (u16 length, the bytes, no NUL), then per rank its wire address and
+ * u32 host index. Ranks of one host share one copy of its id: at 4,096
+ * ranks on one host 115 KiB, not the 1.1 MiB of fixed 280-byte entries.
+ */
+#define TABLE_RANK_BYTES (BS_WIRE_ADDR_BYTES + 4)
+
+size_t bs_table_max_bytes(uint32_t n)
 {
-	return pl + 4 + (size_t)r * BS_ENTRY_BYTES;
+	return 8 + (size_t)n * (2 + OHC_HOSTID_MAX - 1 + TABLE_RANK_BYTES);
+}
+
+static uint64_t hostid_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+ohc_status_t bs_table_encode(const uint8_t *entry0, size_t stride, uint32_t n,
+			     uint8_t **pl_p, size_t *len_p)
+{
+	size_t slots = 16, len = 8 + (size_t)n * TABLE_RANK_BYTES;
+	uint32_t *slot, *host, nhosts = 0;
+	size_t *hoff; /* where host id i's record starts in pl */
+	uint8_t *pl, *at;
+
+	while (slots < 2 * (size_t)n)
+		slots <<= 1;
+	slot = calloc(slots, sizeof(*slot)); /* host index + 1 */
+	host = malloc((size_t)(n ? n : 1) * sizeof(*host));
+	hoff = malloc((size_t)(n ? n : 1) * sizeof(*hoff));
+	pl = malloc(bs_table_max_bytes(n));
+	if (!slot || !host || !hoff || !pl) {
+		free(slot);
+		free(host);
+		free(hoff);
+		free(pl);
+		return OHC_ERR_NO_MEMORY;
+	}
+	/* distinct host ids, in order of first appearance */
+	at = pl + 8;
+	for (uint32_t r = 0; r < n; r++) {
+		const char *hid = (const char *)entry0 + (size_t)r * stride +
+				  BS_WIRE_ADDR_BYTES;
+		size_t k = hostid_hash(hid) & (slots - 1);
+
+		for (; slot[k]; k = (k + 1) & (slots - 1)) {
+			const uint8_t *h = pl + hoff[slot[k] - 1];
+
+			if (bs_get16(h) == strlen(hid) &&
+			    !memcmp(h + 2, hid, bs_get16(h)))
+				break;
+		}
+		if (!slot[k]) {
+			size_t hl = strlen(hid);
+
+			hoff[nhosts] = (size_t)(at - pl);
+			slot[k] = ++nhosts;
+			bs_put16(at, (uint16_t)hl);
+			memcpy(at + 2, hid, hl);
+			at += 2 + hl;
+			len += 2 + hl;
+		}
+		host[r] = slot[k] - 1;
+	}
+	bs_put32(pl, n);
+	bs_put32(pl + 4, nhosts);
+	for (uint32_t r = 0; r < n; r++, at += TABLE_RANK_BYTES) {
+		memcpy(at, entry0 + (size_t)r * stride, BS_WIRE_ADDR_BYTES);
+		bs_put32(at + BS_WIRE_ADDR_BYTES, host[r]);
+	}
+	free(slot);
+	free(host);
+	free(hoff);
+	*pl_p = pl;
+	*len_p = len;
+	return OHC_OK;
+}
+
+/* The host ids' start and the rank records' start, or NULL. */
+static const uint8_t *table_hosts_end(const uint8_t *pl, uint64_t len,
+				      uint32_t nhosts)
+{
+	const uint8_t *h = pl + 8, *end = pl + len;
+
+	for (uint32_t i = 0; i < nhosts; i++) {
+		uint16_t hl;
+
+		if (end - h < 2)
+			return NULL;
+		hl = bs_get16(h);
+		if (!hl || hl >= OHC_HOSTID_MAX || end - h - 2 < hl ||
+		    memchr(h + 2, '\0', hl))
+			return NULL;
+		h += 2 + hl;
+	}
+	return h;
 }
 
 ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
 			    uint32_t n, uint32_t me, uint16_t my_port)
 {
+	const uint8_t *recs;
+	uint32_t nhosts;
 	struct bs_addr a;
 
-	if (h->type != BS_T_TABLE ||
-	    h->len != 4 + (uint64_t)n * BS_ENTRY_BYTES || !pl ||
-	    bs_get32(pl) != n)
+	if (h->type != BS_T_TABLE || !pl || h->len < 8 ||
+	    h->len > bs_table_max_bytes(n) || bs_get32(pl) != n)
 		return OHC_ERR_INVALID;
-	for (uint32_t r = 0; r < n; r++) {
-		if (bs_entry_decode(bs_table_entry(pl, r), &a, NULL) != OHC_OK)
+	nhosts = bs_get32(pl + 4);
+	if (nhosts > n || (n && !nhosts))
+		return OHC_ERR_INVALID;
+	recs = table_hosts_end(pl, h->len, nhosts);
+	if (!recs ||
+	    (uint64_t)(pl + h->len - recs) != (uint64_t)n * TABLE_RANK_BYTES)
+		return OHC_ERR_INVALID;
+	for (uint32_t r = 0; r < n; r++, recs += TABLE_RANK_BYTES) {
+		if (bs_addr_decode(recs, &a) != OHC_OK ||
+		    bs_get32(recs + BS_WIRE_ADDR_BYTES) >= nhosts)
 			return OHC_ERR_INVALID;
 		if (r == me && bs_addr_port(&a) != my_port)
 			return OHC_ERR_INVALID;
 	}
+	return OHC_OK;
+}
+
+ohc_status_t bs_table_decode(const uint8_t *pl, uint64_t len,
+			     void (*fn)(void *arg, uint32_t r,
+					const struct bs_addr *a,
+					const char *hostid),
+			     void *arg)
+{
+	uint32_t n = bs_get32(pl), nhosts = bs_get32(pl + 4);
+	const uint8_t **hosts = malloc((nhosts ? nhosts : 1) * sizeof(*hosts));
+	const uint8_t *h = pl + 8, *recs = table_hosts_end(pl, len, nhosts);
+	char hid[OHC_HOSTID_MAX];
+
+	if (!hosts)
+		return OHC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < nhosts; i++, h += 2 + bs_get16(h))
+		hosts[i] = h;
+	for (uint32_t r = 0; r < n; r++, recs += TABLE_RANK_BYTES) {
+		const uint8_t *e = hosts[bs_get32(recs + BS_WIRE_ADDR_BYTES)];
+		struct bs_addr a;
+
+		(void)bs_addr_decode(recs, &a);
+		memcpy(hid, e + 2, bs_get16(e));
+		hid[bs_get16(e)] = '\0';
+		fn(arg, r, &a, hid);
+	}
+	free(hosts);
 	return OHC_OK;
 }
 

@@ -387,18 +387,13 @@ static ohc_status_t table_build(struct bs_root *r)
 {
 	struct bs_hdr h = {.type = BS_T_TABLE}, via = {.type = BS_T_TABLE_VIA};
 
-	r->table_len = 4 + (size_t)r->nranks * BS_ENTRY_BYTES;
-	r->table = malloc(r->table_len);
-	if (!r->table) {
+	if (bs_table_encode(r->ranks[0].entry, sizeof(r->ranks[0]), r->nranks,
+			    &r->table, &r->table_len) != OHC_OK) {
 		OHC_ERROR(OHC_SS_BOOT,
 			  "bootstrap root %s: out of memory for the rank table",
 			  r->where);
 		return OHC_ERR_NO_MEMORY;
 	}
-	bs_put32(r->table, r->nranks);
-	for (uint32_t i = 0; i < r->nranks; i++)
-		memcpy(r->table + 4 + (size_t)i * BS_ENTRY_BYTES,
-		       r->ranks[i].entry, BS_ENTRY_BYTES);
 	h.len = r->table_len;
 	for (uint32_t i = 0; i < r->nranks; i++) {
 		/* the rest get it down the table tree (bs_internal.h) */

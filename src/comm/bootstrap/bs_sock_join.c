@@ -69,18 +69,22 @@ ohc_status_t bs_sock_adopt(uint32_t nranks, uint32_t rank, uint64_t token,
 	return OHC_OK;
 }
 
+static void peer_install(void *arg, uint32_t r, const struct bs_addr *a,
+			 const char *hostid)
+{
+	struct sock_peer *p = &((struct sock_ep *)arg)->peers[r];
+
+	p->addr = *a;
+	snprintf(p->hostid, sizeof(p->hostid), "%s", hostid);
+	bs_addr_str(&p->addr, p->where, sizeof(p->where));
+}
+
 /* Every rank's address and host id, from a TABLE payload that passed
  * bs_table_check. */
-static void table_install(struct sock_ep *ep, const uint8_t *pl)
+static ohc_status_t table_install(struct sock_ep *ep, const uint8_t *pl,
+				  uint64_t len)
 {
-	for (uint32_t r = 0; r < ep->super.nranks; r++) {
-		struct sock_peer *p = &ep->peers[r];
-		const char *hid;
-
-		(void)bs_entry_decode(bs_table_entry(pl, r), &p->addr, &hid);
-		memcpy(p->hostid, hid, OHC_HOSTID_MAX);
-		bs_addr_str(&p->addr, p->where, sizeof(p->where));
-	}
+	return bs_table_decode(pl, len, peer_install, ep);
 }
 
 /*
@@ -90,10 +94,11 @@ static void table_install(struct sock_ep *ep, const uint8_t *pl)
  */
 static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 				 uint64_t deadline, uint64_t t0,
-				 uint16_t my_port, uint8_t **table_p)
+				 uint16_t my_port, uint8_t **table_p,
+				 size_t *table_len_p)
 {
 	uint32_t me = ep->super.rank, n = ep->super.nranks;
-	size_t want = 4 + (size_t)n * BS_ENTRY_BYTES;
+	size_t want = bs_table_max_bytes(n);
 	char text[BS_TEXT_MAX + 1];
 	struct bs_hdr h;
 	uint8_t *pl = NULL;
@@ -148,8 +153,11 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 			status = OHC_ERR_TCP_TRANSFER;
 			break;
 		}
-		table_install(ep, pl);
+		status = table_install(ep, pl, h.len);
+		if (status < 0)
+			break;
 		*table_p = pl;
+		*table_len_p = h.len;
 		pl = NULL;
 		break;
 	case BS_T_TABLE_VIA:
@@ -172,72 +180,102 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 	return status;
 }
 
+/* One message of the table tree: its length (tag BS_TABLE_TAG), then
+ * the table itself (BS_TABLE_TAG + 1), on context 0. */
+static ohc_status_t table_xfer(struct sock_ep *ep, uint32_t to, uint32_t from,
+			       uint64_t tag, void *buf, size_t len,
+			       const char *what, uint64_t deadline)
+{
+	struct bs_xfer x = {
+		.type = BS_T_COLL,
+		.send_tag = tag,
+		.recv_tag = tag,
+		.send_to = to,
+		.send_buf = to == BS_NO_RANK ? NULL : buf,
+		.send_len = to == BS_NO_RANK ? 0 : len,
+		.recv_from = from,
+		.recv_buf = from == BS_NO_RANK ? NULL : buf,
+		.recv_len = from == BS_NO_RANK ? 0 : len,
+		.what = what,
+		.culprit = BS_NO_RANK,
+	};
+
+	return ep->super.ops->xfer(&ep->super, 0, &x, deadline);
+}
+
+#define FROM_PARENT "init (the rank table from our parent in the table tree)"
+
 /* The table from our parent in the table tree, as the root told us. */
 static ohc_status_t table_from_parent(struct sock_ep *ep, uint64_t deadline,
-				      uint16_t my_port, uint8_t **table_p)
+				      uint16_t my_port, uint8_t **table_p,
+				      size_t *table_len_p)
 {
 	uint32_t me = ep->super.rank, n = ep->super.nranks;
 	uint32_t parent = bs_table_parent(n, me);
-	size_t want = 4 + (size_t)n * BS_ENTRY_BYTES;
-	struct bs_hdr h = {.type = BS_T_TABLE, .len = want};
-	uint8_t *pl = malloc(want);
-	struct bs_xfer x = {
-		.type = BS_T_COLL,
-		.recv_tag = BS_TABLE_TAG,
-		.send_to = BS_NO_RANK,
-		.recv_from = parent,
-		.recv_buf = pl,
-		.recv_len = want,
-		.what = "init (the rank table from our parent in the table "
-			"tree)",
-		.culprit = BS_NO_RANK,
-	};
+	struct bs_hdr h = {.type = BS_T_TABLE};
+	uint8_t lenbuf[8], *pl = NULL;
 	ohc_status_t status;
 
-	if (!pl)
-		return OHC_ERR_NO_MEMORY;
 	snprintf(ep->peers[parent].where, sizeof(ep->peers[parent].where),
 		 "address not known yet");
-	status = ep->super.ops->xfer(&ep->super, 0, &x, deadline);
-	if (status == OHC_OK && bs_table_check(&h, pl, n, me, my_port) < 0) {
-		OHC_ERROR(OHC_SS_BOOT,
-			  "rank %u: malformed rank table from rank %u, our "
-			  "parent in the table tree",
-			  me, parent);
+	status = table_xfer(ep, BS_NO_RANK, parent, BS_TABLE_TAG, lenbuf,
+			    sizeof(lenbuf), FROM_PARENT, deadline);
+	if (status < 0)
+		return status;
+	h.len = bs_get64(lenbuf);
+	if (h.len < 8 || h.len > bs_table_max_bytes(n)) {
 		status = OHC_ERR_TCP_TRANSFER;
+		goto bad;
 	}
+	pl = malloc(h.len);
+	if (!pl)
+		return OHC_ERR_NO_MEMORY;
+	status = table_xfer(ep, BS_NO_RANK, parent, BS_TABLE_TAG + 1, pl, h.len,
+			    FROM_PARENT, deadline);
 	if (status < 0) {
 		free(pl);
 		return status;
 	}
-	table_install(ep, pl);
+	if (bs_table_check(&h, pl, n, me, my_port) < 0) {
+		status = OHC_ERR_TCP_TRANSFER;
+		goto bad;
+	}
+	status = table_install(ep, pl, h.len);
+	if (status < 0) {
+		free(pl);
+		return status;
+	}
 	*table_p = pl;
+	*table_len_p = h.len;
 	return OHC_OK;
+bad:
+	OHC_ERROR(OHC_SS_BOOT,
+		  "rank %u: malformed rank table from rank %u, our parent in "
+		  "the table tree",
+		  me, parent);
+	free(pl);
+	return status;
 }
 
 /* Hand the table on to our children in the table tree. A child that is
  * gone is logged here and fails the job at its first operation. */
-static void table_to_children(struct sock_ep *ep, const uint8_t *table,
+static void table_to_children(struct sock_ep *ep, uint8_t *table, size_t len,
 			      uint64_t deadline)
 {
 	uint32_t me = ep->super.rank, n = ep->super.nranks;
+	const char *what = "init (the rank table to a child in the table tree)";
+	uint8_t lenbuf[8];
 
+	bs_put64(lenbuf, len);
 	for (unsigned k = 0; k < BS_TABLE_FANOUT; k++) {
-		struct bs_xfer x = {
-			.type = BS_T_COLL,
-			.send_tag = BS_TABLE_TAG,
-			.send_to = bs_table_child(n, me, k),
-			.send_buf = table,
-			.send_len = 4 + (size_t)n * BS_ENTRY_BYTES,
-			.recv_from = BS_NO_RANK,
-			.what = "init (the rank table to a child in the table "
-				"tree)",
-			.culprit = BS_NO_RANK,
-		};
+		uint32_t c = bs_table_child(n, me, k);
 
-		if (x.send_to == BS_NO_RANK)
+		if (c == BS_NO_RANK)
 			break;
-		(void)ep->super.ops->xfer(&ep->super, 0, &x, deadline);
+		if (table_xfer(ep, c, BS_NO_RANK, BS_TABLE_TAG, lenbuf,
+			       sizeof(lenbuf), what, deadline) == OHC_OK)
+			(void)table_xfer(ep, c, BS_NO_RANK, BS_TABLE_TAG + 1,
+					 table, len, what, deadline);
 	}
 }
 
@@ -494,6 +532,7 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 	struct sock_ep *ep;
 	ohc_status_t status;
 	uint8_t *table = NULL;
+	size_t table_len = 0;
 	int rfd = -1, probing = nroots > 1;
 	unsigned k = 0;
 
@@ -527,14 +566,16 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 		goto err_free;
 	bs_addr_str(&roots[k], where, sizeof(where));
 	status = read_verdict(ep, rfd, where, verdict, t0,
-			      bs_addr_port(&ep->listen_addr), &table);
+			      bs_addr_port(&ep->listen_addr), &table,
+			      &table_len);
 	ohc_bs_close_fd(&rfd);
 	if (status == OHC_INPROGRESS)
-		status = table_from_parent(
-			ep, verdict, bs_addr_port(&ep->listen_addr), &table);
+		status = table_from_parent(ep, verdict,
+					   bs_addr_port(&ep->listen_addr),
+					   &table, &table_len);
 	if (status < 0)
 		goto err_free;
-	table_to_children(ep, table, verdict);
+	table_to_children(ep, table, table_len, verdict);
 	free(table);
 	table = NULL;
 
