@@ -5,6 +5,7 @@
 #include "algo/dtype.h"
 #include "algo/patterns/pairwise.h"
 #include "api/api.h"
+#include "api/api_comm_int.h"
 
 /*
  * Collective and point-to-point entry points. Each validates in HCCL's
@@ -52,34 +53,21 @@ ohc_status_t ohc_api_check_values(const char *fn, uint64_t count, int dtype,
 	return OHC_OK;
 }
 
-static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
-				 uint64_t count, int dtype, int redop,
-				 int flags, struct ohc_comm **c_p)
+static HcclResult check_common(const char *fn, HcclComm comm, void *stream,
+			       uint64_t count, int dtype, int redop, int flags,
+			       struct ohc_comm **c_p)
 {
-	struct ohc_comm *c;
-	ohc_status_t status;
+	HcclResult r = ohc_api_live_comm(fn, comm, c_p);
 
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return OHC_ERR_NULL;
-	}
-	c = ohc_api_comm(comm);
-	if (!c) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return OHC_ERR_INVALID;
-	}
+	if (r != HCCL_SUCCESS)
+		return r;
 	if (stream && !ohc_rt_stream_valid(stream)) {
 		OHC_ERROR(OHC_SS_API, "%s: stream %p is not a live stream", fn,
 			  stream);
-		return OHC_ERR_INVALID;
+		return HCCL_E_PARA;
 	}
-	status = ohc_api_check_values(fn, count, dtype, redop,
-				      flags & NEED_REDUCE);
-	if (status < 0)
-		return status;
-	*c_p = c;
-	return OHC_OK;
+	return ohc_status_to_hccl(ohc_api_check_values(fn, count, dtype, redop,
+						       flags & NEED_REDUCE));
 }
 
 static HcclResult submit(struct ohc_comm *c, struct ohc_coll_args *a,
@@ -94,12 +82,12 @@ static HcclResult coll(const char *fn, struct ohc_coll_args *a, HcclComm comm,
 		       aclrtStream stream, int flags)
 {
 	struct ohc_comm *c;
-	ohc_status_t status;
+	HcclResult r;
 
-	status = check_common(fn, comm, stream, a->count, a->dtype, a->redop,
-			      flags, &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
+	r = check_common(fn, comm, stream, a->count, a->dtype, a->redop, flags,
+			 &c);
+	if (r != HCCL_SUCCESS)
+		return r;
 	if ((a->op == OHC_COLL_BROADCAST || a->op == OHC_COLL_REDUCE ||
 	     a->op == OHC_COLL_SCATTER) &&
 	    a->root >= c->nranks) {
@@ -113,14 +101,6 @@ static HcclResult coll(const char *fn, struct ohc_coll_args *a, HcclComm comm,
 	}
 	return submit(c, a, stream);
 }
-
-#define NULL_CHECK(fn, p)                                                      \
-	do {                                                                   \
-		if (!(p)) {                                                    \
-			OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, #p);       \
-			return HCCL_E_PTR;                                     \
-		}                                                              \
-	} while (0)
 
 /* The arguments of the collectives but AlltoAll(V) (redop and root 0
  * where the op has none). */
@@ -192,7 +172,7 @@ static HcclResult p2p(const char *fn, enum ohc_coll_op op, void *buf,
 	struct ohc_coll_args a = {.op = op};
 	bool send = op == OHC_COLL_SEND;
 	struct ohc_comm *c;
-	ohc_status_t status;
+	HcclResult r;
 
 	OHC_API_ENTRY(comm,
 		      "%s(%s=%p, count=%llu, dataType=%s, %s=%u, comm=%p, "
@@ -209,9 +189,9 @@ static HcclResult p2p(const char *fn, enum ohc_coll_op op, void *buf,
 			  send ? "sendBuf" : "recvBuf");
 		return HCCL_E_PTR;
 	}
-	status = check_common(fn, comm, stream, count, (int)dataType, 0, 0, &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
+	r = check_common(fn, comm, stream, count, (int)dataType, 0, 0, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
 	if (peer >= c->nranks) {
 		OHC_ERROR(OHC_SS_API, "%s: %s %u is not in [0, %u)", fn,
 			  send ? "destRank" : "srcRank", peer, c->nranks);
@@ -252,12 +232,12 @@ OHC_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 {
 	struct ohc_coll_args a = {.op = OHC_COLL_BARRIER};
 	struct ohc_comm *c;
-	ohc_status_t status;
+	HcclResult r;
 
 	OHC_API_ENTRY(comm, "HcclBarrier(comm=%p, stream=%p)", comm, stream);
-	status = check_common(__func__, comm, stream, 0, OHC_INT8, 0, 0, &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
+	r = check_common(__func__, comm, stream, 0, OHC_INT8, 0, 0, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
 	a.dtype = OHC_INT8;
 	return submit(c, &a, stream);
 }
@@ -367,22 +347,6 @@ ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
 	return OHC_OK;
 }
 
-/* Live communicator for calls that need its size before check_common. */
-static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
-{
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return HCCL_E_PTR;
-	}
-	*c_p = ohc_api_comm(comm);
-	if (!*c_p) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return HCCL_E_PARA;
-	}
-	return HCCL_SUCCESS;
-}
-
 /*
  * Shared start of the V collectives whose count array is the same on every
  * rank: live comm, non-NULL arrays, counts in range. *total_p is the sum;
@@ -393,7 +357,7 @@ static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
 			     const void *displs, struct ohc_comm **c_p,
 			     uint64_t *total_p)
 {
-	HcclResult r = comm_of(fn, comm, c_p);
+	HcclResult r = ohc_api_live_comm(fn, comm, c_p);
 	uint32_t n;
 
 	if (r != HCCL_SUCCESS)
@@ -529,8 +493,8 @@ OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
 			 __func__);
 		return HCCL_SUCCESS;
 	}
-	NULL_CHECK(__func__, sendBuf);
-	NULL_CHECK(__func__, recvBuf);
+	NOT_NULL(sendBuf, __func__);
+	NOT_NULL(recvBuf, __func__);
 	if (sendCount != recvCount || sendType != recvType) {
 		OHC_ERROR(OHC_SS_API,
 			  "%s: send (%llu x %d) and receive (%llu x %d) "
@@ -609,13 +573,13 @@ OHC_API HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
 		      sendBuf, sendCounts, sdispls,
 		      ohc_dtype_name((int)sendType), recvBuf, recvCounts,
 		      rdispls, ohc_dtype_name((int)recvType), comm, stream);
-	r = comm_of(__func__, comm, &c);
+	r = ohc_api_live_comm(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	NULL_CHECK(__func__, sendCounts);
-	NULL_CHECK(__func__, sdispls);
-	NULL_CHECK(__func__, recvCounts);
-	NULL_CHECK(__func__, rdispls);
+	NOT_NULL(sendCounts, __func__);
+	NOT_NULL(sdispls, __func__);
+	NOT_NULL(recvCounts, __func__);
+	NOT_NULL(rdispls, __func__);
 	return alltoallv(__func__, sendBuf, sendCounts, sdispls, sendType,
 			 recvBuf, recvCounts, rdispls, recvType, c, comm,
 			 stream);
@@ -639,10 +603,10 @@ OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
 		      "stream=%p)",
 		      sendBuf, sendCountMatrix, ohc_dtype_name((int)sendType),
 		      recvBuf, ohc_dtype_name((int)recvType), comm, stream);
-	r = comm_of(__func__, comm, &c);
+	r = ohc_api_live_comm(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	NULL_CHECK(__func__, sendCountMatrix);
+	NOT_NULL(sendCountMatrix, __func__);
 	n = c->nranks;
 	if (ohc_api_check_counts(__func__, "sendCountMatrix", m, n * n,
 				 &total) < 0)
@@ -680,15 +644,10 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 		OHC_WARN(OHC_SS_API, "%s: no items, nothing to do", __func__);
 		return HCCL_SUCCESS;
 	}
-	NULL_CHECK(__func__, sendRecvInfo);
-	r = comm_of(__func__, comm, &c);
+	NOT_NULL(sendRecvInfo, __func__);
+	r = ohc_api_live_comm_ungrouped(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	if (ohc_group_depth() > 0) {
-		OHC_ERROR(OHC_SS_API, "%s cannot be called inside a group",
-			  __func__);
-		return HCCL_E_NOT_SUPPORT;
-	}
 	items = calloc(itemNum, sizeof(*items));
 	if (!items)
 		return HCCL_E_MEMORY;
@@ -748,7 +707,7 @@ OHC_API HcclResult HcclGroupEnd(void)
 
 OHC_API HcclResult HcclGroupStatusGet(bool *isGroupEnabled)
 {
-	NULL_CHECK(__func__, isGroupEnabled);
+	NOT_NULL(isGroupEnabled, __func__);
 	*isGroupEnabled = ohc_group_depth() > 0;
 	return HCCL_SUCCESS;
 }

@@ -50,19 +50,16 @@ OHC_API HcclResult HcclTaskInit(HcclComm comm, HcclTaskCtx *ctx)
 	struct ohc_task_ctx *t;
 	struct ohc_comm *c;
 	ohc_status_t status;
+	HcclResult r;
 
 	OHC_API_ENTRY(comm, "HcclTaskInit(comm=%p, ctx=%p)", comm, (void *)ctx);
-	if (!comm || !ctx) {
-		OHC_ERROR(OHC_SS_API, "HcclTaskInit: %s is NULL",
-			  !comm ? "comm" : "ctx");
+	if (comm && !ctx) {
+		OHC_ERROR(OHC_SS_API, "HcclTaskInit: ctx is NULL");
 		return HCCL_E_PTR;
 	}
-	c = ohc_api_comm(comm);
-	if (!c) {
-		OHC_ERROR(OHC_SS_API,
-			  "HcclTaskInit: %p is not a live communicator", comm);
-		return HCCL_E_PARA;
-	}
+	r = ohc_api_live_comm(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
 	status = ohc_task_ctx_create(c, &t);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
