@@ -57,13 +57,16 @@ static ohc_status_t pairwise(const struct ohc_coll_args *a, struct ohc_sched *s,
 	return OHC_OK;
 }
 
+static ohc_status_t pairwise_regular(const struct ohc_coll_args *a,
+				     struct ohc_sched *s,
+				     const struct ohc_blocks *b)
+{
+	return pairwise(a, s, b, b);
+}
+
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	struct ohc_blocks b = ohc_blocks_regular(a->count, a->esize);
-
-	if (a->count == 0)
-		return OHC_OK;
-	return pairwise(a, s, &b, &b);
+	return ohc_algo_build_regular(a, s, pairwise_regular);
 }
 
 static ohc_status_t accepts_v(const struct ohc_coll_args *a)

@@ -117,6 +117,25 @@ static inline void ohc_sched_reduce_nz(struct ohc_sched *s, void *dst,
 		ohc_sched_reduce(s, dst, a, b, len);
 }
 
+/* A schedule built over the blocks of a collective (blocks.c). */
+typedef ohc_status_t (*ohc_blocks_build_fn)(const struct ohc_coll_args *a,
+					    struct ohc_sched *s,
+					    const struct ohc_blocks *b);
+/* Regular: blocks of a->count elements; nothing to do when that is 0. */
+ohc_status_t ohc_algo_build_regular(const struct ohc_coll_args *a,
+				    struct ohc_sched *s,
+				    ohc_blocks_build_fn build);
+/*
+ * AllGatherV (counts = recv_counts) and ReduceScatterV (send_counts):
+ * OHC_ERR_UNSUPPORTED without the arrays, OHC_ERR_INVALID (logged, name:
+ * "allgatherv", "reduce_scatterv") when this rank's block is not
+ * a->count elements.
+ */
+ohc_status_t ohc_algo_build_v(const struct ohc_coll_args *a,
+			      struct ohc_sched *s, const uint64_t *counts,
+			      const uint64_t *displs, const char *name,
+			      ohc_blocks_build_fn build);
+
 /* One rank: the op degenerates to a local copy of len bytes. */
 static inline ohc_status_t ohc_algo_single(struct ohc_sched *s, void *dst,
 					   const void *src, uint64_t len)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "algo/common.h"
 #include "algo/patterns/ring.h"
-#include "util/log.h"
 
 /*
  * Ring reduce-scatter, regular and V: n-1 steps; in step s rank r sends
@@ -63,11 +62,7 @@ static ohc_status_t ring(const struct ohc_coll_args *a, struct ohc_sched *s,
 
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	struct ohc_blocks b = ohc_blocks_regular(a->count, a->esize);
-
-	if (a->count == 0)
-		return OHC_OK;
-	return ring(a, s, &b);
+	return ohc_algo_build_regular(a, s, ring);
 }
 
 static ohc_status_t accepts_v(const struct ohc_coll_args *a)
@@ -77,20 +72,8 @@ static ohc_status_t accepts_v(const struct ohc_coll_args *a)
 
 static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	struct ohc_blocks b;
-
-	if (accepts_v(a))
-		return OHC_ERR_UNSUPPORTED;
-	if (a->send_counts[a->rank] != a->count) {
-		OHC_ERROR(OHC_SS_ALGO,
-			  "rank %u: reduce_scatterv: recvCount %llu differs "
-			  "from sendCounts[%u] = %llu",
-			  a->rank, (unsigned long long)a->count, a->rank,
-			  (unsigned long long)a->send_counts[a->rank]);
-		return OHC_ERR_INVALID;
-	}
-	b = ohc_blocks_v(a->send_counts, a->send_displs, a->esize);
-	return ring(a, s, &b);
+	return ohc_algo_build_v(a, s, a->send_counts, a->send_displs,
+				"reduce_scatterv", ring);
 }
 
 /* (p-1)a + (p-1)/p n(b + g) */

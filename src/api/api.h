@@ -46,6 +46,15 @@ ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
 
 /* The live communicator behind a handle, or NULL (api_comm_query.c). */
 struct ohc_comm *ohc_api_comm(HcclComm comm);
+/*
+ * The same for an entry point fn, logged: HCCL_E_PTR when comm is NULL,
+ * HCCL_E_PARA when it is not a live communicator; else *c_p is it.
+ */
+HcclResult ohc_api_live_comm(const char *fn, HcclComm comm,
+			     struct ohc_comm **c_p);
+/* ohc_api_live_comm, then HCCL_E_NOT_SUPPORT inside a group. */
+HcclResult ohc_api_live_comm_ungrouped(const char *fn, HcclComm comm,
+				       struct ohc_comm **c_p);
 
 /* The name and rank of a live communicator for log lines; NULL, -1. */
 const char *ohc_api_log_name(HcclComm comm);

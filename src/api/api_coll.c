@@ -5,6 +5,7 @@
 #include "algo/dtype.h"
 #include "algo/patterns/pairwise.h"
 #include "api/api.h"
+#include "api/api_comm_int.h"
 
 /*
  * Collective and point-to-point entry points. Each validates in HCCL's
@@ -52,34 +53,21 @@ ohc_status_t ohc_api_check_values(const char *fn, uint64_t count, int dtype,
 	return OHC_OK;
 }
 
-static ohc_status_t check_common(const char *fn, HcclComm comm, void *stream,
-				 uint64_t count, int dtype, int redop,
-				 int flags, struct ohc_comm **c_p)
+static HcclResult check_common(const char *fn, HcclComm comm, void *stream,
+			       uint64_t count, int dtype, int redop, int flags,
+			       struct ohc_comm **c_p)
 {
-	struct ohc_comm *c;
-	ohc_status_t status;
+	HcclResult r = ohc_api_live_comm(fn, comm, c_p);
 
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return OHC_ERR_NULL;
-	}
-	c = ohc_api_comm(comm);
-	if (!c) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return OHC_ERR_INVALID;
-	}
+	if (r != HCCL_SUCCESS)
+		return r;
 	if (stream && !ohc_rt_stream_valid(stream)) {
 		OHC_ERROR(OHC_SS_API, "%s: stream %p is not a live stream", fn,
 			  stream);
-		return OHC_ERR_INVALID;
+		return HCCL_E_PARA;
 	}
-	status = ohc_api_check_values(fn, count, dtype, redop,
-				      flags & NEED_REDUCE);
-	if (status < 0)
-		return status;
-	*c_p = c;
-	return OHC_OK;
+	return ohc_status_to_hccl(ohc_api_check_values(fn, count, dtype, redop,
+						       flags & NEED_REDUCE));
 }
 
 static HcclResult submit(struct ohc_comm *c, struct ohc_coll_args *a,
@@ -89,134 +77,17 @@ static HcclResult submit(struct ohc_comm *c, struct ohc_coll_args *a,
 	return ohc_status_to_hccl(ohc_comm_submit(c, a, stream));
 }
 
-OHC_API HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
-				 HcclDataType dataType, HcclReduceOp op,
-				 HcclComm comm, aclrtStream stream)
-{
-	struct ohc_coll_args a = {.op = OHC_COLL_ALLREDUCE};
-	struct ohc_comm *c;
-	ohc_status_t status;
-
-	OHC_API_ENTRY(comm,
-		      "HcclAllReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
-		      "dataType=%s, op=%s, comm=%p, stream=%p)",
-		      sendBuf, recvBuf, (unsigned long long)count,
-		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
-		      comm, stream);
-	if (count == 0) {
-		OHC_WARN(OHC_SS_API, "HcclAllReduce: count is 0, nothing to do");
-		return HCCL_SUCCESS;
-	}
-	if (!sendBuf || !recvBuf) {
-		OHC_ERROR(OHC_SS_API, "HcclAllReduce: %s is NULL",
-			  !sendBuf ? "sendBuf" : "recvBuf");
-		return HCCL_E_PTR;
-	}
-	status = check_common(__func__, comm, stream, count, (int)dataType,
-			      (int)op, NEED_REDUCE, &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = count;
-	a.dtype = (int)dataType;
-	a.redop = (int)op;
-	return submit(c, &a, stream);
-}
-
-static HcclResult p2p(const char *fn, enum ohc_coll_op op, void *buf,
-		      uint64_t count, HcclDataType dataType, uint32_t peer,
-		      HcclComm comm, aclrtStream stream)
-{
-	struct ohc_coll_args a = {.op = op};
-	struct ohc_comm *c;
-	ohc_status_t status;
-
-	if (count == 0) {
-		OHC_WARN(OHC_SS_API, "%s: count is 0, nothing to do", fn);
-		return HCCL_SUCCESS;
-	}
-	if (!buf) {
-		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
-			  op == OHC_COLL_SEND ? "sendBuf" : "recvBuf");
-		return HCCL_E_PTR;
-	}
-	status = check_common(fn, comm, stream, count, (int)dataType, 0, 0,
-			      &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
-	if (peer >= c->nranks) {
-		OHC_ERROR(OHC_SS_API, "%s: %s %u is not in [0, %u)", fn,
-			  op == OHC_COLL_SEND ? "destRank" : "srcRank", peer,
-			  c->nranks);
-		return HCCL_E_PARA;
-	}
-	if (peer == c->rank) {
-		OHC_ERROR(OHC_SS_API, "%s: rank %u cannot %s itself", fn,
-			  c->rank, op == OHC_COLL_SEND ? "send to" : "receive from");
-		return HCCL_E_NOT_SUPPORT;
-	}
-	a.peer = peer;
-	a.count = count;
-	a.dtype = (int)dataType;
-	if (op == OHC_COLL_SEND)
-		a.sbuf = buf;
-	else
-		a.rbuf = buf;
-	return submit(c, &a, stream);
-}
-
-OHC_API HcclResult HcclSend(void *sendBuf, uint64_t count,
-			    HcclDataType dataType, uint32_t destRank,
-			    HcclComm comm, aclrtStream stream)
-{
-	OHC_API_ENTRY(comm,
-		      "HcclSend(sendBuf=%p, count=%llu, dataType=%s, "
-		      "destRank=%u, comm=%p, stream=%p)",
-		      sendBuf, (unsigned long long)count,
-		      ohc_dtype_name((int)dataType), destRank, comm, stream);
-	return p2p(__func__, OHC_COLL_SEND, sendBuf, count, dataType, destRank,
-		   comm, stream);
-}
-
-OHC_API HcclResult HcclRecv(void *recvBuf, uint64_t count,
-			    HcclDataType dataType, uint32_t srcRank,
-			    HcclComm comm, aclrtStream stream)
-{
-	OHC_API_ENTRY(comm,
-		      "HcclRecv(recvBuf=%p, count=%llu, dataType=%s, "
-		      "srcRank=%u, comm=%p, stream=%p)",
-		      recvBuf, (unsigned long long)count,
-		      ohc_dtype_name((int)dataType), srcRank, comm, stream);
-	return p2p(__func__, OHC_COLL_RECV, recvBuf, count, dataType, srcRank,
-		   comm, stream);
-}
-
-OHC_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
-{
-	struct ohc_coll_args a = {.op = OHC_COLL_BARRIER};
-	struct ohc_comm *c;
-	ohc_status_t status;
-
-	OHC_API_ENTRY(comm, "HcclBarrier(comm=%p, stream=%p)", comm, stream);
-	status = check_common(__func__, comm, stream, 0, OHC_INT8, 0, 0, &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
-	a.dtype = OHC_INT8;
-	return submit(c, &a, stream);
-}
-
 /* Shared tail of the simple collectives: checks, then submit. */
-static HcclResult coll(const char *fn, struct ohc_coll_args *a,
-		       HcclComm comm, aclrtStream stream, int flags)
+static HcclResult coll(const char *fn, struct ohc_coll_args *a, HcclComm comm,
+		       aclrtStream stream, int flags)
 {
 	struct ohc_comm *c;
-	ohc_status_t status;
+	HcclResult r;
 
-	status = check_common(fn, comm, stream, a->count, a->dtype, a->redop,
-			      flags, &c);
-	if (status < 0)
-		return ohc_status_to_hccl(status);
+	r = check_common(fn, comm, stream, a->count, a->dtype, a->redop, flags,
+			 &c);
+	if (r != HCCL_SUCCESS)
+		return r;
 	if ((a->op == OHC_COLL_BROADCAST || a->op == OHC_COLL_REDUCE ||
 	     a->op == OHC_COLL_SCATTER) &&
 	    a->root >= c->nranks) {
@@ -231,86 +102,184 @@ static HcclResult coll(const char *fn, struct ohc_coll_args *a,
 	return submit(c, a, stream);
 }
 
-#define NULL_CHECK(fn, p)                                                      \
-	do {                                                                   \
-		if (!(p)) {                                                    \
-			OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, #p);       \
-			return HCCL_E_PTR;                                     \
-		}                                                              \
-	} while (0)
+/* The arguments of the collectives but AlltoAll(V) (redop and root 0
+ * where the op has none). */
+static struct ohc_coll_args coll_args(enum ohc_coll_op op, void *sendBuf,
+				      void *recvBuf, uint64_t count,
+				      HcclDataType dataType, int redop,
+				      uint32_t root)
+{
+	struct ohc_coll_args a = {.op = op,
+				  .sbuf = sendBuf,
+				  .rbuf = recvBuf,
+				  .count = count,
+				  .dtype = (int)dataType,
+				  .redop = redop,
+				  .root = root};
 
-#define ZERO_COUNT(fn, n)                                                      \
-	do {                                                                   \
-		if ((n) == 0) {                                                \
-			OHC_WARN(OHC_SS_API, "%s: count is 0, nothing to do",  \
-				 fn);                                          \
-			return HCCL_SUCCESS;                                   \
-		}                                                              \
-	} while (0)
+	return a;
+}
+
+/*
+ * AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Scatter: count 0
+ * first, then the buffers (Broadcast's one buffer is "buf"; Scatter's
+ * sendBuf matters on the root only, coll checks it), then coll.
+ */
+static HcclResult coll_block(const char *fn, enum ohc_coll_op op, void *sendBuf,
+			     void *recvBuf, uint64_t count,
+			     HcclDataType dataType, int redop, uint32_t root,
+			     HcclComm comm, aclrtStream stream, int flags)
+{
+	struct ohc_coll_args a =
+		coll_args(op, sendBuf, recvBuf, count, dataType, redop, root);
+	const char *null_buf;
+
+	if (count == 0) {
+		OHC_WARN(OHC_SS_API, "%s: count is 0, nothing to do", fn);
+		return HCCL_SUCCESS;
+	}
+	if (op == OHC_COLL_BROADCAST)
+		null_buf = !recvBuf ? "buf" : NULL;
+	else
+		null_buf = op != OHC_COLL_SCATTER && !sendBuf ? "sendBuf"
+			   : !recvBuf			      ? "recvBuf"
+							      : NULL;
+	if (null_buf) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, null_buf);
+		return HCCL_E_PTR;
+	}
+	return coll(fn, &a, comm, stream, flags);
+}
+
+OHC_API HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
+				 HcclDataType dataType, HcclReduceOp op,
+				 HcclComm comm, aclrtStream stream)
+{
+	OHC_API_ENTRY(comm,
+		      "HcclAllReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
+		      "dataType=%s, op=%s, comm=%p, stream=%p)",
+		      sendBuf, recvBuf, (unsigned long long)count,
+		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
+		      comm, stream);
+	return coll_block(__func__, OHC_COLL_ALLREDUCE, sendBuf, recvBuf, count,
+			  dataType, (int)op, 0, comm, stream, NEED_REDUCE);
+}
+
+static HcclResult p2p(const char *fn, enum ohc_coll_op op, void *buf,
+		      uint64_t count, HcclDataType dataType, uint32_t peer,
+		      HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = op};
+	bool send = op == OHC_COLL_SEND;
+	struct ohc_comm *c;
+	HcclResult r;
+
+	OHC_API_ENTRY(comm,
+		      "%s(%s=%p, count=%llu, dataType=%s, %s=%u, comm=%p, "
+		      "stream=%p)",
+		      fn, send ? "sendBuf" : "recvBuf", buf,
+		      (unsigned long long)count, ohc_dtype_name((int)dataType),
+		      send ? "destRank" : "srcRank", peer, comm, stream);
+	if (count == 0) {
+		OHC_WARN(OHC_SS_API, "%s: count is 0, nothing to do", fn);
+		return HCCL_SUCCESS;
+	}
+	if (!buf) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn,
+			  send ? "sendBuf" : "recvBuf");
+		return HCCL_E_PTR;
+	}
+	r = check_common(fn, comm, stream, count, (int)dataType, 0, 0, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	if (peer >= c->nranks) {
+		OHC_ERROR(OHC_SS_API, "%s: %s %u is not in [0, %u)", fn,
+			  send ? "destRank" : "srcRank", peer, c->nranks);
+		return HCCL_E_PARA;
+	}
+	if (peer == c->rank) {
+		OHC_ERROR(OHC_SS_API, "%s: rank %u cannot %s itself", fn,
+			  c->rank, send ? "send to" : "receive from");
+		return HCCL_E_NOT_SUPPORT;
+	}
+	a.peer = peer;
+	a.count = count;
+	a.dtype = (int)dataType;
+	if (send)
+		a.sbuf = buf;
+	else
+		a.rbuf = buf;
+	return submit(c, &a, stream);
+}
+
+OHC_API HcclResult HcclSend(void *sendBuf, uint64_t count,
+			    HcclDataType dataType, uint32_t destRank,
+			    HcclComm comm, aclrtStream stream)
+{
+	return p2p(__func__, OHC_COLL_SEND, sendBuf, count, dataType, destRank,
+		   comm, stream);
+}
+
+OHC_API HcclResult HcclRecv(void *recvBuf, uint64_t count,
+			    HcclDataType dataType, uint32_t srcRank,
+			    HcclComm comm, aclrtStream stream)
+{
+	return p2p(__func__, OHC_COLL_RECV, recvBuf, count, dataType, srcRank,
+		   comm, stream);
+}
+
+OHC_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
+{
+	struct ohc_coll_args a = {.op = OHC_COLL_BARRIER};
+	struct ohc_comm *c;
+	HcclResult r;
+
+	OHC_API_ENTRY(comm, "HcclBarrier(comm=%p, stream=%p)", comm, stream);
+	r = check_common(__func__, comm, stream, 0, OHC_INT8, 0, 0, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
+	a.dtype = OHC_INT8;
+	return submit(c, &a, stream);
+}
 
 OHC_API HcclResult HcclBroadcast(void *buf, uint64_t count,
 				 HcclDataType dataType, uint32_t root,
 				 HcclComm comm, aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_BROADCAST};
-
 	OHC_API_ENTRY(comm,
 		      "HcclBroadcast(buf=%p, count=%llu, dataType=%s, root=%u, "
 		      "comm=%p, stream=%p)",
 		      buf, (unsigned long long)count,
 		      ohc_dtype_name((int)dataType), root, comm, stream);
-	ZERO_COUNT(__func__, count);
-	NULL_CHECK(__func__, buf);
-	a.sbuf = a.rbuf = buf;
-	a.count = count;
-	a.dtype = (int)dataType;
-	a.root = root;
-	return coll(__func__, &a, comm, stream, 0);
+	return coll_block(__func__, OHC_COLL_BROADCAST, buf, buf, count,
+			  dataType, 0, root, comm, stream, 0);
 }
 
 OHC_API HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
 			      HcclDataType dataType, HcclReduceOp op,
 			      uint32_t root, HcclComm comm, aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE};
-
 	OHC_API_ENTRY(comm,
 		      "HcclReduce(sendBuf=%p, recvBuf=%p, count=%llu, "
 		      "dataType=%s, op=%s, root=%u, comm=%p, stream=%p)",
 		      sendBuf, recvBuf, (unsigned long long)count,
 		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
 		      root, comm, stream);
-	ZERO_COUNT(__func__, count);
-	NULL_CHECK(__func__, sendBuf);
-	NULL_CHECK(__func__, recvBuf);
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = count;
-	a.dtype = (int)dataType;
-	a.redop = (int)op;
-	a.root = root;
-	return coll(__func__, &a, comm, stream, NEED_REDUCE);
+	return coll_block(__func__, OHC_COLL_REDUCE, sendBuf, recvBuf, count,
+			  dataType, (int)op, root, comm, stream, NEED_REDUCE);
 }
 
 OHC_API HcclResult HcclAllGather(void *sendBuf, void *recvBuf,
 				 uint64_t sendCount, HcclDataType dataType,
 				 HcclComm comm, aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER};
-
 	OHC_API_ENTRY(comm,
 		      "HcclAllGather(sendBuf=%p, recvBuf=%p, sendCount=%llu, "
 		      "dataType=%s, comm=%p, stream=%p)",
 		      sendBuf, recvBuf, (unsigned long long)sendCount,
 		      ohc_dtype_name((int)dataType), comm, stream);
-	ZERO_COUNT(__func__, sendCount);
-	NULL_CHECK(__func__, sendBuf);
-	NULL_CHECK(__func__, recvBuf);
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = sendCount;
-	a.dtype = (int)dataType;
-	return coll(__func__, &a, comm, stream, 0);
+	return coll_block(__func__, OHC_COLL_ALLGATHER, sendBuf, recvBuf,
+			  sendCount, dataType, 0, 0, comm, stream, 0);
 }
 
 OHC_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf,
@@ -318,45 +287,28 @@ OHC_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf,
 				     HcclReduceOp op, HcclComm comm,
 				     aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE_SCATTER};
-
 	OHC_API_ENTRY(comm,
 		      "HcclReduceScatter(sendBuf=%p, recvBuf=%p, "
 		      "recvCount=%llu, dataType=%s, op=%s, comm=%p, stream=%p)",
 		      sendBuf, recvBuf, (unsigned long long)recvCount,
 		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
 		      comm, stream);
-	ZERO_COUNT(__func__, recvCount);
-	NULL_CHECK(__func__, sendBuf);
-	NULL_CHECK(__func__, recvBuf);
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = recvCount;
-	a.dtype = (int)dataType;
-	a.redop = (int)op;
-	return coll(__func__, &a, comm, stream, NEED_REDUCE);
+	return coll_block(__func__, OHC_COLL_REDUCE_SCATTER, sendBuf, recvBuf,
+			  recvCount, dataType, (int)op, 0, comm, stream,
+			  NEED_REDUCE);
 }
 
-OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf,
-			       uint64_t recvCount, HcclDataType dataType,
-			       uint32_t root, HcclComm comm,
-			       aclrtStream stream)
+OHC_API HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
+			       HcclDataType dataType, uint32_t root,
+			       HcclComm comm, aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_SCATTER};
-
 	OHC_API_ENTRY(comm,
 		      "HcclScatter(sendBuf=%p, recvBuf=%p, recvCount=%llu, "
 		      "dataType=%s, root=%u, comm=%p, stream=%p)",
 		      sendBuf, recvBuf, (unsigned long long)recvCount,
 		      ohc_dtype_name((int)dataType), root, comm, stream);
-	ZERO_COUNT(__func__, recvCount);
-	NULL_CHECK(__func__, recvBuf);
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = recvCount;
-	a.dtype = (int)dataType;
-	a.root = root;
-	return coll(__func__, &a, comm, stream, 0);
+	return coll_block(__func__, OHC_COLL_SCATTER, sendBuf, recvBuf,
+			  recvCount, dataType, 0, root, comm, stream, 0);
 }
 
 ohc_status_t ohc_api_check_counts(const char *fn, const char *what,
@@ -395,22 +347,6 @@ ohc_status_t ohc_api_check_displs(const char *fn, const char *what,
 	return OHC_OK;
 }
 
-/* Live communicator for calls that need its size before check_common. */
-static HcclResult comm_of(const char *fn, HcclComm comm, struct ohc_comm **c_p)
-{
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return HCCL_E_PTR;
-	}
-	*c_p = ohc_api_comm(comm);
-	if (!*c_p) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return HCCL_E_PARA;
-	}
-	return HCCL_SUCCESS;
-}
-
 /*
  * Shared start of the V collectives whose count array is the same on every
  * rank: live comm, non-NULL arrays, counts in range. *total_p is the sum;
@@ -421,7 +357,7 @@ static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
 			     const void *displs, struct ohc_comm **c_p,
 			     uint64_t *total_p)
 {
-	HcclResult r = comm_of(fn, comm, c_p);
+	HcclResult r = ohc_api_live_comm(fn, comm, c_p);
 	uint32_t n;
 
 	if (r != HCCL_SUCCESS)
@@ -440,17 +376,72 @@ static HcclResult v_prologue(const char *fn, HcclComm comm, const char *what,
 	return HCCL_SUCCESS;
 }
 
-OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
-				  void *recvBuf, const void *recvCounts,
-				  const void *recvDispls,
-				  HcclDataType dataType, HcclComm comm,
-				  aclrtStream stream)
+/*
+ * AllGatherV and ReduceScatterV after the entry line: the count array
+ * (receive side for AllGatherV, send side for ReduceScatterV) is the same
+ * on every rank and this rank's entry is its own count; the buffer of that
+ * side may be NULL when the count is 0.
+ */
+static HcclResult v_coll(const char *fn, enum ohc_coll_op op, void *sendBuf,
+			 void *recvBuf, uint64_t count, HcclDataType dataType,
+			 int redop, const uint64_t *counts,
+			 const uint64_t *displs, HcclComm comm,
+			 aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_ALLGATHER_V};
+	struct ohc_coll_args a =
+		coll_args(op, sendBuf, recvBuf, count, dataType, redop, 0);
+	bool ag = op == OHC_COLL_ALLGATHER_V;
+	const char *null_buf;
 	struct ohc_comm *c;
 	uint64_t total;
 	HcclResult r;
 
+	r = v_prologue(fn, comm, ag ? "recvCounts" : "sendCounts",
+		       ag ? "recvDispls" : "sendDispls", counts, displs, &c,
+		       &total);
+	if (r != HCCL_SUCCESS || total == 0)
+		return r;
+	if (counts[c->rank] != count) {
+		if (ag)
+			OHC_ERROR(OHC_SS_API,
+				  "%s: sendCount %llu differs from "
+				  "recvCounts[%u] = %llu",
+				  fn, (unsigned long long)count, c->rank,
+				  (unsigned long long)counts[c->rank]);
+		else
+			OHC_ERROR(OHC_SS_API,
+				  "%s: recvCount %llu differs from "
+				  "sendCounts[%u]",
+				  fn, (unsigned long long)count, c->rank);
+		return HCCL_E_PARA;
+	}
+	null_buf = !sendBuf && (count || !ag)  ? "sendBuf"
+		   : !recvBuf && (count || ag) ? "recvBuf"
+					       : NULL;
+	if (null_buf) {
+		OHC_ERROR(OHC_SS_API, "%s: %s is NULL", fn, null_buf);
+		return HCCL_E_PTR;
+	}
+	if (ag) {
+		a.recv_counts = counts;
+		a.recv_displs = displs;
+	} else {
+		a.send_counts = counts;
+		a.send_displs = displs;
+	}
+	if (sendBuf == recvBuf) {
+		OHC_ERROR(OHC_SS_API, "%s: recvBuf must differ from sendBuf",
+			  fn);
+		return HCCL_E_PARA;
+	}
+	return coll(fn, &a, comm, stream, ag ? 0 : NEED_REDUCE);
+}
+
+OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
+				  void *recvBuf, const void *recvCounts,
+				  const void *recvDispls, HcclDataType dataType,
+				  HcclComm comm, aclrtStream stream)
+{
 	OHC_API_ENTRY(comm,
 		      "HcclAllGatherV(sendBuf=%p, sendCount=%llu, recvBuf=%p, "
 		      "recvCounts=%p, recvDispls=%p, dataType=%s, comm=%p, "
@@ -458,34 +449,9 @@ OHC_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount,
 		      sendBuf, (unsigned long long)sendCount, recvBuf,
 		      recvCounts, recvDispls, ohc_dtype_name((int)dataType),
 		      comm, stream);
-	r = v_prologue(__func__, comm, "recvCounts", "recvDispls", recvCounts,
-		       recvDispls, &c, &total);
-	if (r != HCCL_SUCCESS || total == 0)
-		return r;
-	if (((const uint64_t *)recvCounts)[c->rank] != sendCount) {
-		OHC_ERROR(OHC_SS_API,
-			  "%s: sendCount %llu differs from recvCounts[%u] = "
-			  "%llu",
-			  __func__, (unsigned long long)sendCount, c->rank,
-			  (unsigned long long)((const uint64_t *)
-						       recvCounts)[c->rank]);
-		return HCCL_E_PARA;
-	}
-	if (sendCount)
-		NULL_CHECK(__func__, sendBuf);
-	NULL_CHECK(__func__, recvBuf);
-	if (sendBuf == recvBuf) {
-		OHC_ERROR(OHC_SS_API, "%s: recvBuf must differ from sendBuf",
-			  __func__);
-		return HCCL_E_PARA;
-	}
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = sendCount;
-	a.dtype = (int)dataType;
-	a.recv_counts = recvCounts;
-	a.recv_displs = recvDispls;
-	return coll(__func__, &a, comm, stream, 0);
+	return v_coll(__func__, OHC_COLL_ALLGATHER_V, sendBuf, recvBuf,
+		      sendCount, dataType, 0, recvCounts, recvDispls, comm,
+		      stream);
 }
 
 OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
@@ -494,11 +460,6 @@ OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
 				      HcclReduceOp op, HcclComm comm,
 				      aclrtStream stream)
 {
-	struct ohc_coll_args a = {.op = OHC_COLL_REDUCE_SCATTER_V};
-	struct ohc_comm *c;
-	uint64_t total;
-	HcclResult r;
-
 	OHC_API_ENTRY(comm,
 		      "HcclReduceScatterV(sendBuf=%p, sendCounts=%p, "
 		      "sendDispls=%p, recvBuf=%p, recvCount=%llu, dataType=%s, "
@@ -507,32 +468,9 @@ OHC_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
 		      (unsigned long long)recvCount,
 		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
 		      comm, stream);
-	r = v_prologue(__func__, comm, "sendCounts", "sendDispls", sendCounts,
-		       sendDispls, &c, &total);
-	if (r != HCCL_SUCCESS || total == 0)
-		return r;
-	if (((const uint64_t *)sendCounts)[c->rank] != recvCount) {
-		OHC_ERROR(OHC_SS_API,
-			  "%s: recvCount %llu differs from sendCounts[%u]",
-			  __func__, (unsigned long long)recvCount, c->rank);
-		return HCCL_E_PARA;
-	}
-	NULL_CHECK(__func__, sendBuf);
-	if (recvCount)
-		NULL_CHECK(__func__, recvBuf);
-	if (sendBuf == recvBuf) {
-		OHC_ERROR(OHC_SS_API, "%s: recvBuf must differ from sendBuf",
-			  __func__);
-		return HCCL_E_PARA;
-	}
-	a.sbuf = sendBuf;
-	a.rbuf = recvBuf;
-	a.count = recvCount;
-	a.dtype = (int)dataType;
-	a.redop = (int)op;
-	a.send_counts = sendCounts;
-	a.send_displs = sendDispls;
-	return coll(__func__, &a, comm, stream, NEED_REDUCE);
+	return v_coll(__func__, OHC_COLL_REDUCE_SCATTER_V, sendBuf, recvBuf,
+		      recvCount, dataType, (int)op, sendCounts, sendDispls,
+		      comm, stream);
 }
 
 OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
@@ -555,8 +493,8 @@ OHC_API HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount,
 			 __func__);
 		return HCCL_SUCCESS;
 	}
-	NULL_CHECK(__func__, sendBuf);
-	NULL_CHECK(__func__, recvBuf);
+	NOT_NULL(sendBuf, __func__);
+	NOT_NULL(recvBuf, __func__);
 	if (sendCount != recvCount || sendType != recvType) {
 		OHC_ERROR(OHC_SS_API,
 			  "%s: send (%llu x %d) and receive (%llu x %d) "
@@ -635,13 +573,13 @@ OHC_API HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
 		      sendBuf, sendCounts, sdispls,
 		      ohc_dtype_name((int)sendType), recvBuf, recvCounts,
 		      rdispls, ohc_dtype_name((int)recvType), comm, stream);
-	r = comm_of(__func__, comm, &c);
+	r = ohc_api_live_comm(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	NULL_CHECK(__func__, sendCounts);
-	NULL_CHECK(__func__, sdispls);
-	NULL_CHECK(__func__, recvCounts);
-	NULL_CHECK(__func__, rdispls);
+	NOT_NULL(sendCounts, __func__);
+	NOT_NULL(sdispls, __func__);
+	NOT_NULL(recvCounts, __func__);
+	NOT_NULL(rdispls, __func__);
 	return alltoallv(__func__, sendBuf, sendCounts, sdispls, sendType,
 			 recvBuf, recvCounts, rdispls, recvType, c, comm,
 			 stream);
@@ -665,10 +603,10 @@ OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
 		      "stream=%p)",
 		      sendBuf, sendCountMatrix, ohc_dtype_name((int)sendType),
 		      recvBuf, ohc_dtype_name((int)recvType), comm, stream);
-	r = comm_of(__func__, comm, &c);
+	r = ohc_api_live_comm(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	NULL_CHECK(__func__, sendCountMatrix);
+	NOT_NULL(sendCountMatrix, __func__);
 	n = c->nranks;
 	if (ohc_api_check_counts(__func__, "sendCountMatrix", m, n * n,
 				 &total) < 0)
@@ -682,8 +620,8 @@ OHC_API HcclResult HcclAlltoAllVC(const void *sendBuf,
 	if (!v)
 		return HCCL_E_MEMORY;
 	ohc_alltoallvc_to_v(m, n, c->rank, v, v + n, v + 2 * n, v + 3 * n);
-	r = alltoallv(__func__, sendBuf, v, v + n, sendType, recvBuf,
-		      v + 2 * n, v + 3 * n, recvType, c, comm, stream);
+	r = alltoallv(__func__, sendBuf, v, v + n, sendType, recvBuf, v + 2 * n,
+		      v + 3 * n, recvType, c, comm, stream);
 	free(v); /* the operation took its own copies */
 	return r;
 }
@@ -706,15 +644,10 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 		OHC_WARN(OHC_SS_API, "%s: no items, nothing to do", __func__);
 		return HCCL_SUCCESS;
 	}
-	NULL_CHECK(__func__, sendRecvInfo);
-	r = comm_of(__func__, comm, &c);
+	NOT_NULL(sendRecvInfo, __func__);
+	r = ohc_api_live_comm_ungrouped(__func__, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	if (ohc_group_depth() > 0) {
-		OHC_ERROR(OHC_SS_API, "%s cannot be called inside a group",
-			  __func__);
-		return HCCL_E_NOT_SUPPORT;
-	}
 	items = calloc(itemNum, sizeof(*items));
 	if (!items)
 		return HCCL_E_MEMORY;
@@ -730,9 +663,8 @@ OHC_API HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo,
 			free(items);
 			return HCCL_E_PARA;
 		}
-		if (it->count &&
-		    (!ohc_dtype_valid(it->dataType) ||
-		     it->dataType == HCCL_DATA_TYPE_INT128)) {
+		if (it->count && (!ohc_dtype_valid(it->dataType) ||
+				  it->dataType == HCCL_DATA_TYPE_INT128)) {
 			OHC_ERROR(OHC_SS_API,
 				  "%s: item %u: dataType %d is not supported",
 				  __func__, i, (int)it->dataType);
@@ -775,7 +707,7 @@ OHC_API HcclResult HcclGroupEnd(void)
 
 OHC_API HcclResult HcclGroupStatusGet(bool *isGroupEnabled)
 {
-	NULL_CHECK(__func__, isGroupEnabled);
+	NOT_NULL(isGroupEnabled, __func__);
 	*isGroupEnabled = ohc_group_depth() > 0;
 	return HCCL_SUCCESS;
 }

@@ -4,7 +4,8 @@
 
 /*
  * The argument checks shared by the communicator queries and settings
- * (api_comm_query.c, api_comm_config.c); not for other files. Each logs
+ * and the collectives (api_comm_query.c, api_comm_config.c,
+ * api_coll.c); not for other files. Each logs
  * one line naming fn and returns from the calling entry point.
  * GET_COMM: comm NULL is HCCL_E_PTR, a handle that is not a live
  * communicator HCCL_E_PARA; else c is that communicator. NOT_NULL: p NULL
@@ -14,17 +15,9 @@
 
 #define GET_COMM(c, comm, fn)                                                  \
 	do {                                                                   \
-		if (!(comm)) {                                                 \
-			OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);         \
-			return HCCL_E_PTR;                                     \
-		}                                                              \
-		(c) = ohc_api_comm(comm);                                      \
-		if (!(c)) {                                                    \
-			OHC_ERROR(OHC_SS_API,                                  \
-				  "%s: %p is not a live communicator", fn,     \
-				  (void *)(comm));                             \
-			return HCCL_E_PARA;                                    \
-		}                                                              \
+		HcclResult get_comm_r_ = ohc_api_live_comm(fn, comm, &(c));    \
+		if (get_comm_r_ != HCCL_SUCCESS)                               \
+			return get_comm_r_;                                    \
 	} while (0)
 
 #define NOT_NULL(p, fn)                                                        \

@@ -35,6 +35,15 @@ OHC_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
 	return ohc_status_to_hccl(ohc_root_info_create(rootInfo->internal));
 }
 
+/* The environment, then config into cfg: the first checks of both inits. */
+static ohc_status_t env_config(const HcclCommConfig *config,
+			       struct ohc_comm_cfg *cfg)
+{
+	if (env_check() != HCCL_SUCCESS)
+		return OHC_ERR_INVALID; /* HCCL_E_PARA */
+	return ohc_api_config_decode(config, cfg);
+}
+
 static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
 				 uint32_t rank, const HcclCommConfig *config,
 				 HcclComm *comm, const char *fn)
@@ -54,9 +63,7 @@ static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo,
 			  fn, rank, nRanks);
 		return HCCL_E_PARA;
 	}
-	if (env_check() != HCCL_SUCCESS)
-		return HCCL_E_PARA;
-	status = ohc_api_config_decode(config, &cfg);
+	status = env_config(config, &cfg);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
 	status = ohc_root_info_check(rootInfo->internal);
@@ -267,9 +274,7 @@ static HcclResult init_cluster_info(const char *clusterInfo, uint32_t rank,
 			  "%s: rank table path is longer than 4095 bytes", fn);
 		return HCCL_E_PARA;
 	}
-	if (env_check() != HCCL_SUCCESS)
-		return HCCL_E_PARA;
-	status = ohc_api_config_decode(config, &cfg);
+	status = env_config(config, &cfg);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
 	status = ohc_ranktable_load(clusterInfo, &rt);

@@ -16,6 +16,36 @@ struct ohc_comm *ohc_api_comm(HcclComm comm)
 	return ohc_comm_lookup(comm);
 }
 
+HcclResult ohc_api_live_comm(const char *fn, HcclComm comm,
+			     struct ohc_comm **c_p)
+{
+	if (!comm) {
+		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
+		return HCCL_E_PTR;
+	}
+	*c_p = ohc_api_comm(comm);
+	if (!*c_p) {
+		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
+			  (void *)comm);
+		return HCCL_E_PARA;
+	}
+	return HCCL_SUCCESS;
+}
+
+HcclResult ohc_api_live_comm_ungrouped(const char *fn, HcclComm comm,
+				       struct ohc_comm **c_p)
+{
+	HcclResult r = ohc_api_live_comm(fn, comm, c_p);
+
+	if (r != HCCL_SUCCESS)
+		return r;
+	if (ohc_group_depth() > 0) {
+		OHC_ERROR(OHC_SS_API, "%s cannot be called inside a group", fn);
+		return HCCL_E_NOT_SUPPORT;
+	}
+	return HCCL_SUCCESS;
+}
+
 const char *ohc_api_log_name(HcclComm comm)
 {
 	struct ohc_comm *c = ohc_api_comm(comm);

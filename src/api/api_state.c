@@ -116,52 +116,34 @@ OHC_API HcclResult HcclCommRegCommStateCallback(const char *regName,
 	return r;
 }
 
-static HcclResult live_comm(const char *fn, HcclComm comm,
-			    struct ohc_comm **c_p)
-{
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return HCCL_E_PTR;
-	}
-	*c_p = ohc_api_comm(comm);
-	if (!*c_p) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  comm);
-		return HCCL_E_PARA;
-	}
-	return HCCL_SUCCESS;
-}
-
-OHC_API HcclResult HcclCommSuspend(HcclComm comm)
+/* Suspend and Resume: the entry line and the communicator, then the call
+ * (Resume only outside a group, between its state callbacks). */
+static HcclResult suspend_resume(const char *fn, HcclComm comm, bool resume)
 {
 	struct ohc_comm *c;
 	HcclResult r;
 
-	OHC_API_ENTRY(comm, "HcclCommSuspend(comm=%p)", comm);
-	r = live_comm(__func__, comm, &c);
+	OHC_API_ENTRY(comm, "%s(comm=%p)", fn, comm);
+	r = resume ? ohc_api_live_comm_ungrouped(fn, comm, &c)
+		   : ohc_api_live_comm(fn, comm, &c);
 	if (r != HCCL_SUCCESS)
 		return r;
-	return ohc_status_to_hccl(ohc_comm_suspend(c));
-}
-
-OHC_API HcclResult HcclCommResume(HcclComm comm)
-{
-	struct ohc_comm *c;
-	HcclResult r;
-
-	OHC_API_ENTRY(comm, "HcclCommResume(comm=%p)", comm);
-	r = live_comm(__func__, comm, &c);
-	if (r != HCCL_SUCCESS)
-		return r;
-	if (ohc_group_depth() > 0) {
-		OHC_ERROR(OHC_SS_API, "%s cannot be called inside a group",
-			  __func__);
-		return HCCL_E_NOT_SUPPORT;
-	}
+	if (!resume)
+		return ohc_status_to_hccl(ohc_comm_suspend(c));
 	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_RESUME_PRE);
 	r = ohc_status_to_hccl(ohc_comm_resume(c));
 	ohc_api_state_notify(comm, HCCL_COMM_STATE_PHASE_RESUME_POST);
 	return r;
+}
+
+OHC_API HcclResult HcclCommSuspend(HcclComm comm)
+{
+	return suspend_resume(__func__, comm, false);
+}
+
+OHC_API HcclResult HcclCommResume(HcclComm comm)
+{
+	return suspend_resume(__func__, comm, true);
 }
 
 OHC_API HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)

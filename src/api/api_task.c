@@ -50,19 +50,16 @@ OHC_API HcclResult HcclTaskInit(HcclComm comm, HcclTaskCtx *ctx)
 	struct ohc_task_ctx *t;
 	struct ohc_comm *c;
 	ohc_status_t status;
+	HcclResult r;
 
 	OHC_API_ENTRY(comm, "HcclTaskInit(comm=%p, ctx=%p)", comm, (void *)ctx);
-	if (!comm || !ctx) {
-		OHC_ERROR(OHC_SS_API, "HcclTaskInit: %s is NULL",
-			  !comm ? "comm" : "ctx");
+	if (comm && !ctx) {
+		OHC_ERROR(OHC_SS_API, "HcclTaskInit: ctx is NULL");
 		return HCCL_E_PTR;
 	}
-	c = ohc_api_comm(comm);
-	if (!c) {
-		OHC_ERROR(OHC_SS_API,
-			  "HcclTaskInit: %p is not a live communicator", comm);
-		return HCCL_E_PARA;
-	}
+	r = ohc_api_live_comm(__func__, comm, &c);
+	if (r != HCCL_SUCCESS)
+		return r;
 	status = ohc_task_ctx_create(c, &t);
 	if (status < 0)
 		return ohc_status_to_hccl(status);
@@ -181,26 +178,42 @@ static HcclHandle prepare(const char *fn, HcclTaskCtx ctx,
 	return (HcclHandle)handle;
 }
 
+/* The four prepares with one block a rank: d from the arguments. */
+static HcclHandle prepare_block(const char *fn, HcclTaskCtx ctx,
+				enum ohc_coll_op op, void *sendBuf,
+				void *recvBuf, uint64_t count,
+				HcclDataType dataType, int redop,
+				uint64_t strideCount, uint8_t repeat,
+				bool commit)
+{
+	struct ohc_task_desc d = {.op = op,
+				  .sbuf = sendBuf,
+				  .rbuf = recvBuf,
+				  .count = count,
+				  .stride = strideCount,
+				  .dtype = (int)dataType,
+				  .redop = redop,
+				  .repeat = repeat};
+	bool need_reduce =
+		op == OHC_COLL_ALLREDUCE || op == OHC_COLL_REDUCE_SCATTER;
+
+	return prepare(fn, ctx, &d, commit, need_reduce);
+}
+
 OHC_API HcclHandle HcclTaskAllReduce(HcclTaskCtx ctx, void *sendBuf,
 				     void *recvBuf, uint64_t count,
 				     HcclDataType dataType, HcclReduceOp op,
 				     uint8_t repeat, bool commit)
 {
-	struct ohc_task_desc d = {.op = OHC_COLL_ALLREDUCE};
-
 	OHC_API_ENTRY(log_comm(ctx),
 		      "HcclTaskAllReduce(ctx=%p, sendBuf=%p, recvBuf=%p, "
 		      "count=%llu, dataType=%s, op=%s, repeat=%u, commit=%d)",
 		      ctx, sendBuf, recvBuf, (unsigned long long)count,
 		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
 		      repeat, commit);
-	d.sbuf = sendBuf;
-	d.rbuf = recvBuf;
-	d.count = count;
-	d.dtype = (int)dataType;
-	d.redop = (int)op;
-	d.repeat = repeat;
-	return prepare(__func__, ctx, &d, commit, true);
+	return prepare_block(__func__, ctx, OHC_COLL_ALLREDUCE, sendBuf,
+			     recvBuf, count, dataType, (int)op, 0, repeat,
+			     commit);
 }
 
 OHC_API HcclHandle HcclTaskAllGather(HcclTaskCtx ctx, void *sendBuf,
@@ -209,8 +222,6 @@ OHC_API HcclHandle HcclTaskAllGather(HcclTaskCtx ctx, void *sendBuf,
 				     uint64_t strideCount, uint8_t repeat,
 				     bool commit)
 {
-	struct ohc_task_desc d = {.op = OHC_COLL_ALLGATHER};
-
 	OHC_API_ENTRY(log_comm(ctx),
 		      "HcclTaskAllGather(ctx=%p, sendBuf=%p, recvBuf=%p, "
 		      "sendCount=%llu, dataType=%s, strideCount=%llu, "
@@ -218,13 +229,9 @@ OHC_API HcclHandle HcclTaskAllGather(HcclTaskCtx ctx, void *sendBuf,
 		      ctx, sendBuf, recvBuf, (unsigned long long)sendCount,
 		      ohc_dtype_name((int)dataType),
 		      (unsigned long long)strideCount, repeat, commit);
-	d.sbuf = sendBuf;
-	d.rbuf = recvBuf;
-	d.count = sendCount;
-	d.dtype = (int)dataType;
-	d.stride = strideCount;
-	d.repeat = repeat;
-	return prepare(__func__, ctx, &d, commit, false);
+	return prepare_block(__func__, ctx, OHC_COLL_ALLGATHER, sendBuf,
+			     recvBuf, sendCount, dataType, 0, strideCount,
+			     repeat, commit);
 }
 
 OHC_API HcclHandle HcclTaskReduceScatter(HcclTaskCtx ctx, void *sendBuf,
@@ -233,8 +240,6 @@ OHC_API HcclHandle HcclTaskReduceScatter(HcclTaskCtx ctx, void *sendBuf,
 					 uint64_t strideCount, uint8_t repeat,
 					 bool commit)
 {
-	struct ohc_task_desc d = {.op = OHC_COLL_REDUCE_SCATTER};
-
 	OHC_API_ENTRY(log_comm(ctx),
 		      "HcclTaskReduceScatter(ctx=%p, sendBuf=%p, recvBuf=%p, "
 		      "recvCount=%llu, dataType=%s, op=%s, strideCount=%llu, "
@@ -242,14 +247,9 @@ OHC_API HcclHandle HcclTaskReduceScatter(HcclTaskCtx ctx, void *sendBuf,
 		      ctx, sendBuf, recvBuf, (unsigned long long)recvCount,
 		      ohc_dtype_name((int)dataType), ohc_redop_name((int)op),
 		      (unsigned long long)strideCount, repeat, commit);
-	d.sbuf = sendBuf;
-	d.rbuf = recvBuf;
-	d.count = recvCount;
-	d.dtype = (int)dataType;
-	d.redop = (int)op;
-	d.stride = strideCount;
-	d.repeat = repeat;
-	return prepare(__func__, ctx, &d, commit, true);
+	return prepare_block(__func__, ctx, OHC_COLL_REDUCE_SCATTER, sendBuf,
+			     recvBuf, recvCount, dataType, (int)op, strideCount,
+			     repeat, commit);
 }
 
 OHC_API HcclHandle HcclTaskAlltoAll(HcclTaskCtx ctx, void *sendBuf,
@@ -257,8 +257,6 @@ OHC_API HcclHandle HcclTaskAlltoAll(HcclTaskCtx ctx, void *sendBuf,
 				    HcclDataType dataType, uint64_t strideCount,
 				    uint8_t repeat, bool commit)
 {
-	struct ohc_task_desc d = {.op = OHC_COLL_ALLTOALL};
-
 	OHC_API_ENTRY(log_comm(ctx),
 		      "HcclTaskAlltoAll(ctx=%p, sendBuf=%p, recvBuf=%p, "
 		      "dataCount=%llu, dataType=%s, strideCount=%llu, "
@@ -266,13 +264,9 @@ OHC_API HcclHandle HcclTaskAlltoAll(HcclTaskCtx ctx, void *sendBuf,
 		      ctx, sendBuf, recvBuf, (unsigned long long)dataCount,
 		      ohc_dtype_name((int)dataType),
 		      (unsigned long long)strideCount, repeat, commit);
-	d.sbuf = sendBuf;
-	d.rbuf = recvBuf;
-	d.count = dataCount;
-	d.dtype = (int)dataType;
-	d.stride = strideCount;
-	d.repeat = repeat;
-	return prepare(__func__, ctx, &d, commit, false);
+	return prepare_block(__func__, ctx, OHC_COLL_ALLTOALL, sendBuf, recvBuf,
+			     dataCount, dataType, 0, strideCount, repeat,
+			     commit);
 }
 
 /* AlltoAllV's arrays: counts in range, the last round's blocks too. */
@@ -379,30 +373,31 @@ OHC_API HcclHandle HcclTaskAlltoAllV(HcclTaskCtx ctx, void *sendBuf,
 	return (HcclHandle)handle;
 }
 
-OHC_API HcclResult HcclTaskCommit(HcclTaskCtx ctx, HcclHandle handleId)
+/* Commit and Wait: the entry line, the context check, then op on the
+ * handle. */
+static HcclResult handle_call(const char *fn, HcclTaskCtx ctx,
+			      HcclHandle handleId,
+			      ohc_status_t (*op)(struct ohc_task_ctx *, int))
 {
 	struct ohc_task_ctx *c;
 	HcclResult r;
 
-	OHC_API_ENTRY(log_comm(ctx), "HcclTaskCommit(ctx=%p, handleId=%d)", ctx,
+	OHC_API_ENTRY(log_comm(ctx), "%s(ctx=%p, handleId=%d)", fn, ctx,
 		      handleId);
-	c = ctx_get(__func__, ctx, &r);
+	c = ctx_get(fn, ctx, &r);
 	if (!c)
 		return r;
-	return ohc_status_to_hccl(ohc_task_commit(c, handleId));
+	return ohc_status_to_hccl(op(c, handleId));
+}
+
+OHC_API HcclResult HcclTaskCommit(HcclTaskCtx ctx, HcclHandle handleId)
+{
+	return handle_call(__func__, ctx, handleId, ohc_task_commit);
 }
 
 OHC_API HcclResult HcclTaskWait(HcclTaskCtx ctx, HcclHandle handleId)
 {
-	struct ohc_task_ctx *c;
-	HcclResult r;
-
-	OHC_API_ENTRY(log_comm(ctx), "HcclTaskWait(ctx=%p, handleId=%d)", ctx,
-		      handleId);
-	c = ctx_get(__func__, ctx, &r);
-	if (!c)
-		return r;
-	return ohc_status_to_hccl(ohc_task_wait(c, handleId));
+	return handle_call(__func__, ctx, handleId, ohc_task_wait);
 }
 
 OHC_API int32_t HcclTaskQuery(HcclTaskCtx ctx, HcclHandle handleId)

@@ -14,17 +14,7 @@ static HcclResult zc_get_comm(HcclComm comm, const char *fn,
 			      struct ohc_comm **c_p)
 {
 	OHC_API_ENTRY(comm, "%s(comm=%p, ...)", fn, comm);
-	if (!comm) {
-		OHC_ERROR(OHC_SS_API, "%s: comm is NULL", fn);
-		return HCCL_E_PTR;
-	}
-	*c_p = ohc_api_comm(comm);
-	if (!*c_p) {
-		OHC_ERROR(OHC_SS_API, "%s: %p is not a live communicator", fn,
-			  (void *)comm);
-		return HCCL_E_PARA;
-	}
-	return HCCL_SUCCESS;
+	return ohc_api_live_comm(fn, comm, c_p);
 }
 
 OHC_API HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr,

@@ -163,6 +163,22 @@ static aclError check_dev_id(const char *fn, int32_t deviceId)
 	return ACL_SUCCESS;
 }
 
+/* The device of a valid id, made on first use. */
+static aclError device_lookup(const char *fn, int32_t deviceId,
+			      struct ohc_rt_device **d_p)
+{
+	aclError ret = check_dev_id(fn, deviceId);
+
+	if (ret)
+		return ret;
+	*d_p = ohc_rt_device_get(deviceId);
+	if (!*d_p)
+		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
+				   "%s: out of memory creating device %d", fn,
+				   (int)deviceId);
+	return ACL_SUCCESS;
+}
+
 /* Take one reference on device id for the calling thread. */
 static aclError device_acquire(const char *fn, int32_t deviceId,
 			       struct ohc_rt_device **d_p)
@@ -170,14 +186,9 @@ static aclError device_acquire(const char *fn, int32_t deviceId,
 	struct ohc_rt_device *d;
 	aclError ret;
 
-	ret = check_dev_id(fn, deviceId);
+	ret = device_lookup(fn, deviceId, &d);
 	if (ret)
 		return ret;
-	d = ohc_rt_device_get(deviceId);
-	if (!d)
-		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
-				   "%s: out of memory creating device %d", fn,
-				   (int)deviceId);
 	pthread_mutex_lock(&d->lock);
 	atomic_fetch_add_explicit(&d->refs, 1, memory_order_acq_rel);
 	pthread_mutex_unlock(&d->lock);
@@ -263,14 +274,9 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
 	struct ohc_rt_device *d;
 	aclError ret;
 
-	ret = check_dev_id(fn, deviceId);
+	ret = device_lookup(fn, deviceId, &d);
 	if (ret)
 		return ret;
-	d = ohc_rt_device_get(deviceId);
-	if (!d)
-		return OHC_RT_FAIL(ACL_ERROR_RT_MEMORY_ALLOCATION,
-				   "%s: out of memory creating device %d", fn,
-				   (int)deviceId);
 	return device_release(fn, d, force);
 }
 

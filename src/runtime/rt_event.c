@@ -80,6 +80,16 @@ static aclError event_get(const char *fn, aclrtEvent handle,
 	return ACL_SUCCESS;
 }
 
+/* event_get for a call that answers through out (named what): out first. */
+static aclError event_get_out(const char *fn, const void *out, const char *what,
+			      aclrtEvent handle, struct ohc_rt_event **ev_p)
+{
+	if (!out)
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM, "%s: %s is NULL",
+				   fn, what);
+	return event_get(fn, handle, ev_p);
+}
+
 static void event_put(struct ohc_rt_event *ev)
 {
 	if (atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) == 1)
@@ -257,22 +267,46 @@ static void ev_task_free(struct ev_task *et)
 	free(et);
 }
 
-OHC_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
+/* Queues one ev_task. What differs between record, wait and reset is how
+ * it enters the stream: push (NULL: a plain push) queues et, or returns
+ * an error (et is freed here), or frees et itself and returns success. */
+typedef aclError (*ev_push_fn)(aclrtEvent event, struct ohc_rt_event *ev,
+			       struct ohc_rt_stream *s, struct ev_task *et);
+
+static aclError ev_enqueue(const char *fn, enum ev_op op, aclrtEvent event,
+			   aclrtStream stream, ev_push_fn push)
 {
 	struct ohc_rt_event *ev;
 	struct ohc_rt_stream *s;
 	struct ev_task *et = NULL;
 	aclError ret;
 
-	ret = event_get("aclrtRecordEvent", event, &ev);
+	ret = event_get(fn, event, &ev);
 	if (ret)
 		return ret;
 	ret = ohc_rt_stream_get(stream, &s);
 	if (ret)
 		goto out_put_event;
-	ret = ev_task_new("aclrtRecordEvent", EV_RECORD, ev, s, &et);
+	ret = ev_task_new(fn, op, ev, s, &et);
 	if (ret)
 		goto out_put_stream;
+	ret = push ? push(event, ev, s, et)
+		   : ohc_rt_stream_push(s, &et->super, NULL);
+	if (ret)
+		ev_task_free(et);
+out_put_stream:
+	ohc_rt_stream_put(s);
+out_put_event:
+	event_put(ev);
+	return ret;
+}
+
+static aclError ev_record_push(aclrtEvent event, struct ohc_rt_event *ev,
+			       struct ohc_rt_stream *s, struct ev_task *et)
+{
+	aclError ret;
+
+	(void)event;
 	/* Number and queue the record atomically so numbers follow the
 	 * order records enter each stream. */
 	pthread_mutex_lock(&ev_lock);
@@ -281,134 +315,96 @@ OHC_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
 	if (!ret)
 		ev->rec_seq = et->seq;
 	pthread_mutex_unlock(&ev_lock);
-	if (ret)
-		ev_task_free(et);
-out_put_stream:
-	ohc_rt_stream_put(s);
-out_put_event:
-	event_put(ev);
 	return ret;
 }
 
-OHC_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
+OHC_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
 {
-	struct ohc_rt_event *ev;
-	struct ohc_rt_stream *s;
-	struct ev_task *et = NULL;
+	return ev_enqueue("aclrtRecordEvent", EV_RECORD, event, stream,
+			  ev_record_push);
+}
+
+static aclError ev_wait_push(aclrtEvent event, struct ohc_rt_event *ev,
+			     struct ohc_rt_stream *s, struct ev_task *et)
+{
 	aclError ret;
 
-	ret = event_get("aclrtStreamWaitEvent", event, &ev);
-	if (ret)
-		return ret;
-	ret = ohc_rt_stream_get(stream, &s);
-	if (ret)
-		goto out_put_event;
-	ret = ev_task_new("aclrtStreamWaitEvent", EV_WAIT, ev, s, &et);
-	if (ret)
-		goto out_put_stream;
 	pthread_mutex_lock(&ev_lock);
 	if (!ev->is_sync && ev->rec_seq == 0) {
 		pthread_mutex_unlock(&ev_lock);
-		ev_task_free(et);
-		ret = OHC_RT_FAIL(ACL_ERROR_RT_PARAM_INVALID,
-				  "aclrtStreamWaitEvent: event %p was never "
-				  "recorded (only ACL_EVENT_SYNC events wait "
-				  "for a future record)",
-				  event);
-		goto out_put_stream;
+		return OHC_RT_FAIL(ACL_ERROR_RT_PARAM_INVALID,
+				   "aclrtStreamWaitEvent: event %p was never "
+				   "recorded (only ACL_EVENT_SYNC events wait "
+				   "for a future record)",
+				   event);
 	}
 	et->seq = ev->rec_seq;
 	if (!ev->is_sync && ev->done_seq >= et->seq) {
 		/* The record already executed: nothing to wait for. */
 		pthread_mutex_unlock(&ev_lock);
 		ev_task_free(et);
-		goto out_put_stream;
+		return ACL_SUCCESS;
 	}
 	ret = ohc_rt_stream_push(s, &et->super, NULL);
 	pthread_mutex_unlock(&ev_lock);
-	if (ret)
-		ev_task_free(et);
-out_put_stream:
-	ohc_rt_stream_put(s);
-out_put_event:
-	event_put(ev);
 	return ret;
+}
+
+OHC_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
+{
+	return ev_enqueue("aclrtStreamWaitEvent", EV_WAIT, event, stream,
+			  ev_wait_push);
 }
 
 OHC_API aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
 {
-	struct ohc_rt_event *ev;
-	struct ohc_rt_stream *s;
-	struct ev_task *et = NULL;
-	aclError ret;
-
-	ret = event_get("aclrtResetEvent", event, &ev);
-	if (ret)
-		return ret;
-	ret = ohc_rt_stream_get(stream, &s);
-	if (ret)
-		goto out_put_event;
-	ret = ev_task_new("aclrtResetEvent", EV_RESET, ev, s, &et);
-	if (ret)
-		goto out_put_stream;
-	ret = ohc_rt_stream_push(s, &et->super, NULL);
-	if (ret)
-		ev_task_free(et);
-out_put_stream:
-	ohc_rt_stream_put(s);
-out_put_event:
-	event_put(ev);
-	return ret;
+	return ev_enqueue("aclrtResetEvent", EV_RESET, event, stream, NULL);
 }
 
 /* ---- queries ---- */
 
-/* Never-recorded events count as complete (nothing was captured). */
-static bool event_complete(const char *fn, aclrtEvent event, aclError *ret_p)
+/*
+ * For the two queries: whether event is complete (never-recorded events
+ * count as complete: nothing was captured); status is checked first.
+ */
+static aclError event_complete(const char *fn, aclrtEvent event,
+			       const void *status, bool *done_p)
 {
 	struct ohc_rt_event *ev;
-	bool done;
+	aclError ret;
 
-	*ret_p = event_get(fn, event, &ev);
-	if (*ret_p)
-		return false;
+	ret = event_get_out(fn, status, "status", event, &ev);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&ev_lock);
-	done = ev->done_seq >= ev->rec_seq;
+	*done_p = ev->done_seq >= ev->rec_seq;
 	pthread_mutex_unlock(&ev_lock);
 	event_put(ev);
-	return done;
+	return ACL_SUCCESS;
 }
 
 OHC_API aclError aclrtQueryEventStatus(aclrtEvent event,
 				       aclrtEventRecordedStatus *status)
 {
-	aclError ret;
 	bool done;
+	aclError ret =
+		event_complete("aclrtQueryEventStatus", event, status, &done);
 
-	if (!status)
-		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
-				   "aclrtQueryEventStatus: status is NULL");
-	done = event_complete("aclrtQueryEventStatus", event, &ret);
-	if (ret)
-		return ret;
-	*status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE
-		       : ACL_EVENT_RECORDED_STATUS_NOT_READY;
-	return ACL_SUCCESS;
+	if (!ret)
+		*status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE
+			       : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+	return ret;
 }
 
 OHC_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
 {
-	aclError ret;
 	bool done;
+	aclError ret = event_complete("aclrtQueryEvent", event, status, &done);
 
-	if (!status)
-		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
-				   "aclrtQueryEvent: status is NULL");
-	done = event_complete("aclrtQueryEvent", event, &ret);
-	if (ret)
-		return ret;
-	*status = done ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
-	return ACL_SUCCESS;
+	if (!ret)
+		*status = done ? ACL_EVENT_STATUS_COMPLETE
+			       : ACL_EVENT_STATUS_NOT_READY;
+	return ret;
 }
 
 static aclError event_sync(const char *fn, aclrtEvent event, int32_t timeout)
@@ -487,10 +483,7 @@ OHC_API aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent,
 	uint64_t ta = 0, tb = 0;
 	aclError ret;
 
-	if (!ms)
-		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM, "%s: ms is NULL",
-				   fn);
-	ret = event_get(fn, startEvent, &a);
+	ret = event_get_out(fn, ms, "ms", startEvent, &a);
 	if (ret)
 		return ret;
 	ret = event_get(fn, endEvent, &b);
@@ -526,10 +519,7 @@ OHC_API aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp)
 	uint64_t ts = 0;
 	aclError ret;
 
-	if (!timestamp)
-		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
-				   "%s: timestamp is NULL", fn);
-	ret = event_get(fn, event, &ev);
+	ret = event_get_out(fn, timestamp, "timestamp", event, &ev);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&ev_lock);

@@ -76,7 +76,9 @@ static struct vmm_res *res_containing_locked(uintptr_t p, size_t len)
 	return NULL;
 }
 
-static struct vmm_map *map_containing_locked(uintptr_t p, size_t len)
+/* The first mapping that holds [p, p + len), or with overlap that shares
+ * a byte with it. */
+static struct vmm_map *map_find_locked(uintptr_t p, size_t len, bool overlap)
 {
 	struct ohc_list *pos;
 	struct vmm_map *m;
@@ -84,24 +86,37 @@ static struct vmm_map *map_containing_locked(uintptr_t p, size_t len)
 	ohc_list_for_each(pos, &mappings)
 	{
 		m = ohc_container_of(pos, struct vmm_map, node);
-		if (range_inside(p, len, m->addr, m->size))
+		if (overlap ? p < m->addr + m->size && m->addr < p + len
+			    : range_inside(p, len, m->addr, m->size))
 			return m;
 	}
 	return NULL;
 }
 
+static struct vmm_map *map_containing_locked(uintptr_t p, size_t len)
+{
+	return map_find_locked(p, len, false);
+}
+
 static struct vmm_map *map_overlapping_locked(uintptr_t p, size_t len)
 {
-	struct ohc_list *pos;
-	struct vmm_map *m;
+	return map_find_locked(p, len, true);
+}
 
-	ohc_list_for_each(pos, &mappings)
-	{
-		m = ohc_container_of(pos, struct vmm_map, node);
-		if (p < m->addr + m->size && m->addr < p + len)
-			return m;
+/* Takes vmm_lock and finds the mapping that starts at virPtr; without one
+ * it fails with the lock released. */
+static aclError map_at_lock(const char *fn, void *virPtr, struct vmm_map **m_p)
+{
+	pthread_mutex_lock(&vmm_lock);
+	*m_p = map_containing_locked((uintptr_t)virPtr, 0);
+	if (!*m_p || (*m_p)->addr != (uintptr_t)virPtr) {
+		pthread_mutex_unlock(&vmm_lock);
+		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
+				   "%s: %p is not an address given to "
+				   "aclrtMapMem",
+				   fn, virPtr);
 	}
-	return NULL;
+	return ACL_SUCCESS;
 }
 
 static struct vmm_phys *phys_find_locked(const void *handle)
@@ -460,19 +475,14 @@ OHC_API aclError aclrtMemRetainAllocationHandle(void *virPtr,
 {
 	static const char fn[] = "aclrtMemRetainAllocationHandle";
 	struct vmm_map *m;
+	aclError ret;
 
 	if (!virPtr || !handle)
 		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM, "%s: %s is NULL",
 				   fn, !virPtr ? "virPtr" : "handle");
-	pthread_mutex_lock(&vmm_lock);
-	m = map_containing_locked((uintptr_t)virPtr, 0);
-	if (!m || m->addr != (uintptr_t)virPtr) {
-		pthread_mutex_unlock(&vmm_lock);
-		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
-				   "%s: %p is not an address given to "
-				   "aclrtMapMem",
-				   fn, virPtr);
-	}
+	ret = map_at_lock(fn, virPtr, &m);
+	if (ret)
+		return ret;
 	if (m->phys->refs++ == 0)
 		ohc_list_add_tail(&phys_live, &m->phys->node);
 	*handle = m->phys;
@@ -584,20 +594,15 @@ OHC_API aclError aclrtUnmapMem(void *virPtr)
 	static const char fn[] = "aclrtUnmapMem";
 	struct vmm_phys *ph;
 	struct vmm_map *m;
+	aclError ret;
 	void *q;
 
 	if (!virPtr)
 		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
 				   "%s: virPtr is NULL", fn);
-	pthread_mutex_lock(&vmm_lock);
-	m = map_containing_locked((uintptr_t)virPtr, 0);
-	if (!m || m->addr != (uintptr_t)virPtr) {
-		pthread_mutex_unlock(&vmm_lock);
-		return OHC_RT_FAIL(ACL_ERROR_INVALID_PARAM,
-				   "%s: %p is not an address given to "
-				   "aclrtMapMem",
-				   fn, virPtr);
-	}
+	ret = map_at_lock(fn, virPtr, &m);
+	if (ret)
+		return ret;
 	q = mmap(virPtr, m->size, PROT_NONE, RESERVE_MMAP_FLAGS | MAP_FIXED, -1,
 		 0);
 	if (q == MAP_FAILED) {
@@ -632,25 +637,18 @@ OHC_API int ohc_rt_vmm_lookup(const void *ptr, size_t len, int *fd_p,
 			      size_t *offset_p, void **map_base_p,
 			      size_t *map_size_p)
 {
-	struct vmm_map *m;
+	struct ohc_rt_vmm_info info;
 
-	if (!ptr)
+	if (ohc_rt_vmm_info(ptr, len, &info) < 0)
 		return -1;
-	pthread_mutex_lock(&vmm_lock);
-	m = map_containing_locked((uintptr_t)ptr, len);
-	if (!m) {
-		pthread_mutex_unlock(&vmm_lock);
-		return -1;
-	}
 	if (fd_p)
-		*fd_p = m->phys->fd;
+		*fd_p = info.fd;
 	if (offset_p)
-		*offset_p = (uintptr_t)ptr - m->addr;
+		*offset_p = info.offset;
 	if (map_base_p)
-		*map_base_p = (void *)m->addr;
+		*map_base_p = info.map_base;
 	if (map_size_p)
-		*map_size_p = m->size;
-	pthread_mutex_unlock(&vmm_lock);
+		*map_size_p = info.map_size;
 	return 0;
 }
 
