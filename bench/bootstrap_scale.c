@@ -8,7 +8,8 @@
  * and the slowest rank of each phase and the job's wall time from the first
  * fork to the last exit. Up to 8192 ranks; each rank holds a few sockets, the
  * root one per rank while they join (RLIMIT_NOFILE is raised to its hard
- * limit here). Never run by ctest.
+ * limit here). Each operation's timeout is BENCH_TIMEOUT_MS (600000).
+ * Never run by ctest.
  *
  * usage: ohc_bootstrap_scale_bench [-b BYTES] N...
  */
@@ -26,12 +27,12 @@
 #include "util/time.h"
 
 #define MAX_RANKS 8192
-#define TIMEOUT_MS 600000
 
 enum { PH_INIT, PH_ALLGATHER, PH_BARRIER, PH_DESTROY, NPHASES };
 
 struct shared {
 	uint8_t root[OHC_ROOT_INFO_BYTES];
+	uint64_t timeout_ms;
 	double ms[MAX_RANKS][NPHASES];
 	int ok[MAX_RANKS];
 };
@@ -57,7 +58,8 @@ static int rank_main(uint32_t rank, uint32_t nranks, size_t bytes,
 		;
 	close(go_fd);
 	t = now_ms();
-	if (ohc_bootstrap_init_root(sh->root, nranks, rank, TIMEOUT_MS, &bs))
+	if (ohc_bootstrap_init_root(sh->root, nranks, rank, sh->timeout_ms,
+				    &bs))
 		return 1;
 	sh->ms[rank][PH_INIT] = now_ms() - t;
 	memset(buf + (size_t)rank * bytes, (int)(rank & 0xff), bytes);
@@ -98,6 +100,10 @@ static int run(uint32_t nranks, size_t bytes, struct shared *sh)
 	int go[2];
 
 	memset(sh, 0, sizeof(*sh));
+	sh->timeout_ms =
+		getenv("BENCH_TIMEOUT_MS")
+			? strtoull(getenv("BENCH_TIMEOUT_MS"), NULL, 10)
+			: 600000;
 	if (ohc_root_info_create(sh->root) || pipe(go))
 		return -1;
 	fflush(NULL);

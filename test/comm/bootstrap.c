@@ -852,6 +852,37 @@ Test(procs, six_round_the_ring, .timeout = 90)
 	run_procs(6, 0, 1);
 }
 
+/* A rank that the scheduler keeps off the CPU between its connect and
+ * its first frame is still let in: rank 1 writes its JOIN 6 s after its
+ * connect, past the 5 s the gates used to allow (2,048 ranks on 2 cores
+ * went that long without a turn). */
+static int late_rank(int rank, int nranks, void *p)
+{
+	struct proc_arg *a = p;
+	struct ohc_bootstrap *bs = NULL;
+	int bad;
+
+	if (rank == 1)
+		ohc_bs_test_join_delay_ms = 6000;
+	if (ohc_bootstrap_init_root(a->info, (uint32_t)nranks, (uint32_t)rank,
+				    20000, &bs) != OHC_OK)
+		return 1;
+	bad = ohc_bootstrap_barrier(bs) != OHC_OK;
+	ohc_bootstrap_destroy(bs);
+	return bad;
+}
+
+Test(procs, first_frame_after_six_seconds, .timeout = 60)
+{
+	struct proc_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(a, MAP_FAILED);
+	cr_assert_eq(ohc_root_info_create(a->info), OHC_OK);
+	cr_assert_eq(fork_ranks(2, late_rank, a, 40), 0);
+	munmap(a, sizeof(*a));
+}
+
 /* The table tree: the root sends the table to rank 0 only, ranks 1-4 get
  * it from rank 0, 5-8 from rank 1, 9-12 from rank 2 (three levels); every
  * rank checks every host id (even and odd ranks on two hosts). */

@@ -29,6 +29,11 @@ struct bs_addr;
  * that rings of large messages cannot deadlock. Messages are matched by
  * (peer, ctx, type, tag) in arrival order.
  */
+/* Fault seam for tests (bs_sock_join.c): a joining rank waits this long
+ * between its connect to the root and its JOIN, as a rank the scheduler
+ * keeps off the CPU does. */
+extern unsigned ohc_bs_test_join_delay_ms;
+
 /* Allgathers of more bytes in all go round the ring, not Bruck's
  * log-n steps (bootstrap.c; a test seam). */
 extern size_t ohc_bs_bruck_max_bytes;

@@ -21,6 +21,8 @@
 #include "util/log.h"
 #include "util/time.h"
 
+unsigned ohc_bs_test_join_delay_ms;
+
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -446,6 +448,10 @@ static ohc_status_t try_root(struct sock_ep *ep, const struct bs_addr *root,
 	until = probing ? OHC_MIN(deadline, ohc_deadline_after_ms(1000))
 			: deadline;
 	status = bs_connect(root, until, !probing, &rfd, &err);
+	if (status == OHC_OK && ohc_bs_test_join_delay_ms)
+		(void)bs_poll(NULL, 0,
+			      ohc_deadline_after_ms(ohc_bs_test_join_delay_ms),
+			      ohc_bs_test_join_delay_ms);
 	if (status < 0) {
 		if (probing)
 			return OHC_ERR_NOT_FOUND;
