@@ -22,13 +22,16 @@
 #include <unistd.h>
 
 #include "comm/bootstrap/bs_internal.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/time.h"
 
-/* Room is made by eviction; the wait only tidies up. A real rank that the
- * scheduler keeps off the CPU between its connect and its first write
- * must not be dropped: 2,048 ranks on 2 cores went 5 s without a turn. */
-#define BS_GATE_WAIT_MS 30000
+/* Room is made by eviction; the wait only tidies up, after
+ * HCCL_CONNECT_TIMEOUT or BS_GATE_WAIT_MIN_S if that is longer. A real
+ * rank that the scheduler keeps off the CPU between its connect and its
+ * first write must not be dropped: 2,048 ranks on 2 cores went 5 s
+ * without a turn. */
+#define BS_GATE_WAIT_MIN_S 30
 #define BS_GATE_LOG_MAX 5 /* drops logged one by one per gate */
 #define BS_GATE_SUMMARY_MS 10000
 #define BS_GATE_ACCEPT_BURST 64 /* accepts per call, so reads interleave */
@@ -44,7 +47,9 @@ void bs_gate_init(struct bs_gate *g, const char *where, size_t frame_max)
 	memset(g, 0, sizeof(*g));
 	snprintf(g->where, sizeof(g->where), "%s", where);
 	g->frame_max = frame_max;
-	g->wait_ns = BS_GATE_WAIT_MS * 1000000ull;
+	g->wait_s = ohc_env()->connect_timeout_s > BS_GATE_WAIT_MIN_S
+			    ? (unsigned)ohc_env()->connect_timeout_s
+			    : BS_GATE_WAIT_MIN_S;
 }
 
 static void summary(struct bs_gate *g, const char *when)
@@ -130,9 +135,10 @@ void bs_gate_tidy(struct bs_gate *g)
 	for (unsigned i = 0; i < g->n; i++) {
 		struct bs_gate_conn *c = &g->conns[i];
 
-		if (c->fd >= 0 && now - c->since > g->wait_ns)
+		if (c->fd >= 0 && now - c->since > g->wait_s * 1000000000ull)
 			conn_drop(g, i, BS_GATE_IDLE, NULL,
-				  "no whole first frame within 30 s");
+				  "no whole first frame within the connect "
+				  "timeout");
 		if (c->fd < 0)
 			continue;
 		if (i != j)

@@ -475,7 +475,7 @@ struct bs_gate_conn {
 struct bs_gate {
 	char where[BS_ADDR_STRLEN + 32]; /* owner, for log lines */
 	size_t frame_max;
-	uint64_t wait_ns;
+	unsigned wait_s; /* before an idle connection is dropped */
 	struct bs_gate_conn *conns;
 	unsigned n, cap; /* entries (some may be -1 until tidied) */
 	unsigned live;	 /* entries with an fd */
