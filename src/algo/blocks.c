@@ -2,6 +2,7 @@
 #include <stdbool.h>
 
 #include "algo/common.h"
+#include "algo/patterns/binomial.h"
 #include "util/log.h"
 
 ohc_status_t ohc_algo_build_regular(const struct ohc_coll_args *a,
@@ -36,4 +37,47 @@ ohc_status_t ohc_algo_build_v(const struct ohc_coll_args *a,
 	}
 	b = ohc_blocks_v(counts, displs, a->esize);
 	return build(a, s, &b);
+}
+
+bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t vr, ohc_status_t *st)
+{
+	uint64_t bytes = a->count * a->esize;
+
+	*st = OHC_OK;
+	if (a->nranks == 1) {
+		*st = ohc_algo_single(s, a->rbuf, a->sbuf, bytes);
+		return true;
+	}
+	if (bytes == 0)
+		return true;
+	if (vr == 0)
+		ohc_sched_copy(s, a->rbuf, a->sbuf, bytes);
+	return false;
+}
+
+ohc_status_t ohc_bcast_tree_build(const struct ohc_coll_args *a,
+				  struct ohc_sched *s,
+				  const struct ohc_bcast_tree *tree)
+{
+	uint32_t n = a->nranks, vr = ohc_binom_vrank(a->rank, a->root, n);
+	uint64_t bytes = a->count * a->esize;
+	char *rb = a->rbuf;
+	ohc_status_t st;
+
+	if (ohc_bcast_begin(a, s, vr, &st))
+		return st;
+	for (uint32_t t = 0; t < tree->rounds(n); t++) {
+		uint32_t child = tree->child(vr, t, n);
+
+		if (vr && t == tree->recv_round(vr, n))
+			ohc_sched_recv(
+				s, ohc_binom_rank(tree->parent(vr), a->root, n),
+				rb, bytes);
+		if (child)
+			ohc_sched_send(s, ohc_binom_rank(child, a->root, n), rb,
+				       bytes);
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
 }

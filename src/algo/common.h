@@ -7,6 +7,7 @@
  * block geometry of regular and V collectives. Algorithm-private; not an
  * interface of src/algo.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -144,6 +145,31 @@ static inline ohc_status_t ohc_algo_single(struct ohc_sched *s, void *dst,
 	ohc_sched_step(s);
 	return OHC_OK;
 }
+
+/*
+ * The start of a broadcast into a->rbuf, vr the rank relative to the root
+ * (ohc_binom_vrank): one rank copies its send buffer; an empty vector
+ * needs nothing; else the root copies its send buffer to the receive
+ * buffer (ohc_sched_copy: nothing when they are the same). True when the
+ * schedule is complete then, *st its status (blocks.c).
+ */
+bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t vr, ohc_status_t *st);
+
+/*
+ * A broadcast of the whole vector down a tree of relative ranks: in each
+ * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
+ * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
+ */
+struct ohc_bcast_tree {
+	uint32_t (*rounds)(uint32_t n);
+	uint32_t (*recv_round)(uint32_t vr, uint32_t n);
+	uint32_t (*parent)(uint32_t vr);
+	uint32_t (*child)(uint32_t vr, uint32_t t, uint32_t n);
+};
+ohc_status_t ohc_bcast_tree_build(const struct ohc_coll_args *a,
+				  struct ohc_sched *s,
+				  const struct ohc_bcast_tree *tree);
 
 /*
  * Scratch of bytes for s; NULL (s->status set, the build returns
