@@ -10,16 +10,11 @@
  * buffer differs (never with HcclBroadcast, whose buffer is both) the
  * root copies it there first. No reduction.
  */
-static const struct ohc_bcast_tree tree = {
-	.rounds = ohc_binom_rounds,
-	.recv_round = ohc_binom_td_recv_round,
-	.parent = ohc_binom_parent,
-	.child = ohc_binom_td_child,
-};
-
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	return ohc_bcast_tree_build(a, s, &tree);
+	return ohc_bcast_tree_build(a, s, ohc_binom_rounds,
+				    ohc_binom_td_recv_round, ohc_binom_parent,
+				    ohc_binom_td_child);
 }
 
 /* ceil(log p)(a + nb) */

@@ -37,16 +37,9 @@ static uint32_t child(uint32_t vr, uint32_t t, uint32_t n)
 	return vr + 1 < n && t == vr ? vr + 1 : 0;
 }
 
-static const struct ohc_bcast_tree tree = {
-	.rounds = rounds,
-	.recv_round = recv_round,
-	.parent = parent,
-	.child = child,
-};
-
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	return ohc_bcast_tree_build(a, s, &tree);
+	return ohc_bcast_tree_build(a, s, rounds, recv_round, parent, child);
 }
 
 /* (p - 2 + S)(a + nb/S) */

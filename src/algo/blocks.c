@@ -56,27 +56,29 @@ bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
 	return false;
 }
 
-ohc_status_t ohc_bcast_tree_build(const struct ohc_coll_args *a,
-				  struct ohc_sched *s,
-				  const struct ohc_bcast_tree *tree)
+ohc_status_t
+ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t (*rounds)(uint32_t n),
+		     uint32_t (*recv_round)(uint32_t vr, uint32_t n),
+		     uint32_t (*parent)(uint32_t vr),
+		     uint32_t (*child)(uint32_t vr, uint32_t t, uint32_t n))
 {
 	uint32_t n = a->nranks, vr = ohc_binom_vrank(a->rank, a->root, n);
-	uint64_t bytes = a->count * a->esize;
-	char *rb = a->rbuf;
 	ohc_status_t st;
+	uint64_t bytes = a->count * a->esize;
 
 	if (ohc_bcast_begin(a, s, vr, &st))
 		return st;
-	for (uint32_t t = 0; t < tree->rounds(n); t++) {
-		uint32_t child = tree->child(vr, t, n);
+	for (uint32_t t = 0; t < rounds(n); t++) {
+		uint32_t c = child(vr, t, n);
 
-		if (vr && t == tree->recv_round(vr, n))
-			ohc_sched_recv(
-				s, ohc_binom_rank(tree->parent(vr), a->root, n),
-				rb, bytes);
-		if (child)
-			ohc_sched_send(s, ohc_binom_rank(child, a->root, n), rb,
-				       bytes);
+		if (vr && t == recv_round(vr, n))
+			ohc_sched_recv(s,
+				       ohc_binom_rank(parent(vr), a->root, n),
+				       a->rbuf, bytes);
+		if (c)
+			ohc_sched_send(s, ohc_binom_rank(c, a->root, n),
+				       a->rbuf, bytes);
 		ohc_sched_step(s);
 	}
 	return OHC_OK;

@@ -161,15 +161,12 @@ bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
  * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
  * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
  */
-struct ohc_bcast_tree {
-	uint32_t (*rounds)(uint32_t n);
-	uint32_t (*recv_round)(uint32_t vr, uint32_t n);
-	uint32_t (*parent)(uint32_t vr);
-	uint32_t (*child)(uint32_t vr, uint32_t t, uint32_t n);
-};
-ohc_status_t ohc_bcast_tree_build(const struct ohc_coll_args *a,
-				  struct ohc_sched *s,
-				  const struct ohc_bcast_tree *tree);
+ohc_status_t
+ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t (*rounds)(uint32_t n),
+		     uint32_t (*recv_round)(uint32_t vr, uint32_t n),
+		     uint32_t (*parent)(uint32_t vr),
+		     uint32_t (*child)(uint32_t vr, uint32_t t, uint32_t n));
 
 /*
  * Scratch of bytes for s; NULL (s->status set, the build returns
