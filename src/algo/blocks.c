@@ -83,3 +83,34 @@ ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 	}
 	return OHC_OK;
 }
+
+bool ohc_reduce_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		      uint32_t vr, bool partial, char **acc_p, bool *stage_p,
+		      ohc_status_t *st)
+{
+	uint64_t bytes = a->count * a->esize;
+	const char *sb = a->sbuf;
+	char *rb = a->rbuf;
+
+	*acc_p = NULL;
+	*stage_p = false;
+	*st = OHC_OK;
+	if (a->nranks == 1) {
+		*st = ohc_algo_single(s, rb, sb, bytes);
+		return true;
+	}
+	if (bytes == 0)
+		return true;
+	if (vr == 0) {
+		*stage_p = rb != sb && ohc_mem_overlap(rb, bytes, sb, bytes);
+		*acc_p = rb;
+	}
+	if ((vr != 0 && partial) || *stage_p) {
+		*acc_p = ohc_algo_scratch(s, bytes);
+		if (!*acc_p) {
+			*st = OHC_ERR_NO_MEMORY;
+			return true;
+		}
+	}
+	return false;
+}

@@ -157,16 +157,41 @@ bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
 		     uint32_t vr, ohc_status_t *st);
 
 /*
+ * The start of a reduce to the root (vr 0, vr the relative rank): one
+ * rank copies its send buffer; an empty vector needs nothing. *acc_p is
+ * where the rank accumulates: the root's receive buffer, or scratch when
+ * that partially overlaps its send buffer (*stage_p: ohc_reduce_end
+ * copies it back); a non-root's scratch when partial, else NULL. True
+ * when the schedule is complete then (or scratch failed), *st its status
+ * (blocks.c).
+ */
+bool ohc_reduce_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		      uint32_t vr, bool partial, char **acc_p, bool *stage_p,
+		      ohc_status_t *st);
+
+/* The end of a reduce: the root's staged result to its receive buffer. */
+static inline ohc_status_t ohc_reduce_end(const struct ohc_coll_args *a,
+					  struct ohc_sched *s, const char *acc,
+					  bool stage)
+{
+	if (stage) {
+		ohc_sched_copy(s, a->rbuf, acc, a->count * a->esize);
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+/*
  * A broadcast of the whole vector down a tree of relative ranks: in each
  * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
  * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
  */
 ohc_status_t
 ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
-		     uint32_t (*rounds)(uint32_t n),
-		     uint32_t (*recv_round)(uint32_t vr, uint32_t n),
-		     uint32_t (*parent)(uint32_t vr),
-		     uint32_t (*child)(uint32_t vr, uint32_t t, uint32_t n));
+		     uint32_t (*rounds)(uint32_t),
+		     uint32_t (*recv_round)(uint32_t, uint32_t),
+		     uint32_t (*parent)(uint32_t),
+		     uint32_t (*child)(uint32_t, uint32_t, uint32_t));
 
 /*
  * Scratch of bytes for s; NULL (s->status set, the build returns
