@@ -114,3 +114,27 @@ bool ohc_reduce_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
 	}
 	return false;
 }
+
+ohc_status_t ohc_stage_scratch(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, size_t need,
+			       size_t stage_len, char **tmp_p,
+			       const char **cur_p)
+{
+	uint64_t bytes = a->count * a->esize;
+	const char *sb = a->sbuf;
+	bool stage =
+		sb != a->rbuf && ohc_mem_overlap(sb, bytes, a->rbuf, bytes);
+
+	*tmp_p = NULL;
+	*cur_p = sb;
+	if (!need && !stage)
+		return OHC_OK;
+	*tmp_p = ohc_algo_scratch(s, need + (stage ? stage_len : 0));
+	if (!*tmp_p)
+		return OHC_ERR_NO_MEMORY;
+	if (stage) {
+		ohc_sched_copy(s, *tmp_p + need, sb, bytes);
+		*cur_p = *tmp_p + need;
+	}
+	return OHC_OK;
+}
