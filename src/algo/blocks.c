@@ -138,3 +138,22 @@ ohc_status_t ohc_stage_scratch(const struct ohc_coll_args *a,
 	}
 	return OHC_OK;
 }
+
+ohc_status_t ohc_allgather_own(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, char *own, uint64_t len,
+			       uint64_t extent, const char **src_p)
+{
+	const char *src = a->sbuf;
+
+	if (src != own && ohc_mem_overlap(src, len, a->rbuf, extent)) {
+		char *t = ohc_algo_scratch(s, len);
+
+		if (!t)
+			return OHC_ERR_NO_MEMORY;
+		ohc_sched_copy(s, t, src, len);
+		src = t;
+	}
+	ohc_sched_copy(s, own, src, len);
+	*src_p = src;
+	return OHC_OK;
+}

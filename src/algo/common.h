@@ -148,6 +148,16 @@ static inline ohc_status_t ohc_algo_single(struct ohc_sched *s, void *dst,
 }
 
 /*
+ * An allgather's own block: the send buffer (len bytes) copied to own in
+ * the receive buffer (extent bytes from a->rbuf), through scratch when it
+ * overlaps that other than as own itself. *src_p: the send buffer or its
+ * staged copy. OHC_OK or OHC_ERR_NO_MEMORY (blocks.c).
+ */
+ohc_status_t ohc_allgather_own(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, char *own, uint64_t len,
+			       uint64_t extent, const char **src_p);
+
+/*
  * A reduce of len bytes, dst = a OP b, put off to the next step (the
  * buffers it reads are still in flight); ohc_pending_flush schedules it.
  */
