@@ -18,22 +18,18 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
 	uint32_t n = a->nranks, r = a->rank;
 	uint64_t blk = a->count * a->esize;
-	const char *src = a->sbuf;
-	char *rb = a->rbuf, *own = rb + (uint64_t)r * blk;
+	const char *src;
+	char *rb = a->rbuf;
+	ohc_status_t ret;
 
 	if (accepts(a))
 		return OHC_ERR_UNSUPPORTED;
 	if (blk == 0)
 		return OHC_OK;
-	if (src != own && ohc_mem_overlap(src, blk, rb, blk * n)) {
-		char *t = ohc_algo_scratch(s, blk);
-
-		if (!t)
-			return OHC_ERR_NO_MEMORY;
-		ohc_sched_copy(s, t, src, blk);
-		src = t;
-	}
-	ohc_sched_copy(s, own, src, blk);
+	ret = ohc_allgather_own(a, s, rb + (uint64_t)r * blk, blk, blk * n,
+				&src);
+	if (ret)
+		return ret;
 	for (uint32_t mask = 1; mask < n; mask <<= 1) {
 		uint32_t peer = r ^ mask;
 		uint64_t mine = (uint64_t)(r & ~(mask - 1)) * blk;

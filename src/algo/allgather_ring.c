@@ -20,18 +20,14 @@ static ohc_status_t ring(const struct ohc_coll_args *a, struct ohc_sched *s,
 	uint32_t n = a->nranks, r = a->rank;
 	uint32_t right = ohc_ring_right(r, n), left = ohc_ring_left(r, n);
 	uint64_t len = ohc_blk_len(b, r);
-	const char *src = a->sbuf;
-	char *rb = a->rbuf, *own = rb + ohc_blk_off(b, r);
+	const char *src;
+	char *rb = a->rbuf;
+	ohc_status_t ret;
 
-	if (src != own && ohc_mem_overlap(src, len, rb, ohc_blk_extent(b, n))) {
-		char *t = ohc_algo_scratch(s, len);
-
-		if (!t)
-			return OHC_ERR_NO_MEMORY;
-		ohc_sched_copy(s, t, src, len);
-		src = t;
-	}
-	ohc_sched_copy(s, own, src, len);
+	ret = ohc_allgather_own(a, s, rb + ohc_blk_off(b, r), len,
+				ohc_blk_extent(b, n), &src);
+	if (ret)
+		return ret;
 	if (n == 1) {
 		ohc_sched_step(s);
 		return OHC_OK;

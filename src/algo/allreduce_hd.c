@@ -19,19 +19,6 @@
  * makes each block x0 OP x1 OP ... OP x(n-1) in rank order; otherwise
  * the higher partner reduces while receiving (mine OP incoming).
  */
-struct pending {
-	void *dst;
-	const void *a, *b;
-	uint64_t len;
-};
-
-static void flush(struct ohc_sched *s, struct pending *p)
-{
-	if (p->dst)
-		ohc_sched_reduce_nz(s, p->dst, p->a, p->b, p->len);
-	p->dst = NULL;
-}
-
 static uint64_t boff(const struct ohc_coll_args *a, uint32_t pof2, uint32_t i)
 {
 	return ohc_part_offset(a->count, pof2, i) * a->esize;
@@ -43,42 +30,23 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	uint32_t pof2 = ohc_pof2_floor(n), rem = n - pof2;
 	uint32_t nr = ohc_fold_newrank(r, n), lo = 0, hi = pof2;
 	uint64_t bytes = a->count * a->esize;
-	const char *cur = a->sbuf;
-	char *rb = a->rbuf, *tmp = NULL;
-	struct pending p = {0};
-	int stage, det = a->deterministic;
-	size_t need;
+	const char *cur;
+	char *rb = a->rbuf, *tmp;
+	struct ohc_pending p = {0};
+	int det = a->deterministic;
+	ohc_status_t st;
 
 	if (n == 1)
-		return ohc_algo_single(s, rb, cur, bytes);
+		return ohc_algo_single(s, rb, a->sbuf, bytes);
 	if (bytes == 0)
 		return OHC_OK;
 	/* scratch: [receive area, deterministic only][staged send buffer] */
-	stage = cur != rb && ohc_mem_overlap(cur, bytes, rb, bytes);
-	need = det && nr != OHC_FOLDED ? ohc_align64(bytes) : 0;
-	if (need || stage) {
-		tmp = ohc_algo_scratch(s, need + (stage ? bytes : 0));
-		if (!tmp)
-			return OHC_ERR_NO_MEMORY;
-		if (stage) {
-			ohc_sched_copy(s, tmp + need, cur, bytes);
-			cur = tmp + need;
-		}
-	}
-	if (rem) {
-		if (nr == OHC_FOLDED) {
-			ohc_sched_send(s, r + 1, cur, bytes);
-		} else if (r < 2 * rem) {
-			if (det) {
-				ohc_sched_recv(s, r - 1, tmp, bytes);
-				p = (struct pending){rb, tmp, cur, bytes};
-			} else {
-				ohc_sched_recv_reduce(s, r - 1, rb, cur, bytes);
-			}
-			cur = rb;
-		}
-		ohc_sched_step(s);
-	}
+	st = ohc_stage_scratch(a, s,
+			       det && nr != OHC_FOLDED ? ohc_align64(bytes) : 0,
+			       bytes, &tmp, &cur);
+	if (st)
+		return st;
+	ohc_fold(s, r, nr, rem, &cur, rb, det ? tmp : NULL, bytes, &p);
 	/* Reduce-scatter: halve the window, double the distance. */
 	for (uint32_t mask = 1; mask < pof2; mask <<= 1) {
 		if (nr != OHC_FOLDED) {
@@ -92,13 +60,13 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 				 so = boff(a, pof2, slo);
 			uint64_t klen = boff(a, pof2, khi) - ko;
 
-			flush(s, &p);
+			ohc_pending_flush(s, &p);
 			ohc_sched_send_nz(s, peer, cur + so,
 					  boff(a, pof2, shi) - so);
 			if (det && nr > pn) {
 				ohc_sched_recv_nz(s, peer, tmp + ko, klen);
-				p = (struct pending){rb + ko, tmp + ko,
-						     cur + ko, klen};
+				p = (struct ohc_pending){rb + ko, tmp + ko,
+							 cur + ko, klen};
 			} else {
 				ohc_sched_recv_reduce_nz(s, peer, rb + ko,
 							 cur + ko, klen);
@@ -117,7 +85,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 			uint32_t plo = nr < pn ? hi : lo - w, phi = plo + w;
 			uint64_t o = boff(a, pof2, lo), po = boff(a, pof2, plo);
 
-			flush(s, &p);
+			ohc_pending_flush(s, &p);
 			ohc_sched_send_nz(s, peer, rb + o,
 					  boff(a, pof2, hi) - o);
 			ohc_sched_recv_nz(s, peer, rb + po,
@@ -127,13 +95,9 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		}
 		ohc_sched_step(s);
 	}
-	if (rem) {
-		if (nr == OHC_FOLDED)
-			ohc_sched_recv(s, r + 1, rb, bytes);
-		else if (r < 2 * rem)
-			ohc_sched_send(s, r - 1, rb, bytes);
+	ohc_unfold(s, r, nr, rem, rb, bytes);
+	if (rem)
 		ohc_sched_step(s);
-	}
 	return OHC_OK;
 }
 
@@ -142,15 +106,11 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	uint32_t pof2 = ohc_pof2_floor(n);
 	unsigned l = ohc_log2_floor(pof2);
-	double nb = (double)bytes, t;
+	double nb = (double)bytes;
 
 	/* halves out of the user's buffers, received-reduced, then back */
-	t = 2.0 * l * c->alpha_us + ohc_cost_halving(c, nb, l, 1, 1) +
-	    ohc_cost_halving(c, nb, l, 1, 0);
-	if (pof2 != n)
-		t += 2 * (c->alpha_us + ohc_cost_bytes(c, nb, 1, 0)) +
-		     nb * c->gamma_us;
-	return t;
+	return 2.0 * l * c->alpha_us + ohc_cost_halving(c, nb, l, 1, 1) +
+	       ohc_cost_halving(c, nb, l, 1, 0) + ohc_cost_fold(c, nb, pof2, n);
 }
 
 const struct ohc_algo ohc_algo_allreduce_hd = {

@@ -12,30 +12,9 @@
  */
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	uint32_t n = a->nranks, vr = ohc_binom_vrank(a->rank, a->root, n);
-	uint64_t bytes = a->count * a->esize;
-	char *rb = a->rbuf;
-
-	if (n == 1)
-		return ohc_algo_single(s, rb, a->sbuf, bytes);
-	if (bytes == 0)
-		return OHC_OK;
-	if (vr == 0)
-		ohc_sched_copy(s, rb, a->sbuf, bytes);
-	for (uint32_t t = 0; t < ohc_binom_rounds(n); t++) {
-		uint32_t child = ohc_binom_td_child(vr, t, n);
-
-		if (vr && t == ohc_binom_td_recv_round(vr, n))
-			ohc_sched_recv(s,
-				       ohc_binom_rank(ohc_binom_parent(vr),
-						      a->root, n),
-				       rb, bytes);
-		if (child)
-			ohc_sched_send(s, ohc_binom_rank(child, a->root, n), rb,
-				       bytes);
-		ohc_sched_step(s);
-	}
-	return OHC_OK;
+	return ohc_bcast_tree_build(a, s, ohc_binom_rounds,
+				    ohc_binom_td_recv_round, ohc_binom_parent,
+				    ohc_binom_td_child);
 }
 
 /* ceil(log p)(a + nb) */

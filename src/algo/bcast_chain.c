@@ -15,28 +15,31 @@
  * scatter + allgather. The root copies its send buffer to the receive
  * buffer first if they differ. No reduction.
  */
+static uint32_t rounds(uint32_t n)
+{
+	return n - 1;
+}
+
+static uint32_t recv_round(uint32_t vr, uint32_t n)
+{
+	(void)n;
+	return ohc_chain_down_recv_step(vr);
+}
+
+static uint32_t parent(uint32_t vr)
+{
+	return vr - 1;
+}
+
+/* vr sends to vr + 1 in step vr */
+static uint32_t child(uint32_t vr, uint32_t t, uint32_t n)
+{
+	return vr + 1 < n && t == vr ? vr + 1 : 0;
+}
+
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	uint32_t n = a->nranks, vr = ohc_binom_vrank(a->rank, a->root, n);
-	uint64_t bytes = a->count * a->esize;
-	char *rb = a->rbuf;
-
-	if (n == 1)
-		return ohc_algo_single(s, rb, a->sbuf, bytes);
-	if (bytes == 0)
-		return OHC_OK;
-	if (vr == 0)
-		ohc_sched_copy(s, rb, a->sbuf, bytes);
-	for (uint32_t t = 0; t < n - 1; t++) {
-		if (vr && t == ohc_chain_down_recv_step(vr))
-			ohc_sched_recv(s, ohc_binom_rank(vr - 1, a->root, n),
-				       rb, bytes);
-		if (vr + 1 < n && t == vr)
-			ohc_sched_send(s, ohc_binom_rank(vr + 1, a->root, n),
-				       rb, bytes);
-		ohc_sched_step(s);
-	}
-	return OHC_OK;
+	return ohc_bcast_tree_build(a, s, rounds, recv_round, parent, child);
 }
 
 /* (p - 2 + S)(a + nb/S) */

@@ -24,15 +24,11 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	uint32_t vr = ohc_binom_vrank(a->rank, root, n);
 	uint32_t right = ohc_binom_rank((vr + 1) % n, root, n);
 	uint32_t left = ohc_binom_rank((vr + n - 1) % n, root, n);
-	uint64_t bytes = a->count * a->esize;
 	char *rb = a->rbuf;
+	ohc_status_t ret;
 
-	if (n == 1)
-		return ohc_algo_single(s, rb, a->sbuf, bytes);
-	if (bytes == 0)
-		return OHC_OK;
-	if (vr == 0)
-		ohc_sched_copy(s, rb, a->sbuf, bytes);
+	if (ohc_bcast_begin(a, s, vr, &ret))
+		return ret;
 	for (uint32_t t = 0; t < ohc_binom_rounds(n); t++) {
 		uint32_t child = ohc_binom_td_child(vr, t, n);
 

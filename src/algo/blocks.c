@@ -2,6 +2,7 @@
 #include <stdbool.h>
 
 #include "algo/common.h"
+#include "algo/patterns/binomial.h"
 #include "util/log.h"
 
 ohc_status_t ohc_algo_build_regular(const struct ohc_coll_args *a,
@@ -36,4 +37,123 @@ ohc_status_t ohc_algo_build_v(const struct ohc_coll_args *a,
 	}
 	b = ohc_blocks_v(counts, displs, a->esize);
 	return build(a, s, &b);
+}
+
+bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t vr, ohc_status_t *st)
+{
+	uint64_t bytes = a->count * a->esize;
+
+	*st = OHC_OK;
+	if (a->nranks == 1) {
+		*st = ohc_algo_single(s, a->rbuf, a->sbuf, bytes);
+		return true;
+	}
+	if (bytes == 0)
+		return true;
+	if (vr == 0)
+		ohc_sched_copy(s, a->rbuf, a->sbuf, bytes);
+	return false;
+}
+
+ohc_status_t
+ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t (*rounds)(uint32_t n),
+		     uint32_t (*recv_round)(uint32_t vr, uint32_t n),
+		     uint32_t (*parent)(uint32_t vr),
+		     uint32_t (*child)(uint32_t vr, uint32_t t, uint32_t n))
+{
+	uint32_t n = a->nranks, vr = ohc_binom_vrank(a->rank, a->root, n);
+	ohc_status_t st;
+	uint64_t bytes = a->count * a->esize;
+
+	if (ohc_bcast_begin(a, s, vr, &st))
+		return st;
+	for (uint32_t t = 0; t < rounds(n); t++) {
+		uint32_t c = child(vr, t, n);
+
+		if (vr && t == recv_round(vr, n))
+			ohc_sched_recv(s,
+				       ohc_binom_rank(parent(vr), a->root, n),
+				       a->rbuf, bytes);
+		if (c)
+			ohc_sched_send(s, ohc_binom_rank(c, a->root, n),
+				       a->rbuf, bytes);
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+bool ohc_reduce_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		      uint32_t vr, bool partial, char **acc_p, bool *stage_p,
+		      ohc_status_t *st)
+{
+	uint64_t bytes = a->count * a->esize;
+	const char *sb = a->sbuf;
+	char *rb = a->rbuf;
+
+	*acc_p = NULL;
+	*stage_p = false;
+	*st = OHC_OK;
+	if (a->nranks == 1) {
+		*st = ohc_algo_single(s, rb, sb, bytes);
+		return true;
+	}
+	if (bytes == 0)
+		return true;
+	if (vr == 0) {
+		*stage_p = rb != sb && ohc_mem_overlap(rb, bytes, sb, bytes);
+		*acc_p = rb;
+	}
+	if ((vr != 0 && partial) || *stage_p) {
+		*acc_p = ohc_algo_scratch(s, bytes);
+		if (!*acc_p) {
+			*st = OHC_ERR_NO_MEMORY;
+			return true;
+		}
+	}
+	return false;
+}
+
+ohc_status_t ohc_stage_scratch(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, size_t need,
+			       size_t stage_len, char **tmp_p,
+			       const char **cur_p)
+{
+	uint64_t bytes = a->count * a->esize;
+	const char *sb = a->sbuf;
+	bool stage =
+		sb != a->rbuf && ohc_mem_overlap(sb, bytes, a->rbuf, bytes);
+
+	*tmp_p = NULL;
+	*cur_p = sb;
+	if (!need && !stage)
+		return OHC_OK;
+	*tmp_p = ohc_algo_scratch(s, need + (stage ? stage_len : 0));
+	if (!*tmp_p)
+		return OHC_ERR_NO_MEMORY;
+	if (stage) {
+		ohc_sched_copy(s, *tmp_p + need, sb, bytes);
+		*cur_p = *tmp_p + need;
+	}
+	return OHC_OK;
+}
+
+ohc_status_t ohc_allgather_own(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, char *own, uint64_t len,
+			       uint64_t extent, const char **src_p)
+{
+	const char *src = a->sbuf;
+
+	if (src != own && ohc_mem_overlap(src, len, a->rbuf, extent)) {
+		char *t = ohc_algo_scratch(s, len);
+
+		if (!t)
+			return OHC_ERR_NO_MEMORY;
+		ohc_sched_copy(s, t, src, len);
+		src = t;
+	}
+	ohc_sched_copy(s, own, src, len);
+	*src_p = src;
+	return OHC_OK;
 }

@@ -7,10 +7,12 @@
  * block geometry of regular and V collectives. Algorithm-private; not an
  * interface of src/algo.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "algo/algo.h"
+#include "algo/patterns/recursive.h"
 
 /* 1 when [a, a + alen) and [b, b + blen) share a byte. */
 static inline int ohc_mem_overlap(const void *a, size_t alen, const void *b,
@@ -144,6 +146,135 @@ static inline ohc_status_t ohc_algo_single(struct ohc_sched *s, void *dst,
 	ohc_sched_step(s);
 	return OHC_OK;
 }
+
+/*
+ * An allgather's own block: the send buffer (len bytes) copied to own in
+ * the receive buffer (extent bytes from a->rbuf), through scratch when it
+ * overlaps that other than as own itself. *src_p: the send buffer or its
+ * staged copy. OHC_OK or OHC_ERR_NO_MEMORY (blocks.c).
+ */
+ohc_status_t ohc_allgather_own(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, char *own, uint64_t len,
+			       uint64_t extent, const char **src_p);
+
+/*
+ * A reduce of len bytes, dst = a OP b, put off to the next step (the
+ * buffers it reads are still in flight); ohc_pending_flush schedules it.
+ */
+struct ohc_pending {
+	void *dst;
+	const void *a, *b;
+	uint64_t len;
+};
+
+static inline void ohc_pending_flush(struct ohc_sched *s, struct ohc_pending *p)
+{
+	if (p->dst)
+		ohc_sched_reduce_nz(s, p->dst, p->a, p->b, p->len);
+	p->dst = NULL;
+}
+
+/*
+ * The scratch of an allreduce: need bytes of its own, then, when the
+ * send buffer partially overlaps the receive buffer, stage_len bytes
+ * where the send buffer is copied first. *cur_p: the send buffer or that
+ * copy; *tmp_p: the scratch, NULL when none was needed. OHC_OK or
+ * OHC_ERR_NO_MEMORY (blocks.c).
+ */
+ohc_status_t ohc_stage_scratch(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, size_t need,
+			       size_t stage_len, char **tmp_p,
+			       const char **cur_p);
+
+/*
+ * The fold at the start of an allreduce of bytes for a non-power-of-two
+ * n (patterns/recursive.h), then a step; nothing when rem (n - pof2) is
+ * 0. A folded rank r sends *cur_p to r + 1, which reduces it into rb:
+ * while receiving, or with tmp received into and the reduce put off in
+ * *p; *cur_p is rb then.
+ */
+static inline void ohc_fold(struct ohc_sched *s, uint32_t r, uint32_t nr,
+			    uint32_t rem, const char **cur_p, char *rb,
+			    char *tmp, uint64_t bytes, struct ohc_pending *p)
+{
+	if (!rem)
+		return;
+	if (nr == OHC_FOLDED) {
+		ohc_sched_send(s, r + 1, *cur_p, bytes);
+	} else if (r < 2 * rem) {
+		if (tmp) {
+			ohc_sched_recv(s, r - 1, tmp, bytes);
+			*p = (struct ohc_pending){rb, tmp, *cur_p, bytes};
+		} else {
+			ohc_sched_recv_reduce(s, r - 1, rb, *cur_p, bytes);
+		}
+		*cur_p = rb;
+	}
+	ohc_sched_step(s);
+}
+
+/*
+ * The unfold at the end of a folded allreduce (patterns/recursive.h): a
+ * folded rank r receives the result of bytes from r + 1, which sends it;
+ * nothing when rem (n - pof2) is 0. No step.
+ */
+static inline void ohc_unfold(struct ohc_sched *s, uint32_t r, uint32_t nr,
+			      uint32_t rem, char *rb, uint64_t bytes)
+{
+	if (!rem)
+		return;
+	if (nr == OHC_FOLDED)
+		ohc_sched_recv(s, r + 1, rb, bytes);
+	else if (r < 2 * rem)
+		ohc_sched_send(s, r - 1, rb, bytes);
+}
+
+/*
+ * The start of a broadcast into a->rbuf, vr the rank relative to the root
+ * (ohc_binom_vrank): one rank copies its send buffer; an empty vector
+ * needs nothing; else the root copies its send buffer to the receive
+ * buffer (ohc_sched_copy: nothing when they are the same). True when the
+ * schedule is complete then, *st its status (blocks.c).
+ */
+bool ohc_bcast_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t vr, ohc_status_t *st);
+
+/*
+ * The start of a reduce to the root (vr 0, vr the relative rank): one
+ * rank copies its send buffer; an empty vector needs nothing. *acc_p is
+ * where the rank accumulates: the root's receive buffer, or scratch when
+ * that partially overlaps its send buffer (*stage_p: ohc_reduce_end
+ * copies it back); a non-root's scratch when partial, else NULL. True
+ * when the schedule is complete then (or scratch failed), *st its status
+ * (blocks.c).
+ */
+bool ohc_reduce_begin(const struct ohc_coll_args *a, struct ohc_sched *s,
+		      uint32_t vr, bool partial, char **acc_p, bool *stage_p,
+		      ohc_status_t *st);
+
+/* The end of a reduce: the root's staged result to its receive buffer. */
+static inline ohc_status_t ohc_reduce_end(const struct ohc_coll_args *a,
+					  struct ohc_sched *s, const char *acc,
+					  bool stage)
+{
+	if (stage) {
+		ohc_sched_copy(s, a->rbuf, acc, a->count * a->esize);
+		ohc_sched_step(s);
+	}
+	return OHC_OK;
+}
+
+/*
+ * A broadcast of the whole vector down a tree of relative ranks: in each
+ * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
+ * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
+ */
+ohc_status_t
+ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
+		     uint32_t (*rounds)(uint32_t),
+		     uint32_t (*recv_round)(uint32_t, uint32_t),
+		     uint32_t (*parent)(uint32_t),
+		     uint32_t (*child)(uint32_t, uint32_t, uint32_t));
 
 /*
  * Scratch of bytes for s; NULL (s->status set, the build returns

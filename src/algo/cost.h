@@ -97,6 +97,20 @@ static inline double ohc_cost_halving(const struct ohc_cost_params *c,
 	return t;
 }
 
+/*
+ * The fold of a non-power-of-two n into pof2 ranks (ohc_fold_newrank):
+ * the vector of len bytes in and reduced, then the result back out;
+ * 2(a + nb) + ng, 0 when n is a power of two.
+ */
+static inline double ohc_cost_fold(const struct ohc_cost_params *c, double len,
+				   uint32_t pof2, uint32_t n)
+{
+	if (pof2 == n)
+		return 0;
+	return 2 * (c->alpha_us + ohc_cost_bytes(c, len, 1, 0)) +
+	       len * c->gamma_us;
+}
+
 /* Default cost constants of a link class; never NULL. */
 const struct ohc_cost_params *ohc_cost_params_get(enum ohc_link_class link);
 const char *ohc_link_class_name(enum ohc_link_class link);

@@ -23,22 +23,14 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	uint32_t vr = ohc_binom_vrank(a->rank, root, n);
 	uint64_t bytes = a->count * a->esize;
 	const char *sb = a->sbuf;
-	char *rb = a->rbuf, *acc = NULL;
-	int first = 1, stage = 0;
+	char *acc;
+	int first = 1;
+	bool stage;
+	ohc_status_t st;
 
-	if (n == 1)
-		return ohc_algo_single(s, rb, sb, bytes);
-	if (bytes == 0)
-		return OHC_OK;
-	if (vr == 0) {
-		stage = rb != sb && ohc_mem_overlap(rb, bytes, sb, bytes);
-		acc = rb;
-	}
-	if ((vr != 0 && (vr & 1) == 0 && vr + 1 < n) || stage) {
-		acc = ohc_algo_scratch(s, bytes);
-		if (!acc)
-			return OHC_ERR_NO_MEMORY;
-	}
+	if (ohc_reduce_begin(a, s, vr, (vr & 1) == 0 && vr + 1 < n, &acc,
+			     &stage, &st))
+		return st;
 	for (uint32_t k = 0; k < ohc_binom_rounds(n); k++) {
 		uint32_t mask = 1u << k;
 
@@ -56,11 +48,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		}
 		ohc_sched_step(s);
 	}
-	if (stage) {
-		ohc_sched_copy(s, rb, acc, bytes);
-		ohc_sched_step(s);
-	}
-	return OHC_OK;
+	return ohc_reduce_end(a, s, acc, stage);
 }
 
 /* ceil(log p)(a + nb + ng) */

@@ -26,38 +26,23 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	uint32_t n = a->nranks, root = a->root;
 	uint32_t vr = ohc_binom_vrank(a->rank, root, n);
 	uint64_t bytes = a->count * a->esize;
-	const char *sb = a->sbuf;
-	char *rb = a->rbuf, *acc = NULL;
-	int stage = 0;
+	char *acc;
+	bool stage;
+	ohc_status_t st;
 
-	if (n == 1)
-		return ohc_algo_single(s, rb, sb, bytes);
-	if (bytes == 0)
-		return OHC_OK;
-	if (vr == 0) {
-		stage = rb != sb && ohc_mem_overlap(rb, bytes, sb, bytes);
-		acc = rb;
-	}
-	if ((vr != 0 && vr + 1 < n) || stage) {
-		acc = ohc_algo_scratch(s, bytes);
-		if (!acc)
-			return OHC_ERR_NO_MEMORY;
-	}
+	if (ohc_reduce_begin(a, s, vr, vr + 1 < n, &acc, &stage, &st))
+		return st;
 	for (uint32_t t = 0; t < n - 1; t++) {
 		if (vr + 1 < n && t == ohc_chain_up_recv_step(vr, n))
 			ohc_sched_recv_reduce(s,
 					      ohc_binom_rank(vr + 1, root, n),
-					      acc, sb, bytes);
+					      acc, a->sbuf, bytes);
 		if (vr && t == n - 1 - vr)
 			ohc_sched_send(s, ohc_binom_rank(vr - 1, root, n),
-				       vr + 1 < n ? acc : sb, bytes);
+				       vr + 1 < n ? acc : a->sbuf, bytes);
 		ohc_sched_step(s);
 	}
-	if (stage) {
-		ohc_sched_copy(s, rb, acc, bytes);
-		ohc_sched_step(s);
-	}
-	return OHC_OK;
+	return ohc_reduce_end(a, s, acc, stage);
 }
 
 /* (p - 2 + S)(a + n(b + g)/S) */

@@ -22,10 +22,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "acl/acl_prof.h"
 #include "runtime/ohc_rt.h"
+#include "util/file.h"
 #include "util/log.h"
 
 #define PROF_PATH_MAX 4096 /* aclprofInit's length limit */
@@ -106,28 +106,6 @@ static struct running *running_find_locked(const aclprofConfig *cfg)
 	return NULL;
 }
 
-/* mkdir -p for aclprofInit's early check; 0 or an errno value. */
-static int make_dirs(const char *dir)
-{
-	char p[PROF_PATH_MAX + 1];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(p))
-		return ENAMETOOLONG;
-	memcpy(p, dir, len + 1);
-	for (char *q = p + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = '\0';
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return errno;
-		*q = '/';
-	}
-	if (mkdir(p, 0755) && errno != EEXIST)
-		return errno;
-	return 0;
-}
-
 OHC_API aclError aclprofInit(const char *profilerResultPath, size_t length)
 {
 	size_t len;
@@ -165,7 +143,7 @@ OHC_API aclError aclprofInit(const char *profilerResultPath, size_t length)
 	pthread_mutex_unlock(&lock);
 	/* A directory that cannot be made now may be by the time a trace is
 	 * written (aclprofStop tries again and fails then). */
-	err = make_dirs(dir);
+	err = ohc_mkdir_p(dir, PROF_PATH_MAX);
 	if (err)
 		OHC_WARN(OHC_SS_RT,
 			 "aclprofInit: cannot create %s (%s); aclprofStop will "

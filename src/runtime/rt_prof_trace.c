@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hccl/hccl_version.h"
 #include "runtime/rt_internal.h"
+#include "util/file.h"
 
 /* Lane ids ("tid" in the trace) of work run without a stream. */
 #define INLINE_LANE_BASE 0x40000000u
@@ -345,28 +345,6 @@ static int trace_write(const struct trace *t, const char *path,
 	return err;
 }
 
-/* mkdir -p; 0 or an errno value. */
-static int make_dirs(const char *dir)
-{
-	char p[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(p))
-		return ENAMETOOLONG;
-	memcpy(p, dir, len + 1);
-	for (char *q = p + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = '\0';
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return errno;
-		*q = '/';
-	}
-	if (mkdir(p, 0755) && errno != EEXIST)
-		return errno;
-	return 0;
-}
-
 int ohc_rt_prof_write_locked(const struct ohc_rt_prof_session *s,
 			     const struct ohc_rt_prof_buf *bufs, char *path_p,
 			     size_t path_len)
@@ -399,7 +377,7 @@ int ohc_rt_prof_write_locked(const struct ohc_rt_prof_session *s,
 				  s->id, s->dir);
 		goto out;
 	}
-	err = make_dirs(s->dir);
+	err = ohc_mkdir_p(s->dir, PATH_MAX - 1);
 	if (err) {
 		ret = OHC_RT_FAIL(ACL_ERROR_PROFILING_FAILURE,
 				  "profile session %d: cannot create the "

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,4 +98,25 @@ out:
 	free(buf);
 	close(fd);
 	return status;
+}
+
+int ohc_mkdir_p(const char *dir, size_t max)
+{
+	char p[PATH_MAX + 1];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len > max || len >= sizeof(p))
+		return ENAMETOOLONG;
+	memcpy(p, dir, len + 1);
+	for (char *q = p + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return errno;
+		*q = '/';
+	}
+	if (mkdir(p, 0755) && errno != EEXIST)
+		return errno;
+	return 0;
 }

@@ -19,4 +19,11 @@
 ohc_status_t ohc_file_read(const char *path, size_t max, char **buf_p,
 			   size_t *len_p, char *why, size_t why_len);
 
+/*
+ * mkdir -p dir (mode 0755; a part that exists already is fine). 0 or an
+ * errno value: ENAMETOOLONG when dir is empty or longer than max bytes
+ * (max at most PATH_MAX), else that of the mkdir that failed.
+ */
+int ohc_mkdir_p(const char *dir, size_t max);
+
 #endif
