@@ -38,7 +38,11 @@ enum {
 	OHC_TP_CAP_WAIT = 1u << 3,	   /* iface_wait sleeps for real */
 	OHC_TP_CAP_NIC = 1u << 4, /* bound to a network device (device_ip);
 				     what HcclCommWorkingDevNicSet moves */
+	OHC_TP_CAP_WAIT_SET = 1u << 5, /* iface_wait_arm/disarm: its sleep
+					  joins one poll() with others' */
 };
+
+struct pollfd;
 
 struct ohc_transport_ops;
 
@@ -121,6 +125,21 @@ struct ohc_transport_ops {
 	ohc_status_t (*iface_wait)(struct ohc_iface *iface, int timeout_ms);
 	/* Wake a thread sleeping in iface_wait (any thread may call). */
 	void (*iface_wake)(struct ohc_iface *iface);
+	/*
+	 * The wait set: the waiter (core/wait.c) sleeps on several
+	 * transports at once in one poll(), woken by whichever stirs first.
+	 * iface_wait_arm says we are about to sleep, as iface_wait does,
+	 * and hands out the transport's own pollfds (*fds_p): how many, or
+	 * 0 when something is ready now (do not sleep). After the poll has
+	 * filled in their revents (or not: 0 returned, a timeout),
+	 * iface_wait_disarm takes what woke us and ends the sleep; it is
+	 * called after every arm. Optional (OHC_TP_CAP_WAIT_SET): without
+	 * them a step pending on several transports sleeps 1 ms on each in
+	 * turn.
+	 */
+	unsigned (*iface_wait_arm)(struct ohc_iface *iface,
+				   struct pollfd **fds_p);
+	void (*iface_wait_disarm)(struct ohc_iface *iface);
 	/* OHC_OK if the peer looks alive, OHC_ERR_REMOTE if it is gone. */
 	ohc_status_t (*ep_check)(struct ohc_ep *ep);
 	/*

@@ -4,8 +4,11 @@
  * transports that hold a step's requests, and the spin's default.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/wait.h"
@@ -252,6 +255,78 @@ uint64_t ohc_waiter_idle(struct ohc_waiter *w, bool *first)
 	return now ? now : 1;
 }
 
+/* Whether iface i is one a step pends on (busy: see ohc_waiter_sleep). */
+static inline bool in_busy(uint32_t busy, unsigned i)
+{
+	return !busy || i >= OHC_WAIT_MAX_IFACES || (busy >> i) & 1;
+}
+
+/* The wait set's pollfds (per thread: a waiter sleeps in its thread). */
+static __thread struct pollfd *set_fds;
+static __thread unsigned set_cap;
+
+/* Whether the transports of busy (as ohc_waiter_sleep) all join a set. */
+static bool set_capable(const struct ohc_waiter *w, uint32_t busy)
+{
+	if (w->nifaces > OHC_WAIT_MAX_IFACES)
+		return false;
+	for (unsigned i = 0; i < w->nifaces; i++)
+		if (in_busy(busy, i) &&
+		    !(w->ifaces[i]->ops->caps & OHC_TP_CAP_WAIT_SET))
+			return false;
+	return true;
+}
+
+/*
+ * One poll() over the transports of busy: each arms (hands out its fds),
+ * the first to stir wakes us, each disarms. A transport with something
+ * ready at its arming makes it a look, not a sleep (so does a set that
+ * found no memory: the caller polls on).
+ */
+static void set_sleep(struct ohc_waiter *w, int ms, uint32_t busy)
+{
+	struct pollfd *fds[OHC_WAIT_MAX_IFACES];
+	unsigned nfds[OHC_WAIT_MAX_IFACES] = {0}, total = 0, at = 0;
+	bool ready = false;
+
+	for (unsigned i = 0; i < w->nifaces; i++) {
+		if (!in_busy(busy, i))
+			continue;
+		nfds[i] = w->ifaces[i]->ops->iface_wait_arm(w->ifaces[i],
+							     &fds[i]);
+		ready |= !nfds[i];
+		total += nfds[i];
+	}
+	if (total > set_cap) {
+		struct pollfd *grown = realloc(set_fds, total * sizeof(*grown));
+
+		if (grown) {
+			set_fds = grown;
+			set_cap = total;
+		} else {
+			ready = true; /* a look now; the caller polls on */
+		}
+	}
+	if (!ready) {
+		for (unsigned i = 0; i < w->nifaces; i++) {
+			memcpy(set_fds + at, fds[i], nfds[i] * sizeof(*set_fds));
+			at += nfds[i];
+		}
+		if (poll(set_fds, total, ms) > 0) {
+			at = 0;
+			for (unsigned i = 0; i < w->nifaces; i++) {
+				for (unsigned k = 0; k < nfds[i]; k++)
+					fds[i][k].revents =
+						set_fds[at + k].revents;
+				at += nfds[i];
+			}
+		}
+	}
+	for (unsigned i = 0; i < w->nifaces; i++)
+		if (in_busy(busy, i))
+			w->ifaces[i]->ops->iface_wait_disarm(w->ifaces[i]);
+}
+
 void ohc_waiter_sleep(struct ohc_waiter *w, uint64_t now, uint64_t deadline,
 		      uint32_t busy)
 {
@@ -261,7 +336,7 @@ void ohc_waiter_sleep(struct ohc_waiter *w, uint64_t now, uint64_t deadline,
 	if (ms <= 0)
 		return;
 	for (unsigned i = 0; i < w->nifaces; i++)
-		if (!busy || i >= OHC_WAIT_MAX_IFACES || (busy >> i) & 1) {
+		if (in_busy(busy, i)) {
 			nbusy++;
 			last = i;
 		}
@@ -274,9 +349,14 @@ void ohc_waiter_sleep(struct ohc_waiter *w, uint64_t now, uint64_t deadline,
 		w->ifaces[last]->ops->iface_wait(w->ifaces[last], ms);
 		return;
 	}
-	/* several: short sleeps on each in turn */
+	/* several: one poll() over all of them (the wait set) where they
+	 * can join one; else short sleeps on each in turn */
+	if (set_capable(w, busy)) {
+		set_sleep(w, ms, busy);
+		return;
+	}
 	for (unsigned i = 0; i < w->nifaces; i++)
-		if (!busy || i >= OHC_WAIT_MAX_IFACES || (busy >> i) & 1)
+		if (in_busy(busy, i))
 			w->ifaces[i]->ops->iface_wait(w->ifaces[i], 1);
 }
 

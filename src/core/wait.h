@@ -19,13 +19,17 @@
  *
  * Polls: for the communicator's spin (ohc_wait_spin_ns), reading the
  * clock only every 16, 32, 64... idle polls. Yields while polling: only
- * when measured to pay (the pace, per thread, see wait.c). Sleeps: in the
- * transports' iface_wait, at most OHC_WAIT_MAX_MS at a time, and only on
- * the transports that hold the step's pending requests (busy), so a
- * step of one transport in a two-transport communicator wakes when its
- * message comes; the others are told first that we sleep (iface_wait 0:
- * verbs hands back its credits). A step pending on several sleeps 1 ms
- * on each in turn.
+ * when measured to pay (the pace, per thread, see wait.c). Sleeps: at
+ * most OHC_WAIT_MAX_MS at a time, and only on the transports that hold
+ * the step's pending requests (busy). A step of one transport sleeps in
+ * its iface_wait (shm and self: a futex), so in a two-transport
+ * communicator it wakes when its message comes; the others are told
+ * first that we sleep (iface_wait 0: verbs hands back its credits). A
+ * step pending on several sleeps in one poll() over all of theirs (the
+ * wait set: each arms and hands out its fds, the first to stir wakes us,
+ * each disarms: verbs' completion channel, wake eventfd, async fd and
+ * setup sockets; shm's and self's doorbell eventfds); a transport
+ * without OHC_TP_CAP_WAIT_SET makes it 1 ms sleeps on each in turn.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -47,6 +47,7 @@ Test(caps, ops_tables_are_complete)
 		cr_expect(ops->caps & REACH_CAPS, "%s reaches someone",
 			  ops->name);
 		cr_expect_eq(ops->caps & ~(REACH_CAPS | OHC_TP_CAP_WAIT |
+					   OHC_TP_CAP_WAIT_SET |
 					   OHC_TP_CAP_NIC),
 			     0, "%s: unknown capability bits", ops->name);
 		/* a NIC reaches other hosts; the same process is reached
@@ -68,6 +69,14 @@ Test(caps, ops_tables_are_complete)
 		cr_expect_eq(!!(ops->caps & OHC_TP_CAP_WAIT),
 			     !ohc_transport_slot_is_stub(ops, "iface_wake"),
 			     "%s: WAIT iff iface_wake is wired", ops->name);
+		cr_expect_eq(!!(ops->caps & OHC_TP_CAP_WAIT_SET),
+			     ops->iface_wait_arm && ops->iface_wait_disarm,
+			     "%s: WAIT_SET iff the wait set's arm and disarm "
+			     "are wired",
+			     ops->name);
+		if (ops->caps & OHC_TP_CAP_WAIT_SET)
+			cr_expect(ops->caps & OHC_TP_CAP_WAIT,
+				  "%s: WAIT_SET sleeps for real", ops->name);
 		/* Every slot is callable: the registry filled the gaps. */
 		cr_expect(ops->iface_open && ops->iface_close &&
 				  ops->iface_address && ops->iface_reachable &&

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,6 +398,63 @@ static int desync_rank(struct tp_rank *c, int threads)
 	return 0;
 }
 
+/*
+ * The wait set (iface_wait_arm, poll, iface_wait_disarm: how the waiter
+ * sleeps on several transports in one poll): rank 1 sleeps on the fds
+ * its transport hands out, with a 3 s timeout, until rank 0's message
+ * arrives 300 ms later. The fds must wake it: the receive completes in
+ * well under 3 s, after a few sleeps at most (spurious returns are
+ * allowed, a busy loop is not).
+ */
+#define WAIT_SET_SEND_MS 300
+#define WAIT_SET_POLL_MS 3000
+static int wait_set_rank(struct tp_rank *c, int threads)
+{
+	uint8_t buf[4096];
+	struct ohc_req q, *all[1] = {&q};
+
+	(void)threads;
+	if (!(c->ops->caps & OHC_TP_CAP_WAIT_SET))
+		FAIL("no wait set (OHC_TP_CAP_WAIT_SET)");
+	tp_barrier(c->nranks);
+	if (c->rank == 0) {
+		usleep(WAIT_SET_SEND_MS * 1000);
+		tp_fill(buf, sizeof(buf), 0, 1, 0);
+		tp_req_send(&q, buf, sizeof(buf), 1);
+		CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
+		CHECK(drive(c, all, 1) == 0, "send timed out");
+	} else if (c->rank == 1) {
+		uint64_t t0 = ohc_time_ns(), ms;
+		unsigned sleeps = 0;
+
+		tp_req_recv(&q, buf, sizeof(buf), 1);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		while (q.status == OHC_INPROGRESS && sleeps < 100) {
+			struct pollfd *fds;
+			unsigned n;
+
+			if (c->ops->iface_progress(c->iface))
+				continue;
+			n = c->ops->iface_wait_arm(c->iface, &fds);
+			if (n) {
+				sleeps++;
+				(void)poll(fds, n, WAIT_SET_POLL_MS);
+			}
+			c->ops->iface_wait_disarm(c->iface);
+		}
+		ms = (ohc_time_ns() - t0) / 1000000;
+		CHECK(q.status == OHC_OK, "recv: %s",
+		      ohc_status_str(q.status));
+		CHECK(tp_verify(buf, sizeof(buf), 0, 1, 0) < 0, "bytes");
+		CHECK(ms < WAIT_SET_POLL_MS - 500,
+		      "woken after %llu ms: the fds did not stir",
+		      (unsigned long long)ms);
+		CHECK(sleeps <= 8, "%u sleeps in %llu ms", sleeps,
+		      (unsigned long long)ms);
+	}
+	return 0;
+}
+
 #define CASES(tp)                                                              \
 	Test(conformance, tp##_exchange_all_pairs)                             \
 	{                                                                      \
@@ -419,6 +477,10 @@ static int desync_rank(struct tp_rank *c, int threads)
 	{                                                                      \
 		desync_by_length = 1;                                          \
 		run_on(#tp, 2, desync_rank);                                   \
+	}                                                                      \
+	Test(conformance, tp##_wait_set_sleeps_and_wakes)                      \
+	{                                                                      \
+		run_on(#tp, 2, wait_set_rank);                                 \
 	}
 
 CASES(self)

@@ -14,10 +14,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,9 +55,12 @@ struct self_box {
 	pthread_mutex_t lock; /* protects src[] and closed */
 	int closed;	      /* the owner closed its iface */
 	int aborted;	      /* the owner's communicator failed (< 0) */
-	/* the owner's doorbell (private futex: one process) */
+	/* the owner's doorbell (private futex: one process), and the
+	 * eventfd it sleeps on in the waiter's wait set (sleeping says
+	 * which: BELL_FUTEX or BELL_FD) */
 	_Atomic uint32_t seq;
 	_Atomic uint32_t sleeping;
+	int bell_fd;
 	atomic_int wake_pending;
 	_Atomic uint32_t tx_done; /* the owner's sends completed by others */
 	/* identity, fixed at open */
@@ -66,9 +71,12 @@ struct self_box {
 	struct self_src src[];	  /* [nranks], indexed by sender rank */
 };
 
+enum { BELL_AWAKE, BELL_FUTEX, BELL_FD };
+
 struct self_iface {
 	struct ohc_iface super;
 	struct self_box *box;
+	struct pollfd bell_pfd; /* iface_wait_arm hands it out */
 	pid_t pid;
 	uint64_t proc_token;
 	uint64_t session;
@@ -111,18 +119,25 @@ static void box_put(struct self_box *box)
 	if (atomic_fetch_sub_explicit(&box->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	pthread_mutex_destroy(&box->lock);
+	close(box->bell_fd);
 	free(box);
 }
 
 /* Ring the owner's doorbell after publishing something for it. */
 static void box_ring(struct self_box *box)
 {
+	uint32_t mode;
+
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&box->sleeping, memory_order_relaxed))
+	mode = atomic_load_explicit(&box->sleeping, memory_order_relaxed);
+	if (mode == BELL_AWAKE)
 		return;
 	atomic_fetch_add_explicit(&box->seq, 1, memory_order_seq_cst);
-	syscall(SYS_futex, (uint32_t *)&box->seq, FUTEX_WAKE_PRIVATE, INT_MAX,
-		NULL, NULL, 0);
+	if (mode == BELL_FD)
+		(void)!eventfd_write(box->bell_fd, 1);
+	else
+		syscall(SYS_futex, (uint32_t *)&box->seq, FUTEX_WAKE_PRIVATE,
+			INT_MAX, NULL, NULL, 0);
 }
 
 /* Complete a send on behalf of its poster (the caller holds box lock). */
@@ -184,6 +199,13 @@ static ohc_status_t self_iface_open(struct ohc_iface *iface,
 				(size_t)params->nranks * sizeof(box->src[0]));
 	if (!box)
 		return OHC_ERR_NO_MEMORY;
+	box->bell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (box->bell_fd < 0) {
+		OHC_ERROR(OHC_SS_INIT, "self: rank %u: eventfd failed: %s",
+			  params->rank, strerror(errno));
+		free(box);
+		return OHC_ERR_SYSCALL;
+	}
 	atomic_init(&box->refs, 1);
 	pthread_mutex_init(&box->lock, NULL);
 	box->owner = iface;
@@ -559,17 +581,14 @@ static int self_ep_ready(struct self_ep *sep, struct self_box *box)
 	return ready;
 }
 
-static ohc_status_t self_iface_wait(struct ohc_iface *iface, int timeout_ms)
+/* About to sleep (mode: how to be woken): whether something is ready. */
+static int self_sleep_begin(struct self_iface *si, uint32_t mode)
 {
-	struct self_iface *si = self_iface(iface);
 	struct self_box *box = si->box;
-	struct timespec ts, *tsp = NULL;
 	struct ohc_list *pos;
-	uint32_t seq;
 	int ready = 0;
 
-	seq = atomic_load_explicit(&box->seq, memory_order_acquire);
-	atomic_store_explicit(&box->sleeping, 1, memory_order_relaxed);
+	atomic_store_explicit(&box->sleeping, mode, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_exchange_explicit(&box->wake_pending, 0,
 				     memory_order_acquire) ||
@@ -583,6 +602,41 @@ static ohc_status_t self_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		ready = self_ep_ready(
 			ohc_container_of(pos, struct self_ep, link), box);
 	}
+	return ready;
+}
+
+static unsigned self_iface_wait_arm(struct ohc_iface *iface,
+				    struct pollfd **fds_p)
+{
+	struct self_iface *si = self_iface(iface);
+
+	si->bell_pfd.fd = si->box->bell_fd;
+	si->bell_pfd.events = POLLIN;
+	si->bell_pfd.revents = 0;
+	*fds_p = &si->bell_pfd;
+	return self_sleep_begin(si, BELL_FD) ? 0 : 1;
+}
+
+static void self_iface_wait_disarm(struct ohc_iface *iface)
+{
+	struct self_box *box = self_iface(iface)->box;
+	eventfd_t v;
+
+	atomic_store_explicit(&box->sleeping, BELL_AWAKE,
+			      memory_order_relaxed);
+	(void)!eventfd_read(box->bell_fd, &v);
+}
+
+static ohc_status_t self_iface_wait(struct ohc_iface *iface, int timeout_ms)
+{
+	struct self_iface *si = self_iface(iface);
+	struct self_box *box = si->box;
+	struct timespec ts, *tsp = NULL;
+	uint32_t seq;
+	int ready;
+
+	seq = atomic_load_explicit(&box->seq, memory_order_acquire);
+	ready = self_sleep_begin(si, BELL_FUTEX);
 	if (!ready && timeout_ms != 0) {
 		if (timeout_ms > 0) {
 			ts.tv_sec = timeout_ms / 1000;
@@ -592,7 +646,8 @@ static ohc_status_t self_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		syscall(SYS_futex, (uint32_t *)&box->seq, FUTEX_WAIT_PRIVATE,
 			seq, tsp, NULL, 0);
 	}
-	atomic_store_explicit(&box->sleeping, 0, memory_order_relaxed);
+	atomic_store_explicit(&box->sleeping, BELL_AWAKE,
+			      memory_order_relaxed);
 	return OHC_OK;
 }
 
@@ -667,7 +722,7 @@ static ohc_status_t self_ep_check(struct ohc_ep *ep)
 const struct ohc_transport_ops ohc_self_ops = {
 	.size = sizeof(struct ohc_transport_ops),
 	.name = "self",
-	.caps = OHC_TP_CAP_SAME_PROCESS | OHC_TP_CAP_WAIT,
+	.caps = OHC_TP_CAP_SAME_PROCESS | OHC_TP_CAP_WAIT | OHC_TP_CAP_WAIT_SET,
 	.iface_size = sizeof(struct self_iface),
 	.ep_size = sizeof(struct self_ep),
 	.iface_open = self_iface_open,
@@ -681,6 +736,8 @@ const struct ohc_transport_ops ohc_self_ops = {
 	.ep_recv = self_ep_recv,
 	.iface_progress = self_iface_progress,
 	.iface_wait = self_iface_wait,
+	.iface_wait_arm = self_iface_wait_arm,
+	.iface_wait_disarm = self_iface_wait_disarm,
 	.iface_wake = self_iface_wake,
 	.ep_check = self_ep_check,
 	.ep_cancel = self_ep_cancel,

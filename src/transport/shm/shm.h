@@ -8,6 +8,7 @@
  * transport.h: one thread drives an iface and its eps; only
  * ohc_shm_bell_ring() on our own bell (iface_wake) runs on other threads.
  */
+#include <poll.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -47,6 +48,8 @@ struct ohc_shm_iface {
 
 	int listen_fd; /* abstract unix socket; -1 after connect */
 	int seg_fd;    /* our segment's memfd; -1 after connect */
+	int bell_fd;   /* our doorbell's eventfd (the wait set's sleep) */
+	struct pollfd bell_pfd; /* ... as iface_wait_arm hands it out */
 	struct ohc_shm_seg_hdr *hdr; /* our segment, page 0 (bell) */
 	size_t hdr_bytes;
 	void *body; /* our segment after page 0: directory + rings */
@@ -70,6 +73,7 @@ struct ohc_shm_ep {
 	void *peer_seg; /* the peer's whole segment, mapped */
 	size_t peer_seg_bytes;
 	struct ohc_shm_bell *peer_bell;
+	int peer_bell_fd; /* the peer's doorbell eventfd; -1 until mapped */
 
 	/* sending: our ring in the peer's segment; we are its producer */
 	struct ohc_shm_ring_ctl *tx;
@@ -174,7 +178,7 @@ ohc_status_t ohc_shm_seg_build(struct ohc_shm_iface *sif,
 /* Map the peer's segment from its memfd (fd, seg_bytes as announced)
  * and find the ring we write; refused (logged) unless it checks out. */
 ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
-				  struct ohc_shm_ep *sep, int fd,
+				  struct ohc_shm_ep *sep, int fd, int bell_fd,
 				  uint64_t seg_bytes);
 /*
  * A pair's rings not prefaulted at connect (above OPENHCCL_SHM_PREFAULT
@@ -247,6 +251,6 @@ void ohc_shm_ep_mem_unmap(struct ohc_ep *ep, void *addr, size_t len);
  * fence orders our publication before the read of `sleeping`, matching
  * the fence the sleeper runs between setting it and re-checking.
  */
-void ohc_shm_bell_ring(struct ohc_shm_bell *bell);
+void ohc_shm_bell_ring(struct ohc_shm_bell *bell, int fd);
 
 #endif

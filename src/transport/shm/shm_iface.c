@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,13 +71,19 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val,
 	return syscall(SYS_futex, (uint32_t *)word, op, val, ts, NULL, 0);
 }
 
-void ohc_shm_bell_ring(struct ohc_shm_bell *bell)
+void ohc_shm_bell_ring(struct ohc_shm_bell *bell, int fd)
 {
+	uint32_t mode;
+
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&bell->sleeping, memory_order_relaxed))
+	mode = atomic_load_explicit(&bell->sleeping, memory_order_relaxed);
+	if (mode == OHC_SHM_BELL_AWAKE)
 		return;
 	atomic_fetch_add_explicit(&bell->seq, 1, memory_order_seq_cst);
-	futex(&bell->seq, FUTEX_WAKE, INT_MAX, NULL);
+	if (mode == OHC_SHM_BELL_FD && fd >= 0)
+		(void)!eventfd_write(fd, 1);
+	else
+		futex(&bell->seq, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* Complete and unlink every request of a list. */
@@ -150,6 +157,7 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 	       OHC_MIN(sif->hostid_len, (uint32_t)OHC_SHM_HOSTID_MAX));
 	sif->listen_fd = -1;
 	sif->seg_fd = -1;
+	sif->bell_fd = -1;
 	ohc_list_init(&sif->eps);
 	atomic_init(&sif->wake_pending, 0);
 	return ohc_shm_seg_open(sif);
@@ -220,6 +228,7 @@ static ohc_status_t shm_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	sep->super.peer = peer;
 	sep->pid = b.pid;
 	sep->pidfd = -1;
+	sep->peer_bell_fd = -1;
 	ohc_list_init(&sep->sends);
 	ohc_list_init(&sep->rndv);
 	ohc_list_init(&sep->recvs);
@@ -310,7 +319,7 @@ static void shm_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 	if (sep->connected && sep->peer_seg) {
 		ohc_shm_ring_prod_fail(sep->tx, OHC_ERR_REMOTE);
 		ohc_shm_ring_cons_fail(sep->rx, OHC_ERR_REMOTE);
-		ohc_shm_bell_ring(sep->peer_bell);
+		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
 	}
 }
 
@@ -383,7 +392,7 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 		rx = ohc_shm_pull(sep);
 	/* Data for the consumer, or space/acks for the producer. */
 	if (tx || rx)
-		ohc_shm_bell_ring(sep->peer_bell);
+		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
 	return tx + rx;
 }
 
@@ -449,17 +458,18 @@ static int shm_ep_ready(struct ohc_shm_ep *sep)
 	return 0;
 }
 
-static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
+/*
+ * About to sleep: tell ringers how to wake us (mode), then look once more
+ * (a ringer that published before it saw the mode did not ring). Whether
+ * something is ready now.
+ */
+static int shm_sleep_begin(struct ohc_shm_iface *sif, uint32_t mode)
 {
-	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 	struct ohc_shm_bell *bell = &sif->hdr->bell;
-	struct timespec ts, *tsp = NULL;
 	struct ohc_list *pos;
-	uint32_t seq;
 	int ready = 0;
 
-	seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
-	atomic_store_explicit(&bell->sleeping, 1, memory_order_relaxed);
+	atomic_store_explicit(&bell->sleeping, mode, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_exchange_explicit(&sif->wake_pending, 0,
 				     memory_order_acquire))
@@ -471,6 +481,43 @@ static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		ready = shm_ep_ready(
 			ohc_container_of(pos, struct ohc_shm_ep, link));
 	}
+	return ready;
+}
+
+static unsigned shm_iface_wait_arm(struct ohc_iface *iface,
+				   struct pollfd **fds_p)
+{
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
+
+	sif->bell_pfd.fd = sif->bell_fd;
+	sif->bell_pfd.events = POLLIN;
+	sif->bell_pfd.revents = 0;
+	*fds_p = &sif->bell_pfd;
+	return shm_sleep_begin(sif, OHC_SHM_BELL_FD) ? 0 : 1;
+}
+
+static void shm_iface_wait_disarm(struct ohc_iface *iface)
+{
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
+	eventfd_t v;
+
+	atomic_store_explicit(&sif->hdr->bell.sleeping, OHC_SHM_BELL_AWAKE,
+			      memory_order_relaxed);
+	/* what rang (now or since the last sleep) is taken: a ring that
+	 * comes later wakes the next sleep at once, spuriously */
+	(void)!eventfd_read(sif->bell_fd, &v);
+}
+
+static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
+{
+	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
+	struct ohc_shm_bell *bell = &sif->hdr->bell;
+	struct timespec ts, *tsp = NULL;
+	uint32_t seq;
+	int ready;
+
+	seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
+	ready = shm_sleep_begin(sif, OHC_SHM_BELL_FUTEX);
 	if (!ready && timeout_ms != 0) {
 		if (timeout_ms > 0) {
 			ts.tv_sec = timeout_ms / 1000;
@@ -480,7 +527,8 @@ static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		/* EAGAIN (rung meanwhile), EINTR, ETIMEDOUT: all fine. */
 		futex(&bell->seq, FUTEX_WAIT, seq, tsp);
 	}
-	atomic_store_explicit(&bell->sleeping, 0, memory_order_relaxed);
+	atomic_store_explicit(&bell->sleeping, OHC_SHM_BELL_AWAKE,
+			      memory_order_relaxed);
 	return OHC_OK;
 }
 
@@ -489,7 +537,7 @@ static void shm_iface_wake(struct ohc_iface *iface)
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 
 	atomic_store_explicit(&sif->wake_pending, 1, memory_order_release);
-	ohc_shm_bell_ring(&sif->hdr->bell);
+	ohc_shm_bell_ring(&sif->hdr->bell, sif->bell_fd);
 }
 
 static int pid_gone(struct ohc_shm_ep *sep)
@@ -520,7 +568,7 @@ static void shm_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
 			ohc_container_of(pos, struct ohc_shm_ep, link);
 
 		if (sep->peer_bell)
-			ohc_shm_bell_ring(sep->peer_bell);
+			ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
 	}
 }
 
@@ -569,7 +617,7 @@ static ohc_status_t shm_ep_check(struct ohc_ep *ep)
 const struct ohc_transport_ops ohc_shm_ops = {
 	.size = sizeof(struct ohc_transport_ops),
 	.name = "shm",
-	.caps = OHC_TP_CAP_SAME_HOST | OHC_TP_CAP_WAIT,
+	.caps = OHC_TP_CAP_SAME_HOST | OHC_TP_CAP_WAIT | OHC_TP_CAP_WAIT_SET,
 	.iface_size = sizeof(struct ohc_shm_iface),
 	.ep_size = sizeof(struct ohc_shm_ep),
 	.iface_open = shm_iface_open,
@@ -583,6 +631,8 @@ const struct ohc_transport_ops ohc_shm_ops = {
 	.ep_recv = shm_ep_recv,
 	.iface_progress = shm_iface_progress,
 	.iface_wait = shm_iface_wait,
+	.iface_wait_arm = shm_iface_wait_arm,
+	.iface_wait_disarm = shm_iface_wait_disarm,
 	.iface_wake = shm_iface_wake,
 	.ep_check = shm_ep_check,
 	.ep_cancel = shm_ep_cancel,

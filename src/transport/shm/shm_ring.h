@@ -46,17 +46,22 @@
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
-#define OHC_SHM_VERSION 6u  /* 6: cancel flags on lines of their own */
+#define OHC_SHM_VERSION 7u  /* 7: doorbell modes, its eventfd */
 #define OHC_SHM_REC_HDR 64u /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
 /*
  * A rank's doorbell: one futex word and a "sleeping" flag. The owner sets
- * sleeping before it re-checks its rings and sleeps on seq; anyone who
- * published something for the owner (data, free space, a wake) reads
- * sleeping after a full fence and, if set, bumps seq and FUTEX_WAKEs it.
- * Shared futex (no _PRIVATE): the word lives in a MAP_SHARED mapping.
+ * sleeping before it re-checks its rings and sleeps; anyone who published
+ * something for the owner (data, free space, a wake) reads sleeping after
+ * a full fence and, if set, bumps seq and wakes the owner: a FUTEX_WAKE
+ * on seq (OHC_SHM_BELL_FUTEX: the owner sleeps on shm alone) or a write
+ * to the owner's eventfd, which every peer holds since connect
+ * (OHC_SHM_BELL_FD: the owner sleeps in the waiter's one poll() over
+ * several transports). Shared futex (no _PRIVATE): the word lives in a
+ * MAP_SHARED mapping.
  */
+enum { OHC_SHM_BELL_AWAKE, OHC_SHM_BELL_FUTEX, OHC_SHM_BELL_FD };
 struct ohc_shm_bell {
 	_Atomic uint32_t seq;	   /* futex word; bumped by ringers */
 	_Atomic uint32_t sleeping; /* written by the owner only */

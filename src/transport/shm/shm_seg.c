@@ -12,6 +12,7 @@
 #include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -79,6 +80,12 @@ ohc_status_t ohc_shm_seg_open(struct ohc_shm_iface *sif)
 		goto err_fd;
 	}
 	seg_bind_numa(hdr, page, sif->numa_node, sif->super.rank);
+	sif->bell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sif->bell_fd < 0) {
+		OHC_ERROR(OHC_SS_SHM, "rank %u: eventfd failed: %s",
+			  sif->super.rank, strerror(errno));
+		goto err_map;
+	}
 
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (lfd < 0) {
@@ -113,6 +120,9 @@ ohc_status_t ohc_shm_seg_open(struct ohc_shm_iface *sif)
 err_sock:
 	close(lfd);
 err_map:
+	if (sif->bell_fd >= 0)
+		close(sif->bell_fd);
+	sif->bell_fd = -1;
 	munmap(hdr, page);
 err_fd:
 	close(fd);
@@ -129,6 +139,9 @@ void ohc_shm_seg_close(struct ohc_shm_iface *sif)
 		close(sif->seg_fd);
 	if (sif->listen_fd >= 0)
 		close(sif->listen_fd);
+	if (sif->bell_fd >= 0)
+		close(sif->bell_fd);
+	sif->bell_fd = -1;
 	sif->body = NULL;
 	sif->hdr = NULL;
 	sif->seg_fd = -1;
@@ -141,6 +154,9 @@ void ohc_shm_ep_unmap(struct ohc_shm_ep *sep)
 		munmap(sep->peer_seg, sep->peer_seg_bytes);
 	if (sep->pidfd >= 0)
 		close(sep->pidfd);
+	if (sep->peer_bell_fd >= 0)
+		close(sep->peer_bell_fd);
+	sep->peer_bell_fd = -1;
 	free(sep->bounce);
 	sep->bounce = NULL;
 	sep->peer_seg = NULL;
@@ -302,7 +318,7 @@ const char *ohc_shm_seg_find_ring(const void *seg, uint64_t seg_bytes,
 
 /* Map one peer's segment from its memfd and find the ring we write. */
 ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
-				  struct ohc_shm_ep *sep, int fd,
+				  struct ohc_shm_ep *sep, int fd, int bell_fd,
 				  uint64_t seg_bytes)
 {
 	struct ohc_shm_seg_hdr *hdr, head;
@@ -348,6 +364,7 @@ ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
 	sep->peer_bell = &hdr->bell;
+	sep->peer_bell_fd = bell_fd;
 	if (ohc_shm_cma_probe(sep->pid, head.probe_addr, head.probe_val)) {
 		sep->rx_cma = 1;
 		ohc_shm_ring_cma_enable(sep->rx);

@@ -2,10 +2,11 @@
 /*
  * The shm connect-time exchange: every rank listens on an abstract unix
  * socket named after the session and its rank, connects to each peer's,
- * and each side of a pair hands the other its segment's memfd, after
- * checking the session token (the hello) and the peer's uid
- * (SO_PEERCRED). Strangers are refused and logged. The sockets are
- * closed once every peer's segment is mapped (shm_seg.c).
+ * and each side of a pair hands the other its segment's memfd and its
+ * doorbell's eventfd (SCM_RIGHTS), after checking the session token (the
+ * hello) and the peer's uid (SO_PEERCRED). Strangers are refused and
+ * logged. The sockets are closed once every peer's segment is mapped
+ * (shm_seg.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,6 +63,7 @@ struct xpeer {
 	int reconnects; /* connections that ended without an answer */
 	int in_done;	/* our memfd went to the peer */
 	int peer_fd; /* the peer's memfd, once received */
+	int peer_bell_fd; /* and its doorbell's eventfd */
 	uint64_t peer_seg_bytes;
 };
 
@@ -178,7 +180,7 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		.msg_controllen = sizeof(cbuf.buf),
 	};
 	struct cmsghdr *c;
-	int fd = -1, nfds = 0;
+	int fd = -1, bell_fd = -1, nfds = 0;
 	const char *why = NULL;
 	pid_t cred_pid = 0;
 	ssize_t r;
@@ -196,10 +198,13 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 
 			memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
 			       sizeof(int));
-			if (nfds++ == 0)
+			if (nfds == 0)
 				fd = got;
+			else if (nfds == 1)
+				bell_fd = got;
 			else
 				close(got);
+			nfds++;
 		}
 	}
 	if (r == 0 && p->reconnects < RECONNECTS_MAX) {
@@ -219,6 +224,8 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 			 p->reconnects + 1, RECONNECTS_MAX);
 		if (fd >= 0)
 			close(fd);
+		if (bell_fd >= 0)
+			close(bell_fd);
 		close(p->out_fd);
 		p->out_fd = -1;
 		p->out_state = 0;
@@ -235,19 +242,22 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		;
 	else if (h.rank != p->ep->super.peer)
 		why = "answer from another rank";
-	else if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC))
-		why = "no segment attached";
+	else if (nfds != 2 || (msg.msg_flags & MSG_CTRUNC))
+		why = "no segment and doorbell attached";
 	else if (!xchg_cred_ok(x, p->out_fd, &cred_pid))
 		why = "peer runs as another user";
 	if (why) {
 		if (fd >= 0)
 			close(fd);
+		if (bell_fd >= 0)
+			close(bell_fd);
 		OHC_ERROR(OHC_SS_SHM,
 			  "rank %u: shm connect to rank %u refused: %s",
 			  x->sif->super.rank, p->ep->super.peer, why);
 		return OHC_ERR_REMOTE;
 	}
 	p->peer_fd = fd;
+	p->peer_bell_fd = bell_fd;
 	p->peer_seg_bytes = h.seg_bytes;
 	p->out_state = 3;
 	close(p->out_fd);
@@ -269,8 +279,9 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 static void xchg_serve(struct xchg *x, unsigned slot)
 {
 	int fd = x->pending[slot];
+	int fds[2] = {x->sif->seg_fd, x->sif->bell_fd};
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(fds))];
 		struct cmsghdr align;
 	} cbuf;
 	struct ohc_shm_hello h, rep;
@@ -326,8 +337,8 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 	c = CMSG_FIRSTHDR(&msg);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &x->sif->seg_fd, sizeof(int));
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
 	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(rep)) {
 		/* The peer sees EOF and reports us; nothing else to do. */
 		OHC_WARN(OHC_SS_SHM,
@@ -497,6 +508,7 @@ ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
 		x.peers[i].ep = eps[i];
 		x.peers[i].out_fd = -1;
 		x.peers[i].peer_fd = -1;
+		x.peers[i].peer_bell_fd = -1;
 	}
 
 	do {
@@ -513,9 +525,11 @@ ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
 		struct xpeer *p = &x.peers[mapped];
 
 		status = ohc_shm_seg_map_peer(sif, p->ep, p->peer_fd,
+					      p->peer_bell_fd,
 					      p->peer_seg_bytes);
 		if (status < 0)
 			goto out;
+		p->peer_bell_fd = -1; /* the ep's now */
 	}
 
 out:
@@ -528,6 +542,8 @@ out:
 			close(x.peers[i].out_fd);
 		if (x.peers[i].peer_fd >= 0)
 			close(x.peers[i].peer_fd);
+		if (x.peers[i].peer_bell_fd >= 0)
+			close(x.peers[i].peer_bell_fd);
 	}
 	for (unsigned i = 0; x.pending && i < x.npending; i++)
 		if (x.pending[i] >= 0)

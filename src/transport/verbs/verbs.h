@@ -219,6 +219,7 @@ struct ohc_verbs_iface {
 	struct ohc_list svc_link; /* the service thread's list */
 	uint64_t replays;     /* replays completed (tests, counters) */
 	struct pollfd *wait_fds;       /* iface_wait: 3 + nranks */
+	unsigned wait_n;	       /* of them armed (0: none) */
 	struct ohc_verbs_ep **by_peer; /* nranks entries */
 };
 
@@ -470,6 +471,8 @@ int ohc_vx_tx_freed_update(struct ohc_verbs_ep *e, uint32_t freed,
 unsigned ohc_vx_cq_poll(struct ohc_verbs_iface *vi);
 unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface);
 ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms);
+unsigned ohc_vx_iface_wait_arm(struct ohc_iface *iface, struct pollfd **fds_p);
+void ohc_vx_iface_wait_disarm(struct ohc_iface *iface);
 void ohc_vx_iface_wake(struct ohc_iface *iface);
 
 /* ---- failures and liveness (vx_fail.c) ------------------------------ */

@@ -154,23 +154,24 @@ unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface)
 
 /*
  * Sleep until a completion, a wake, an async event or a setup socket
- * stirs, or timeout_ms. The lock is held to prepare and to look at what
- * woke us, not while asleep.
+ * stirs, or timeout_ms: arm, poll, disarm (the waiter's wait set polls
+ * these fds with other transports'). The lock is held to prepare and to
+ * look at what woke us, not while asleep.
  */
-ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
+unsigned ohc_vx_iface_wait_arm(struct ohc_iface *iface, struct pollfd **fds_p)
 {
 	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
-	struct pollfd *p = vi->wait_fds, wake;
+	struct pollfd *p = vi->wait_fds;
 	nfds_t np = 3;
-	uint64_t v;
-	int rc, socks = 0;
 
+	*fds_p = p;
+	vi->wait_n = 0;
 	if (!vi->cq) { /* not connected yet: only wakes */
-		wake.fd = vi->wake_fd;
-		wake.events = POLLIN;
-		if (poll(&wake, 1, timeout_ms) > 0)
-			(void)!read(vi->wake_fd, &v, sizeof(v));
-		return OHC_OK;
+		p[0].fd = vi->wake_fd;
+		p[0].events = POLLIN;
+		p[0].revents = 0;
+		vi->wait_n = 1;
+		return 1;
 	}
 	VX_LOCK(iface);
 	/* about to sleep: hand back every freed slot, so no sender waits on
@@ -179,39 +180,55 @@ ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		if (vi->by_peer[r] && vi->by_peer[r]->connected)
 			ohc_vx_ep_credit(vi, vi->by_peer[r], 1);
 	if (!vi->armed) {
+		/* a failed arming: keep polling; completions that came
+		 * before the arming give no event */
 		if (ohc_vx_req_notify_cq(vi->cq)) {
 			VX_UNLOCK(iface);
-			return OHC_OK; /* keep polling */
+			return 0;
 		}
 		vi->armed = 1;
-		/* completions that came before the arming give no event */
 		if (ohc_vx_cq_poll(vi)) {
 			VX_UNLOCK(iface);
-			return OHC_OK;
+			return 0;
 		}
 	}
 	p[0].fd = vi->ch->fd;
-	p[0].events = POLLIN;
 	p[1].fd = vi->wake_fd;
-	p[1].events = POLLIN;
 	p[2].fd = vi->ctx->async_fd;
-	p[2].events = POLLIN;
 	/* and the setup sockets: a peer's abort, its end or a replay
 	 * handshake wakes us at once */
 	for (uint32_t r = 0; r < iface->nranks; r++) {
 		struct ohc_verbs_ep *e = vi->by_peer[r];
 
 		if (e && e->connected && !e->broken && e->sock >= 0 &&
-		    !e->peer_abort && !e->closed_at) {
-			p[np].fd = e->sock;
-			p[np].events = POLLIN;
-			p[np++].revents = 0;
-		}
+		    !e->peer_abort && !e->closed_at)
+			p[np++].fd = e->sock;
 	}
+	for (nfds_t k = 0; k < np; k++) {
+		p[k].events = POLLIN;
+		p[k].revents = 0;
+	}
+	vi->wait_n = (unsigned)np;
 	VX_UNLOCK(iface);
-	rc = poll(p, np, timeout_ms);
-	if (rc <= 0)
-		return OHC_OK;
+	return vi->wait_n;
+}
+
+void ohc_vx_iface_wait_disarm(struct ohc_iface *iface)
+{
+	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
+	struct pollfd *p = vi->wait_fds;
+	unsigned np = vi->wait_n;
+	uint64_t v;
+	int socks = 0;
+
+	vi->wait_n = 0;
+	if (!np)
+		return;
+	if (!vi->cq) {
+		if (p[0].revents & POLLIN)
+			(void)!read(vi->wake_fd, &v, sizeof(v));
+		return;
+	}
 	VX_LOCK(iface);
 	if (p[0].revents & POLLIN) {
 		while (ohc_vx_get_cq_event(vi->ch) == 0)
@@ -226,7 +243,7 @@ ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 		(void)!read(vi->wake_fd, &v, sizeof(v));
 	if (p[2].revents & POLLIN)
 		ohc_vx_async_events(vi);
-	for (nfds_t k = 3; k < np; k++)
+	for (unsigned k = 3; k < np; k++)
 		socks |= p[k].revents != 0;
 	/* the eps may have changed while we slept: look at all of them */
 	for (uint32_t r = 0; socks && r < iface->nranks; r++) {
@@ -236,6 +253,17 @@ ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
 			ohc_vx_ep_sock_check(e);
 	}
 	VX_UNLOCK(iface);
+}
+
+ohc_status_t ohc_vx_iface_wait(struct ohc_iface *iface, int timeout_ms)
+{
+	struct pollfd *p;
+	unsigned n = ohc_vx_iface_wait_arm(iface, &p);
+
+	if (n && poll(p, n, timeout_ms) < 0)
+		for (unsigned k = 0; k < n; k++)
+			p[k].revents = 0; /* EINTR: nothing woke us */
+	ohc_vx_iface_wait_disarm(iface);
 	return OHC_OK;
 }
 

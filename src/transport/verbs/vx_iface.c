@@ -387,7 +387,7 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.size = sizeof(struct ohc_transport_ops),
 	.name = "verbs",
 	.caps = OHC_TP_CAP_SAME_HOST | OHC_TP_CAP_REMOTE_HOST |
-		OHC_TP_CAP_WAIT | OHC_TP_CAP_NIC,
+		OHC_TP_CAP_WAIT | OHC_TP_CAP_WAIT_SET | OHC_TP_CAP_NIC,
 	.iface_size = sizeof(struct ohc_verbs_iface),
 	.ep_size = sizeof(struct ohc_verbs_ep),
 	.iface_open = vx_iface_open,
@@ -402,6 +402,8 @@ const struct ohc_transport_ops ohc_verbs_ops = {
 	.ep_recv = vx_ep_recv,
 	.iface_progress = vx_iface_progress,
 	.iface_wait = ohc_vx_iface_wait,
+	.iface_wait_arm = ohc_vx_iface_wait_arm,
+	.iface_wait_disarm = ohc_vx_iface_wait_disarm,
 	.iface_wake = ohc_vx_iface_wake,
 	.ep_check = vx_ep_check,
 	.ep_cancel = vx_ep_cancel,
