@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,4 +121,30 @@ int ohc_mkdir_p(const char *dir, size_t max)
 	if (mkdir(p, 0755) && errno != EEXIST)
 		return errno;
 	return 0;
+}
+
+int ohc_fd_room(unsigned long more, unsigned long *soft_p)
+{
+	struct rlimit rl;
+	unsigned long open_now = 0, want;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -1;
+	*soft_p = (unsigned long)rl.rlim_cur;
+	if (!d)
+		return 0; /* no procfs: nothing known, nothing raised */
+	while ((e = readdir(d)))
+		open_now += e->d_name[0] != '.';
+	closedir(d);
+	want = open_now + more;
+	if (rl.rlim_cur == RLIM_INFINITY || want <= rl.rlim_cur)
+		return 0;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max
+			      ? rl.rlim_max
+			      : want;
+	if (rl.rlim_cur > *soft_p && !setrlimit(RLIMIT_NOFILE, &rl))
+		*soft_p = (unsigned long)rl.rlim_cur;
+	return *soft_p >= want ? 1 : -1;
 }

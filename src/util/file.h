@@ -26,4 +26,13 @@ ohc_status_t ohc_file_read(const char *path, size_t max, char **buf_p,
  */
 int ohc_mkdir_p(const char *dir, size_t max);
 
+/*
+ * Room for more file descriptors than are open now (a transport that
+ * keeps some per peer): the soft RLIMIT_NOFILE is raised, up to the hard
+ * limit, when it would not hold them. 0: room enough as it was; 1: raised
+ * to make room; -1: no room (the hard limit is lower, or raising failed;
+ * raised as far as it went). *soft_p: the soft limit in force after.
+ */
+int ohc_fd_room(unsigned long more, unsigned long *soft_p);
+
 #endif

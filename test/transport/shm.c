@@ -127,6 +127,66 @@ static size_t rings_resident(struct tp_rank *c, size_t *pages_p)
 }
 
 /*
+ * An ep keeps two fds (the peer's pidfd and doorbell eventfd): with the
+ * soft open-file limit just above what is open at connect, connect must
+ * raise it (up to the hard limit) rather than fail on the 8th rank's
+ * exchange, and the eps must work.
+ */
+static int fd_limit_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct rlimit rl;
+	uint8_t sb[64], rb[MAXR][64];
+	struct ohc_req sq[MAXR], rq[MAXR], *all[2 * MAXR];
+	int n = 0, open_now;
+
+	(void)arg;
+	if (rank_open(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (tp_rank_eps(c, 0))
+		return 1;
+	open_now = ohc_test_count_fds();
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit");
+	CHECK(rl.rlim_max == RLIM_INFINITY ||
+		      rl.rlim_max > (rlim_t)open_now + 64,
+	      "the hard limit %llu leaves no room to test",
+	      (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = (rlim_t)open_now + 4; /* two peers' worth */
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit: %s",
+	      strerror(errno));
+	if (tp_rank_connect(c, 20000))
+		return 1;
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		      rl.rlim_cur > (rlim_t)open_now + 4,
+	      "the soft limit was not raised: %llu",
+	      (unsigned long long)rl.rlim_cur);
+	memset(sb, rank, sizeof(sb));
+	for (int p = 0; p < nranks; p++) {
+		if (p == rank)
+			continue;
+		tp_req_send(&sq[p], sb, sizeof(sb), 1);
+		tp_req_recv(&rq[p], rb[p], sizeof(rb[p]), 1);
+		CHECK(c->ops->ep_send(c->eps[p], &sq[p]) == OHC_OK, "send");
+		CHECK(c->ops->ep_recv(c->eps[p], &rq[p]) == OHC_OK, "recv");
+		all[n++] = &sq[p];
+		all[n++] = &rq[p];
+	}
+	CHECK(tp_drive(c, all, n, 10, 20000) == 0, "exchange timed out");
+	for (int p = 0; p < nranks; p++)
+		CHECK(p == rank || (rq[p].status == OHC_OK && rb[p][0] == p &&
+				    rb[p][63] == p),
+		      "from rank %d: %s", p, ohc_status_str(rq[p].status));
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, connect_makes_room_for_its_fds)
+{
+	cr_assert_eq(ohc_test_fork_ranks(MAXR, fd_limit_rank, NULL, 100), 0);
+}
+
+/*
  * All pairs at once: every rank sends one message of each size to every
  * other rank (one size at a time, everything of that size posted at once).
  * arg "prefault": every page of our rings is in memory after connect;

@@ -27,6 +27,7 @@
 #include "transport/process.h"
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
+#include "util/file.h"
 #include "util/log.h"
 
 #define SHM_BLOB_MAGIC 0x4f484353u /* "OHCS" */
@@ -246,6 +247,30 @@ static int pidfd_of(pid_t pid)
 #endif
 }
 
+/*
+ * An ep keeps two fds (the peer's pidfd and its doorbell's eventfd), and
+ * the exchange holds a socket and a memfd per peer for a moment: make
+ * room for them where the soft limit would not (at 1024, the common
+ * default, 500 local ranks would not fit).
+ */
+static void shm_fd_room(struct ohc_shm_iface *sif, unsigned n)
+{
+	unsigned long soft;
+	int rc = ohc_fd_room(4ul * n + 64, &soft);
+
+	if (rc > 0)
+		OHC_INFO(OHC_SS_SHM,
+			 "rank %u: raised the open file limit to %lu for %u "
+			 "shm peers",
+			 sif->super.rank, soft, n);
+	else if (rc < 0)
+		OHC_WARN(OHC_SS_SHM,
+			 "rank %u: %u shm peers may need %lu more file "
+			 "descriptors than the limit of %lu allows (ulimit "
+			 "-n)",
+			 sif->super.rank, n, 4ul * n + 64, soft);
+}
+
 static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 				      struct ohc_ep **eps, unsigned n,
 				      uint64_t deadline)
@@ -274,6 +299,7 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 			goto out;
 		}
 	}
+	shm_fd_room(sif, n);
 	status = ohc_shm_seg_connect(sif, seps, n, deadline);
 	/* Done, either way: nobody may connect to us any more. */
 	close(sif->listen_fd);

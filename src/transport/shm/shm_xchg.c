@@ -242,7 +242,10 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		;
 	else if (h.rank != p->ep->super.peer)
 		why = "answer from another rank";
-	else if (nfds != 2 || (msg.msg_flags & MSG_CTRUNC))
+	else if (msg.msg_flags & MSG_CTRUNC)
+		why = "its segment's fds were cut off: this process has no "
+		      "file descriptors left (ulimit -n)";
+	else if (nfds != 2)
 		why = "no segment and doorbell attached";
 	else if (!xchg_cred_ok(x, p->out_fd, &cred_pid))
 		why = "peer runs as another user";
