@@ -126,6 +126,94 @@ static size_t rings_resident(struct tp_rank *c, size_t *pages_p)
 	return in;
 }
 
+/* KiB of the mapping at addr that this process has resident (smaps). */
+static long mapping_rss_kb(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Above OPENHCCL_SHM_PREFAULT local ranks a rank attaches to a peer's
+ * segment on the pair's first traffic: after connect no page of any
+ * peer's segment is resident in this process; after an exchange with one
+ * peer, that peer's are and the others' still are not.
+ */
+static int lazy_attach_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	int peer = rank ^ 1;
+	uint8_t sb[256], rb[256];
+	struct ohc_req sq, rq, *all[2] = {&sq, &rq};
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	for (int p = 0; p < nranks; p++) {
+		struct ohc_shm_ep *sep;
+
+		if (p == rank)
+			continue;
+		sep = ohc_shm_ep_of(c->eps[p]);
+		CHECK(sep->peer_seg, "rank %d's segment is mapped", p);
+		CHECK(mapping_rss_kb(sep->peer_seg) == 0,
+		      "%ld KiB of rank %d's segment resident before any "
+		      "traffic",
+		      mapping_rss_kb(sep->peer_seg), p);
+	}
+	tp_barrier(nranks);
+	memset(sb, 'A' + rank, sizeof(sb));
+	tp_req_send(&sq, sb, sizeof(sb), 1);
+	tp_req_recv(&rq, rb, sizeof(rb), 1);
+	CHECK(c->ops->ep_send(c->eps[peer], &sq) == OHC_OK, "send");
+	CHECK(c->ops->ep_recv(c->eps[peer], &rq) == OHC_OK, "recv");
+	CHECK(tp_drive(c, all, 2, 10, 20000) == 0, "exchange timed out");
+	CHECK(rq.status == OHC_OK && rb[0] == 'A' + peer &&
+		      rb[255] == 'A' + peer,
+	      "recv: %s", ohc_status_str(rq.status));
+	for (int p = 0; p < nranks; p++) {
+		long kb;
+
+		if (p == rank)
+			continue;
+		kb = mapping_rss_kb(ohc_shm_ep_of(c->eps[p])->peer_seg);
+		CHECK(p == peer ? kb > 0 : kb == 0,
+		      "rank %d's segment: %ld KiB resident after talking to "
+		      "rank %d only",
+		      p, kb, peer);
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(shm, lazy_attach_on_first_traffic)
+{
+	setenv("OPENHCCL_SHM_PREFAULT", "0", 1);
+	ohc_env_reload();
+	cr_assert_eq(ohc_test_fork_ranks(4, lazy_attach_rank, NULL, 100), 0);
+	unsetenv("OPENHCCL_SHM_PREFAULT");
+	ohc_env_reload();
+}
+
 /*
  * An ep keeps two fds (the peer's pidfd and doorbell eventfd): with the
  * soft open-file limit just above what is open at connect, connect must

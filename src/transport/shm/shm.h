@@ -20,6 +20,7 @@
 #include "util/list.h"
 
 #define OHC_SHM_HOSTID_MAX 200 /* hostid bytes kept verbatim in the blob */
+#define OHC_SHM_FRAG_CAP (64u << 10) /* largest fragment */
 #define OHC_SHM_ZC_CACHE 8     /* peer exports kept mapped per ep */
 /* export ids of shared aclrtMalloc memory (zerocopy/'s count from 1) */
 #define OHC_SHM_ZC_IMPLICIT (1ull << 63)
@@ -190,6 +191,13 @@ ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
  * are done.
  */
 void ohc_shm_warm(struct ohc_shm_ep *sep, int tx);
+/*
+ * Attach to the ring we write in the peer's segment if that has not
+ * happened yet (above OPENHCCL_SHM_PREFAULT local ranks it waits for the
+ * pair's first traffic, see shm_seg.c): OHC_OK, or why the peer's
+ * segment is refused (logged; the ep is failed then).
+ */
+ohc_status_t ohc_shm_attach(struct ohc_shm_ep *sep);
 
 void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
 /*

@@ -34,7 +34,6 @@
 #define SHM_BLOB_VERSION 1u
 #define SHM_RING_DEFAULT (1u << 20)
 #define SHM_RING_MIN 4096u
-#define SHM_FRAG_CAP (64u << 10) /* largest fragment */
 
 size_t ohc_shm_cma_threshold;
 
@@ -311,10 +310,9 @@ static ohc_status_t shm_iface_connect(struct ohc_iface *iface,
 	for (unsigned i = 0; i < n; i++) {
 		struct ohc_shm_ep *sep = seps[i];
 
-		sep->tx_max_frag = OHC_MIN(sep->tx_bytes / 4, SHM_FRAG_CAP) /
-				   OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN;
-		sep->rx_max_frag = OHC_MIN(sep->rx_bytes / 4, SHM_FRAG_CAP) /
-				   OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN;
+		sep->rx_max_frag =
+			OHC_MIN(sep->rx_bytes / 4, OHC_SHM_FRAG_CAP) /
+			OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN;
 		sep->pidfd = sep->pid > 0 ? pidfd_of(sep->pid) : -1;
 		if (sep->pid <= 0)
 			OHC_WARN(OHC_SS_SHM,
@@ -343,7 +341,12 @@ static void shm_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 	if (!sep->err)
 		sep->err = status;
 	if (sep->connected && sep->peer_seg) {
-		ohc_shm_ring_prod_fail(sep->tx, OHC_ERR_REMOTE);
+		/* a peer we never talked to hears it too (as an attached one
+		 * would): its consumer of our ring stops waiting */
+		if (!sep->tx)
+			(void)ohc_shm_attach(sep);
+		if (sep->tx)
+			ohc_shm_ring_prod_fail(sep->tx, OHC_ERR_REMOTE);
 		ohc_shm_ring_cons_fail(sep->rx, OHC_ERR_REMOTE);
 		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
 	}
@@ -392,6 +395,17 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 
 	if (!sep->connected || sep->err)
 		return 0;
+	if (OHC_UNLIKELY(!sep->tx) &&
+	    (!ohc_list_empty(&sep->sends) || !ohc_list_empty(&sep->recvs) ||
+	     sep->discard)) {
+		ohc_status_t st = ohc_shm_attach(sep);
+
+		if (st < 0) {
+			sep->err = st;
+			ohc_shm_fail_all(sep, st);
+			return 1;
+		}
+	}
 	/*
 	 * Acks first: a reader that read our last message and then closed
 	 * (destroy) has completed it, whatever it does afterwards.
@@ -465,6 +479,9 @@ static int shm_ep_ready(struct ohc_shm_ep *sep)
 {
 	if (!sep->connected || sep->err)
 		return 0;
+	if (!sep->tx) /* not attached: progress does that, if there is work */
+		return !ohc_list_empty(&sep->sends) ||
+		       !ohc_list_empty(&sep->recvs) || sep->discard;
 	if (!ohc_list_empty(&sep->recvs) || sep->discard) {
 		if (sep->rndv_on ||
 		    ohc_shm_rec_ready(sep->rx_data, sep->rx_bytes,

@@ -166,6 +166,11 @@ void ohc_shm_ep_unmap(struct ohc_shm_ep *sep)
 	sep->pidfd = -1;
 }
 
+/* Bits of sep->cold: the ring we write, the ring we read, the attach. */
+#define COLD_TX 1
+#define COLD_RX 2
+#define COLD_ATTACH 4
+
 /*
  * Lay out the receive rings (one per ep) after page 0, map them, bind them
  * to our NUMA node, prefault them (up to OPENHCCL_SHM_PREFAULT local
@@ -252,14 +257,12 @@ static void prefault_tx(struct ohc_shm_ep *sep)
 	}
 }
 
-/* Bits of sep->cold: the ring we write, the ring we read. */
-#define COLD_TX 1
-#define COLD_RX 2
-
 void ohc_shm_warm(struct ohc_shm_ep *sep, int tx)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
+	if (sep->cold & COLD_ATTACH)
+		return; /* ohc_shm_attach comes first (shm_ep_progress) */
 	if (tx && (sep->cold & COLD_TX)) {
 		prefault_tx(sep);
 		sep->cold &= ~COLD_TX;
@@ -316,13 +319,69 @@ const char *ohc_shm_seg_find_ring(const void *seg, uint64_t seg_bytes,
 	return "no ring for us in the segment";
 }
 
-/* Map one peer's segment from its memfd and find the ring we write. */
+/*
+ * Attach to the ring we write in the peer's mapped segment: check its
+ * header and directory (copies of them: the peer can write its segment at
+ * any time, never trust the live ones), find our ring, read its head and
+ * probe CMA. That touches pages of the peer's segment (its header, its
+ * directory, our ring's control block) and of ours (our receive ring's
+ * control block): 16 KiB a peer, 4 MiB of resident memory at 256 local
+ * ranks. So up to OPENHCCL_SHM_PREFAULT local ranks it happens at
+ * connect; above, on the pair's first traffic (ohc_shm_attach), and a
+ * rank touches nothing of a peer it never talks to.
+ */
+static ohc_status_t seg_attach(struct ohc_shm_iface *sif,
+			       struct ohc_shm_ep *sep)
+{
+	struct ohc_shm_seg_hdr head;
+	struct ohc_shm_dir_ent ent;
+	const char *why;
+
+	why = ohc_shm_seg_find_ring(sep->peer_seg, sep->peer_seg_bytes,
+				    sif->session, sep->super.peer,
+				    sif->super.rank, &head, &ent);
+	if (why) {
+		OHC_ERROR(OHC_SS_SHM,
+			  "rank %u: shm segment from rank %u refused: %s",
+			  sif->super.rank, sep->super.peer, why);
+		return OHC_ERR_INVALID;
+	}
+	sep->tx = (struct ohc_shm_ring_ctl *)((char *)sep->peer_seg + ent.off);
+	sep->tx_data = (char *)(sep->tx + 1);
+	sep->tx_bytes = ent.bytes;
+	sep->tx_max_frag = OHC_MIN(sep->tx_bytes / 4, OHC_SHM_FRAG_CAP) /
+			   OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN;
+	sep->tx_tail = 0; /* a ring carries one connection */
+	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
+	if (ohc_shm_cma_probe(sep->pid, head.probe_addr, head.probe_val)) {
+		sep->rx_cma = 1;
+		ohc_shm_ring_cma_enable(sep->rx);
+	}
+	sep->cold &= ~COLD_ATTACH;
+	return OHC_OK;
+}
+
+ohc_status_t ohc_shm_attach(struct ohc_shm_ep *sep)
+{
+	ohc_status_t status;
+
+	if (!(sep->cold & COLD_ATTACH))
+		return OHC_OK;
+	status = seg_attach(ohc_shm_iface_of(sep->super.iface), sep);
+	if (status < 0) {
+		sep->cold &= ~COLD_ATTACH; /* once: the ep is failed now */
+		sep->dead_logged = 1;
+	}
+	return status;
+}
+
+/* Map one peer's segment from its memfd; attach now or on first use. */
 ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
 				  struct ohc_shm_ep *sep, int fd, int bell_fd,
 				  uint64_t seg_bytes)
 {
-	struct ohc_shm_seg_hdr *hdr, head;
-	struct ohc_shm_dir_ent ent;
+	struct ohc_shm_seg_hdr *hdr;
+	ohc_status_t status;
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 	const char *why = NULL;
@@ -344,35 +403,26 @@ ohc_status_t ohc_shm_seg_map_peer(struct ohc_shm_iface *sif,
 			  sif->super.rank, sep->super.peer, strerror(errno));
 		return OHC_ERR_SYSCALL;
 	}
-	/* The peer can write its segment at any time: check and use copies
-	 * of the header and of the directory entry, never the live ones. */
-	hdr = map;
-	why = ohc_shm_seg_find_ring(map, seg_bytes, sif->session,
-				    sep->super.peer, sif->super.rank, &head,
-				    &ent);
-	if (why)
-		goto bad_map;
-	sep->tx = (struct ohc_shm_ring_ctl *)((char *)map + ent.off);
-	sep->tx_data = (char *)(sep->tx + 1);
-	sep->tx_bytes = ent.bytes;
-	sep->tx_tail = 0; /* a ring carries one connection */
-	sep->tx_head = ohc_shm_ring_head_acquire(sep->tx);
-	if (sif->prefault)
-		prefault_tx(sep);
-	else
-		sep->cold = COLD_TX | COLD_RX;
+	hdr = map; /* a pointer only: nothing of the segment is read yet */
 	sep->peer_seg = map;
 	sep->peer_seg_bytes = seg_bytes;
 	sep->peer_bell = &hdr->bell;
-	sep->peer_bell_fd = bell_fd;
-	if (ohc_shm_cma_probe(sep->pid, head.probe_addr, head.probe_val)) {
-		sep->rx_cma = 1;
-		ohc_shm_ring_cma_enable(sep->rx);
+	if (!sif->prefault) {
+		sep->cold = COLD_ATTACH | COLD_TX | COLD_RX;
+		sep->peer_bell_fd = bell_fd;
+		return OHC_OK;
 	}
+	status = seg_attach(sif, sep);
+	if (status < 0) {
+		munmap(map, seg_bytes);
+		sep->peer_seg = NULL;
+		sep->peer_bell = NULL;
+		return status;
+	}
+	prefault_tx(sep);
+	sep->peer_bell_fd = bell_fd;
 	return OHC_OK;
 
-bad_map:
-	munmap(map, seg_bytes);
 bad:
 	OHC_ERROR(OHC_SS_SHM, "rank %u: shm segment from rank %u refused: %s",
 		  sif->super.rank, sep->super.peer, why);
