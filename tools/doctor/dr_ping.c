@@ -114,22 +114,23 @@ struct hello {
 
 static void hello_encode(const struct hello *h, uint8_t *out)
 {
-	bs_put32(out, HELLO_MAGIC);
-	bs_put16(out + 4, HELLO_VERSION);
-	bs_put16(out + 6, (uint16_t)h->flags);
-	bs_put32(out + 8, h->rank);
-	bs_put32(out + 12, h->nranks);
-	bs_put64(out + 16, h->hash);
+	ohc_be_put32(out, HELLO_MAGIC);
+	ohc_be_put16(out + 4, HELLO_VERSION);
+	ohc_be_put16(out + 6, (uint16_t)h->flags);
+	ohc_be_put32(out + 8, h->rank);
+	ohc_be_put32(out + 12, h->nranks);
+	ohc_be_put64(out + 16, h->hash);
 }
 
 static int hello_decode(const uint8_t *in, struct hello *h)
 {
-	if (bs_get32(in) != HELLO_MAGIC || bs_get16(in + 4) != HELLO_VERSION)
+	if (ohc_be_get32(in) != HELLO_MAGIC ||
+	    ohc_be_get16(in + 4) != HELLO_VERSION)
 		return -1;
-	h->flags = bs_get16(in + 6);
-	h->rank = bs_get32(in + 8);
-	h->nranks = bs_get32(in + 12);
-	h->hash = bs_get64(in + 16);
+	h->flags = ohc_be_get16(in + 6);
+	h->rank = ohc_be_get32(in + 8);
+	h->nranks = ohc_be_get32(in + 12);
+	h->hash = ohc_be_get64(in + 16);
 	return 0;
 }
 
