@@ -1213,7 +1213,7 @@ Test(refuse, junk_connections, .timeout = 60)
 	struct bs_addr root;
 	char ip[64];
 	unsigned port;
-	int fd[2], err;
+	int fd[2];
 	char *log;
 
 	cr_assert_eq(ohc_root_info_create(info), OHC_OK);
