@@ -348,7 +348,8 @@ ohc_status_t ohc_hs_hello_recv(struct ohc_hs *hs, int fd,
 		memcpy(m->body, pl, m->len);
 	free(pl);
 	if (status < 0)
-		return hs_fail(hs, status, 0, "%s", why);
+		return hs_fail(hs, status, h.ctx != hs->token ? EACCES : 0,
+			       "%s", why);
 	return OHC_OK;
 }
 
@@ -437,7 +438,7 @@ ohc_status_t ohc_hs_msg_recv(struct ohc_hs *hs, int fd, struct ohc_hs_hello *m)
 	};
 	char why[OHC_FRAME_WHY_MAX];
 	struct ohc_frame_hdr h;
-	int nfds, passed;
+	int nfds, passed, err = 0;
 	ssize_t r;
 
 	m->fd = -1;
@@ -461,7 +462,7 @@ ohc_status_t ohc_hs_msg_recv(struct ohc_hs *hs, int fd, struct ohc_hs_hello *m)
 		snprintf(why, sizeof(why), "frame of %" PRIu64 " bytes in %zd",
 			 h.len, r - (ssize_t)sizeof(hbuf));
 	else if (ohc_hs_hello_check(hs, &h, m, why) < 0)
-		;
+		err = h.ctx != hs->token ? EACCES : 0;
 	else if (nfds > 1 || (msg.msg_flags & MSG_CTRUNC))
 		snprintf(why, sizeof(why), "%d descriptors attached", nfds);
 	else {
@@ -470,5 +471,5 @@ ohc_status_t ohc_hs_msg_recv(struct ohc_hs *hs, int fd, struct ohc_hs_hello *m)
 	}
 	if (passed >= 0)
 		close(passed);
-	return hs_fail(hs, OHC_ERR_INVALID, 0, "%s", why);
+	return hs_fail(hs, OHC_ERR_INVALID, err, "%s", why);
 }

@@ -14,7 +14,8 @@
  * - a session with one peer (struct ohc_hs): connect (a refused or
  *   absent listener retried until the deadline), accept, whole frames,
  *   hellos that carry the session token, a frame with an fd over AF_UNIX.
- *   Every failure leaves hs->err (errno, 0 for a protocol fault) and
+ *   Every failure leaves hs->err (errno; EACCES for a hello with another
+ *   token, 0 for other bytes that are not the protocol's) and
  *   hs->why, which names the peer and what happened:
  *   "rank 3 (10.0.0.2:5000): timed out after 200 ms waiting for a
  *   frame", "...: frame too long: 300 > 24", "...: wrong token". Nothing
