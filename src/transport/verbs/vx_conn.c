@@ -305,8 +305,8 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		if (status < 0) {
 			OHC_ERROR(
 				OHC_SS_VERBS,
-				"rank %u: cannot reach %s for RDMA connection "
-				"setup",
+				"rank %u: RDMA connection setup: cannot reach "
+				"%s",
 				rank, hs.why);
 			return status == OHC_ERR_TIMEOUT ? OHC_ERR_TIMEOUT
 							 : OHC_ERR_ROCE_CONNECT;
@@ -358,8 +358,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		hs.deadline = deadline;
 		if (ohc_hs_hello_send(&hs, fd, &m) < 0) {
 			OHC_ERROR(OHC_SS_VERBS,
-				  "rank %u: lost %s during RDMA connection "
-				  "setup",
+				  "rank %u: RDMA connection setup: lost %s",
 				  rank, hs.why);
 			return OHC_ERR_ROCE_CONNECT;
 		}
@@ -384,8 +383,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		}
 		if (status < 0) {
 			OHC_ERROR(OHC_SS_VERBS,
-				  "rank %u: no valid RDMA connection reply "
-				  "from %s",
+				  "rank %u: no valid RDMA connection reply: %s",
 				  rank, hs.why);
 			return OHC_ERR_ROCE_CONNECT;
 		}
