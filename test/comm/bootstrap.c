@@ -645,8 +645,12 @@ Test(parse, ifname_rules)
 Test(parse, addresses_and_frames)
 {
 	struct bs_addr a, b;
-	uint8_t wire[BS_WIRE_ADDR_BYTES], hdr[BS_HDR_BYTES];
-	struct bs_hdr h = {.type = BS_T_DATA, .ctx = 7, .tag = 99, .len = 5}, g;
+	uint8_t wire[BS_WIRE_ADDR_BYTES], hdr[OHC_FRAME_HDR_BYTES];
+	struct ohc_frame_hdr h = {.type = BS_T_DATA,
+				  .ctx = 7,
+				  .tag = 99,
+				  .len = 5},
+			     g;
 	char s[BS_ADDR_STRLEN];
 
 	cr_assert_eq(bs_addr_from_ip("10.1.2.3", 4000, &a), OHC_OK);
@@ -665,14 +669,17 @@ Test(parse, addresses_and_frames)
 	wire[1] = 5; /* family code 5 */
 	cr_assert_eq(bs_addr_decode(wire, &b), OHC_ERR_INVALID);
 
-	bs_hdr_encode(&h, hdr);
-	cr_assert_eq(bs_hdr_decode(hdr, &g), OHC_OK);
+	ohc_frame_hdr_encode(&bs_proto, &h, hdr);
+	cr_assert_eq(ohc_frame_hdr_decode(&bs_proto, hdr, UINT64_MAX, &g, NULL),
+		     OHC_OK);
 	cr_assert(g.type == h.type && g.ctx == 7 && g.tag == 99 && g.len == 5);
 	hdr[3] = 77; /* unknown type */
-	cr_assert_eq(bs_hdr_decode(hdr, &g), OHC_ERR_INVALID);
-	bs_hdr_encode(&h, hdr);
+	cr_assert_eq(ohc_frame_hdr_decode(&bs_proto, hdr, UINT64_MAX, &g, NULL),
+		     OHC_ERR_INVALID);
+	ohc_frame_hdr_encode(&bs_proto, &h, hdr);
 	hdr[0] ^= 1; /* magic */
-	cr_assert_eq(bs_hdr_decode(hdr, &g), OHC_ERR_INVALID);
+	cr_assert_eq(ohc_frame_hdr_decode(&bs_proto, hdr, UINT64_MAX, &g, NULL),
+		     OHC_ERR_INVALID);
 }
 
 /* A peer sending a frame whose length exceeds what the reader allows, or
@@ -680,25 +687,27 @@ Test(parse, addresses_and_frames)
 Test(parse, frame_reader_bounds)
 {
 	int sv[2];
-	struct bs_rx rx;
-	struct bs_hdr h = {.type = BS_T_JOIN, .len = 1ull << 40};
-	uint8_t hdr[BS_HDR_BYTES];
+	struct ohc_frame_rx rx;
+	struct ohc_frame_hdr h = {.type = BS_T_JOIN, .len = 1ull << 40};
+	uint8_t hdr[OHC_FRAME_HDR_BYTES];
 	int err = 0;
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
 		     0);
-	bs_hdr_encode(&h, hdr);
+	ohc_frame_hdr_encode(&bs_proto, &h, hdr);
 	cr_assert_eq(write(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
-	bs_rx_init(&rx, sv[1]);
-	cr_assert_eq(bs_rx_read(&rx, BS_JOIN_BYTES, &err), OHC_ERR_INVALID);
+	ohc_frame_rx_init(&rx, &bs_proto, sv[1]);
+	cr_assert_eq(ohc_frame_rx_read(&rx, BS_JOIN_BYTES, &err),
+		     OHC_ERR_INVALID);
 	cr_assert_null(rx.payload);
-	bs_rx_reset(&rx);
+	ohc_frame_rx_reset(&rx);
 	/* Half a header, then EOF: end of stream. */
 	cr_assert_eq(write(sv[0], hdr, 10), 10);
 	close(sv[0]);
-	bs_rx_init(&rx, sv[1]);
-	cr_assert_eq(bs_rx_read(&rx, BS_JOIN_BYTES, &err), OHC_ERR_REMOTE);
-	bs_rx_reset(&rx);
+	ohc_frame_rx_init(&rx, &bs_proto, sv[1]);
+	cr_assert_eq(ohc_frame_rx_read(&rx, BS_JOIN_BYTES, &err),
+		     OHC_ERR_REMOTE);
+	ohc_frame_rx_reset(&rx);
 	close(sv[1]);
 }
 
@@ -708,25 +717,26 @@ Test(parse, frame_reader_bounds)
 Test(parse, frame_reader_grows_with_data)
 {
 	int sv[2];
-	struct bs_rx rx;
-	struct bs_hdr h = {.type = BS_T_DATA, .len = OHC_BOOTSTRAP_MAX_MSG};
-	uint8_t hdr[BS_HDR_BYTES], body[100], *big;
+	struct ohc_frame_rx rx;
+	struct ohc_frame_hdr h = {.type = BS_T_DATA,
+				  .len = OHC_BOOTSTRAP_MAX_MSG};
+	uint8_t hdr[OHC_FRAME_HDR_BYTES], body[100], *big;
 	size_t len = (size_t)3 << 20, sent = 0;
 	int err = 0;
 
 	memset(body, 0x5a, sizeof(body));
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
 		     0);
-	bs_hdr_encode(&h, hdr);
+	ohc_frame_hdr_encode(&bs_proto, &h, hdr);
 	cr_assert_eq(write(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
 	cr_assert_eq(write(sv[0], body, sizeof(body)), (ssize_t)sizeof(body));
-	bs_rx_init(&rx, sv[1]);
-	cr_assert_eq(bs_rx_read(&rx, OHC_BOOTSTRAP_MAX_MSG, &err),
+	ohc_frame_rx_init(&rx, &bs_proto, sv[1]);
+	cr_assert_eq(ohc_frame_rx_read(&rx, OHC_BOOTSTRAP_MAX_MSG, &err),
 		     OHC_INPROGRESS);
 	cr_expect_eq(rx.pgot, sizeof(body));
 	cr_expect_leq(rx.pcap, (size_t)64 << 10,
 		      "%zu bytes held for a frame 100 bytes into", rx.pcap);
-	bs_rx_reset(&rx);
+	ohc_frame_rx_reset(&rx);
 	close(sv[0]);
 	close(sv[1]);
 
@@ -738,9 +748,9 @@ Test(parse, frame_reader_grows_with_data)
 	for (size_t i = 0; i < len; i++)
 		big[i] = (uint8_t)(i * 7 + (i >> 12));
 	h.len = len;
-	bs_hdr_encode(&h, hdr);
+	ohc_frame_hdr_encode(&bs_proto, &h, hdr);
 	cr_assert_eq(write(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
-	bs_rx_init(&rx, sv[1]);
+	ohc_frame_rx_init(&rx, &bs_proto, sv[1]);
 	for (;;) {
 		ssize_t n =
 			sent < len ? write(sv[0], big + sent, len - sent) : 0;
@@ -748,14 +758,14 @@ Test(parse, frame_reader_grows_with_data)
 
 		if (n > 0)
 			sent += (size_t)n;
-		st = bs_rx_read(&rx, OHC_BOOTSTRAP_MAX_MSG, &err);
+		st = ohc_frame_rx_read(&rx, OHC_BOOTSTRAP_MAX_MSG, &err);
 		if (st == OHC_OK)
 			break;
 		cr_assert_eq(st, OHC_INPROGRESS, "status %d", st);
 	}
 	cr_assert_eq(rx.pgot, len);
 	cr_assert_eq(memcmp(rx.payload, big, len), 0);
-	free(bs_rx_take(&rx, &h));
+	free(ohc_frame_rx_take(&rx, &h));
 	cr_expect_eq(h.len, len);
 	free(big);
 	close(sv[0]);
@@ -1203,7 +1213,7 @@ Test(refuse, junk_connections, .timeout = 60)
 	struct bs_addr root;
 	char ip[64];
 	unsigned port;
-	int fd[2], err;
+	int fd[2];
 	char *log;
 
 	cr_assert_eq(ohc_root_info_create(info), OHC_OK);
@@ -1212,10 +1222,16 @@ Test(refuse, junk_connections, .timeout = 60)
 	cr_assert_eq(bs_addr_from_ip(ip, (uint16_t)port, &root), OHC_OK);
 	memset(junk, 0xa5, sizeof(junk));
 	capture_begin();
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(bs_connect(&root, ohc_deadline_after_ms(2000), 0,
-					&fd[i], &err),
-			     OHC_OK);
+	for (int i = 0; i < 2; i++) {
+		struct ohc_hs hs;
+
+		ohc_hs_init(&hs, &bs_proto, "the root", 0,
+			    ohc_deadline_after_ms(2000));
+		hs.once = 1;
+		cr_assert_eq(ohc_hs_connect(&hs, &root.u.sa, root.len,
+					    SOCK_STREAM, &fd[i]),
+			     OHC_OK, "%s", hs.why);
+	}
 	cr_assert_eq(write(fd[0], junk, sizeof(junk)), (ssize_t)sizeof(junk));
 	for (uint32_t r = 0; r < 2; r++)
 		trank_start(&t[r], info, r, 2, TMO_MS, body_exercise);
@@ -1243,8 +1259,8 @@ Test(refuse, junk_connections, .timeout = 60)
 
 Test(refuse, flood_of_strangers, .timeout = 120)
 {
-	uint8_t info[OHC_ROOT_INFO_BYTES], junk[64], half[BS_HDR_BYTES];
-	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
+	uint8_t info[OHC_ROOT_INFO_BYTES], junk[64], half[OHC_FRAME_HDR_BYTES];
+	struct ohc_frame_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
 	struct trank t[2] = {0};
 	struct rlimit rl;
 	struct bs_addr root;
@@ -1267,10 +1283,13 @@ Test(refuse, flood_of_strangers, .timeout = 120)
 		     2);
 	cr_assert_eq(bs_addr_from_ip(ip, (uint16_t)port, &root), OHC_OK);
 	memset(junk, 0xa5, sizeof(junk));
-	bs_hdr_encode(&h, half); /* a JOIN header whose payload never comes */
+	ohc_frame_hdr_encode(
+		&bs_proto, &h,
+		half); /* a JOIN header whose payload never comes */
 	capture_begin();
 	for (int i = 0; i < FLOOD; i++) {
-		ohc_status_t st = bs_connect_start(&root, &fds[i], &err);
+		ohc_status_t st = ohc_hs_connect_start(
+			&root.u.sa, root.len, SOCK_STREAM, &fds[i], &err);
 
 		cr_assert(st == OHC_OK || st == OHC_INPROGRESS,
 			  "connect %d: %s", i, strerror(err));
@@ -1278,8 +1297,8 @@ Test(refuse, flood_of_strangers, .timeout = 120)
 	}
 	/* Wait until most are connected, then make some of them talk. */
 	for (int i = 0; i < FLOOD; i++) {
-		if (bs_wait_fd(fds[i], POLLOUT, ohc_deadline_after_ms(20)) ==
-		    OHC_OK) {
+		if (ohc_hs_wait_fd(fds[i], POLLOUT,
+				   ohc_deadline_after_ms(20)) == OHC_OK) {
 			if (i % 3 == 1)
 				(void)!write(fds[i], junk, sizeof(junk));
 			else if (i % 3 == 2)

@@ -71,7 +71,7 @@ static void check_rank(void *arg, uint32_t r, const struct bs_addr *a,
 		FZ_ASSERT(bs_addr_port(a) == t->c->my_port);
 }
 
-static void frame(const struct ctx *c, const struct bs_hdr *h,
+static void frame(const struct ctx *c, const struct ohc_frame_hdr *h,
 		  const uint8_t *pl)
 {
 	char text[BS_TEXT_MAX + 1], why[BS_TEXT_MAX];
@@ -136,13 +136,13 @@ static void frame(const struct ctx *c, const struct bs_hdr *h,
 }
 
 /* Read what is there; 1 when the stream is over (EOF or refused). */
-static int drain(const struct ctx *c, struct bs_rx *rx, size_t max_len)
+static int drain(const struct ctx *c, struct ohc_frame_rx *rx, size_t max_len)
 {
 	for (;;) {
-		struct bs_hdr h;
+		struct ohc_frame_hdr h;
 		uint8_t *pl;
 		int err = 0;
-		ohc_status_t st = bs_rx_read(rx, max_len, &err);
+		ohc_status_t st = ohc_frame_rx_read(rx, max_len, &err);
 
 		if (st == OHC_INPROGRESS)
 			return 0;
@@ -152,10 +152,10 @@ static int drain(const struct ctx *c, struct bs_rx *rx, size_t max_len)
 				  st == OHC_ERR_NO_MEMORY);
 			if (st == OHC_ERR_INVALID)
 				FZ_ASSERT(err == EPROTO);
-			bs_rx_reset(rx);
+			ohc_frame_rx_reset(rx);
 			return 1;
 		}
-		pl = bs_rx_take(rx, &h);
+		pl = ohc_frame_rx_take(rx, &h);
 		FZ_ASSERT(h.len <= max_len);
 		frame(c, &h, pl);
 		free(pl);
@@ -174,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = fz_init(data, size);
 	struct ctx c;
-	struct bs_rx rx;
+	struct ohc_frame_rx rx;
 	size_t max_len, want;
 	uint8_t role, seed;
 	int sv[2], over = 0;
@@ -210,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
 		abort();
-	bs_rx_init(&rx, sv[0]);
+	ohc_frame_rx_init(&rx, &bs_proto, sv[0]);
 	/* chunk sizes 1..64 from the seed, or all at once for seed 0 */
 	while (f.n && !over) {
 		size_t k = seed ? 1 + (seed + f.n) % 64 : f.n, got;
@@ -230,7 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	shutdown(sv[1], SHUT_WR);
 	if (!over)
 		FZ_ASSERT(drain(&c, &rx, max_len) == 1);
-	bs_rx_reset(&rx);
+	ohc_frame_rx_reset(&rx);
 	close(sv[0]);
 	close(sv[1]);
 	return 0;

@@ -466,13 +466,16 @@ def shm_ring():
 
 
 SHM_SEG_MAGIC = 0x4F48435348534547
-SHM_HELLO_MAGIC = 0x4F4843484C4C4F21
+SHM_HELLO_MAGIC = 0x534D  # "SM"
 
 
-def shm_hello(kind, session=0x0123456789ABCDEF, rank=3, pid=100,
+def shm_hello(kind, session=0x0123456789ABCDEF, frm=3, to=1,
               seg_bytes=0, magic=SHM_HELLO_MAGIC):
-    return le64(magic) + le64(session) + le32(kind) + le32(rank) + \
-        le32(pid) + le32(0) + le64(seg_bytes)
+    # a hello frame (src/util/frame.h, big-endian): REPLY has the
+    # segment's size as its body
+    body = be64(seg_bytes) if kind == 2 else b""
+    return be16(magic) + bytes([1, kind]) + be32(0) + be64(session) + \
+        be64(frm << 32 | to) + be64(len(body)) + body
 
 
 def shm_segment(seg_bytes, entries, version=6, session=0x0123456789ABCDEF,
@@ -489,11 +492,11 @@ def shm_segment(seg_bytes, entries, version=6, session=0x0123456789ABCDEF,
 
 
 def shm_seg():
-    # hellos: the size of the input picks the kind (odd: reply)
-    seed("shm_seg", "hello_connect", b"\x00" + shm_hello(1) + b"\x00")
+    # hellos: the size of the input picks the kind (a body: reply)
+    seed("shm_seg", "hello_connect", b"\x00" + shm_hello(1))
     seed("shm_seg", "hello_reply", b"\x00" + shm_hello(2, seg_bytes=1 << 20))
     seed("shm_seg", "hello_short", b"\x00" + shm_hello(1)[:20])
-    seed("shm_seg", "hello_token", b"\x00" + shm_hello(1, session=5) + b"x")
+    seed("shm_seg", "hello_token", b"\x00" + shm_hello(1, session=5))
     # segments: [1][size - 4096 as u16][bytes]; 3 rings of 4 KiB + 192
     page = 4096
     seg_bytes = 2 * page + 3 * 2 * page

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_ASSERT((st == OHC_OK) == (token != 0));
 	if (st == OHC_OK) {
 		struct bs_addr a;
-		uint16_t fam = bs_get16(blob + 6);
+		uint16_t fam = ohc_be_get16(blob + 6);
 
 		FZ_ASSERT(name > (const char *)blob &&
 			  name < (const char *)blob + OHC_ROOT_INFO_BYTES);
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_ASSERT(bs_root_info_addr(blob, &a) == OHC_OK);
 		FZ_ASSERT(bs_addr_family(&a) ==
 			  (fam == 4 ? AF_INET : AF_INET6));
-		FZ_ASSERT(bs_addr_port(&a) == bs_get16(blob + 8));
+		FZ_ASSERT(bs_addr_port(&a) == ohc_be_get16(blob + 8));
 		FZ_ASSERT(bs_addr_port(&a) != 0);
 	}
 	FZ_ASSERT(ohc_root_info_check(NULL) == OHC_ERR_NULL);

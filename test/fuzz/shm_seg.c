@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What a shm peer hands over at connect time: its hello on the abstract
- * socket (ohc_shm_hello_check, as the listener and the connector read
- * it) and its segment, whose header and ring directory decide where we
- * write (ohc_shm_seg_find_ring, as ohc_shm_seg_map_peer uses it). The
- * segment is a buffer of exactly its announced size: a ring it accepts
- * must lie inside it (the control block and every record byte are touched
- * here, so ASan sees one byte outside).
+ * socket (a frame of ohc_shm_proto: ohc_frame_hdr_decode and
+ * ohc_hs_hello_check, as ohc_hs_msg_recv reads it) and its segment, whose
+ * header and ring directory decide where we write (ohc_shm_seg_find_ring, as
+ * ohc_shm_seg_map_peer uses it). The segment is a buffer of exactly its
+ * announced size: a ring it accepts must lie inside it (the control block and
+ * every record byte are touched here, so ASan sees one byte outside).
  *
  * Input: what to check (hello or segment), then for a hello the bytes as
  * received, for a segment its size (at least a page) and its first bytes
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
+#include "util/hs.h"
 #include "fuzz.h"
 
 #define SESSION 0x0123456789abcdefull
@@ -32,18 +33,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static void hello(struct fz *f)
 {
-	struct ohc_shm_hello h;
 	size_t len = f->n, got;
 	const uint8_t *p = fz_take(f, len, &got);
-	uint32_t kind = (len & 1) ? OHC_SHM_HELLO_REPLY : OHC_SHM_HELLO_CONNECT;
+	/* the size picks the kind: a REPLY has a body */
+	size_t body = len > OHC_FRAME_HDR_BYTES ? OHC_SHM_REPLY_BYTES : 0;
+	uint8_t kind = body ? OHC_SHM_HELLO_REPLY : OHC_SHM_HELLO_CONNECT;
+	struct ohc_hs_hello m = {.type = kind, .to = ME, .len = body};
+	char why[OHC_FRAME_WHY_MAX];
+	struct ohc_frame_hdr h;
+	struct ohc_hs hs;
 
-	/* recv() into the struct: never more than its size */
-	memset(&h, 0, sizeof(h));
-	memcpy(&h, p, OHC_MIN(got, sizeof(h)));
-	if (!ohc_shm_hello_check(&h, got, kind, SESSION)) {
-		FZ_ASSERT(got == sizeof(h));
-		FZ_ASSERT(h.magic == OHC_SHM_HELLO_MAGIC && h.kind == kind &&
-			  h.session == SESSION);
+	/* a message: a header, then exactly its length (ohc_hs_msg_recv) */
+	ohc_hs_init(&hs, &ohc_shm_proto, "rank 3", SESSION, 0);
+	if (got < OHC_FRAME_HDR_BYTES ||
+	    ohc_frame_hdr_decode(&ohc_shm_proto, p, body, &h, why) < 0 ||
+	    got != OHC_FRAME_HDR_BYTES + h.len)
+		return;
+	if (ohc_hs_hello_check(&hs, &h, &m, why) == OHC_OK) {
+		FZ_ASSERT(h.type == kind && h.ctx == SESSION);
+		FZ_ASSERT(h.len == body && (uint32_t)h.tag == ME);
+		FZ_ASSERT(m.from == (uint32_t)(h.tag >> 32));
 	}
 }
 

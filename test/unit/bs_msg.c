@@ -24,16 +24,16 @@ static void entry(uint8_t *e, uint16_t port, const char *hostid)
 
 static void join(uint8_t *pl, uint32_t nranks, uint32_t rank)
 {
-	bs_put64(pl, 77);
-	bs_put32(pl + 8, nranks);
-	bs_put32(pl + 12, rank);
-	bs_put64(pl + 16, 1000);
+	ohc_be_put64(pl, 77);
+	ohc_be_put32(pl + 8, nranks);
+	ohc_be_put32(pl + 12, rank);
+	ohc_be_put64(pl + 16, 1000);
 	entry(pl + 24, 4000, "host-a");
 }
 
 Test(bs_msg, join)
 {
-	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
+	struct ohc_frame_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
 	uint8_t pl[BS_JOIN_BYTES];
 	struct bs_join j;
 	char why[BS_TEXT_MAX];
@@ -67,14 +67,14 @@ Test(bs_msg, join)
 
 Test(bs_msg, hello)
 {
-	struct bs_hdr h = {.type = BS_T_HELLO, .len = BS_HELLO_BYTES};
+	struct ohc_frame_hdr h = {.type = BS_T_HELLO, .len = BS_HELLO_BYTES};
 	uint8_t pl[BS_HELLO_BYTES] = {0};
 	uint32_t from;
 
-	bs_put64(pl, 9);
-	bs_put32(pl + 8, 2);  /* from */
-	bs_put32(pl + 12, 1); /* to */
-	bs_put32(pl + 16, 4); /* nranks */
+	ohc_be_put64(pl, 9);
+	ohc_be_put32(pl + 8, 2);  /* from */
+	ohc_be_put32(pl + 12, 1); /* to */
+	ohc_be_put32(pl + 16, 4); /* nranks */
 	cr_expect_null(bs_hello_check(&h, pl, 9, 1, 4, &from));
 	cr_expect_eq(from, 2);
 	cr_expect_str_eq(bs_hello_check(&h, pl, 8, 1, 4, &from),
@@ -82,7 +82,7 @@ Test(bs_msg, hello)
 	cr_expect_eq(from, 2);
 	cr_expect_not_null(bs_hello_check(&h, pl, 9, 2, 4, &from));
 	cr_expect_not_null(bs_hello_check(&h, pl, 9, 1, 3, &from));
-	bs_put32(pl + 8, 1); /* from itself */
+	ohc_be_put32(pl + 8, 1); /* from itself */
 	cr_expect_not_null(bs_hello_check(&h, pl, 9, 1, 4, &from));
 	h.len = BS_HELLO_BYTES + 1;
 	cr_expect_str_eq(bs_hello_check(&h, pl, 9, 1, 4, &from),
@@ -114,7 +114,7 @@ Test(bs_msg, table)
 	uint8_t ents[4][BS_ENTRY_BYTES], *pl = NULL;
 	const char *hosts[4] = {"node-b", "node-a", "node-b", "node-a"};
 	struct decoded d = {0};
-	struct bs_hdr h = {.type = BS_T_TABLE};
+	struct ohc_frame_hdr h = {.type = BS_T_TABLE};
 	size_t len = 0;
 
 	for (uint32_t r = 0; r < n; r++)
@@ -124,7 +124,7 @@ Test(bs_msg, table)
 	/* n, nhosts, two host ids, four addresses with their host index */
 	cr_expect_eq(len, 8 + 2 * (2 + 6) + 4 * (BS_WIRE_ADDR_BYTES + 4));
 	cr_expect_leq(len, bs_table_max_bytes(n));
-	cr_expect_eq(bs_get32(pl + 4), 2);
+	cr_expect_eq(ohc_be_get32(pl + 4), 2);
 	h.len = len;
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_OK);
 	cr_assert_eq(bs_table_decode(pl, len, collect, &d), OHC_OK);
@@ -141,32 +141,32 @@ Test(bs_msg, table)
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
 	h.len = len;
 	/* more hosts than ranks, none, a host index past them */
-	bs_put32(pl + 4, n + 1);
+	ohc_be_put32(pl + 4, n + 1);
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
-	bs_put32(pl + 4, 0);
+	ohc_be_put32(pl + 4, 0);
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
-	bs_put32(pl + 4, 2);
-	bs_put32(pl + len - 4, 2);
+	ohc_be_put32(pl + 4, 2);
+	ohc_be_put32(pl + len - 4, 2);
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
-	bs_put32(pl + len - 4, 1);
+	ohc_be_put32(pl + len - 4, 1);
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_OK);
 	/* a host id with a NUL in it, an empty one */
 	pl[8 + 2 + 3] = 0;
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
 	pl[8 + 2 + 3] = 'e';
-	bs_put16(pl + 8, 0);
+	ohc_be_put16(pl + 8, 0);
 	cr_expect_eq(bs_table_check(&h, pl, n, 1, 5001), OHC_ERR_INVALID);
 	free(pl);
 }
 
 Test(bs_msg, refuse_welcome)
 {
-	struct bs_hdr h = {.type = BS_T_REFUSE, .len = 4 + 3};
+	struct ohc_frame_hdr h = {.type = BS_T_REFUSE, .len = 4 + 3};
 	uint8_t pl[16];
 	char text[8];
 	int32_t raw;
 
-	bs_put32(pl, (uint32_t)(int32_t)OHC_ERR_TCP_CONNECT);
+	ohc_be_put32(pl, (uint32_t)(int32_t)OHC_ERR_TCP_CONNECT);
 	memcpy(pl + 4, "a\x01z", 3);
 	cr_assert_eq(bs_refuse_parse(&h, pl, &raw, text, sizeof(text)), OHC_OK);
 	cr_expect_eq(raw, OHC_ERR_TCP_CONNECT);
@@ -180,7 +180,7 @@ Test(bs_msg, refuse_welcome)
 
 	h.type = BS_T_WELCOME;
 	h.len = BS_WELCOME_BYTES;
-	bs_put64(pl, 1234);
+	ohc_be_put64(pl, 1234);
 	cr_expect(bs_welcome_ok(&h, pl, 1234));
 	cr_expect(!bs_welcome_ok(&h, pl, 1235));
 	h.len = BS_WELCOME_BYTES + 1;
@@ -196,15 +196,15 @@ Test(bs_msg, abort)
 	uint32_t culprit;
 	int32_t status;
 
-	bs_put32(pl, 0);
-	bs_put32(pl + 4, 2);
-	bs_put32(pl + 8, (uint32_t)(int32_t)OHC_ERR_TIMEOUT);
+	ohc_be_put32(pl, 0);
+	ohc_be_put32(pl + 4, 2);
+	ohc_be_put32(pl + 8, (uint32_t)(int32_t)OHC_ERR_TIMEOUT);
 	bs_abort_parse(pl, sizeof(pl), 4, &culprit, &status);
 	cr_expect_eq(culprit, 2);
 	cr_expect_eq(status, OHC_ERR_TIMEOUT);
 	bs_abort_parse(pl, sizeof(pl), 2, &culprit, &status);
 	cr_expect_eq(culprit, BS_NO_RANK);
-	bs_put32(pl + 8, 7);
+	ohc_be_put32(pl + 8, 7);
 	bs_abort_parse(pl, sizeof(pl), 4, &culprit, &status);
 	cr_expect_eq(status, OHC_ERR_REMOTE);
 	bs_abort_parse(pl, sizeof(pl) - 1, 4, &culprit, &status);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/hs.h"
+
 #define DR_MAX_DEVS 16
 
 /* One RDMA port usable for RoCE/IB, as found by dr_rdma_scan(). */
@@ -49,20 +51,23 @@ unsigned dr_rdma_scan(struct dr_report *rep, const char *need_rdma,
 		      struct dr_port *ports, unsigned max, unsigned *nports_p);
 
 /*
- * One RC message with a peer over an established TCP socket fd: both
- * sides exchange QP addresses over fd; the initiator sends one message,
- * the responder receives it and confirms over fd. 0 on success, else -1
- * with the reason in why.
+ * One RC message with a peer over an established TCP socket fd, whose
+ * hello went through hs: both sides exchange QP addresses over fd (frames
+ * DR_T_QP; hs's deadline is renewed for timeout_ms); the initiator sends
+ * one message, the responder receives it and confirms (DR_T_VERDICT). 0
+ * on success, else -1 with the reason in why.
  */
-int dr_rdma_pingpong(int fd, int initiator, const struct dr_port *port,
-		     unsigned timeout_ms, char *why, size_t len);
+int dr_rdma_pingpong(struct ohc_hs *hs, int fd, int initiator,
+		     const struct dr_port *port, unsigned timeout_ms, char *why,
+		     size_t len);
 
 /*
- * dr_ping.c: whole-buffer socket I/O bounded by deadline_ms (a
- * CLOCK_MONOTONIC time in ms); 0 or -1 with errno (ETIMEDOUT, EPIPE...).
+ * dr_ping.c: the doctor's frames (util/frame.h): a hello each way (token:
+ * the rank table's hash; body: nranks, flags), then for the RC test the
+ * QP addresses and the verdict. dr_now_ms: CLOCK_MONOTONIC in ms.
  */
-int dr_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ms);
-int dr_read_all(int fd, void *buf, size_t len, uint64_t deadline_ms);
+enum { DR_T_HELLO = 1, DR_T_QP = 2, DR_T_VERDICT = 3 };
+extern const struct ohc_frame_proto dr_proto;
 uint64_t dr_now_ms(void);
 
 /*

@@ -4,16 +4,15 @@
  * Each listens where the rank table says its rank lives (the server's
  * host_ip, port host_port or HCCL_IF_BASE_PORT + the rank's index on its
  * server; for rank 0 that is exactly the root port of a rank-table job)
- * and connects to every other rank: a hello with the rank table's hash,
- * then, when both ends have an RDMA port, one RC send. A listener thread
+ * and connects to every other rank: a hello (util/hs.h, dr_proto) whose
+ * token is the rank table's hash, then, when both ends have an RDMA port,
+ * one RC send (QP addresses and the verdict as frames too). A listener thread
  * answers the peers' connections meanwhile and the doctor stays until
  * every peer it reached has also reached it, or the timeout.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,116 +20,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm/bootstrap/bs_internal.h"
 #include "comm/ranktable.h"
 #include "doctor.h"
 #include "util/config.h"
+#include "util/hs.h"
+#include "util/time.h"
 
-#define HELLO_MAGIC 0x4f484344u /* "OHCD" */
-#define HELLO_VERSION 1
-#define HELLO_BYTES 24
+#define HELLO_BYTES 8 /* nranks, flags */
 #define HELLO_RDMA 1u
+
+const struct ohc_frame_proto dr_proto = {
+	.magic = 0x4452, /* "DR" */
+	.version = 2,
+	.type_max = DR_T_VERDICT,
+};
 
 uint64_t dr_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return ohc_time_ns() / 1000000u;
 }
 
-static int wait_fd(int fd, short ev, uint64_t deadline)
+/* Our hello to rank `to` (OHC_HS_ANY: not known), body filled in. */
+static struct ohc_hs_hello hello_to(const struct ohc_ranktable *rt, uint32_t me,
+				    uint32_t to, unsigned flags,
+				    uint8_t body[HELLO_BYTES])
 {
-	struct pollfd p = {.fd = fd, .events = ev};
-
-	for (;;) {
-		uint64_t now = dr_now_ms();
-		int r;
-
-		if (now >= deadline) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		r = poll(&p, 1, (int)(deadline - now));
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -1;
-	}
-}
-
-int dr_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ms)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n;
-
-		if (wait_fd(fd, POLLOUT, deadline_ms))
-			return -1;
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int dr_read_all(int fd, void *buf, size_t len, uint64_t deadline_ms)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n;
-
-		if (wait_fd(fd, POLLIN, deadline_ms))
-			return -1;
-		n = recv(fd, p, len, 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			errno = EPIPE;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-struct hello {
-	uint32_t rank, nranks;
-	uint64_t hash;
-	unsigned flags;
-};
-
-static void hello_encode(const struct hello *h, uint8_t *out)
-{
-	bs_put32(out, HELLO_MAGIC);
-	bs_put16(out + 4, HELLO_VERSION);
-	bs_put16(out + 6, (uint16_t)h->flags);
-	bs_put32(out + 8, h->rank);
-	bs_put32(out + 12, h->nranks);
-	bs_put64(out + 16, h->hash);
-}
-
-static int hello_decode(const uint8_t *in, struct hello *h)
-{
-	if (bs_get32(in) != HELLO_MAGIC || bs_get16(in + 4) != HELLO_VERSION)
-		return -1;
-	h->flags = bs_get16(in + 6);
-	h->rank = bs_get32(in + 8);
-	h->nranks = bs_get32(in + 12);
-	h->hash = bs_get64(in + 16);
-	return 0;
+	ohc_be_put32(body, rt->nranks);
+	ohc_be_put32(body + 4, flags);
+	return (struct ohc_hs_hello){.type = DR_T_HELLO,
+				     .from = me,
+				     .to = to,
+				     .body = body,
+				     .len = HELLO_BYTES};
 }
 
 struct ping {
@@ -176,33 +100,41 @@ static void rank_endpoint(const struct ohc_ranktable *rt, uint32_t r, char *ip,
 			: (uint16_t)(ohc_env()->if_base_port + k->local_index);
 }
 
-/* Listener side of one connection: hello, then maybe one RC receive. */
+/*
+ * Listener side of one connection: hello, then maybe one RC receive. A
+ * hello of our protocol is answered even when its token (the rank
+ * table's hash) differs, so that the peer can say so.
+ */
 static void serve(struct ping *pg, int fd)
 {
-	uint64_t deadline = dr_now_ms() + pg->timeout_ms;
-	uint8_t buf[HELLO_BYTES];
-	struct hello h, mine = {pg->me, pg->rt->nranks, pg->rt->content_hash,
-				pg->port ? HELLO_RDMA : 0};
+	uint8_t body[HELLO_BYTES], mine[HELLO_BYTES];
+	struct ohc_hs_hello m = hello_to(pg->rt, pg->me, pg->me, 0, body);
+	unsigned flags = pg->port ? HELLO_RDMA : 0;
 	char why[200] = "";
+	ohc_status_t status;
+	struct ohc_hs hs;
+	uint32_t from;
 
-	if (dr_read_all(fd, buf, sizeof(buf), deadline) ||
-	    hello_decode(buf, &h) || h.rank >= pg->rt->nranks)
+	ohc_hs_init(&hs, &dr_proto, "a peer", pg->rt->content_hash,
+		    ohc_deadline_after_ms(pg->timeout_ms));
+	status = ohc_hs_hello_recv(&hs, fd, &m);
+	if (status < 0 && !(status == OHC_ERR_INVALID && hs.err == EACCES))
 		return;
-	hello_encode(&mine, buf);
-	if (dr_write_all(fd, buf, sizeof(buf), deadline))
+	from = status == OHC_OK ? m.from : OHC_HS_ANY;
+	m = hello_to(pg->rt, pg->me, from, flags, mine);
+	if (ohc_hs_hello_send(&hs, fd, &m) < 0 || status < 0 ||
+	    from >= pg->rt->nranks || ohc_be_get32(body) != pg->rt->nranks)
 		return;
-	if (h.hash != pg->rt->content_hash || h.nranks != pg->rt->nranks)
-		return;
-	if (!pg->seen[h.rank]) {
-		pg->seen[h.rank] = 1;
+	if (!pg->seen[from]) {
+		pg->seen[from] = 1;
 		atomic_fetch_add(&pg->heard, 1);
 	}
-	if (pg->port && (h.flags & HELLO_RDMA) &&
-	    dr_rdma_pingpong(fd, 0, pg->port, pg->timeout_ms, why,
+	if (pg->port && (ohc_be_get32(body + 4) & HELLO_RDMA) &&
+	    dr_rdma_pingpong(&hs, fd, 0, pg->port, pg->timeout_ms, why,
 			     sizeof(why))) {
 		pthread_mutex_lock(&pg->lock);
 		snprintf(pg->rdma_note, sizeof(pg->rdma_note),
-			 "receiving from rank %u: %s", h.rank, why);
+			 "receiving from rank %u: %s", from, why);
 		pthread_mutex_unlock(&pg->lock);
 	}
 }
@@ -213,72 +145,31 @@ static void *listener(void *arg)
 
 	while (!atomic_load(&pg->stop)) {
 		struct pollfd p = {.fd = pg->lfd, .events = POLLIN};
-		int fd;
+		int fd, err;
 
 		if (poll(&p, 1, 100) <= 0)
 			continue;
-		fd = accept(pg->lfd, NULL, NULL);
-		if (fd < 0)
+		if (ohc_hs_accept_one(pg->lfd, &fd, NULL, NULL, &err) != OHC_OK)
 			continue;
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		serve(pg, fd);
 		close(fd);
 	}
 	return NULL;
 }
 
-/*
- * Connect to ip:port, retrying refused connections until deadline (the
- * peer's doctor may start later). fd or -1 with errno.
- */
-static int connect_peer(const struct bs_addr *a, uint64_t deadline)
-{
-	for (;;) {
-		int fd = socket(bs_addr_family(a), SOCK_STREAM | SOCK_NONBLOCK,
-				0),
-		    err = 0;
-		socklen_t el = sizeof(err);
-
-		if (fd < 0)
-			return -1;
-		if (connect(fd, &a->u.sa, a->len) == 0)
-			return fd;
-		if (errno == EINPROGRESS) {
-			uint64_t step = dr_now_ms() + 1000;
-
-			if (wait_fd(fd, POLLOUT,
-				    step < deadline ? step : deadline))
-				err = errno;
-			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
-					    &el))
-				err = errno;
-			if (!err)
-				return fd;
-		} else {
-			err = errno;
-		}
-		close(fd);
-		if (dr_now_ms() + 200 >= deadline ||
-		    (err != ECONNREFUSED && err != ETIMEDOUT)) {
-			errno = err;
-			return -1;
-		}
-		if (err == ECONNREFUSED)
-			usleep(200 * 1000);
-	}
-}
-
 static void ping_peer(struct dr_report *rep, struct ping *pg, uint32_t r,
 		      uint64_t deadline, unsigned *reached)
 {
 	char ip[64], where[BS_ADDR_STRLEN + 8], fix[300], why[200] = "";
-	uint8_t buf[HELLO_BYTES];
-	struct hello h, mine = {pg->me, pg->rt->nranks, pg->rt->content_hash,
-				pg->port ? HELLO_RDMA : 0};
+	char name[BS_ADDR_STRLEN + 32];
+	uint8_t body[HELLO_BYTES], mine[HELLO_BYTES];
+	struct ohc_hs_hello m;
+	struct ohc_hs hs;
 	struct bs_addr a;
 	uint16_t port;
 	uint64_t t0 = dr_now_ms();
-	int fd;
+	unsigned flags = 0;
+	int fd = -1;
 
 	rank_endpoint(pg->rt, r, ip, sizeof(ip), &port);
 	snprintf(where, sizeof(where), "%s%s%s:%u", strchr(ip, ':') ? "[" : "",
@@ -293,9 +184,12 @@ static void ping_peer(struct dr_report *rep, struct ping *pg, uint32_t r,
 		 "same time; check host_port / HCCL_IF_BASE_PORT and the "
 		 "firewall (TCP %u must be open)",
 		 r, ip, port);
-	fd = connect_peer(&a, deadline);
-	if (fd < 0) {
-		int e = errno;
+	snprintf(name, sizeof(name), "rank %u at %s", r, where);
+	/* deadline: CLOCK_MONOTONIC ms, as ohc_time_ns() in ns */
+	ohc_hs_init(&hs, &dr_proto, name, pg->rt->content_hash,
+		    deadline * 1000000u);
+	if (ohc_hs_connect(&hs, &a.u.sa, a.len, SOCK_STREAM, &fd) < 0) {
+		int e = hs.err;
 
 		dr_problem(rep, fix, "rank %u at %s is unreachable: %s%s", r,
 			   where, strerror(e),
@@ -305,43 +199,52 @@ static void ping_peer(struct dr_report *rep, struct ping *pg, uint32_t r,
 					     : "");
 		return;
 	}
-	hello_encode(&mine, buf);
-	if (dr_write_all(fd, buf, sizeof(buf), deadline) ||
-	    dr_read_all(fd, buf, sizeof(buf), deadline)) {
-		dr_problem(rep, fix,
-			   "rank %u at %s: connected but no hello (%s): is "
-			   "something else listening on that port?",
-			   r, where, strerror(errno));
-		goto out;
+	m = hello_to(pg->rt, pg->me, r, pg->port ? HELLO_RDMA : 0, mine);
+	if (ohc_hs_hello_send(&hs, fd, &m) == OHC_OK) {
+		m = hello_to(pg->rt, pg->me, pg->me, 0, body);
+		if (ohc_hs_hello_recv(&hs, fd, &m) == OHC_OK)
+			hs.why[0] = '\0';
 	}
-	if (hello_decode(buf, &h)) {
-		dr_problem(rep, fix,
-			   "rank %u at %s: another program answers on that "
-			   "port",
-			   r, where);
-		goto out;
-	}
-	if (h.rank != r || h.hash != pg->rt->content_hash ||
-	    h.nranks != pg->rt->nranks) {
+	if (hs.why[0] && hs.err == EACCES) {
 		dr_problem(rep,
 			   "give every rank the same rank table file and "
 			   "its own --rank",
-			   "rank %u at %s answers as rank %u of %u with a "
-			   "%s rank table",
-			   r, where, h.rank, h.nranks,
-			   h.hash == pg->rt->content_hash ? "the same"
-							  : "different");
+			   "%s answers with a different rank table", name);
+		goto out;
+	}
+	if (hs.why[0] && !hs.err) {
+		dr_problem(rep, fix,
+			   "rank %u at %s: another program answers on that "
+			   "port (%s)",
+			   r, where, hs.why);
+		goto out;
+	}
+	if (hs.why[0]) {
+		dr_problem(rep, fix,
+			   "rank %u at %s: connected but no hello (%s): is "
+			   "something else listening on that port?",
+			   r, where, hs.why);
+		goto out;
+	}
+	flags = ohc_be_get32(body + 4);
+	if (m.from != r || ohc_be_get32(body) != pg->rt->nranks) {
+		dr_problem(rep,
+			   "give every rank the same rank table file and "
+			   "its own --rank",
+			   "rank %u at %s answers as rank %u of %u with the "
+			   "same rank table",
+			   r, where, m.from, ohc_be_get32(body));
 		goto out;
 	}
 	(*reached)++;
-	if (!pg->port || !(h.flags & HELLO_RDMA)) {
+	if (!pg->port || !(flags & HELLO_RDMA)) {
 		dr_ok("rank %u at %s: TCP ok (%llu ms)%s", r, where,
 		      (unsigned long long)(dr_now_ms() - t0),
 		      pg->port ? "; the peer has no RDMA port, no RC test"
 			       : "");
 		goto out;
 	}
-	if (dr_rdma_pingpong(fd, 1, pg->port, pg->timeout_ms, why,
+	if (dr_rdma_pingpong(&hs, fd, 1, pg->port, pg->timeout_ms, why,
 			     sizeof(why))) {
 		dr_problem(rep,
 			   "check that both hosts' RoCE GIDs route to each "

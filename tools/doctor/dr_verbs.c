@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "util/time.h"
 
 static const char *port_state_name(enum ibv_port_state s)
 {
@@ -406,8 +407,24 @@ static int rc_wait(struct rc *rc, uint64_t deadline, char *why, size_t len)
 	}
 }
 
-int dr_rdma_pingpong(int fd, int initiator, const struct dr_port *port,
-		     unsigned timeout_ms, char *why, size_t len)
+/* Send or receive one frame of type with exactly len bytes; 0 or -1. */
+static int xchg(struct ohc_hs *hs, int fd, int out, uint8_t type, void *body,
+		size_t len)
+{
+	struct ohc_hs_hello m = {.type = type,
+				 .to = out ? 0 : OHC_HS_ANY,
+				 .body = body,
+				 .len = len};
+
+	return (out ? ohc_hs_hello_send(hs, fd, &m)
+		    : ohc_hs_hello_recv(hs, fd, &m)) < 0
+		       ? -1
+		       : 0;
+}
+
+int dr_rdma_pingpong(struct ohc_hs *hs, int fd, int initiator,
+		     const struct dr_port *port, unsigned timeout_ms, char *why,
+		     size_t len)
 {
 	uint64_t deadline = dr_now_ms() + timeout_ms;
 	struct wire_qp me = {0}, peer;
@@ -420,6 +437,7 @@ int dr_rdma_pingpong(int fd, int initiator, const struct dr_port *port,
 	int rc_ok = -1, err;
 
 	why[0] = '\0';
+	hs->deadline = ohc_deadline_after_ms(timeout_ms);
 	if (rc_open(&rc, port, why, len))
 		return -1;
 	me.qpn = htonl(rc.qp->qp_num);
@@ -447,22 +465,22 @@ int dr_rdma_pingpong(int fd, int initiator, const struct dr_port *port,
 			goto out;
 		}
 		/* ready to receive before the initiator learns our QP */
-		if (dr_read_all(fd, &peer, sizeof(peer), deadline) ||
+		if (xchg(hs, fd, 0, DR_T_QP, &peer, sizeof(peer)) ||
 		    rc_connect(&rc, port, &me, &peer, why, len) ||
-		    dr_write_all(fd, &me, sizeof(me), deadline))
+		    xchg(hs, fd, 1, DR_T_QP, &me, sizeof(me)))
 			goto io;
 		if (rc_wait(&rc, deadline, why, len))
 			goto out;
 		verdict = memcmp(rc.buf, RC_MSG, sizeof(RC_MSG)) ? 2 : 1;
 		if (verdict != 1)
 			snprintf(why, len, "the message arrived corrupted");
-		if (dr_write_all(fd, &verdict, 1, deadline))
+		if (xchg(hs, fd, 1, DR_T_VERDICT, &verdict, 1))
 			goto io;
 		rc_ok = verdict == 1 ? 0 : -1;
 		goto out;
 	}
-	if (dr_write_all(fd, &me, sizeof(me), deadline) ||
-	    dr_read_all(fd, &peer, sizeof(peer), deadline))
+	if (xchg(hs, fd, 1, DR_T_QP, &me, sizeof(me)) ||
+	    xchg(hs, fd, 0, DR_T_QP, &peer, sizeof(peer)))
 		goto io;
 	if (rc_connect(&rc, port, &me, &peer, why, len))
 		goto out;
@@ -478,7 +496,7 @@ int dr_rdma_pingpong(int fd, int initiator, const struct dr_port *port,
 	}
 	if (rc_wait(&rc, deadline, why, len))
 		goto out;
-	if (dr_read_all(fd, &verdict, 1, deadline))
+	if (xchg(hs, fd, 0, DR_T_VERDICT, &verdict, 1))
 		goto io;
 	if (verdict != 1)
 		snprintf(why, len, "the peer received a corrupted message");
@@ -487,7 +505,7 @@ int dr_rdma_pingpong(int fd, int initiator, const struct dr_port *port,
 io:
 	if (!why[0])
 		snprintf(why, len, "exchanging QP addresses over TCP: %s",
-			 strerror(errno));
+			 hs->why);
 out:
 	rc_close(&rc);
 	return rc_ok;

@@ -45,20 +45,20 @@ static ohc_status_t ri_validate(const uint8_t *b, char *why, size_t len)
 	const char *ip = (const char *)b + RI_OFF_IP;
 	const char *name = (const char *)b + RI_OFF_NAME;
 
-	if (bs_get32(b + RI_OFF_MAGIC) != RI_MAGIC) {
+	if (ohc_be_get32(b + RI_OFF_MAGIC) != RI_MAGIC) {
 		snprintf(why, len,
 			 "bad magic 0x%08x (not made by HcclGetRootInfo, or "
 			 "overwritten)",
-			 bs_get32(b + RI_OFF_MAGIC));
+			 ohc_be_get32(b + RI_OFF_MAGIC));
 		return OHC_ERR_INVALID;
 	}
-	ver = bs_get16(b + RI_OFF_VERSION);
+	ver = ohc_be_get16(b + RI_OFF_VERSION);
 	if (ver != RI_VERSION) {
 		snprintf(why, len, "format version %u, this library reads %u",
 			 ver, RI_VERSION);
 		return OHC_ERR_INVALID;
 	}
-	fam = bs_get16(b + RI_OFF_FAMILY);
+	fam = ohc_be_get16(b + RI_OFF_FAMILY);
 	if (fam != 4 && fam != 6) {
 		snprintf(why, len,
 			 "address family code %u is neither 4 (IPv4) nor 6 "
@@ -66,11 +66,11 @@ static ohc_status_t ri_validate(const uint8_t *b, char *why, size_t len)
 			 fam);
 		return OHC_ERR_INVALID;
 	}
-	if (bs_get16(b + RI_OFF_PORT) == 0) {
+	if (ohc_be_get16(b + RI_OFF_PORT) == 0) {
 		snprintf(why, len, "root port is 0");
 		return OHC_ERR_INVALID;
 	}
-	if (bs_get16(b + RI_OFF_RESERVED) != 0) {
+	if (ohc_be_get16(b + RI_OFF_RESERVED) != 0) {
 		snprintf(why, len, "reserved field is not zero");
 		return OHC_ERR_INVALID;
 	}
@@ -95,7 +95,7 @@ static ohc_status_t ri_validate(const uint8_t *b, char *why, size_t len)
 			 "or garbled)");
 		return OHC_ERR_INVALID;
 	}
-	if (bs_get64(b + RI_OFF_TOKEN) == 0) {
+	if (ohc_be_get64(b + RI_OFF_TOKEN) == 0) {
 		snprintf(why, len, "session token is 0");
 		return OHC_ERR_INVALID;
 	}
@@ -132,7 +132,7 @@ uint64_t ohc_root_info_session(const void *root_info)
 
 	if (!root_info || ri_validate(root_info, why, sizeof(why)) < 0)
 		return 0;
-	return bs_get64((const uint8_t *)root_info + RI_OFF_TOKEN);
+	return ohc_be_get64((const uint8_t *)root_info + RI_OFF_TOKEN);
 }
 
 ohc_status_t bs_root_info_addr(const void *root_info, struct bs_addr *a_p)
@@ -141,11 +141,11 @@ ohc_status_t bs_root_info_addr(const void *root_info, struct bs_addr *a_p)
 	ohc_status_t status;
 
 	status = bs_addr_from_ip((const char *)b + RI_OFF_IP,
-				 bs_get16(b + RI_OFF_PORT), a_p);
+				 ohc_be_get16(b + RI_OFF_PORT), a_p);
 	if (status < 0)
 		return status;
 	if (bs_addr_family(a_p) == AF_INET6)
-		a_p->u.in6.sin6_scope_id = bs_get32(b + RI_OFF_SCOPE);
+		a_p->u.in6.sin6_scope_id = ohc_be_get32(b + RI_OFF_SCOPE);
 	return OHC_OK;
 }
 
@@ -184,13 +184,14 @@ ohc_status_t ohc_root_info_create(void *root_info)
 		return status;
 
 	memset(b, 0, OHC_ROOT_INFO_BYTES);
-	bs_put32(b + RI_OFF_MAGIC, RI_MAGIC);
-	bs_put16(b + RI_OFF_VERSION, RI_VERSION);
-	bs_put16(b + RI_OFF_FAMILY, bs_addr_family(&bound) == AF_INET6 ? 6 : 4);
-	bs_put16(b + RI_OFF_PORT, bs_addr_port(&bound));
+	ohc_be_put32(b + RI_OFF_MAGIC, RI_MAGIC);
+	ohc_be_put16(b + RI_OFF_VERSION, RI_VERSION);
+	ohc_be_put16(b + RI_OFF_FAMILY,
+		     bs_addr_family(&bound) == AF_INET6 ? 6 : 4);
+	ohc_be_put16(b + RI_OFF_PORT, bs_addr_port(&bound));
 	if (bs_addr_family(&bound) == AF_INET6)
-		bs_put32(b + RI_OFF_SCOPE, bound.u.in6.sin6_scope_id);
-	bs_put64(b + RI_OFF_TOKEN, token);
+		ohc_be_put32(b + RI_OFF_SCOPE, bound.u.in6.sin6_scope_id);
+	ohc_be_put64(b + RI_OFF_TOKEN, token);
 	bs_addr_ip_str(&bound, ip, sizeof(ip));
 	memcpy(b + RI_OFF_IP, ip, strlen(ip) + 1);
 	/* The name shows an id derived from the token, never the token. */

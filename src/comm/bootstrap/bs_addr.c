@@ -202,20 +202,20 @@ void bs_addr_encode(const struct bs_addr *a, uint8_t *out)
 {
 	memset(out, 0, BS_WIRE_ADDR_BYTES);
 	if (a->u.sa.sa_family == AF_INET6) {
-		bs_put16(out, 6);
-		bs_put32(out + 4, a->u.in6.sin6_scope_id);
+		ohc_be_put16(out, 6);
+		ohc_be_put32(out + 4, a->u.in6.sin6_scope_id);
 		memcpy(out + 8, &a->u.in6.sin6_addr, 16);
 	} else {
-		bs_put16(out, 4);
+		ohc_be_put16(out, 4);
 		memcpy(out + 8, &a->u.in.sin_addr, 4);
 	}
-	bs_put16(out + 2, bs_addr_port(a));
+	ohc_be_put16(out + 2, bs_addr_port(a));
 }
 
 ohc_status_t bs_addr_decode(const uint8_t *in, struct bs_addr *a_p)
 {
 	struct bs_addr a;
-	uint16_t fam = bs_get16(in), port = bs_get16(in + 2);
+	uint16_t fam = ohc_be_get16(in), port = ohc_be_get16(in + 2);
 
 	memset(&a, 0, sizeof(a));
 	if (port == 0)
@@ -226,7 +226,7 @@ ohc_status_t bs_addr_decode(const uint8_t *in, struct bs_addr *a_p)
 		a.len = sizeof(a.u.in);
 	} else if (fam == 6) {
 		a.u.in6.sin6_family = AF_INET6;
-		a.u.in6.sin6_scope_id = bs_get32(in + 4);
+		a.u.in6.sin6_scope_id = ohc_be_get32(in + 4);
 		memcpy(&a.u.in6.sin6_addr, in + 8, 16);
 		a.len = sizeof(a.u.in6);
 	} else {

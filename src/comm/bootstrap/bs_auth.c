@@ -44,8 +44,8 @@ static uint64_t derive(const uint64_t key[2], const char tag[8], uint64_t raw,
 	uint8_t msg[20];
 
 	memcpy(msg, tag, 8);
-	bs_put64(msg + 8, raw);
-	bs_put32(msg + 16, extra);
+	ohc_be_put64(msg + 8, raw);
+	ohc_be_put32(msg + 16, extra);
 	return ohc_siphash24(key, msg, sizeof(msg));
 }
 

@@ -106,7 +106,7 @@ static void conn_drop(struct bs_gate *g, unsigned i, enum bs_gate_drop kind,
 	struct bs_gate_conn *c = &g->conns[i];
 
 	note_drop(g, kind, &c->from, who, why);
-	bs_rx_reset(&c->rx);
+	ohc_frame_rx_reset(&c->rx);
 	close(c->fd);
 	c->fd = -1;
 	g->live--;
@@ -117,7 +117,7 @@ void bs_gate_fini(struct bs_gate *g)
 	for (unsigned i = 0; i < g->n; i++) {
 		if (g->conns[i].fd < 0)
 			continue;
-		bs_rx_reset(&g->conns[i].rx);
+		ohc_frame_rx_reset(&g->conns[i].rx);
 		close(g->conns[i].fd);
 	}
 	if (g->quiet)
@@ -188,7 +188,12 @@ unsigned bs_gate_accept(struct bs_gate *g, int lfd)
 		struct bs_gate_conn *c;
 		struct bs_addr from;
 		int fd, err = 0;
-		ohc_status_t status = bs_accept(lfd, &fd, &from, &err);
+		socklen_t len = sizeof(from.u);
+		ohc_status_t status;
+
+		memset(&from, 0, sizeof(from));
+		status = ohc_hs_accept_one(lfd, &fd, &from.u.sa, &len, &err);
+		from.len = len;
 
 		if (status == OHC_INPROGRESS)
 			break;
@@ -209,14 +214,14 @@ unsigned bs_gate_accept(struct bs_gate *g, int lfd)
 		c->fd = fd;
 		c->from = from;
 		c->since = ohc_time_ns();
-		bs_rx_init(&c->rx, fd);
+		ohc_frame_rx_init(&c->rx, &bs_proto, fd);
 		g->live++;
 	}
 	return first;
 }
 
-ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i, struct bs_hdr *h_p,
-			  uint8_t **pl_p)
+ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i,
+			  struct ohc_frame_hdr *h_p, uint8_t **pl_p)
 {
 	struct bs_gate_conn *c = &g->conns[i];
 	ohc_status_t status;
@@ -224,7 +229,7 @@ ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i, struct bs_hdr *h_p,
 
 	if (c->fd < 0)
 		return OHC_INPROGRESS;
-	status = bs_rx_read(&c->rx, g->frame_max, &err);
+	status = ohc_frame_rx_read(&c->rx, g->frame_max, &err);
 	if (status == OHC_INPROGRESS)
 		return status;
 	if (status == OHC_ERR_INVALID) {
@@ -238,7 +243,7 @@ ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i, struct bs_hdr *h_p,
 			      : "closed before a whole first frame");
 		return status;
 	}
-	*pl_p = bs_rx_take(&c->rx, h_p);
+	*pl_p = ohc_frame_rx_take(&c->rx, h_p);
 	return OHC_OK;
 }
 
@@ -265,16 +270,16 @@ void bs_gate_refuse(struct bs_gate *g, unsigned i, ohc_status_t reply,
 	if (reply < 0) {
 		uint8_t buf[4 + BS_TEXT_MAX];
 		size_t len = strnlen(why, BS_TEXT_MAX);
-		struct bs_hdr h = {.type = BS_T_REFUSE, .len = 4 + len};
-		struct bs_tx tx;
+		struct ohc_frame_hdr h = {.type = BS_T_REFUSE, .len = 4 + len};
+		struct ohc_frame_tx tx;
 		int err;
 
 		/* Best effort: one non-blocking write of a small frame. The
 		 * request was read whole, so the close is orderly. */
-		bs_put32(buf, (uint32_t)(int32_t)reply);
+		ohc_be_put32(buf, (uint32_t)(int32_t)reply);
 		memcpy(buf + 4, why, len);
-		bs_tx_init(&tx, &h, buf);
-		(void)bs_tx_write(g->conns[i].fd, &tx, &err);
+		ohc_frame_tx_init(&tx, &bs_proto, &h, buf);
+		(void)ohc_frame_tx_write(g->conns[i].fd, &tx, &err);
 	}
 	conn_drop(g, i, BS_GATE_REFUSED, who, why);
 }

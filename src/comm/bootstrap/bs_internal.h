@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 
 #include "comm/bootstrap/bootstrap.h"
+#include "util/frame.h"
+#include "util/hs.h"
 #include "util/list.h"
 #include "util/time.h"
 
@@ -229,38 +231,21 @@ ohc_status_t bs_ports_for_rank(struct bs_ports *p_p);
 void bs_ports_exact(uint16_t port, struct bs_ports *p_p);
 
 /* ---------------------------------------------------------------------- */
-/* Sockets (bs_conn.c). All are non-blocking and close-on-exec; helpers    */
-/* return a status and leave the errno value in *err_p; callers log.       */
+/* Sockets (bs_conn.c): listeners; connect, accept, poll and frames are   */
+/* the handshake service's (util/hs.h, util/frame.h).                     */
 
-/* Bind addr (port filled in) trying `ports` in order; listen. Logs. */
+/* Bind addr (port filled in) trying `ports` in order; listen
+ * (non-blocking, close-on-exec). Logs. */
 ohc_status_t bs_listen(struct bs_addr *addr, const struct bs_ports *ports,
 		       int *fd_p);
-/* Start a connect: OHC_OK connected, OHC_INPROGRESS poll for POLLOUT. */
-ohc_status_t bs_connect_start(const struct bs_addr *a, int *fd_p, int *err_p);
-/* After POLLOUT/POLLERR on a connecting socket: OHC_OK or
- * OHC_ERR_TCP_CONNECT. */
-ohc_status_t bs_connect_check(int fd, int *err_p);
-/* Connect within deadline; with retry, refused or unreachable targets are
- * tried again (backing off) until the deadline. OHC_ERR_TIMEOUT when the
- * deadline passed, else OHC_ERR_TCP_CONNECT. */
-ohc_status_t bs_connect(const struct bs_addr *a, uint64_t deadline, int retry,
-			int *fd_p, int *err_p);
-/* OHC_INPROGRESS when nothing is pending. */
-ohc_status_t bs_accept(int lfd, int *fd_p, struct bs_addr *peer_p, int *err_p);
-/* poll() with a deadline, capped at cap_ms, restarting on EINTR with the
- * time left; returns poll's result (0 on expiry) or -1. */
-int bs_poll(struct pollfd *fds, nfds_t n, uint64_t deadline, int cap_ms);
-/* Wait until fd is ready for events or the deadline. */
-ohc_status_t bs_wait_fd(int fd, short events, uint64_t deadline);
 
 /* ---------------------------------------------------------------------- */
-/* Frames (bs_frame.c): a 32-byte header (magic, version, type, ctx, tag, */
-/* length, in network byte order) and a payload. Lengths are checked      */
-/* against what the receiver expects before anything is allocated.        */
+/* Frames (util/frame.h, bs_proto): a 32-byte header (magic, version,     */
+/* type, ctx, tag, length, in network byte order) and a payload. Lengths  */
+/* are checked against what the receiver expects before any allocation.  */
 
 #define BS_WIRE_MAGIC 0x4f42u /* "OB" */
 #define BS_WIRE_VERSION 2
-#define BS_HDR_BYTES 32
 
 enum bs_type {
 	BS_T_JOIN = 1,	     /* rank -> root: who I am */
@@ -295,15 +280,8 @@ uint32_t bs_table_parent(uint32_t n, uint32_t r);
 /* Child k of rank p, or BS_NO_RANK. */
 uint32_t bs_table_child(uint32_t n, uint32_t p, unsigned k);
 
-struct bs_hdr {
-	uint8_t type;
-	uint64_t ctx;
-	uint64_t tag;
-	uint64_t len;
-};
-
-void bs_hdr_encode(const struct bs_hdr *h, uint8_t *out);
-ohc_status_t bs_hdr_decode(const uint8_t *in, struct bs_hdr *h_p);
+/* The bootstrap's frames: "OB", version 2, types 1..BS_T_MAX. */
+extern const struct ohc_frame_proto bs_proto;
 
 /* Entry of the rank table: listen address + host id. */
 #define BS_ENTRY_BYTES (BS_WIRE_ADDR_BYTES + OHC_HOSTID_MAX)
@@ -317,64 +295,6 @@ ohc_status_t bs_hdr_decode(const uint8_t *in, struct bs_hdr *h_p);
 #define BS_ABORT_BYTES 12
 /* REFUSE: status + text; EXPIRED: text. */
 #define BS_TEXT_MAX 512
-
-/* Incremental frame reader on a non-blocking socket; never reads past
- * the current frame. */
-struct bs_rx {
-	int fd;
-	uint8_t hbuf[BS_HDR_BYTES];
-	size_t hgot;
-	struct bs_hdr hdr;
-	int have_hdr;
-	uint8_t *payload;
-	size_t pgot;
-	size_t pcap; /* bytes allocated: grows with what arrived */
-};
-
-void bs_rx_init(struct bs_rx *rx, int fd);
-/* Free a partial payload and forget the frame in progress. */
-void bs_rx_reset(struct bs_rx *rx);
-/*
- * Read without blocking. OHC_OK: a complete frame is in rx->hdr and
- * rx->payload (take it with bs_rx_take). OHC_INPROGRESS: no more data now.
- * OHC_ERR_REMOTE: end of stream (*err_p 0) or connection error (*err_p
- * errno). OHC_ERR_INVALID: bad header or a length above max_len.
- * OHC_ERR_NO_MEMORY.
- */
-ohc_status_t bs_rx_read(struct bs_rx *rx, size_t max_len, int *err_p);
-/* The completed frame: header to *h_p, payload returned (caller frees;
- * NULL if empty); rx is ready for the next frame. */
-uint8_t *bs_rx_take(struct bs_rx *rx, struct bs_hdr *h_p);
-
-/* Incremental frame writer. */
-struct bs_tx {
-	uint8_t hbuf[BS_HDR_BYTES];
-	const uint8_t *payload;
-	size_t len;  /* payload bytes */
-	size_t off;  /* bytes of header + payload written */
-	void *owned; /* payload copy owned by the tx, or NULL */
-};
-
-void bs_tx_init(struct bs_tx *tx, const struct bs_hdr *h, const void *payload);
-/* OHC_OK: all written. OHC_INPROGRESS: socket full. OHC_ERR_REMOTE: the
- * connection failed (*err_p errno). */
-ohc_status_t bs_tx_write(int fd, struct bs_tx *tx, int *err_p);
-/* Copy the unwritten payload so the caller's buffer may go away. */
-ohc_status_t bs_tx_own(struct bs_tx *tx);
-
-/* Blocking (deadline-bounded) whole-frame send and receive. */
-ohc_status_t bs_send_frame(int fd, const struct bs_hdr *h, const void *payload,
-			   uint64_t deadline, int *err_p);
-ohc_status_t bs_recv_frame(int fd, size_t max_len, uint64_t deadline,
-			   struct bs_hdr *h_p, uint8_t **payload_p, int *err_p);
-
-/* Big-endian field access for payloads. */
-void bs_put16(uint8_t *p, uint16_t v);
-void bs_put32(uint8_t *p, uint32_t v);
-void bs_put64(uint8_t *p, uint64_t v);
-uint16_t bs_get16(const uint8_t *p);
-uint32_t bs_get32(const uint8_t *p);
-uint64_t bs_get64(const uint8_t *p);
 
 /* Copy wire text into buf as a printable, NUL-terminated string. */
 void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size);
@@ -399,7 +319,7 @@ struct bs_join {
 };
 
 /* OHC_ERR_INVALID: not a JOIN (type, length). */
-ohc_status_t bs_join_decode(const struct bs_hdr *h, const uint8_t *pl,
+ohc_status_t bs_join_decode(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			    struct bs_join *j_p);
 /* A JOIN with this job's token, at a root that knows nranks (0: not yet):
  * nranks in range and as known, rank below it, a good entry. Else
@@ -411,7 +331,7 @@ ohc_status_t bs_join_check(const struct bs_join *j, uint32_t nranks, char *why,
 /* A HELLO to rank me of n presenting token: NULL when it fits, else why.
  * *from_p: the rank it claims (BS_NO_RANK when it is not a HELLO). A
  * second connection from the same rank is the caller's to find. */
-const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
+const char *bs_hello_check(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			   uint64_t token, uint32_t me, uint32_t n,
 			   uint32_t *from_p);
 
@@ -427,7 +347,7 @@ const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
 size_t bs_table_max_bytes(uint32_t n);
 ohc_status_t bs_table_encode(const uint8_t *entry0, size_t stride, uint32_t n,
 			     uint8_t **pl_p, size_t *len_p);
-ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
+ohc_status_t bs_table_check(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			    uint32_t n, uint32_t me, uint16_t my_port);
 ohc_status_t bs_table_decode(const uint8_t *pl, uint64_t len,
 			     void (*fn)(void *arg, uint32_t r,
@@ -437,12 +357,13 @@ ohc_status_t bs_table_decode(const uint8_t *pl, uint64_t len,
 
 /* A REFUSE: the root's status word and its text, made printable into
  * text[size]. OHC_ERR_INVALID: not a REFUSE, or too short for a status. */
-ohc_status_t bs_refuse_parse(const struct bs_hdr *h, const uint8_t *pl,
+ohc_status_t bs_refuse_parse(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			     int32_t *status_p, char *text, size_t size);
 /* What a refused rank returns for the root's status word. */
 ohc_status_t bs_refuse_status(int32_t raw);
 /* A WELCOME carrying proof. */
-int bs_welcome_ok(const struct bs_hdr *h, const uint8_t *pl, uint64_t proof);
+int bs_welcome_ok(const struct ohc_frame_hdr *h, const uint8_t *pl,
+		  uint64_t proof);
 /* An ABORT's payload (len bytes) from a peer of an n-rank endpoint: the
  * rank it blames (BS_NO_RANK when none of the n) and its status (always
  * negative: OHC_ERR_REMOTE when it gives none). */
@@ -467,7 +388,7 @@ enum bs_gate_drop {
 
 struct bs_gate_conn {
 	int fd; /* -1: dropped or taken; removed by bs_gate_tidy */
-	struct bs_rx rx;
+	struct ohc_frame_rx rx;
 	struct bs_addr from;
 	uint64_t since;
 };
@@ -502,8 +423,8 @@ unsigned bs_gate_accept(struct bs_gate *g, int lfd);
 /* Read entry i. OHC_OK: its first frame (payload to free in *pl_p); the
  * caller then takes or refuses the entry. OHC_INPROGRESS: not yet (or the
  * entry is gone). < 0: the connection was dropped and counted. */
-ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i, struct bs_hdr *h_p,
-			  uint8_t **pl_p);
+ohc_status_t bs_gate_read(struct bs_gate *g, unsigned i,
+			  struct ohc_frame_hdr *h_p, uint8_t **pl_p);
 /* Hand entry i's fd to the caller (from_p may be NULL). */
 int bs_gate_take(struct bs_gate *g, unsigned i, struct bs_addr *from_p);
 const struct bs_addr *bs_gate_from(const struct bs_gate *g, unsigned i);

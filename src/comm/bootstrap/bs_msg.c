@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The checks of every bootstrap message a peer (or a stranger) can send,
- * apart from the frame header (bs_hdr_decode, bs_rx_read in bs_frame.c):
+ * apart from the frame header (bs_proto below, checked by util/frame.c):
  * pure functions, no I/O and no logging, called by the root (JOIN), the
  * ranks' gate (HELLO), a joining rank (WELCOME, REFUSE, EXPIRED, TABLE)
  * and the endpoints (ABORT). test/fuzz/bs_frames.c drives these very
@@ -12,6 +12,24 @@
 #include <string.h>
 
 #include "comm/bootstrap/bs_internal.h"
+
+const struct ohc_frame_proto bs_proto = {
+	.magic = BS_WIRE_MAGIC,
+	.version = BS_WIRE_VERSION,
+	.type_max = BS_T_MAX,
+};
+
+void bs_text_clean(const uint8_t *text, size_t len, char *buf, size_t size)
+{
+	size_t i;
+
+	if (!size)
+		return;
+	for (i = 0; i < len && i + 1 < size && text[i]; i++)
+		buf[i] = (text[i] >= 0x20 && text[i] < 0x7f) ? (char)text[i]
+							     : '?';
+	buf[i] = '\0';
+}
 
 ohc_status_t bs_entry_decode(const uint8_t *e, struct bs_addr *a_p,
 			     const char **hostid_p)
@@ -29,15 +47,15 @@ ohc_status_t bs_entry_decode(const uint8_t *e, struct bs_addr *a_p,
 	return OHC_OK;
 }
 
-ohc_status_t bs_join_decode(const struct bs_hdr *h, const uint8_t *pl,
+ohc_status_t bs_join_decode(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			    struct bs_join *j_p)
 {
 	if (h->type != BS_T_JOIN || h->len != BS_JOIN_BYTES || !pl)
 		return OHC_ERR_INVALID;
-	j_p->token = bs_get64(pl);
-	j_p->nranks = bs_get32(pl + 8);
-	j_p->rank = bs_get32(pl + 12);
-	j_p->timeout_ms = bs_get64(pl + 16);
+	j_p->token = ohc_be_get64(pl);
+	j_p->nranks = ohc_be_get32(pl + 8);
+	j_p->rank = ohc_be_get32(pl + 12);
+	j_p->timeout_ms = ohc_be_get64(pl + 16);
 	j_p->entry = pl + 24;
 	return OHC_OK;
 }
@@ -63,7 +81,7 @@ ohc_status_t bs_join_check(const struct bs_join *j, uint32_t nranks, char *why,
 	return OHC_ERR_INVALID;
 }
 
-const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
+const char *bs_hello_check(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			   uint64_t token, uint32_t me, uint32_t n,
 			   uint32_t *from_p)
 {
@@ -72,11 +90,11 @@ const char *bs_hello_check(const struct bs_hdr *h, const uint8_t *pl,
 	*from_p = BS_NO_RANK;
 	if (h->type != BS_T_HELLO || h->len != BS_HELLO_BYTES || !pl)
 		return "not a bootstrap hello";
-	from = bs_get32(pl + 8);
-	to = bs_get32(pl + 12);
-	nr = bs_get32(pl + 16);
+	from = ohc_be_get32(pl + 8);
+	to = ohc_be_get32(pl + 12);
+	nr = ohc_be_get32(pl + 16);
 	*from_p = from;
-	if (bs_get64(pl) != token)
+	if (ohc_be_get64(pl) != token)
 		return "wrong session token";
 	if (to != me || nr != n || from >= n || from == me)
 		return "rank numbers do not fit this communicator";
@@ -155,8 +173,8 @@ ohc_status_t bs_table_encode(const uint8_t *entry0, size_t stride, uint32_t n,
 		for (; slot[k]; k = (k + 1) & (slots - 1)) {
 			const uint8_t *h = pl + hoff[slot[k] - 1];
 
-			if (bs_get16(h) == strlen(hid) &&
-			    !memcmp(h + 2, hid, bs_get16(h)))
+			if (ohc_be_get16(h) == strlen(hid) &&
+			    !memcmp(h + 2, hid, ohc_be_get16(h)))
 				break;
 		}
 		if (!slot[k]) {
@@ -164,18 +182,18 @@ ohc_status_t bs_table_encode(const uint8_t *entry0, size_t stride, uint32_t n,
 
 			hoff[nhosts] = (size_t)(at - pl);
 			slot[k] = ++nhosts;
-			bs_put16(at, (uint16_t)hl);
+			ohc_be_put16(at, (uint16_t)hl);
 			memcpy(at + 2, hid, hl);
 			at += 2 + hl;
 			len += 2 + hl;
 		}
 		host[r] = slot[k] - 1;
 	}
-	bs_put32(pl, n);
-	bs_put32(pl + 4, nhosts);
+	ohc_be_put32(pl, n);
+	ohc_be_put32(pl + 4, nhosts);
 	for (uint32_t r = 0; r < n; r++, at += TABLE_RANK_BYTES) {
 		memcpy(at, entry0 + (size_t)r * stride, BS_WIRE_ADDR_BYTES);
-		bs_put32(at + BS_WIRE_ADDR_BYTES, host[r]);
+		ohc_be_put32(at + BS_WIRE_ADDR_BYTES, host[r]);
 	}
 	free(slot);
 	free(host);
@@ -196,7 +214,7 @@ static const uint8_t *table_hosts_end(const uint8_t *pl, uint64_t len,
 
 		if (end - h < 2)
 			return NULL;
-		hl = bs_get16(h);
+		hl = ohc_be_get16(h);
 		if (!hl || hl >= OHC_HOSTID_MAX || end - h - 2 < hl ||
 		    memchr(h + 2, '\0', hl))
 			return NULL;
@@ -205,7 +223,7 @@ static const uint8_t *table_hosts_end(const uint8_t *pl, uint64_t len,
 	return h;
 }
 
-ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
+ohc_status_t bs_table_check(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			    uint32_t n, uint32_t me, uint16_t my_port)
 {
 	const uint8_t *recs;
@@ -213,9 +231,9 @@ ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
 	struct bs_addr a;
 
 	if (h->type != BS_T_TABLE || !pl || h->len < 8 ||
-	    h->len > bs_table_max_bytes(n) || bs_get32(pl) != n)
+	    h->len > bs_table_max_bytes(n) || ohc_be_get32(pl) != n)
 		return OHC_ERR_INVALID;
-	nhosts = bs_get32(pl + 4);
+	nhosts = ohc_be_get32(pl + 4);
 	if (nhosts > n || (n && !nhosts))
 		return OHC_ERR_INVALID;
 	recs = table_hosts_end(pl, h->len, nhosts);
@@ -224,7 +242,7 @@ ohc_status_t bs_table_check(const struct bs_hdr *h, const uint8_t *pl,
 		return OHC_ERR_INVALID;
 	for (uint32_t r = 0; r < n; r++, recs += TABLE_RANK_BYTES) {
 		if (bs_addr_decode(recs, &a) != OHC_OK ||
-		    bs_get32(recs + BS_WIRE_ADDR_BYTES) >= nhosts)
+		    ohc_be_get32(recs + BS_WIRE_ADDR_BYTES) >= nhosts)
 			return OHC_ERR_INVALID;
 		if (r == me && bs_addr_port(&a) != my_port)
 			return OHC_ERR_INVALID;
@@ -238,34 +256,35 @@ ohc_status_t bs_table_decode(const uint8_t *pl, uint64_t len,
 					const char *hostid),
 			     void *arg)
 {
-	uint32_t n = bs_get32(pl), nhosts = bs_get32(pl + 4);
+	uint32_t n = ohc_be_get32(pl), nhosts = ohc_be_get32(pl + 4);
 	const uint8_t **hosts = malloc((nhosts ? nhosts : 1) * sizeof(*hosts));
 	const uint8_t *h = pl + 8, *recs = table_hosts_end(pl, len, nhosts);
 	char hid[OHC_HOSTID_MAX];
 
 	if (!hosts)
 		return OHC_ERR_NO_MEMORY;
-	for (uint32_t i = 0; i < nhosts; i++, h += 2 + bs_get16(h))
+	for (uint32_t i = 0; i < nhosts; i++, h += 2 + ohc_be_get16(h))
 		hosts[i] = h;
 	for (uint32_t r = 0; r < n; r++, recs += TABLE_RANK_BYTES) {
-		const uint8_t *e = hosts[bs_get32(recs + BS_WIRE_ADDR_BYTES)];
+		const uint8_t *e =
+			hosts[ohc_be_get32(recs + BS_WIRE_ADDR_BYTES)];
 		struct bs_addr a;
 
 		(void)bs_addr_decode(recs, &a);
-		memcpy(hid, e + 2, bs_get16(e));
-		hid[bs_get16(e)] = '\0';
+		memcpy(hid, e + 2, ohc_be_get16(e));
+		hid[ohc_be_get16(e)] = '\0';
 		fn(arg, r, &a, hid);
 	}
 	free(hosts);
 	return OHC_OK;
 }
 
-ohc_status_t bs_refuse_parse(const struct bs_hdr *h, const uint8_t *pl,
+ohc_status_t bs_refuse_parse(const struct ohc_frame_hdr *h, const uint8_t *pl,
 			     int32_t *status_p, char *text, size_t size)
 {
 	if (h->type != BS_T_REFUSE || h->len < 4 || !pl)
 		return OHC_ERR_INVALID;
-	*status_p = (int32_t)bs_get32(pl);
+	*status_p = (int32_t)ohc_be_get32(pl);
 	bs_text_clean(pl + 4, h->len - 4, text, size);
 	return OHC_OK;
 }
@@ -277,10 +296,11 @@ ohc_status_t bs_refuse_status(int32_t raw)
 	return OHC_ERR_INVALID;
 }
 
-int bs_welcome_ok(const struct bs_hdr *h, const uint8_t *pl, uint64_t proof)
+int bs_welcome_ok(const struct ohc_frame_hdr *h, const uint8_t *pl,
+		  uint64_t proof)
 {
 	return h->type == BS_T_WELCOME && h->len == BS_WELCOME_BYTES && pl &&
-	       bs_get64(pl) == proof;
+	       ohc_be_get64(pl) == proof;
 }
 
 void bs_abort_parse(const uint8_t *pl, size_t len, uint32_t n,
@@ -290,8 +310,8 @@ void bs_abort_parse(const uint8_t *pl, size_t len, uint32_t n,
 	int32_t status = OHC_ERR_REMOTE;
 
 	if (len == BS_ABORT_BYTES && pl) {
-		culprit = bs_get32(pl + 4);
-		status = (int32_t)bs_get32(pl + 8);
+		culprit = ohc_be_get32(pl + 4);
+		status = (int32_t)ohc_be_get32(pl + 8);
 		/* a peer's word, shown in our log lines: keep it sane */
 		if (culprit >= n)
 			culprit = BS_NO_RANK;

@@ -38,7 +38,7 @@ struct root_rank {
 	int fd; /* -1: not joined */
 	struct bs_addr from;
 	uint8_t entry[BS_ENTRY_BYTES];
-	struct bs_tx tx;
+	struct ohc_frame_tx tx;
 };
 
 struct bs_root {
@@ -209,18 +209,19 @@ static ohc_status_t ranks_alloc(struct bs_root *r, uint32_t nranks)
  * buffer; if it fails the rank's connection is broken anyway. */
 static void send_welcome(struct bs_root *r, uint32_t rank)
 {
-	struct bs_hdr h = {.type = BS_T_WELCOME, .len = BS_WELCOME_BYTES};
+	struct ohc_frame_hdr h = {.type = BS_T_WELCOME,
+				  .len = BS_WELCOME_BYTES};
 	uint8_t proof[BS_WELCOME_BYTES];
-	struct bs_tx tx;
+	struct ohc_frame_tx tx;
 	int err;
 
-	bs_put64(proof, bs_auth_welcome(&r->auth, rank));
-	bs_tx_init(&tx, &h, proof);
-	(void)bs_tx_write(r->ranks[rank].fd, &tx, &err);
+	ohc_be_put64(proof, bs_auth_welcome(&r->auth, rank));
+	ohc_frame_tx_init(&tx, &bs_proto, &h, proof);
+	(void)ohc_frame_tx_write(r->ranks[rank].fd, &tx, &err);
 }
 
-static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
-			const uint8_t *pl)
+static void handle_join(struct bs_root *r, unsigned i,
+			const struct ohc_frame_hdr *h, const uint8_t *pl)
 {
 	const struct bs_addr *p_from = bs_gate_from(&r->gate, i);
 	char who[64], why[BS_TEXT_MAX], ip[BS_ADDR_STRLEN];
@@ -298,7 +299,7 @@ static void handle_join(struct bs_root *r, unsigned i, const struct bs_hdr *h,
 
 static void gate_read(struct bs_root *r, unsigned i)
 {
-	struct bs_hdr h;
+	struct ohc_frame_hdr h;
 	uint8_t *pl = NULL;
 
 	if (bs_gate_read(&r->gate, i, &h, &pl) != OHC_OK)
@@ -357,7 +358,7 @@ static void missing_text(const struct bs_root *r, char *buf, size_t len)
 static void expire(struct bs_root *r)
 {
 	char text[BS_TEXT_MAX];
-	struct bs_hdr h = {.type = BS_T_EXPIRED};
+	struct ohc_frame_hdr h = {.type = BS_T_EXPIRED};
 
 	if (!r->nranks) {
 		OHC_INFO(OHC_SS_BOOT,
@@ -372,20 +373,21 @@ static void expire(struct bs_root *r)
 		  r->where, text, bs_ms_since(r->first_join_ns));
 	h.len = strlen(text);
 	for (uint32_t i = 0; i < r->nranks; i++) {
-		struct bs_tx tx;
+		struct ohc_frame_tx tx;
 		int err;
 
 		if (r->ranks[i].fd < 0)
 			continue;
-		bs_tx_init(&tx, &h, text);
-		(void)bs_tx_write(r->ranks[i].fd, &tx, &err);
+		ohc_frame_tx_init(&tx, &bs_proto, &h, text);
+		(void)ohc_frame_tx_write(r->ranks[i].fd, &tx, &err);
 		close_fd(&r->ranks[i].fd);
 	}
 }
 
 static ohc_status_t table_build(struct bs_root *r)
 {
-	struct bs_hdr h = {.type = BS_T_TABLE}, via = {.type = BS_T_TABLE_VIA};
+	struct ohc_frame_hdr h = {.type = BS_T_TABLE},
+			     via = {.type = BS_T_TABLE_VIA};
 
 	if (bs_table_encode(r->ranks[0].entry, sizeof(r->ranks[0]), r->nranks,
 			    &r->table, &r->table_len) != OHC_OK) {
@@ -398,9 +400,11 @@ static ohc_status_t table_build(struct bs_root *r)
 	for (uint32_t i = 0; i < r->nranks; i++) {
 		/* the rest get it down the table tree (bs_internal.h) */
 		if (bs_table_parent(r->nranks, i) == BS_NO_RANK)
-			bs_tx_init(&r->ranks[i].tx, &h, r->table);
+			ohc_frame_tx_init(&r->ranks[i].tx, &bs_proto, &h,
+					  r->table);
 		else
-			bs_tx_init(&r->ranks[i].tx, &via, NULL);
+			ohc_frame_tx_init(&r->ranks[i].tx, &bs_proto, &via,
+					  NULL);
 	}
 	return OHC_OK;
 }
@@ -411,7 +415,7 @@ static void send_step(struct bs_root *r, uint32_t i)
 	ohc_status_t status;
 	int err = 0;
 
-	status = bs_tx_write(r->ranks[i].fd, &r->ranks[i].tx, &err);
+	status = ohc_frame_tx_write(r->ranks[i].fd, &r->ranks[i].tx, &err);
 	if (status == OHC_INPROGRESS)
 		return;
 	if (status != OHC_OK)
@@ -518,8 +522,8 @@ static void *root_main(void *arg)
 				  r->where);
 			break;
 		}
-		rc = bs_poll(r->pfd, n, sending ? send_deadline : r->deadline,
-			     1000);
+		rc = ohc_hs_poll(r->pfd, n,
+				 sending ? send_deadline : r->deadline, 1000);
 		if (rc < 0) {
 			OHC_ERROR(OHC_SS_BOOT, "bootstrap root %s: poll: %s",
 				  r->where, strerror(errno));

@@ -57,12 +57,12 @@ ohc_status_t bs_sock_adopt(uint32_t nranks, uint32_t rank, uint64_t token,
 			p->out_fd = fds[0];
 			p->out_state = OUT_OPEN;
 			p->out_written = 1;
-			bs_rx_init(&p->out_rx, fds[0]);
+			ohc_frame_rx_init(&p->out_rx, &bs_proto, fds[0]);
 		}
 		if (fds[1] >= 0) {
 			p->in_fd = fds[1];
 			p->in_seen = 1;
-			bs_rx_init(&p->in_rx, fds[1]);
+			ohc_frame_rx_init(&p->in_rx, &bs_proto, fds[1]);
 		}
 	}
 	if (status < 0)
@@ -102,15 +102,15 @@ static ohc_status_t read_verdict(struct sock_ep *ep, int rfd, const char *root,
 	uint32_t me = ep->super.rank, n = ep->super.nranks;
 	size_t want = bs_table_max_bytes(n);
 	char text[BS_TEXT_MAX + 1];
-	struct bs_hdr h;
+	struct ohc_frame_hdr h;
 	uint8_t *pl = NULL;
 	ohc_status_t status;
 	int32_t raw;
 	int err = 0;
 
-	status = bs_recv_frame(rfd,
-			       want > BS_TEXT_MAX + 4 ? want : BS_TEXT_MAX + 4,
-			       deadline, &h, &pl, &err);
+	status = ohc_frame_recv(rfd, &bs_proto,
+				want > BS_TEXT_MAX + 4 ? want : BS_TEXT_MAX + 4,
+				deadline, &h, &pl, &err, NULL);
 	if (status == OHC_ERR_TIMEOUT) {
 		OHC_ERROR(OHC_SS_BOOT,
 			  "rank %u: no rank table from the bootstrap root at "
@@ -214,7 +214,7 @@ static ohc_status_t table_from_parent(struct sock_ep *ep, uint64_t deadline,
 {
 	uint32_t me = ep->super.rank, n = ep->super.nranks;
 	uint32_t parent = bs_table_parent(n, me);
-	struct bs_hdr h = {.type = BS_T_TABLE};
+	struct ohc_frame_hdr h = {.type = BS_T_TABLE};
 	uint8_t lenbuf[8], *pl = NULL;
 	ohc_status_t status;
 
@@ -224,7 +224,7 @@ static ohc_status_t table_from_parent(struct sock_ep *ep, uint64_t deadline,
 			    sizeof(lenbuf), FROM_PARENT, deadline);
 	if (status < 0)
 		return status;
-	h.len = bs_get64(lenbuf);
+	h.len = ohc_be_get64(lenbuf);
 	if (h.len < 8 || h.len > bs_table_max_bytes(n)) {
 		status = OHC_ERR_TCP_TRANSFER;
 		goto bad;
@@ -268,7 +268,7 @@ static void table_to_children(struct sock_ep *ep, uint8_t *table, size_t len,
 	const char *what = "init (the rank table to a child in the table tree)";
 	uint8_t lenbuf[8];
 
-	bs_put64(lenbuf, len);
+	ohc_be_put64(lenbuf, len);
 	for (unsigned k = 0; k < BS_TABLE_FANOUT; k++) {
 		uint32_t c = bs_table_child(n, me, k);
 
@@ -345,12 +345,13 @@ static ohc_status_t read_welcome(struct sock_ep *ep, int rfd, const char *root,
 	char text[BS_TEXT_MAX + 1];
 	const char *why = NULL;
 	ohc_status_t status;
-	struct bs_hdr h;
+	struct ohc_frame_hdr h;
 	uint8_t *pl = NULL;
 	int32_t raw;
 	int err = 0;
 
-	status = bs_recv_frame(rfd, BS_TEXT_MAX + 4, deadline, &h, &pl, &err);
+	status = ohc_frame_recv(rfd, &bs_proto, BS_TEXT_MAX + 4, deadline, &h,
+				&pl, &err, NULL);
 	if (status == OHC_ERR_TIMEOUT) {
 		why = "no answer to our join request";
 		if (!probing) {
@@ -432,10 +433,11 @@ static ohc_status_t try_root(struct sock_ep *ep, const struct bs_addr *root,
 {
 	uint32_t rank = ep->super.rank, nranks = ep->super.nranks;
 	uint8_t join[BS_JOIN_BYTES];
-	struct bs_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
+	struct ohc_frame_hdr h = {.type = BS_T_JOIN, .len = BS_JOIN_BYTES};
 	char where[BS_ADDR_STRLEN], hostid[OHC_HOSTID_MAX];
 	struct bs_addr laddr;
 	struct bs_ports ports;
+	struct ohc_hs hs;
 	socklen_t alen = sizeof(laddr.u);
 	ohc_status_t status;
 	uint64_t until;
@@ -447,11 +449,15 @@ static ohc_status_t try_root(struct sock_ep *ep, const struct bs_addr *root,
 		return status;
 	until = probing ? OHC_MIN(deadline, ohc_deadline_after_ms(1000))
 			: deadline;
-	status = bs_connect(root, until, !probing, &rfd, &err);
+	ohc_hs_init(&hs, &bs_proto, where, 0, until);
+	hs.once = probing;
+	status = ohc_hs_connect(&hs, &root->u.sa, root->len, SOCK_STREAM, &rfd);
+	err = hs.err;
 	if (status == OHC_OK && ohc_bs_test_join_delay_ms)
-		(void)bs_poll(NULL, 0,
-			      ohc_deadline_after_ms(ohc_bs_test_join_delay_ms),
-			      ohc_bs_test_join_delay_ms);
+		(void)ohc_hs_poll(
+			NULL, 0,
+			ohc_deadline_after_ms(ohc_bs_test_join_delay_ms),
+			ohc_bs_test_join_delay_ms);
 	if (status < 0) {
 		if (probing)
 			return OHC_ERR_NOT_FOUND;
@@ -490,13 +496,13 @@ static ohc_status_t try_root(struct sock_ep *ep, const struct bs_addr *root,
 	}
 
 	memset(join, 0, sizeof(join));
-	bs_put64(join, ep->token);
-	bs_put32(join + 8, nranks);
-	bs_put32(join + 12, rank);
-	bs_put64(join + 16, timeout_ms);
+	ohc_be_put64(join, ep->token);
+	ohc_be_put32(join + 8, nranks);
+	ohc_be_put32(join + 12, rank);
+	ohc_be_put64(join + 16, timeout_ms);
 	bs_addr_encode(&ep->listen_addr, join + 24);
 	memcpy(join + 24 + BS_WIRE_ADDR_BYTES, hostid, strlen(hostid) + 1);
-	status = bs_send_frame(rfd, &h, join, deadline, &err);
+	status = ohc_frame_send(rfd, &bs_proto, &h, join, deadline, &err);
 	if (status < 0) {
 		if (probing) {
 			status = OHC_ERR_NOT_FOUND;
@@ -564,9 +570,9 @@ ohc_status_t bs_sock_join(const struct bs_addr *roots, unsigned nroots,
 			status = OHC_ERR_TIMEOUT;
 			break;
 		}
-		(void)bs_poll(NULL, 0,
-			      OHC_MIN(deadline, ohc_deadline_after_ms(100)),
-			      100);
+		(void)ohc_hs_poll(NULL, 0,
+				  OHC_MIN(deadline, ohc_deadline_after_ms(100)),
+				  100);
 	}
 	if (status < 0)
 		goto err_free;

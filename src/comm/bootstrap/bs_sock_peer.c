@@ -35,7 +35,7 @@ void ohc_bs_sock_out_down_locked(struct sock_peer *p, enum down_kind why,
 	p->out_down = why;
 	p->out_err = err;
 	p->out_state = OUT_DOWN;
-	bs_rx_reset(&p->out_rx);
+	ohc_frame_rx_reset(&p->out_rx);
 	ohc_bs_close_fd(&p->out_fd);
 	while (!ohc_list_empty(&p->txq))
 		tx_finish(ohc_list_first(&p->txq, struct sock_tx, link),
@@ -49,7 +49,7 @@ void ohc_bs_sock_in_down_locked(struct sock_peer *p, enum down_kind why,
 		return;
 	p->in_down = why;
 	p->in_err = err;
-	bs_rx_reset(&p->in_rx);
+	ohc_frame_rx_reset(&p->in_rx);
 	ohc_bs_close_fd(&p->in_fd);
 }
 
@@ -145,7 +145,8 @@ void ohc_bs_sock_flush_locked(struct sock_peer *p)
 		struct sock_tx *stx =
 			ohc_list_first(&p->txq, struct sock_tx, link);
 		int err = 0;
-		ohc_status_t status = bs_tx_write(p->out_fd, &stx->tx, &err);
+		ohc_status_t status =
+			ohc_frame_tx_write(p->out_fd, &stx->tx, &err);
 
 		if (status == OHC_INPROGRESS)
 			return;
@@ -176,7 +177,7 @@ int ohc_bs_sock_ensure_out_locked(struct sock_ep *ep, uint32_t rank,
 				  const char *what)
 {
 	struct sock_peer *p = &ep->peers[rank];
-	struct bs_hdr h = {.type = BS_T_HELLO, .len = BS_HELLO_BYTES};
+	struct ohc_frame_hdr h = {.type = BS_T_HELLO, .len = BS_HELLO_BYTES};
 	struct sock_tx *hello;
 	uint8_t *pl;
 	ohc_status_t status;
@@ -189,7 +190,8 @@ int ohc_bs_sock_ensure_out_locked(struct sock_ep *ep, uint32_t rank,
 		err = ENOMEM;
 		goto local;
 	}
-	status = bs_connect_start(&p->addr, &fd, &err);
+	status = ohc_hs_connect_start(&p->addr.u.sa, p->addr.len, SOCK_STREAM,
+				      &fd, &err);
 	if (status < 0) {
 		free(hello);
 		if (local_errno(err) || status == OHC_ERR_SYSCALL)
@@ -199,14 +201,14 @@ int ohc_bs_sock_ensure_out_locked(struct sock_ep *ep, uint32_t rank,
 	}
 	p->out_fd = fd;
 	p->out_state = status == OHC_OK ? OUT_OPEN : OUT_CONNECTING;
-	bs_rx_init(&p->out_rx, fd);
+	ohc_frame_rx_init(&p->out_rx, &bs_proto, fd);
 	pl = (uint8_t *)(hello + 1);
-	bs_put64(pl, ep->token);
-	bs_put32(pl + 8, ep->super.rank);
-	bs_put32(pl + 12, rank);
-	bs_put32(pl + 16, ep->super.nranks);
-	bs_put32(pl + 20, 0);
-	bs_tx_init(&hello->tx, &h, pl);
+	ohc_be_put64(pl, ep->token);
+	ohc_be_put32(pl + 8, ep->super.rank);
+	ohc_be_put32(pl + 12, rank);
+	ohc_be_put32(pl + 16, ep->super.nranks);
+	ohc_be_put32(pl + 20, 0);
+	ohc_frame_tx_init(&hello->tx, &bs_proto, &h, pl);
 	hello->orphan = 1;
 	ohc_list_add_tail(&p->txq, &hello->link);
 	ohc_bs_sock_flush_locked(p);

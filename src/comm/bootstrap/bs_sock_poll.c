@@ -23,8 +23,8 @@
 /* ---------------------------------------------------------------------- */
 /* Input                                                                  */
 
-void ohc_bs_sock_queue_msg_locked(struct sock_peer *p, const struct bs_hdr *h,
-				  uint8_t *data)
+void ohc_bs_sock_queue_msg_locked(struct sock_peer *p,
+				  const struct ohc_frame_hdr *h, uint8_t *data)
 {
 	struct sock_msg *m = malloc(sizeof(*m));
 
@@ -54,11 +54,11 @@ static enum down_kind down_kind_of(ohc_status_t status, int err)
 static void in_read_locked(struct sock_peer *p, uint32_t nranks)
 {
 	while (p->in_fd >= 0) {
-		struct bs_hdr h;
+		struct ohc_frame_hdr h;
 		uint8_t *pl;
 		int err = 0;
-		ohc_status_t status =
-			bs_rx_read(&p->in_rx, OHC_BOOTSTRAP_MAX_MSG, &err);
+		ohc_status_t status = ohc_frame_rx_read(
+			&p->in_rx, OHC_BOOTSTRAP_MAX_MSG, &err);
 
 		if (status == OHC_INPROGRESS)
 			return;
@@ -68,7 +68,7 @@ static void in_read_locked(struct sock_peer *p, uint32_t nranks)
 				status == OHC_ERR_NO_MEMORY ? ENOMEM : err);
 			return;
 		}
-		pl = bs_rx_take(&p->in_rx, &h);
+		pl = ohc_frame_rx_take(&p->in_rx, &h);
 		if (h.type == BS_T_COLL || h.type == BS_T_DATA) {
 			ohc_bs_sock_queue_msg_locked(p, &h, pl);
 			continue;
@@ -84,11 +84,11 @@ static void in_read_locked(struct sock_peer *p, uint32_t nranks)
 static void out_read_locked(struct sock_peer *p, uint32_t nranks)
 {
 	while (p->out_fd >= 0) {
-		struct bs_hdr h;
+		struct ohc_frame_hdr h;
 		uint8_t *pl;
 		int err = 0;
 		ohc_status_t status =
-			bs_rx_read(&p->out_rx, BS_ABORT_BYTES, &err);
+			ohc_frame_rx_read(&p->out_rx, BS_ABORT_BYTES, &err);
 
 		if (status == OHC_INPROGRESS)
 			return;
@@ -98,7 +98,7 @@ static void out_read_locked(struct sock_peer *p, uint32_t nranks)
 				status == OHC_ERR_NO_MEMORY ? ENOMEM : err);
 			return;
 		}
-		pl = bs_rx_take(&p->out_rx, &h);
+		pl = ohc_frame_rx_take(&p->out_rx, &h);
 		if (h.type == BS_T_ABORT)
 			ohc_bs_sock_peer_aborted_locked(p, nranks, pl, h.len);
 		else
@@ -113,7 +113,7 @@ static void gate_read_locked(struct sock_ep *ep, unsigned i)
 	uint32_t me = ep->super.rank, n = ep->super.nranks, from;
 	const char *why;
 	char who[48];
-	struct bs_hdr h;
+	struct ohc_frame_hdr h;
 	uint8_t *pl = NULL;
 	int fd;
 
@@ -131,7 +131,7 @@ static void gate_read_locked(struct sock_ep *ep, unsigned i)
 	fd = bs_gate_take(&ep->gate, i, NULL);
 	ep->peers[from].in_fd = fd;
 	ep->peers[from].in_seen = 1;
-	bs_rx_init(&ep->peers[from].in_rx, fd);
+	ohc_frame_rx_init(&ep->peers[from].in_rx, &bs_proto, fd);
 	/* Frames may already follow the HELLO. */
 	in_read_locked(&ep->peers[from], n);
 }
@@ -214,7 +214,7 @@ static void out_event_locked(struct sock_peer *p, uint32_t nranks, short ev)
 	if (p->out_state == OUT_CONNECTING) {
 		if (!(ev & (POLLOUT | POLLERR | POLLHUP)))
 			return;
-		if (bs_connect_check(p->out_fd, &err) != OHC_OK) {
+		if (ohc_hs_connect_check(p->out_fd, &err) != OHC_OK) {
 			ohc_bs_sock_out_down_locked(p, DOWN_CONNECT, err);
 			return;
 		}
@@ -242,7 +242,7 @@ static void poll_round_locked(struct sock_ep *ep, uint64_t deadline)
 	n = pollset_locked(ep);
 	ep->polling = 1;
 	pthread_mutex_unlock(&ep->lock);
-	rc = bs_poll(ep->pfd, n, deadline, 1000);
+	rc = ohc_hs_poll(ep->pfd, n, deadline, 1000);
 	pthread_mutex_lock(&ep->lock);
 	ep->polling = 0;
 	for (size_t k = 0; rc > 0 && k < n; k++) {

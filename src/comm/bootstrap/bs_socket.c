@@ -53,10 +53,10 @@ static ohc_status_t self_send_locked(struct sock_ep *ep, uint64_t ctx,
 				     const struct bs_xfer *x)
 {
 	struct sock_peer *p = &ep->peers[ep->super.rank];
-	struct bs_hdr h = {.type = x->type,
-			   .ctx = ctx,
-			   .tag = x->send_tag,
-			   .len = x->send_len};
+	struct ohc_frame_hdr h = {.type = x->type,
+				  .ctx = ctx,
+				  .tag = x->send_tag,
+				  .len = x->send_len};
 	uint8_t *copy = NULL;
 
 	if (x->send_len) {
@@ -98,10 +98,10 @@ static ohc_status_t sock_xfer(struct bs_ep *super, uint64_t ctx,
 		sending = 0;
 	} else if (sending) {
 		struct sock_peer *p = &ep->peers[x->send_to];
-		struct bs_hdr h = {.type = x->type,
-				   .ctx = ctx,
-				   .tag = x->send_tag,
-				   .len = x->send_len};
+		struct ohc_frame_hdr h = {.type = x->type,
+					  .ctx = ctx,
+					  .tag = x->send_tag,
+					  .len = x->send_len};
 
 		if (ohc_bs_sock_ensure_out_locked(ep, x->send_to, x->what)) {
 			x->culprit = x->send_to;
@@ -118,7 +118,7 @@ static ohc_status_t sock_xfer(struct bs_ep *super, uint64_t ctx,
 			status = OHC_ERR_NO_MEMORY;
 			goto out;
 		}
-		bs_tx_init(&stx->tx, &h, x->send_buf);
+		ohc_frame_tx_init(&stx->tx, &bs_proto, &h, x->send_buf);
 		ohc_list_add_tail(&p->txq, &stx->link);
 		ohc_bs_sock_flush_locked(p);
 		ohc_bs_sock_wake_locked(ep);
@@ -198,7 +198,7 @@ out:
 		} else if (stx->tx.off == 0) {
 			ohc_list_del(&stx->link);
 			free(stx);
-		} else if (bs_tx_own(&stx->tx) == OHC_OK) {
+		} else if (ohc_frame_tx_own(&stx->tx) == OHC_OK) {
 			stx->orphan = 1; /* finishes in the background */
 		} else {
 			ohc_bs_sock_out_down_locked(&ep->peers[x->send_to],
@@ -213,7 +213,7 @@ out:
 static void sock_fail(struct bs_ep *super, ohc_status_t why, uint32_t culprit)
 {
 	struct sock_ep *ep = sock_ep_of(super);
-	struct bs_hdr h = {.type = BS_T_ABORT, .len = BS_ABORT_BYTES};
+	struct ohc_frame_hdr h = {.type = BS_T_ABORT, .len = BS_ABORT_BYTES};
 	uint8_t pl[BS_ABORT_BYTES];
 
 	pthread_mutex_lock(&ep->lock);
@@ -222,23 +222,23 @@ static void sock_fail(struct bs_ep *super, ohc_status_t why, uint32_t culprit)
 		return;
 	}
 	ep->broken = why;
-	bs_put32(pl, super->rank);
-	bs_put32(pl + 4, culprit);
-	bs_put32(pl + 8, (uint32_t)(int32_t)why);
+	ohc_be_put32(pl, super->rank);
+	ohc_be_put32(pl + 4, culprit);
+	ohc_be_put32(pl + 8, (uint32_t)(int32_t)why);
 	for (uint32_t r = 0; r < super->nranks; r++) {
 		struct sock_peer *p = &ep->peers[r];
-		struct bs_tx tx;
+		struct ohc_frame_tx tx;
 		int err;
 
 		/* Tell the peer (unless a frame is half written there),
 		 * then cut both directions: it sees ABORT or EOF at once. */
 		if (p->out_state == OUT_OPEN && ohc_list_empty(&p->txq)) {
-			bs_tx_init(&tx, &h, pl);
-			(void)bs_tx_write(p->out_fd, &tx, &err);
+			ohc_frame_tx_init(&tx, &bs_proto, &h, pl);
+			(void)ohc_frame_tx_write(p->out_fd, &tx, &err);
 		}
 		if (p->in_fd >= 0) {
-			bs_tx_init(&tx, &h, pl);
-			(void)bs_tx_write(p->in_fd, &tx, &err);
+			ohc_frame_tx_init(&tx, &bs_proto, &h, pl);
+			(void)ohc_frame_tx_write(p->in_fd, &tx, &err);
 		}
 		if (p->out_fd >= 0)
 			shutdown(p->out_fd, SHUT_RDWR);
@@ -284,8 +284,8 @@ void ohc_bs_sock_free(struct sock_ep *ep, int locks)
 		while (!ohc_list_empty(&p->msgs))
 			msg_free(ohc_list_first(&p->msgs, struct sock_msg,
 						link));
-		bs_rx_reset(&p->out_rx);
-		bs_rx_reset(&p->in_rx);
+		ohc_frame_rx_reset(&p->out_rx);
+		ohc_frame_rx_reset(&p->in_rx);
 		ohc_bs_close_fd(&p->out_fd);
 		ohc_bs_close_fd(&p->in_fd);
 	}
@@ -354,8 +354,8 @@ ohc_status_t ohc_bs_sock_alloc(uint32_t nranks, uint32_t rank, uint64_t token,
 		struct sock_peer *p = &ep->peers[r];
 
 		p->out_fd = p->in_fd = -1;
-		bs_rx_init(&p->out_rx, -1);
-		bs_rx_init(&p->in_rx, -1);
+		ohc_frame_rx_init(&p->out_rx, &bs_proto, -1);
+		ohc_frame_rx_init(&p->in_rx, &bs_proto, -1);
 		ohc_list_init(&p->txq);
 		ohc_list_init(&p->msgs);
 	}

@@ -45,7 +45,7 @@ struct sock_msg {
 
 struct sock_tx {
 	struct ohc_list link; /* peer's txq while queued */
-	struct bs_tx tx;
+	struct ohc_frame_tx tx;
 	int done; /* written, or failed (status) */
 	ohc_status_t status;
 	int orphan; /* nobody waits: freed when done */
@@ -58,7 +58,7 @@ struct sock_peer {
 
 	int out_fd; /* we connected; we write */
 	enum out_state out_state;
-	struct bs_rx out_rx; /* only ABORT frames come back */
+	struct ohc_frame_rx out_rx; /* only ABORT frames come back */
 	struct ohc_list txq; /* struct sock_tx, head in progress */
 	enum down_kind out_down;
 	int out_err;
@@ -66,7 +66,7 @@ struct sock_peer {
 
 	int in_fd;   /* the peer connected; we read */
 	int in_seen; /* its HELLO arrived (in_fd may be closed since) */
-	struct bs_rx in_rx;
+	struct ohc_frame_rx in_rx;
 	struct ohc_list msgs; /* struct sock_msg, arrival order */
 	enum down_kind in_down;
 	int in_err;
@@ -140,8 +140,8 @@ int ohc_bs_sock_ensure_out_locked(struct sock_ep *ep, uint32_t rank,
 /* Input and the poll round (bs_sock_poll.c).                             */
 
 /* Queue a COLL or DATA message from p (takes data). */
-void ohc_bs_sock_queue_msg_locked(struct sock_peer *p, const struct bs_hdr *h,
-				  uint8_t *data);
+void ohc_bs_sock_queue_msg_locked(struct sock_peer *p,
+				  const struct ohc_frame_hdr *h, uint8_t *data);
 /* Poll, or wait for the thread that polls; bounded by deadline. */
 void ohc_bs_sock_progress_locked(struct sock_ep *ep, uint64_t deadline);
 

@@ -16,6 +16,7 @@
 
 #include "transport/shm/shm_ring.h"
 #include "core/tp.h"
+#include "util/frame.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
@@ -121,20 +122,13 @@ static inline struct ohc_shm_ep *ohc_shm_ep_of(struct ohc_ep *ep)
 
 /*
  * The one message each way on a connection of the fd exchange (abstract
- * unix socket); the reply carries the memfd of the replier's segment.
+ * unix socket): a hello (util/hs.h) with the session as its token, from
+ * and to the ranks; CONNECT has no body, REPLY the size of the replier's
+ * segment (u64) and its memfd attached.
  */
-#define OHC_SHM_HELLO_MAGIC 0x4f4843484c4c4f21ull /* "OHCHLLO!" */
+extern const struct ohc_frame_proto ohc_shm_proto;
 enum { OHC_SHM_HELLO_CONNECT = 1, OHC_SHM_HELLO_REPLY = 2 };
-
-struct ohc_shm_hello {
-	uint64_t magic;
-	uint64_t session; /* the token: anything else is refused */
-	uint32_t kind;
-	uint32_t rank;
-	int32_t pid;
-	uint32_t pad;
-	uint64_t seg_bytes; /* reply: size of the attached memfd */
-};
+#define OHC_SHM_REPLY_BYTES 8
 
 /*
  * shm_iface.c. Complete and unlink every posted request of the ep (sends,
@@ -213,15 +207,12 @@ int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent,
 
 /*
  * Checks of what a peer sends at connect time (pure, no logging; fuzzed
- * by test/fuzz/shm_seg.c). A hello of len bytes received: of `kind` and
- * this session? NULL when it is, else why (shm_xchg.c). A peer's segment
+ * by test/fuzz/shm_seg.c; hellos are util/hs.h's). A peer's segment
  * (seg_bytes, mapped at seg): NULL when its header (a copy, in *head_p)
  * is of this version and session, owned by `owner`, of that size, with
  * its directory inside it, and a valid directory entry names `me` as a
  * producer (a copy in *ent_p); else why (shm_seg.c).
  */
-const char *ohc_shm_hello_check(const struct ohc_shm_hello *h, size_t len,
-				uint32_t kind, uint64_t session);
 const char *ohc_shm_seg_find_ring(const void *seg, uint64_t seg_bytes,
 				  uint64_t session, uint32_t owner, uint32_t me,
 				  struct ohc_shm_seg_hdr *head_p,

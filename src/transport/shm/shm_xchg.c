@@ -3,8 +3,8 @@
  * The shm connect-time exchange: every rank listens on an abstract unix
  * socket named after the session and its rank, connects to each peer's,
  * and each side of a pair hands the other its segment's memfd and its
- * doorbell's eventfd (SCM_RIGHTS), after checking the session token (the
- * hello) and the peer's uid (SO_PEERCRED). Strangers are refused and
+ * doorbell's eventfd, after checking the session token (the hello,
+ * util/hs.h) and the peer's uid (SO_PEERCRED). Strangers are refused and
  * logged. The sockets are closed once every peer's segment is mapped
  * (shm_seg.c).
  */
@@ -21,6 +21,7 @@
 
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
+#include "util/hs.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -41,17 +42,6 @@ socklen_t ohc_shm_sockaddr(uint64_t session, uint32_t rank,
 		     "ohc-%016" PRIx64 "-%" PRIu32, session, rank);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 			   (size_t)n);
-}
-
-const char *ohc_shm_hello_check(const struct ohc_shm_hello *h, size_t len,
-				uint32_t kind, uint64_t session)
-{
-	if (len != sizeof(*h) || h->magic != OHC_SHM_HELLO_MAGIC ||
-	    h->kind != kind)
-		return "malformed hello";
-	if (h->session != session)
-		return "wrong session token";
-	return NULL;
 }
 
 /* Per-peer state of the exchange. */
@@ -76,6 +66,24 @@ struct xchg {
 	uid_t uid;
 };
 
+const struct ohc_frame_proto ohc_shm_proto = {
+	.magic = 0x534d, /* "SM" */
+	.version = 1,
+	.type_max = OHC_SHM_HELLO_REPLY,
+};
+
+/* A session with rank `peer` (name: "rank 3"; -1: "a shm connection"). */
+static void xchg_hs(const struct xchg *x, int64_t peer, char name[32],
+		    struct ohc_hs *hs)
+{
+	if (peer < 0)
+		snprintf(name, 32, "a shm connection");
+	else
+		snprintf(name, 32, "rank %u", (uint32_t)peer);
+	ohc_hs_init(hs, &ohc_shm_proto, name, x->sif->session,
+		    OHC_DEADLINE_NEVER);
+}
+
 static struct xpeer *xchg_find(struct xchg *x, uint32_t rank)
 {
 	for (unsigned i = 0; i < x->n; i++)
@@ -98,26 +106,21 @@ static int xchg_cred_ok(struct xchg *x, int fd, pid_t *pid_p)
 
 static ohc_status_t xchg_send_hello(struct xchg *x, struct xpeer *p)
 {
-	struct ohc_shm_hello h = {
-		.magic = OHC_SHM_HELLO_MAGIC,
-		.session = x->sif->session,
-		.kind = OHC_SHM_HELLO_CONNECT,
-		.rank = x->sif->super.rank,
-		.pid = x->sif->pid,
-	};
-	ssize_t r = send(p->out_fd, &h, sizeof(h), MSG_NOSIGNAL);
+	struct ohc_hs_hello m = {.type = OHC_SHM_HELLO_CONNECT,
+				 .from = x->sif->super.rank,
+				 .to = p->ep->super.peer};
+	struct ohc_hs hs;
+	char name[32];
+	ohc_status_t status;
 
-	if (r == (ssize_t)sizeof(h)) {
-		p->out_state = 2;
+	xchg_hs(x, p->ep->super.peer, name, &hs);
+	status = ohc_hs_msg_send(&hs, p->out_fd, &m);
+	if (status == OHC_OK || status == OHC_INPROGRESS) {
+		p->out_state = status == OHC_OK ? 2 : 1;
 		return OHC_OK;
 	}
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		p->out_state = 1;
-		return OHC_OK;
-	}
-	OHC_ERROR(OHC_SS_SHM, "rank %u: shm hello to rank %u failed: %s",
-		  x->sif->super.rank, p->ep->super.peer,
-		  r < 0 ? strerror(errno) : "short write");
+	OHC_ERROR(OHC_SS_SHM, "rank %u: shm hello failed: %s",
+		  x->sif->super.rank, hs.why);
 	return OHC_ERR_SYSCALL;
 }
 
@@ -127,25 +130,26 @@ static ohc_status_t xchg_connect(struct xchg *x, struct xpeer *p)
 	struct sockaddr_un sa;
 	socklen_t salen =
 		ohc_shm_sockaddr(x->sif->session, p->ep->super.peer, &sa);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			0);
+	ohc_status_t status;
+	int fd = -1, err = 0;
 
-	if (fd < 0) {
+	status = ohc_hs_connect_start((struct sockaddr *)&sa, salen,
+				      SOCK_SEQPACKET, &fd, &err);
+	if (status == OHC_ERR_SYSCALL) {
 		OHC_ERROR(OHC_SS_SHM, "rank %u: socket(AF_UNIX) failed: %s",
-			  x->sif->super.rank, strerror(errno));
+			  x->sif->super.rank, strerror(err));
 		return OHC_ERR_SYSCALL;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, salen) == 0) {
+	if (status == OHC_OK) {
 		p->out_fd = fd;
 		return xchg_send_hello(x, p);
 	}
-	if (errno == EINPROGRESS) {
+	if (status == OHC_INPROGRESS) {
 		p->out_fd = fd;
 		p->out_state = 1;
 		return OHC_OK;
 	}
-	close(fd);
-	if (p->reconnects && (errno == ECONNREFUSED || errno == ENOENT)) {
+	if (p->reconnects && (err == ECONNREFUSED || err == ENOENT)) {
 		/* it listened before: its connect is over, ours failed */
 		OHC_ERROR(OHC_SS_SHM,
 			  "rank %u: shm connect to rank %u failed: it stopped "
@@ -153,61 +157,36 @@ static ohc_status_t xchg_connect(struct xchg *x, struct xpeer *p)
 			  x->sif->super.rank, p->ep->super.peer);
 		return OHC_ERR_REMOTE;
 	}
-	if (errno == ECONNREFUSED || errno == ENOENT || errno == EAGAIN ||
-	    errno == EINTR) {
+	if (ohc_hs_connect_retryable(err)) {
 		p->retry_at = ohc_time_ns() + CONNECT_RETRY_MS * 1000000ull;
 		return OHC_OK;
 	}
 	OHC_ERROR(OHC_SS_SHM, "rank %u: connect to rank %u's @%s failed: %s",
 		  x->sif->super.rank, p->ep->super.peer, sa.sun_path + 1,
-		  strerror(errno));
+		  strerror(err));
 	return OHC_ERR_SYSCALL;
 }
 
 /* The peer answered on our connection: take its memfd. */
 static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} cbuf;
-	struct ohc_shm_hello h;
-	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf.buf,
-		.msg_controllen = sizeof(cbuf.buf),
-	};
-	struct cmsghdr *c;
-	int fd = -1, bell_fd = -1, nfds = 0;
+	uint8_t body[OHC_SHM_REPLY_BYTES];
+	struct ohc_hs_hello m = {.type = OHC_SHM_HELLO_REPLY,
+				 .to = x->sif->super.rank,
+				 .body = body,
+				 .len = sizeof(body)};
 	const char *why = NULL;
 	pid_t cred_pid = 0;
-	ssize_t r;
+	struct ohc_hs hs;
+	char name[32];
+	ohc_status_t status;
 
-	r = recvmsg(p->out_fd, &msg, MSG_CMSG_CLOEXEC);
-	if (r < 0 &&
-	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	xchg_hs(x, p->ep->super.peer, name, &hs);
+	status = ohc_hs_msg_recv(&hs, p->out_fd, &m);
+	if (status == OHC_INPROGRESS)
 		return OHC_OK;
-	for (c = CMSG_FIRSTHDR(&msg); r >= 0 && c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0;
-		     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int got;
-
-			memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
-			       sizeof(int));
-			if (nfds == 0)
-				fd = got;
-			else if (nfds == 1)
-				bell_fd = got;
-			else
-				close(got);
-			nfds++;
-		}
-	}
-	if (r == 0 && p->reconnects < RECONNECTS_MAX) {
+	if (status == OHC_ERR_REMOTE && !hs.err &&
+	    p->reconnects < RECONNECTS_MAX) {
 		/*
 		 * Ended with nothing to read and no error: the peer closed
 		 * our connection with our hello read but unanswered, and a
@@ -222,10 +201,6 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 			 "answer; connecting again (%d of %d)",
 			 x->sif->super.rank, p->ep->super.peer,
 			 p->reconnects + 1, RECONNECTS_MAX);
-		if (fd >= 0)
-			close(fd);
-		if (bell_fd >= 0)
-			close(bell_fd);
 		close(p->out_fd);
 		p->out_fd = -1;
 		p->out_state = 0;
@@ -233,35 +208,28 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		p->reconnects++;
 		return OHC_OK;
 	}
-	if (r < 0)
-		why = strerror(errno);
-	else if (r == 0)
-		why = "it closed the connection without answering";
-	else if ((why = ohc_shm_hello_check(&h, (size_t)r, OHC_SHM_HELLO_REPLY,
-					    x->sif->session)))
-		;
-	else if (h.rank != p->ep->super.peer)
+	if (status < 0) {
+		OHC_ERROR(OHC_SS_SHM, "rank %u: shm connect refused: %s",
+			  x->sif->super.rank, hs.why);
+		return OHC_ERR_REMOTE;
+	}
+	if (m.from != p->ep->super.peer)
 		why = "answer from another rank";
-	else if (msg.msg_flags & MSG_CTRUNC)
-		why = "its segment's fds were cut off: this process has no "
-		      "file descriptors left (ulimit -n)";
-	else if (nfds != 2)
+	else if (m.nfds != 2)
 		why = "no segment and doorbell attached";
 	else if (!xchg_cred_ok(x, p->out_fd, &cred_pid))
 		why = "peer runs as another user";
 	if (why) {
-		if (fd >= 0)
-			close(fd);
-		if (bell_fd >= 0)
-			close(bell_fd);
+		for (unsigned i = 0; i < m.nfds; i++)
+			close(m.fds[i]);
 		OHC_ERROR(OHC_SS_SHM,
 			  "rank %u: shm connect to rank %u refused: %s",
 			  x->sif->super.rank, p->ep->super.peer, why);
 		return OHC_ERR_REMOTE;
 	}
-	p->peer_fd = fd;
-	p->peer_bell_fd = bell_fd;
-	p->peer_seg_bytes = h.seg_bytes;
+	p->peer_fd = m.fds[0];
+	p->peer_bell_fd = m.fds[1];
+	p->peer_seg_bytes = ohc_be_get64(body);
 	p->out_state = 3;
 	close(p->out_fd);
 	p->out_fd = -1;
@@ -282,38 +250,28 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 static void xchg_serve(struct xchg *x, unsigned slot)
 {
 	int fd = x->pending[slot];
-	int fds[2] = {x->sif->seg_fd, x->sif->bell_fd};
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} cbuf;
-	struct ohc_shm_hello h, rep;
-	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf.buf,
-		.msg_controllen = sizeof(cbuf.buf),
-	};
-	struct cmsghdr *c;
+	uint8_t body[OHC_SHM_REPLY_BYTES];
+	struct ohc_hs_hello m = {.type = OHC_SHM_HELLO_CONNECT,
+				 .to = x->sif->super.rank};
 	struct xpeer *p = NULL;
 	const char *why = NULL;
 	pid_t cred_pid = 0;
-	ssize_t r;
+	struct ohc_hs hs;
+	char name[32];
+	ohc_status_t status;
 
-	r = recv(fd, &h, sizeof(h), 0);
-	if (r < 0 &&
-	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	xchg_hs(x, -1, name, &hs);
+	status = ohc_hs_msg_recv(&hs, fd, &m);
+	if (status == OHC_INPROGRESS)
 		return;
-	if (r <= 0)
-		why = "closed before saying who it is";
-	else if ((why = ohc_shm_hello_check(&h, (size_t)r,
-					    OHC_SHM_HELLO_CONNECT,
-					    x->sif->session)))
-		;
-	else if (!xchg_cred_ok(x, fd, &cred_pid))
+	if (status < 0) {
+		OHC_WARN(OHC_SS_SHM, "rank %u: refused %s", x->sif->super.rank,
+			 hs.why);
+		goto done;
+	}
+	if (!xchg_cred_ok(x, fd, &cred_pid))
 		why = "runs as another user";
-	else if (!(p = xchg_find(x, h.rank)))
+	else if (!(p = xchg_find(x, m.from)))
 		why = "not a peer of this connect";
 	else if (p->in_done)
 		why = "second hello from the same rank";
@@ -321,8 +279,7 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		OHC_WARN(OHC_SS_SHM,
 			 "rank %u: refused a shm connection (claims rank %d, "
 			 "pid %d): %s",
-			 x->sif->super.rank, r > 0 ? (int)h.rank : -1,
-			 (int)cred_pid, why);
+			 x->sif->super.rank, (int)m.from, (int)cred_pid, why);
 		goto done;
 	}
 
@@ -330,24 +287,20 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		ohc_shm_test_drop_hellos--; /* the fault seam: no word */
 		goto done;
 	}
-	memset(&rep, 0, sizeof(rep));
-	rep.magic = OHC_SHM_HELLO_MAGIC;
-	rep.session = x->sif->session;
-	rep.kind = OHC_SHM_HELLO_REPLY;
-	rep.rank = x->sif->super.rank;
-	rep.pid = x->sif->pid;
-	rep.seg_bytes = x->sif->hdr->seg_bytes;
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(rep)) {
+	ohc_be_put64(body, x->sif->hdr->seg_bytes);
+	m = (struct ohc_hs_hello){.type = OHC_SHM_HELLO_REPLY,
+				  .from = x->sif->super.rank,
+				  .to = p->ep->super.peer,
+				  .body = body,
+				  .len = sizeof(body),
+				  .fds = {x->sif->seg_fd, x->sif->bell_fd},
+				  .nfds = 2};
+	xchg_hs(x, p->ep->super.peer, name, &hs);
+	if (ohc_hs_msg_send(&hs, fd, &m) != OHC_OK) {
 		/* The peer sees EOF and reports us; nothing else to do. */
 		OHC_WARN(OHC_SS_SHM,
-			 "rank %u: sending the shm segment to rank %u failed: "
-			 "%s",
-			 x->sif->super.rank, h.rank, strerror(errno));
+			 "rank %u: sending the shm segment failed: %s",
+			 x->sif->super.rank, hs.why);
 		goto done;
 	}
 	p->in_done = 1;
@@ -355,7 +308,6 @@ done:
 	close(fd);
 	x->pending[slot] = -1;
 }
-
 static void xchg_accept(struct xchg *x)
 {
 	for (;;) {

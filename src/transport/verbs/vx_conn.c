@@ -3,7 +3,8 @@
  * The verbs transport's connections: the setup listener, an ep's
  * resources (QPs, receive ring, staging, MRs), the connect record
  * exchange over one TCP socket per pair (the lower rank connects, the
- * higher answers) that brings the QPs to RTS, and the ep's end: quiesce
+ * higher answers; a hello each way through the handshake service,
+ * util/hs.h) that brings the QPs to RTS, and the ep's end: quiesce
  * and fini. The socket stays open afterwards as the liveness probe
  * (vx_fail.c). See verbs.h for the protocol.
  */
@@ -11,8 +12,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 
 #include "transport/verbs/verbs.h"
 #include "util/compiler.h"
+#include "util/hs.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -184,88 +186,58 @@ static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	return OHC_OK;
 }
 
-/* Read or write exactly len bytes before the deadline. */
-static int sock_io(int fd, void *buf, size_t len, int out, uint64_t deadline)
+/* The setup protocol's frames: one hello each way whose body is the
+ * connect record (native byte order, as the blob), token the session. */
+static const struct ohc_frame_proto vx_proto = {
+	.magic = 0x5658, /* "VX" */
+	.version = VX_VERSION,
+	.type_max = 1,
+};
+#define VX_T_CONN 1
+
+/* The peer's listener address (from its blob; ss may be NULL), and a
+ * name for errors: "rank 5 (10.0.0.2:41234)". */
+static socklen_t peer_addr(const struct ohc_verbs_ep *e,
+			   struct sockaddr_storage *ss, char *name, size_t size)
 {
-	char *p = buf;
-
-	while (len) {
-		struct pollfd pf = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		ssize_t n;
-		int ms = ohc_deadline_left_ms(deadline, 1000);
-
-		if (ms <= 0 && ohc_deadline_passed(deadline)) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		if (poll(&pf, 1, ms) < 0 && errno != EINTR)
-			return -1;
-		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
-			: recv(fd, p, len, MSG_DONTWAIT);
-		if (n == 0) {
-			errno = ECONNRESET;
-			return -1;
-		}
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int sock_connect(const struct vx_blob *b, uint64_t deadline)
-{
-	struct sockaddr_storage ss;
+	const struct vx_blob *b = &e->peer_blob;
+	char ip[INET6_ADDRSTRLEN] = "?";
+	struct sockaddr_storage tmp;
 	socklen_t len;
-	int fd, one = 1;
 
-	memset(&ss, 0, sizeof(ss));
-	ss.ss_family = b->family;
+	if (!ss)
+		ss = &tmp;
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = b->family;
 	if (b->family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
 
 		memcpy(&a->sin_addr, b->addr, 4);
 		a->sin_port = htons(b->tcp_port);
 		len = sizeof(*a);
 	} else {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
 
 		memcpy(&a->sin6_addr, b->addr, 16);
 		a->sin6_port = htons(b->tcp_port);
 		len = sizeof(*a);
 	}
-	for (;;) {
-		struct pollfd pf;
-		int err = 0;
-		socklen_t el = sizeof(err);
+	inet_ntop(b->family, b->addr, ip, sizeof(ip));
+	snprintf(name, size, "rank %u (%s%s%s:%u)", e->super.peer,
+		 b->family == AF_INET6 ? "[" : "", ip,
+		 b->family == AF_INET6 ? "]" : "", b->tcp_port);
+	return len;
+}
 
-		fd = socket(b->family,
-			    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0)
-			return -1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(fd, (struct sockaddr *)&ss, len) == 0)
-			return fd;
-		if (errno == EINPROGRESS) {
-			pf.fd = fd;
-			pf.events = POLLOUT;
-			if (poll(&pf, 1, ohc_deadline_left_ms(deadline, 1000)) >
-				    0 &&
-			    !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) &&
-			    !err)
-				return fd;
-			if (err)
-				errno = err;
-		}
-		close(fd);
-		if (ohc_deadline_passed(deadline))
-			return -1;
-		usleep(10000);
-	}
+/* The hello that carries c from us to rank `to`. */
+static struct ohc_hs_hello conn_hello(const struct ohc_verbs_iface *vi,
+				      uint32_t to, struct vx_conn *c)
+{
+	return (struct ohc_hs_hello){.type = VX_T_CONN,
+				     .from = vi->super.rank,
+				     .to = to,
+				     .body = c,
+				     .len = sizeof(*c)};
 }
 
 ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
@@ -288,6 +260,8 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 	uint32_t rank = iface->rank;
 	unsigned lower = 0, accepted = 0;
 	ohc_status_t status = OHC_OK;
+	char name[80];
+	struct ohc_hs hs;
 	struct vx_conn c;
 	int cqe;
 
@@ -313,49 +287,62 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		lower += ohc_vx_ep(eps[i])->super.peer < rank;
 	for (unsigned i = 0; i < n; i++) {
 		struct ohc_verbs_ep *e = ohc_vx_ep(eps[i]);
+		struct sockaddr_storage ss;
+		struct ohc_hs_hello m;
+		socklen_t len;
 
 		if (e->super.peer < rank)
 			continue;
-		e->sock = sock_connect(&e->peer_blob, deadline);
+		len = peer_addr(e, &ss, name, sizeof(name));
+		ohc_hs_init(&hs, &vx_proto, name, vi->session, deadline);
+		status = ohc_hs_connect(&hs, (struct sockaddr *)&ss, len,
+					SOCK_STREAM, &e->sock);
 		conn_fill(vi, e, &c);
-		if (e->sock < 0 ||
-		    sock_io(e->sock, &c, sizeof(c), 1, deadline)) {
-			OHC_ERROR(OHC_SS_VERBS,
-				  "rank %u: cannot reach rank %u for RDMA "
-				  "connection setup: %s",
-				  rank, e->super.peer, strerror(errno));
-			return errno == ETIMEDOUT ? OHC_ERR_TIMEOUT
-						  : OHC_ERR_ROCE_CONNECT;
+		m = conn_hello(vi, e->super.peer, &c);
+		if (status == OHC_OK)
+			status = ohc_hs_hello_send(&hs, e->sock, &m);
+		if (status < 0) {
+			OHC_ERROR(
+				OHC_SS_VERBS,
+				"rank %u: RDMA connection setup: cannot reach "
+				"%s",
+				rank, hs.why);
+			return status == OHC_ERR_TIMEOUT ? OHC_ERR_TIMEOUT
+							 : OHC_ERR_ROCE_CONNECT;
 		}
 	}
 	/* Lower ranks connect to us: accept, read theirs, answer. */
 	while (accepted < lower) {
-		struct pollfd pf = {.fd = vi->listen_fd, .events = POLLIN};
+		struct ohc_hs_hello m = conn_hello(vi, rank, &c);
 		struct ohc_verbs_ep *e;
-		int fd, one = 1;
+		int fd;
 
-		if (ohc_deadline_passed(deadline)) {
+		ohc_hs_init(&hs, &vx_proto, "a setup connection", vi->session,
+			    deadline);
+		status = ohc_hs_accept(&hs, vi->listen_fd, &fd);
+		if (status == OHC_ERR_TIMEOUT) {
 			OHC_ERROR(OHC_SS_VERBS,
 				  "rank %u: RDMA connection setup timed out: "
 				  "%u of %u lower ranks connected",
 				  rank, accepted, lower);
 			return OHC_ERR_TIMEOUT;
 		}
-		if (poll(&pf, 1, ohc_deadline_left_ms(deadline, 1000)) <= 0)
+		if (status < 0)
 			continue;
-		fd = accept4(vi->listen_fd, NULL, NULL,
-			     SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		/* a peer writes its record as soon as it is connected: a
 		 * connection that says nothing for 2 s is dropped, not
 		 * waited for until the deadline */
-		if (sock_io(fd, &c, sizeof(c), 0,
-			    OHC_MIN(deadline, ohc_deadline_after_ms(2000))) ||
-		    ohc_vx_conn_check(vi, &c) < 0 || c.from >= rank ||
+		hs.deadline = OHC_MIN(deadline, ohc_deadline_after_ms(2000));
+		status = ohc_hs_hello_recv(&hs, fd, &m);
+		if (status < 0 || ohc_vx_conn_check(vi, &c) < 0 ||
+		    c.from != m.from || c.from >= rank ||
 		    !(e = vi->by_peer[c.from]) || e->sock >= 0) {
-			close(fd); /* a stranger or a duplicate */
+			/* a stranger or a duplicate */
+			OHC_DEBUG(OHC_SS_VERBS, "rank %u: dropped %s", rank,
+				  status < 0 ? hs.why
+					     : "a setup connection: "
+					       "not a record for us");
+			close(fd);
 			continue;
 		}
 		e->sock = fd;
@@ -364,27 +351,39 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		if (status < 0)
 			return status;
 		conn_fill(vi, e, &c);
-		if (sock_io(fd, &c, sizeof(c), 1, deadline)) {
+		m = conn_hello(vi, e->super.peer, &c);
+		(void)peer_addr(e, NULL, name, sizeof(name));
+		ohc_hs_name(&hs, name);
+		hs.deadline = deadline;
+		if (ohc_hs_hello_send(&hs, fd, &m) < 0) {
 			OHC_ERROR(OHC_SS_VERBS,
-				  "rank %u: lost rank %u during RDMA "
-				  "connection setup: %s",
-				  rank, e->super.peer, strerror(errno));
+				  "rank %u: RDMA connection setup: lost %s",
+				  rank, hs.why);
 			return OHC_ERR_ROCE_CONNECT;
 		}
 	}
 	/* Higher ranks' answers. */
 	for (unsigned i = 0; i < n; i++) {
 		struct ohc_verbs_ep *e = ohc_vx_ep(eps[i]);
+		struct ohc_hs_hello m = conn_hello(vi, rank, &c);
 
 		if (e->super.peer < rank)
 			continue;
-		if (sock_io(e->sock, &c, sizeof(c), 0, deadline) ||
-		    ohc_vx_conn_check(vi, &c) < 0 || c.from != e->super.peer) {
+		(void)peer_addr(e, NULL, name, sizeof(name));
+		ohc_hs_init(&hs, &vx_proto, name, vi->session, deadline);
+		status = ohc_hs_hello_recv(&hs, e->sock, &m);
+		if (status == OHC_OK &&
+		    (ohc_vx_conn_check(vi, &c) < 0 || c.from != m.from ||
+		     m.from != e->super.peer)) {
+			snprintf(hs.why, sizeof(hs.why),
+				 "%s: a record of another rank or geometry",
+				 name);
+			status = OHC_ERR_INVALID;
+		}
+		if (status < 0) {
 			OHC_ERROR(OHC_SS_VERBS,
-				  "rank %u: no valid RDMA connection reply "
-				  "from rank %u: %s",
-				  rank, e->super.peer,
-				  errno ? strerror(errno) : "bad message");
+				  "rank %u: no valid RDMA connection reply: %s",
+				  rank, hs.why);
 			return OHC_ERR_ROCE_CONNECT;
 		}
 		status = ep_rts(vi, e, &c);
