@@ -472,7 +472,12 @@ def _cell_ratio(st, op, np, b):
     if r is None:
         return "-"
     bad = any(st.get((i, op, np, b), {}).get("failed") for i, _ in SCALING_IMPLS)
-    return "%.2fx%s" % (r, " (check failed)" if bad else "")
+    return "%s%s" % (_fmt_ratio(r), " (check failed)" if bad else "")
+
+
+def _fmt_ratio(r):
+    """A ratio with two decimals, three below 0.1 (not 0.00x)."""
+    return ("%.2fx" if r >= 0.1 else "%.3fx") % r
 
 
 def scaling_tables(meta, st, nps, ops, limits, fails, walls):
@@ -489,8 +494,8 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
         meta.get("cpu", "?"), meta.get("cpus", "?"), meta.get("kernel", "?"), meta.get("host", "?"),
         meta.get("date", "?"), meta.get("openhccl", "?"), meta.get("commit", "?"), meta.get("ompi", "?"),
         meta.get("mpirun", "?")))
-    out.append("fp32 (sum, root 0); %s iterations after %s warm-ups per size; each implementation ran %s times, "
-               "taking turns. A time is the median of the runs (us per call)." % (
+    out.append("fp32 (sum, root 0); %s iterations after %s warm-ups per size; %s rounds, each running both "
+               "implementations in turn. A time is the median of the runs (us per call)." % (
                    meta.get("iters", "?"), meta.get("warmup", "?"), reps))
     if loaded:
         out.append("Loaded: one busy process per online CPU (%s) ran beside the benchmark the whole time." % meta["busy"])
@@ -511,7 +516,7 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
                 continue
             g = math.exp(sum(math.log(r) for r, _ in rs) / len(rs))
             lo = min(rs)
-            cells.append("%.2fx (%.2fx at %s)" % (g, lo[0], size_label(lo[1])))
+            cells.append("%s (%s at %s)" % (_fmt_ratio(g), _fmt_ratio(lo[0]), size_label(lo[1])))
         out.append("| %s | %s |" % (SCALING_OPS.get(op, op), " | ".join(cells)))
 
     if limits:
@@ -567,7 +572,7 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
         bad = sorted((int(n), r, i, why) for (i, o, n, r), why in fails.items() if o == op)
         if bad:
             out.append("")
-            out += ["%s, %s ranks, run %s failed: %s" % (label.get(i, i), n, r, why) for n, r, i, why in bad]
+            out += ["%s, %s ranks, round %s failed: %s" % (label.get(i, i), n, r, why) for n, r, i, why in bad]
     if walls:
         out += ["", "The runs took %s." % ", ".join("%s %.0f s" % (label.get(i, i), w) for i, w in sorted(walls.items()))]
     return out
@@ -638,6 +643,8 @@ def scaling_svg(meta, st, nps, ops):
             out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (x, T, x, B))
             out.append(_svg_text(x, B + 14, size_label(1 << e).replace(" ", ""), size=10))
         out.append(_svg_text((L + R) / 2, B + 30, "bytes", size=10))
+        if not any(scaling_ratio(st, op, np, b) for np in nps for b in sizes):
+            out.append(_svg_text((L + R) / 2, (T + B) / 2, "no ratios: see scaling.md", size=12))
         for j, np in enumerate(nps):
             pts = [(b, scaling_ratio(st, op, np, b)) for b in sizes]
             pts = [(px(b), py(r)) for b, r in pts if r]

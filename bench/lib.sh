@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 # Shell functions the bench scripts share; sourced (bash) by compare.sh,
 # sim_validate.sh and scaling.sh. Defines functions only.
 

@@ -28,7 +28,7 @@
 #   -n  rank counts (2 4 8 16)       -b/-e  sizes, K/M/G suffixes (8, 64M)
 #   -f  size factor, an integer >= 2 (2)
 #   -o  ops (allreduce allgather reduce_scatter broadcast alltoall; also
-#       reduce)                      -r  rounds of both (2)
+#       reduce)                      -r  rounds of both (REPS, 2)
 #   -t  time budget: no run starts after SECONDS (0: none); the tables
 #       say how many runs were left out
 #   -L  loaded: one busy process per online CPU the whole time, stopped
@@ -44,6 +44,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 top=$(dirname "$here")
+# shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 me=scaling.sh
 
@@ -53,7 +54,7 @@ die() { echo "$me: $*" >&2; exit 2; }
 nps="2 4 8 16"
 minb=8 maxb=64M factor=2
 ops="allreduce allgather reduce_scatter broadcast alltoall"
-reps=2 budget=0 loaded=0 bundle="" prepare="" report=""
+reps=${REPS:-2} budget=0 loaded=0 bundle="" prepare="" report=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n | -b | -e | -f | -o | -r | -t | -M | --prepare | --report)
@@ -92,10 +93,14 @@ if [ -n "$report" ]; then
 	exit 0
 fi
 
-int() { [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] || die "$1 '$2' is not an integer >= $3"; }
+int() { # NAME VALUE MIN
+	if ! [[ $2 =~ ^[0-9]+$ ]] || [ "$2" -lt "$3" ]; then
+		die "$1 '$2' is not an integer >= $3"
+	fi
+}
 for np in $nps; do int "rank count" "$np" 1; done
 [ -n "${nps// /}" ] || die "-n: no rank counts"
-int "-r" "$reps" 1
+int "-r (REPS)" "$reps" 1
 int "-t" "$budget" 0
 int "-f" "$factor" 2
 iters=${ITERS:-20} warmup=${WARMUP:-5} run_tmo=${RUN_TIMEOUT:-600}
@@ -107,7 +112,8 @@ int MEMBW_MIB "$membw_mib" 1
 int MEMBW_PASSES "$membw_passes" 1
 minB=$(numfmt --from=iec "$minb" 2>/dev/null) || die "-b: bad size '$minb'"
 maxB=$(numfmt --from=iec "$maxb" 2>/dev/null) || die "-e: bad size '$maxb'"
-[ "$minB" -ge 1 ] && [ "$minB" -le "$maxB" ] || die "sizes: -b $minb is not in 1..-e $maxb"
+[ "$minB" -ge 1 ] || die "-b: sizes start at 1 byte"
+[ "$minB" -le "$maxB" ] || die "sizes: -b $minb is above -e $maxb"
 [ -n "${ops// /}" ] || die "-o: no ops"
 for op in $ops; do
 	case $op in
@@ -152,7 +158,7 @@ prepare() {
 		[ -e "$d/CMakeLists.txt" ]; then
 		die "--prepare: not into $d (a folder of its own, please)"
 	fi
-	rm -rf "$d/bin" "$d/lib64" "$d/bench" "$d/ompi" "$d/PREPARED"
+	rm -rf "${d:?}/bin" "${d:?}/lib64" "${d:?}/bench" "${d:?}/ompi" "${d:?}/PREPARED"
 	mkdir -p "$d/bin" "$d/lib64" "$d/bench"
 	inst=$(mktemp -d)
 	cmake --install "$build" --prefix "$inst" >/dev/null
@@ -313,6 +319,7 @@ fi
 	echo "busy=$busy"
 } >"$out/meta"
 
+# shellcheck disable=SC2086 # the rank counts are words
 threads=$(printf '%s\n' 1 $nps | sort -nu | paste -sd' ')
 echo "== copy limit: ohc_membw_bench -s $membw_mib -p $membw_passes $threads =="
 # shellcheck disable=SC2086 # the thread counts are words
@@ -359,4 +366,9 @@ echo "== $((total - cut)) runs in $(awk -v a="$(now)" -v b="$t_start" 'BEGIN { p
 
 tables "$out" || exit 0
 sed -n '1,/^## /p' "$out/scaling.md" | sed '$d'
+for f in "$out"/fail.*; do
+	[ -e "$f" ] || continue
+	IFS=. read -r _ impl op np rep <<<"${f##*/}"
+	echo "FAILED: $(label "$impl") $op -np $np round $rep: $(cat "$f")"
+done
 echo "tables: $out/scaling.md  plot: $out/scaling.svg  runs: $out/raw/"
