@@ -205,6 +205,7 @@ if [ "$prepared" = 1 ]; then
 	tooldir=$top/bin membw=$top/bin/ohc_membw_bench
 	peer=$top/bin/mpi_coll_ompi
 	bundle=$top/ompi
+	# shellcheck disable=SC1091 # the bundle is made by --prepare
 	# our tools link libmpi (they also run under mpirun): the bundle's
 	# library path (env.sh: lib, and lib/compat where the host lacks
 	# libz or libudev) after ours
