@@ -621,7 +621,10 @@ def scaling_svg(meta, st, nps, ops):
                 yticks.append(t)
                 last = t
     step = max(1, int(math.ceil((x1 - x0) / 8)))
-    xticks = [e for e in range(int(math.ceil(x0)), int(x1) + 1) if e % step == 0 or e == int(math.ceil(x0))]
+    # every step-th power of 2, and the first size where it is a step away
+    xticks = [e for e in range(int(math.ceil(x0)), int(x1) + 1) if e % step == 0]
+    if not xticks or xticks[0] - math.ceil(x0) >= step:
+        xticks.insert(0, int(math.ceil(x0)))
     for k, op in enumerate(ops):
         ox, oy = (k % cols) * pw, top + (k // cols) * ph
         L, R, T, B = ox + ml, ox + pw - mr, oy + mt, oy + ph - mb
