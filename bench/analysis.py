@@ -476,8 +476,10 @@ def _cell_ratio(st, op, np, b):
 
 
 def _fmt_ratio(r):
-    """A ratio with two decimals, three below 0.1 (not 0.00x)."""
-    return ("%.2fx" if r >= 0.1 else "%.3fx") % r
+    """A ratio with two decimals, two significant digits below 0.1 (not
+    0.00x)."""
+    d = 2 if r >= 0.1 or r <= 0 else min(9, 1 - math.floor(math.log10(r)))
+    return "%.*fx" % (d, r)
 
 
 def scaling_tables(meta, st, nps, ops, limits, fails, walls):
