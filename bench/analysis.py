@@ -15,7 +15,9 @@ the scripts printed before for the same files.
 usage: analysis.py COMMAND ARGS...   (analysis.py -h lists the commands)
 The cost model's constants are hccl_simulate's (--constants), never copied
 here: `analysis.py constants SIM` prints them."""
+import glob
 import math
+import os
 import re
 import subprocess
 import sys
@@ -103,6 +105,15 @@ def parse_constants(text):
 # ---------------------------------------------------------------- rows
 
 
+def tool_fields(rec):
+    """The fields of an hccl_test-style row ("bytes | us | algbw | check |
+    busbw", blanks dropped, at least 5), or None for any other line."""
+    if not re.fullmatch(r"[0-9]+ *", rec.split("|")[0]):
+        return None
+    f = rec.replace(" ", "").split("|")
+    return f + [""] * (5 - len(f))
+
+
 def best_rows(paths):
     """hccl_test-style rows ("bytes | us | algbw | check | busbw") of
     several runs: per size, the best time with its busbw, and the check
@@ -117,11 +128,9 @@ def best_rows(paths):
             print("analysis.py: %s: %s" % (p, e.strerror), file=sys.stderr)
             best_rows.missing = True
             continue
-        for rec in recs:
-            if not re.fullmatch(r"[0-9]+ *", rec.split("|")[0]):
+        for f in map(tool_fields, recs):
+            if f is None:
                 continue
-            f = rec.replace(" ", "").split("|")
-            f += [""] * (5 - len(f))
             b = f[0]
             if b not in us:
                 order.append(b)
@@ -382,6 +391,305 @@ def _rev(s):
     return tuple(-c for c in s.encode()) + (1,)
 
 
+# ---------------------------------------------------------------- scaling.sh
+
+SCALING_IMPLS = (("ohc", "OpenHCCL"), ("ompi", "Open MPI"))
+SCALING_OPS = {"allreduce": "AllReduce", "allgather": "AllGather", "reduce_scatter": "ReduceScatter",
+               "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "AlltoAll"}
+SCALING_LARGEST = 3  # the copy-limit table: this many of the largest sizes
+SCALING_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def size_label(b):
+    """8 -> "8 B", 65536 -> "64 KiB"; sizes that are no whole KiB/MiB/GiB
+    stay in bytes."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return "%d %s" % (b >> shift, unit)
+    return "%d B" % b
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def read_meta(path):
+    """key=value lines as a dict ({} without the file)."""
+    return dict(r.split("=", 1) for r in _read_or_none(path) or [] if "=" in r)
+
+
+def run_rows(recs):
+    """{bytes: (us, busbw, check)} of one tool run's output lines."""
+    rows = {}
+    for f in map(tool_fields, recs):
+        if f is not None:
+            rows[int(f[0])] = (num(f[1]), num(f[4]), f[3])
+    return rows
+
+
+def membw_limits(recs):
+    """ohc_membw_bench's lines ("THREADS GBPS PER_THREAD") as {threads:
+    GB/s copied by all of them together}; the best where a count repeats."""
+    out = {}
+    for rec in recs:
+        f = rec.split()
+        if len(f) >= 2 and f[0].isdigit() and is_num(f[1]):
+            out[int(f[0])] = max(out.get(int(f[0]), 0.0), num(f[1]))
+    return out
+
+
+def scaling_stats(runs):
+    """runs: {(impl, op, np): [rows of each run]} (run_rows'). Per key
+    and size: {"us": median time, "lo", "hi": its spread, "busbw": median
+    busbw, "n": runs with the size, "failed": any check failed}."""
+    st = {}
+    for key, rs in runs.items():
+        sizes = sorted({b for r in rs for b in r})
+        for b in sizes:
+            got = [r[b] for r in rs if b in r]
+            us = [g[0] for g in got]
+            m = median(us)
+            # busbw at the median time (busbw x time is the run's bytes)
+            bt = [g[0] * g[1] for g in got if g[0] > 0 and g[1] > 0]
+            bw = max(bt) / m if bt and m > 0 else median([g[1] for g in got])
+            st[key + (b,)] = {"us": m, "lo": min(us), "hi": max(us), "busbw": bw,
+                              "n": len(got), "failed": any(g[2] == "failed" for g in got)}
+    return st
+
+
+def scaling_ratio(st, op, np, b):
+    """Open MPI's median time / OpenHCCL's at one size, or None."""
+    o, p = st.get(("ohc", op, np, b)), st.get(("ompi", op, np, b))
+    if not o or not p or o["us"] <= 0:
+        return None
+    return p["us"] / o["us"]
+
+
+def _cell_ratio(st, op, np, b):
+    r = scaling_ratio(st, op, np, b)
+    if r is None:
+        return "-"
+    bad = any(st.get((i, op, np, b), {}).get("failed") for i, _ in SCALING_IMPLS)
+    return "%s%s" % (_fmt_ratio(r), " (check failed)" if bad else "")
+
+
+def _fmt_ratio(r):
+    """A ratio with two decimals, two significant digits below 0.1 (not
+    0.00x)."""
+    d = 2 if r >= 0.1 or r <= 0 else min(9, 1 - math.floor(math.log10(r)))
+    return "%.*fx" % (d, r)
+
+
+def scaling_tables(meta, st, nps, ops, limits, fails, walls):
+    """scaling.sh's markdown: a summary, then per op the ratio table
+    (rows: sizes, columns: rank counts), the largest sizes' busbw against
+    the copy limit, and the times; each op's failed runs under its
+    tables. fails: {(impl, op, np, rep): why}; walls: {impl: seconds}."""
+    label = dict(SCALING_IMPLS)
+    loaded = meta.get("busy", "0") not in ("", "0")
+    reps = meta.get("reps", "?")
+    title = "# Scaling: OpenHCCL beside Open MPI%s" % (" (loaded: %s busy processes)" % meta["busy"] if loaded else "")
+    out = [title, ""]
+    out.append("%s, %s CPUs, Linux %s; host %s, %s. OpenHCCL %s (%s); Open MPI %s (%s)." % (
+        meta.get("cpu", "?"), meta.get("cpus", "?"), meta.get("kernel", "?"), meta.get("host", "?"),
+        meta.get("date", "?"), meta.get("openhccl", "?"), meta.get("commit", "?"), meta.get("ompi", "?"),
+        meta.get("mpirun", "?")))
+    out.append("fp32 (sum, root 0); %s iterations after %s warm-ups per size; %s rounds, each running both "
+               "implementations in turn. A time is the median of the runs (us per call)." % (
+                   meta.get("iters", "?"), meta.get("warmup", "?"), reps))
+    if loaded:
+        out.append("Loaded: one busy process per online CPU (%s) ran beside the benchmark the whole time." % meta["busy"])
+    if meta.get("cut"):
+        out.append("Not complete: %s." % meta["cut"])
+    out += ["", "Ratios: Open MPI's time / OpenHCCL's, > 1: OpenHCCL faster.", ""]
+
+    # summary: geomean and minimum of each op's ratios per rank count
+    out += ["| op | " + " | ".join("%s ranks: geomean (min at)" % n for n in nps) + " |",
+            "|---|" + "---:|" * len(nps)]
+    for op in ops:
+        cells = []
+        for np in nps:
+            rs = [(scaling_ratio(st, op, np, b), b) for (i, o, n, b) in st if i == "ohc" and o == op and n == np]
+            rs = [(r, b) for r, b in rs if r]
+            if not rs:
+                cells.append("-")
+                continue
+            g = math.exp(sum(math.log(r) for r, _ in rs) / len(rs))
+            lo = min(rs)
+            cells.append("%s (%s at %s)" % (_fmt_ratio(g), _fmt_ratio(lo[0]), size_label(lo[1])))
+        out.append("| %s | %s |" % (SCALING_OPS.get(op, op), " | ".join(cells)))
+
+    if limits:
+        out += ["", "Copy limit (`ohc_membw_bench`: memcpy by N threads at once, each bound to a CPU):", "",
+                "| threads | copied GB/s, all | per thread |", "|---:|---:|---:|"]
+        out += ["| %d | %.2f | %.2f |" % (t, g, g / t) for t, g in sorted(limits.items())]
+
+    for op in ops:
+        name = SCALING_OPS.get(op, op)
+        sizes = sorted({b for (i, o, n, b) in st if o == op})
+        out += ["", "## %s" % name, ""]
+        if not sizes:
+            out.append("No rows.")
+        else:
+            out += ["| bytes | " + " | ".join("%s ranks" % n for n in nps) + " |", "|---:|" + "---:|" * len(nps)]
+            for b in sizes:
+                out.append("| %s | %s |" % (size_label(b), " | ".join(_cell_ratio(st, op, np, b) for np in nps)))
+            big = sizes[-SCALING_LARGEST:]
+            if limits:
+                out += ["", "%s busbw (GB/s) at the largest sizes, and its fraction of the copy limit per rank "
+                        "(N threads' copy GB/s / N):" % name, "",
+                        "| bytes | " + " | ".join("%s ranks" % n for n in nps) + " |", "|---|" + "---:|" * len(nps),
+                        "| copy limit per rank | %s |" % " | ".join(
+                            "%.2f" % (limits[int(n)] / int(n)) if int(n) in limits else "-" for n in nps)]
+                for b in reversed(big):
+                    for impl, lb in SCALING_IMPLS:
+                        cells = []
+                        for np in nps:
+                            s = st.get((impl, op, np, b))
+                            lim = limits.get(int(np))
+                            if not s:
+                                cells.append("-")
+                            elif lim:
+                                cells.append("%.2f (%.2f)" % (s["busbw"], s["busbw"] / (lim / int(np))))
+                            else:
+                                cells.append("%.2f" % s["busbw"])
+                        out.append("| %s %s | %s |" % (size_label(b), lb, " | ".join(cells)))
+            out += ["", "%s times, us (median; min-max over the runs):" % name, "",
+                    "| bytes | " + " | ".join("%s %s" % (n, label[i]) for n in nps for i, _ in SCALING_IMPLS) + " |",
+                    "|---:|" + "---:|" * (len(nps) * len(SCALING_IMPLS))]
+            for b in sizes:
+                cells = []
+                for np in nps:
+                    for impl, _ in SCALING_IMPLS:
+                        s = st.get((impl, op, np, b))
+                        if not s:
+                            cells.append("-")
+                        elif s["n"] > 1:
+                            cells.append("%.2f (%.2f-%.2f)" % (s["us"], s["lo"], s["hi"]))
+                        else:
+                            cells.append("%.2f" % s["us"])
+                out.append("| %s | %s |" % (size_label(b), " | ".join(cells)))
+        bad = sorted((int(n), r, i, why) for (i, o, n, r), why in fails.items() if o == op)
+        if bad:
+            out.append("")
+            out += ["%s, %s ranks, round %s failed: %s" % (label.get(i, i), n, r, why) for n, r, i, why in bad]
+    if walls:
+        out += ["", "The runs took %s." % ", ".join("%s %.0f s" % (label.get(i, i), w) for i, w in sorted(walls.items()))]
+    return out
+
+
+def _svg_text(x, y, s, anchor="middle", size=11, extra=""):
+    esc = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return '<text x="%.1f" y="%.1f" font-size="%d" text-anchor="%s"%s>%s</text>' % (x, y, size, anchor, extra, esc)
+
+
+def scaling_svg(meta, st, nps, ops):
+    """The ratio against the size, one line per rank count, one panel per
+    op, as SVG (no plotting package needed: it is written on machines
+    where nothing is installed). Log axes; the line at 1 is parity."""
+    cols = min(3, max(1, len(ops)))
+    rows = (len(ops) + cols - 1) // cols
+    pw, ph, ml, mr, mt, mb = 380, 260, 52, 12, 26, 40
+    top = 64
+    W, H = cols * pw, top + rows * ph
+    ratios = [r for (i, op, np, b) in st if i == "ohc" for r in [scaling_ratio(st, op, np, b)] if r]
+    lo = min([0.5] + ratios) / 1.15
+    hi = max([2.0] + ratios) * 1.15
+    sizes = sorted({b for (_, _, _, b) in st}) or [1, 2]
+    x0, x1 = math.log2(max(sizes[0], 1)), math.log2(max(sizes[-1], 2))
+    if x1 <= x0:
+        x1 = x0 + 1
+    loaded = meta.get("busy", "0") not in ("", "0")
+    ylo, yhi = math.log10(lo), math.log10(hi)
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif">' % (W, H),
+           '<rect width="%d" height="%d" fill="white"/>' % (W, H),
+           _svg_text(W / 2, 20, "Open MPI time / OpenHCCL time (> 1: OpenHCCL faster)%s; %s, %s CPUs" % (
+               ", loaded (%s busy processes)" % meta["busy"] if loaded else "", meta.get("host", "?"),
+               meta.get("cpus", "?")), size=14)]
+    for k, np in enumerate(nps):  # legend
+        x = 20 + k * 110
+        c = SCALING_COLORS[k % len(SCALING_COLORS)]
+        out.append('<line x1="%d" y1="42" x2="%d" y2="42" stroke="%s" stroke-width="2"/>' % (x, x + 24, c))
+        out.append(_svg_text(x + 30, 46, "%s ranks" % np, anchor="start"))
+    # ticks outward from 1, each at least 16 px from the last one kept
+    per = (ph - mt - mb) / (yhi - ylo)
+    yticks = [1]
+    for side in ((0.5, 0.25, 0.1, 0.03, 0.01, 0.001), (2, 4, 10, 30, 100, 1000)):
+        last = 1
+        for t in side:
+            if lo <= t <= hi and abs(math.log10(t) - math.log10(last)) * per >= 16:
+                yticks.append(t)
+                last = t
+    step = max(1, int(math.ceil((x1 - x0) / 8)))
+    # every step-th power of 2, and the first size where it is a step away
+    xticks = [e for e in range(int(math.ceil(x0)), int(x1) + 1) if e % step == 0]
+    if not xticks or xticks[0] - math.ceil(x0) >= step:
+        xticks.insert(0, int(math.ceil(x0)))
+    for k, op in enumerate(ops):
+        ox, oy = (k % cols) * pw, top + (k // cols) * ph
+        L, R, T, B = ox + ml, ox + pw - mr, oy + mt, oy + ph - mb
+
+        def px(b):
+            return L + (math.log2(b) - x0) / (x1 - x0) * (R - L)
+
+        def py(r):
+            return B - (math.log10(r) - ylo) / (yhi - ylo) * (B - T)
+
+        out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>' % (L, T, R - L, B - T))
+        out.append(_svg_text((L + R) / 2, oy + 16, SCALING_OPS.get(op, op), size=13, extra=' font-weight="bold"'))
+        for t in yticks:
+            out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"%s/>' % (
+                L, py(t), R, py(t), "#444" if t == 1 else "#ddd", "" if t == 1 else ' stroke-dasharray="3,3"'))
+            out.append(_svg_text(L - 4, py(t) + 4, "%g" % t, anchor="end", size=10))
+        for e in xticks:
+            x = L + (e - x0) / (x1 - x0) * (R - L)
+            out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (x, T, x, B))
+            out.append(_svg_text(x, B + 14, size_label(1 << e).replace(" ", ""), size=10))
+        out.append(_svg_text((L + R) / 2, B + 30, "bytes", size=10))
+        if not any(scaling_ratio(st, op, np, b) for np in nps for b in sizes):
+            out.append(_svg_text((L + R) / 2, (T + B) / 2, "no ratios: see scaling.md", size=12))
+        for j, np in enumerate(nps):
+            pts = [(b, scaling_ratio(st, op, np, b)) for b in sizes]
+            pts = [(px(b), py(r)) for b, r in pts if r]
+            if not pts:
+                continue
+            c = SCALING_COLORS[j % len(SCALING_COLORS)]
+            out.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>' % (
+                c, " ".join("%.1f,%.1f" % p for p in pts)))
+            out += ['<circle cx="%.1f" cy="%.1f" r="2" fill="%s"/>' % (x, y, c) for x, y in pts]
+    out.append("</svg>")
+    return out
+
+
+def scaling_load(d):
+    """A scaling.sh output folder: (meta, stats, nps, ops, limits,
+    fails, walls). Runs are DIR/raw/IMPL.OP.NP.REP (the tools' stdout),
+    failures DIR/fail.IMPL.OP.NP.REP, the copy limit DIR/membw, each run's
+    seconds DIR/runs.log ("IMPL OP NP REP STATUS SECONDS")."""
+    meta = read_meta(os.path.join(d, "meta"))
+    runs, fails, walls = {}, {}, {}
+    for p in sorted(glob.glob(os.path.join(d, "raw", "*.*.*.*"))):
+        f = os.path.basename(p).split(".")
+        if len(f) != 4 or not f[3].isdigit():
+            continue
+        runs.setdefault((f[0], f[1], f[2]), []).append(run_rows(lines(p)))
+    for p in glob.glob(os.path.join(d, "fail.*.*.*.*")):
+        f = os.path.basename(p).split(".")
+        if len(f) == 5:
+            fails[tuple(f[1:])] = " ".join(lines(p)).strip()
+    for rec in _read_or_none(os.path.join(d, "runs.log")) or []:
+        f = rec.split()
+        if len(f) == 6 and is_num(f[5]):
+            walls[f[0]] = walls.get(f[0], 0.0) + num(f[5])
+    keys = set(runs) | {k[:3] for k in fails}
+    nps = meta.get("nps", "").split() or sorted({k[2] for k in keys}, key=int)
+    ops = meta.get("ops", "").split() or sorted({k[1] for k in keys})
+    limits = membw_limits(_read_or_none(os.path.join(d, "membw")) or [])
+    return meta, scaling_stats(runs), nps, ops, limits, fails, walls
+
+
 # ---------------------------------------------------------------- CLI
 
 
@@ -411,6 +719,8 @@ def main(argv):
         "table": "OUT OP NP IMPL=LABEL...: compare.sh's markdown table of OP at NP ranks",
         "summary": "OUT MIN_BYTES NPS OPS PEER=LABEL...: compare.sh's summary table",
         "p2p": "OUT: compare.sh -R's point-to-point tables",
+        "scaling": "OUT: scaling.sh's markdown tables from OUT's runs",
+        "scaling-svg": "OUT: scaling.sh's plot (SVG) from OUT's runs",
     }
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
@@ -483,6 +793,11 @@ def main(argv):
         wake = _read_or_none(a[0] + "/p2p.wake")
         cpus = _read_or_none(a[0] + "/cpus")
         out = p2p_tables(dev, lat, _read_or_none(a[0] + "/p2p.bw") or [], wake or None, "\n".join(cpus) if cpus is not None else "?")
+    elif cmd == "scaling":
+        out = scaling_tables(*scaling_load(a[0]))
+    elif cmd == "scaling-svg":
+        meta, st, nps, ops = scaling_load(a[0])[:4]
+        out = scaling_svg(meta, st, nps, ops)
     if out:
         print("\n".join(out))
     return 0

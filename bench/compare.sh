@@ -40,6 +40,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+. bench/lib.sh
 args=("$@")
 nps=2
 minb=""
@@ -150,17 +151,6 @@ if [ "$runs" = 1 ]; then
 	rm -rf "$out"
 	mkdir -p "$out"
 fi
-tool_of() {
-	case $1 in
-	allreduce) echo all_reduce_test ;;
-	allgather) echo all_gather_test ;;
-	reduce_scatter) echo reduce_scatter_test ;;
-	broadcast) echo broadcast_test ;;
-	reduce) echo reduce_test ;;
-	alltoall) echo alltoall_test ;;
-	*) echo "compare.sh: unknown collective $1" >&2; exit 2 ;;
-	esac
-}
 label() {
 	case $1 in
 	ohc) echo OpenHCCL ;; ompi) echo "Open MPI" ;;
@@ -178,7 +168,7 @@ run() {
 	fi
 	case $impl in
 	ohc)
-		timeout 900 "$build/tools/$(tool_of "$op")" -np "$np" -b "$minB" -e "$maxB" \
+		timeout 900 "$build/tools/$(ohc_bench_tool_of "$op")" -np "$np" -b "$minB" -e "$maxB" \
 			-f "$factor" -d fp32 -o sum -n "$iters" -w "$warmup" ;;
 	ompi)
 		timeout 900 mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" \
@@ -211,7 +201,7 @@ run_rxe() {
 	case $impl in
 	ohc)
 		HCCL_INTRA_ROCE_ENABLE=1 timeout "$tmo" \
-			"$build/tools/$(tool_of "$op")" -np "$np" -b "$minB" \
+			"$build/tools/$(ohc_bench_tool_of "$op")" -np "$np" -b "$minB" \
 			-e "$maxB" -f "$factor" -d fp32 -o sum -n "$iters" \
 			-w "$warmup" ;;
 	ompi)
@@ -342,22 +332,6 @@ p2p_table() {
 	$py bench/analysis.py p2p "$out"
 }
 
-# why STATUS ERRFILE: a failed run's exit status and first error lines
-why() {
-	{
-		if [ "$1" = 124 ]; then
-			echo "timed out (exit 124), output stopped after:"
-			tail -n 1 "${2%.err}" 2>/dev/null | cut -c1-60
-		else
-			echo "exit $1:"
-		fi
-		# not the frames of a backtrace
-		grep -vE '^ *[0-9]+ +/|\[0x|^\[[^]]*\] \[ *[0-9]+\]' "$2" |
-			grep -m3 -iE 'error|fail|fatal|not supported|unreachable|what\(\)|abort' |
-			sed 's/^ *//' | cut -c1-200
-	} | paste -sd' '
-}
-
 # -R: a peer that cannot do one 1 KiB AllReduce within 120 s is skipped,
 # its reason repeated under every table (a hang costs minutes in TCG)
 preflight() {
@@ -371,7 +345,7 @@ preflight() {
 		 iters=1 warmup=0 run_rxe "$impl" allreduce 2) \
 			>"$raw" 2>"$err" || st=$?
 		cat "$raw" "$err"
-		[ "$st" = 0 ] || why "$st" "$err" >"$out/skip.$impl"
+		[ "$st" = 0 ] || ohc_bench_why "$st" "$err" "$raw" >"$out/skip.$impl"
 	done
 }
 
@@ -400,7 +374,7 @@ impls="ohc $peers"
 				cat "$err" >&2
 				[ "$st" = 0 ] && continue
 				echo "compare.sh: $(label "$impl") $op -np $np failed" >&2
-				why "$st" "$err" >"$out/fail.$impl.$op.$np"
+				ohc_bench_why "$st" "$err" "$raw" >"$out/fail.$impl.$op.$np"
 			done
 		done
 	done

@@ -63,6 +63,7 @@
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 nps="2 4 8"
 ops="allreduce allgather reduce_scatter broadcast"
 minb=1K
@@ -175,18 +176,6 @@ if [ ! -x "$sim" ] || [ -z "$from" ]; then
 		-DOHC_BUILD_TESTS=OFF >/dev/null
 	cmake --build "$build" -j"$(nproc)" >/dev/null
 fi
-tool_of() {
-	case $1 in
-	allreduce) echo all_reduce_test ;;
-	allgather) echo all_gather_test ;;
-	reduce_scatter) echo reduce_scatter_test ;;
-	broadcast) echo broadcast_test ;;
-	reduce) echo reduce_test ;;
-	alltoall) echo alltoall_test ;;
-	scatter) echo scatter_test ;;
-	*) echo "sim_validate: unknown collective $1" >&2; exit 2 ;;
-	esac
-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 keep=$build/sim-validate
@@ -212,7 +201,7 @@ if [ -z "$from" ]; then
 		for np in $nps; do
 			for op in $ops; do
 				echo "== $op -np $np (run $rep of $reps)" >&2
-				timeout 600 "$build/tools/$(tool_of "$op")" -np "$np" \
+				timeout 600 "$build/tools/$(ohc_bench_tool_of "$op")" -np "$np" \
 					-b "$minB" -e "$maxB" -f "$factor" -d fp32 \
 					-o sum -n "$iters" -w "$warmup" -c 0 \
 					>"$keep/raw.$op.$np.$rep"

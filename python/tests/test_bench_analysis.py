@@ -141,3 +141,74 @@ def test_constants_come_from_hccl_simulate():
     for net in ("self", "shm", "rxe", "roce100"):
         assert t[net + ".alpha_us"] > 0 and t[net + ".beta_us"] > 0 and t[net + ".gamma_us"] > 0
     assert t["share.wake_us"] > 0 and t["share.turn_kb"] > 0
+
+
+def _scaling_fixture(d):
+    """A scaling.sh output folder: 2 and 4 ranks, 2 rounds, 3 sizes of
+    AllReduce; OpenHCCL 10 and 30 us a call (median 20) everywhere; Open
+    MPI 40 us at 2 ranks (2x slower), 10 us at 4 (2x faster), its second
+    4-rank round failed after the first size."""
+    head = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result: | bus_bandwidth(GB/s):\n"
+    raw = d / "raw"
+    raw.mkdir()
+    sizes = (8, 65536, 1 << 20)
+
+    def run(name, us_of, check="success", upto=3):
+        rows = "".join("%-17d | %-14.2f | 0.1 | %-13s | %.5f\n" % (b, us_of(b), check, b / us_of(b) / 1e3)
+                       for b in sizes[:upto])
+        (raw / name).write_text("the minbytes is 8\n" + head + rows)
+
+    for np in (2, 4):
+        run("ohc.allreduce.%d.1" % np, lambda b: 10.0)
+        run("ohc.allreduce.%d.2" % np, lambda b: 30.0, "failed" if np == 4 else "success")
+        mpi = 40.0 if np == 2 else 10.0
+        run("ompi.allreduce.%d.1" % np, lambda b: mpi)
+        run("ompi.allreduce.%d.2" % np, lambda b: mpi, upto=1 if np == 4 else 3)
+    (raw / "ompi.allreduce.4.2.err").write_text("boom\n")
+    (d / "fail.ompi.allreduce.4.2").write_text("exit 1: MPI_Init failed\n")
+    (d / "meta").write_text("nps=2 4\nops=allreduce\nreps=2\niters=20\nwarmup=5\nbusy=2\nhost=h\ncpus=2\n")
+    (d / "membw").write_text("# ohc_membw_bench ...\n1 10.00 10.00\n2 16.00 8.00\n4 20.00 5.00\n")
+    (d / "runs.log").write_text("ohc allreduce 2 1 0 1.5\nompi allreduce 2 1 0 2.5\nompi allreduce 4 2 1 0.5\n")
+
+
+def test_scaling_tables_ratios_copy_limit_times_and_failures(tmp_path):
+    _scaling_fixture(tmp_path)
+    meta, st, nps, ops, limits, fails, walls = an.scaling_load(str(tmp_path))
+    assert (nps, ops, limits) == (["2", "4"], ["allreduce"], {1: 10.0, 2: 16.0, 4: 20.0})
+    assert fails == {("ompi", "allreduce", "4", "2"): "exit 1: MPI_Init failed"}
+    assert walls == {"ohc": 1.5, "ompi": 3.0}
+    s = st["ohc", "allreduce", "4", 1 << 20]
+    assert (s["us"], s["lo"], s["hi"], s["n"], s["failed"]) == (20.0, 10.0, 30.0, 2, True)
+    # busbw at the median time: the rows' busbw x time over the median
+    assert s["busbw"] == pytest.approx((1 << 20) / 20.0 / 1e3, rel=1e-4)
+    md = an.scaling_tables(meta, st, nps, ops, limits, fails, walls)
+    assert md[0] == "# Scaling: OpenHCCL beside Open MPI (loaded: 2 busy processes)"
+    assert "| AllReduce | 2.00x (2.00x at 8 B) | 0.50x (0.50x at 8 B) |" in md
+    i = md.index("## AllReduce")
+    assert md[i + 2:i + 7] == ["| bytes | 2 ranks | 4 ranks |", "|---:|---:|---:|",
+                               "| 8 B | 2.00x | 0.50x (check failed) |",
+                               "| 64 KiB | 2.00x | 0.50x (check failed) |",
+                               "| 1 MiB | 2.00x | 0.50x (check failed) |"]
+    # the copy limit per rank: N threads' GB/s / N; busbw's fraction of it
+    assert "| copy limit per rank | 8.00 | 5.00 |" in md
+    assert "| 1 MiB OpenHCCL | 52.43 (6.55) | 52.43 (10.49) |" in md
+    assert "| 1 MiB Open MPI | 26.21 (3.28) | 104.86 (20.97) |" in md
+    assert "| 8 B | 20.00 (10.00-30.00) | 40.00 (40.00-40.00) | 20.00 (10.00-30.00) | 10.00 (10.00-10.00) |" in md
+    # Open MPI's 4-rank 1 MiB: only its first round has the size
+    assert md[-5] == "| 1 MiB | 20.00 (10.00-30.00) | 40.00 (40.00-40.00) | 20.00 (10.00-30.00) | 10.00 |"
+    assert md[-1] == "The runs took OpenHCCL 2 s, Open MPI 3 s."
+    assert md[-3] == "Open MPI, 4 ranks, round 2 failed: exit 1: MPI_Init failed"
+
+
+def test_scaling_svg_draws_a_line_per_rank_count_and_parity(tmp_path):
+    _scaling_fixture(tmp_path)
+    meta, st, nps, ops = an.scaling_load(str(tmp_path))[:4]
+    svg = an.scaling_svg(meta, st, nps, ops)
+    assert svg[0].startswith("<svg") and svg[-1] == "</svg>"
+    lines = [s for s in svg if s.startswith("<polyline")]
+    assert len(lines) == 2 and all(len(s.split('points="')[1].split()) == 3 for s in lines)
+    # the 2x line lies above parity, the 0.5x line below it (y grows down)
+    ys = [float(s.split('points="')[1].split()[0].split(",")[1]) for s in lines]
+    one = [s for s in svg if s.startswith("<line") and 'stroke="#444"' in s][0]
+    assert ys[0] < float(one.split('y1="')[1].split('"')[0]) < ys[1]
+    assert an.size_label(8) == "8 B" and an.size_label(3 << 20) == "3 MiB" and an.size_label(1536) == "1536 B"
