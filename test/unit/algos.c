@@ -2610,3 +2610,79 @@ Test(algos, scratch_offer_is_taken_only_when_it_fits)
 	ohc_sched_fini(&s);
 	free(mem);
 }
+
+/*
+ * Ranks that take turns on CPUs (cpu_share above 1): ohc_cost_shared
+ * prices a turn per message and per streamed turn, and 1/s of a CPU for
+ * copies and reductions; selection prices the same. With 4 shm ranks
+ * on 2 CPUs (cpu_share 2, this CI machine's case) some AllReduce,
+ * AllGather or Broadcast sizes choose differently from a CPU per rank,
+ * and every choice is no costlier under the shared model than the one a
+ * CPU per rank would make.
+ */
+static const struct ohc_algo *chosen_for(enum ohc_coll_op op, uint64_t count,
+					 double share)
+{
+	static char buf[1 << 24];
+	const struct ohc_algo *al = NULL;
+	struct ohc_sched s;
+	struct ohc_coll_args a = {.op = op,
+				  .count = count,
+				  .esize = 4,
+				  .rank = 1,
+				  .nranks = 4,
+				  .link = OHC_LINK_SHM,
+				  .sbuf = buf,
+				  .rbuf = buf,
+				  .cpu_share = share};
+
+	cr_assert_leq(count * 4 * 4, sizeof(buf));
+	ohc_sched_init(&s);
+	cr_assert_eq(ohc_algo_build(&a, &s, &al), OHC_OK);
+	ohc_sched_fini(&s);
+	return al;
+}
+
+Test(select, cpus_shared)
+{
+	const struct ohc_cost_params *c = ohc_cost_params_get(OHC_LINK_SHM);
+	struct ohc_cost_params one = ohc_cost_shared(c, 1.0, 20, 1 << 19);
+	struct ohc_cost_params two = ohc_cost_shared(c, 2.0, 20, 1 << 19);
+	static const enum ohc_coll_op ops[] = {
+		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER, OHC_COLL_BROADCAST};
+	unsigned differ = 0, sizes = 0;
+
+	cr_expect_eq(memcmp(&one, c, sizeof(one)), 0, "s <= 1: unchanged");
+	cr_expect_float_eq(two.alpha_us, c->alpha_us + 40, 1e-9);
+	cr_expect_float_eq(two.beta_us, c->beta_us * 2 + 40.0 / (1 << 19),
+			   1e-12);
+	cr_expect_float_eq(two.gamma_us, c->gamma_us * 2, 1e-12);
+	cr_expect_float_eq(two.copy_us, c->copy_us * 2, 1e-12);
+	for (unsigned o = 0; o < OHC_ARRAY_SIZE(ops); o++) {
+		for (uint64_t count = 2; count <= (1u << 20); count *= 8) {
+			const struct ohc_algo *own =
+				chosen_for(ops[o], count, 0);
+			const struct ohc_algo *sh =
+				chosen_for(ops[o], count, 2);
+			uint64_t bytes = count * 4 *
+					 (ops[o] == OHC_COLL_ALLGATHER ? 4 : 1);
+
+			sizes++;
+			if (own == sh)
+				continue;
+			differ++;
+			cr_expect_leq(sh->cost(&two, bytes, 4),
+				      own->cost(&two, bytes, 4) * 1.0001,
+				      "%s of %llu bytes: %s chosen, %s is "
+				      "cheaper with CPUs shared",
+				      ohc_coll_op_name(ops[o]),
+				      (unsigned long long)bytes, sh->name,
+				      own->name);
+			printf("%s %llu B: %s, with 2 ranks a CPU %s\n",
+			       ohc_coll_op_name(ops[o]),
+			       (unsigned long long)bytes, own->name, sh->name);
+		}
+	}
+	cr_expect_gt(differ, 0, "no choice of %u changed with CPUs shared",
+		     sizes);
+}
