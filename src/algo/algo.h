@@ -77,13 +77,6 @@ struct ohc_coll_args {
 	int deterministic;	  /* fixed reduction order required */
 	enum ohc_link_class link; /* slowest link class in the comm */
 	/*
-	 * Ranks per CPU on the comm's most crowded host, the same on every
-	 * rank (the comm agrees on it at init); above 1 ranks take turns on
-	 * CPUs and selection prices that (ohc_cost_shared). 0 or 1: a CPU
-	 * per rank.
-	 */
-	double cpu_share;
-	/*
 	 * Hosts: host_of[r] is rank r's host index (0..nhosts-1), the same
 	 * array on every rank; NULL when the comm is on one host. Two-level
 	 * algorithms use it; links inside a host are SHM (or SELF), between

@@ -175,14 +175,8 @@ out:
  */
 static double cost_topo(const struct ohc_coll_args *a, uint64_t bytes)
 {
-	/* the host's ranks take turns on its CPUs in every phase */
-	struct ohc_cost_params in_c = ohc_cost_shared(
-		ohc_cost_params_get(OHC_LINK_SHM), a->cpu_share,
-		ohc_cost_share.wake_us, ohc_cost_share.turn_kb * 1024);
-	struct ohc_cost_params x_c = ohc_cost_shared(
-		ohc_cost_params_get(OHC_LINK_RDMA), a->cpu_share,
-		ohc_cost_share.wake_us, ohc_cost_share.turn_kb * 1024);
-	const struct ohc_cost_params *in = &in_c, *x = &x_c;
+	const struct ohc_cost_params *in = ohc_cost_params_get(OHC_LINK_SHM);
+	const struct ohc_cost_params *x = ohc_cost_params_get(OHC_LINK_RDMA);
 	uint32_t p = per_host(a), H = a->nhosts;
 	double n = (double)bytes, fl, fx;
 

@@ -118,24 +118,6 @@ static struct ohc_cost_net nets[NETS] = {
 const struct ohc_cost_share ohc_cost_share = {.wake_us = 20.0,
 					      .turn_kb = 512.0};
 
-struct ohc_cost_params ohc_cost_shared(const struct ohc_cost_params *c,
-				       double s, double wake_us,
-				       double turn_bytes)
-{
-	struct ohc_cost_params r = *c;
-	double turn = wake_us * s / turn_bytes; /* per byte streamed */
-
-	if (s <= 1.0)
-		return r;
-	r.alpha_us += wake_us * s;
-	r.beta_us = r.beta_us * s + turn;
-	r.zc_beta_us = r.zc_beta_us * s + turn;
-	r.zc_hot_beta_us = r.zc_hot_beta_us * s + turn;
-	r.gamma_us *= s;
-	r.copy_us *= s;
-	return r;
-}
-
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
 
 static void zc_init(void)

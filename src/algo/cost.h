@@ -137,10 +137,10 @@ struct ohc_cost_net {
 const struct ohc_cost_net *ohc_cost_nets(unsigned *n_p);
 
 /*
- * Ranks that take turns on a host's CPUs: a message waits wake_us per
- * sharing rank, a stream pays a turn per turn_kb. Selection prices it
- * with these constants (ohc_coll_args.cpu_share), the simulator with
- * them or its --wake-us / --turn-kb.
+ * Ranks that take turns on a host's CPUs (tools/simulate --cores): a
+ * message waits wake_us per sharing rank, a stream pays a turn per
+ * turn_kb. Only the simulator prices this; selection assumes a CPU per
+ * rank.
  */
 struct ohc_cost_share {
 	double wake_us;
@@ -148,17 +148,5 @@ struct ohc_cost_share {
 };
 
 extern const struct ohc_cost_share ohc_cost_share;
-
-/*
- * c as s ranks per CPU see it (s <= 1: c itself): the library stops
- * spinning (core/wait.c) and ranks take turns on the CPUs, so every
- * message waits about a turn per sharing rank (wake_us x s), a rank
- * copies and reduces at 1/s of a CPU, and a stream of bytes pays a turn
- * for every turn_bytes (a sender runs ahead into the shared ring, then
- * waits for the receiver's turn). Measured: bench/sim_validate.sh.
- */
-struct ohc_cost_params ohc_cost_shared(const struct ohc_cost_params *c,
-				       double s, double wake_us,
-				       double turn_bytes);
 
 #endif

@@ -130,20 +130,10 @@ double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
 	return cost_flat(al, ohc_cost_for_op(c, bytes, &op_c), bytes, nranks);
 }
 
-/*
- * The costs a's selection prices: its link class's, with the CPUs shared
- * where ranks take turns on them (a->cpu_share), in *tmp then.
- */
-static const struct ohc_cost_params *
-selection_costs(const struct ohc_coll_args *a, struct ohc_cost_params *tmp)
+static double selection_cost(const struct ohc_algo *al, uint64_t bytes,
+			     uint32_t nranks, enum ohc_link_class link)
 {
-	const struct ohc_cost_params *c = ohc_cost_params_get(a->link);
-
-	if (a->cpu_share <= 1.0)
-		return c;
-	*tmp = ohc_cost_shared(c, a->cpu_share, ohc_cost_share.wake_us,
-			       ohc_cost_share.turn_kb * 1024);
-	return tmp;
+	return cost_flat(al, ohc_cost_params_get(link), bytes, nranks);
 }
 
 double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
@@ -217,10 +207,8 @@ static uint32_t slices_for(const struct ohc_coll_args *a,
 			sl = OHC_ALGO_MAX_SLICES;
 		return elems && sl > elems ? (uint32_t)elems : sl;
 	}
-	struct ohc_cost_params tmp;
-
-	return ohc_algo_slices(al, selection_costs(a, &tmp), bytes, a->esize,
-			       a->nranks, NULL);
+	return ohc_algo_slices(al, ohc_cost_params_get(a->link), bytes,
+			       a->esize, a->nranks, NULL);
 }
 
 /* Candidates of a->op that accept a, cheapest first (stable). */
@@ -229,8 +217,6 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 {
 	unsigned n = 0, nall;
 	const struct ohc_algo *const *all = ohc_algo_all(&nall);
-	struct ohc_cost_params tmp;
-	const struct ohc_cost_params *cp = selection_costs(a, &tmp);
 
 	for (unsigned i = 0; i < nall; i++) {
 		const struct ohc_algo *al = all[i];
@@ -240,9 +226,12 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 			continue;
 		c[n].algo = al;
 		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
-					: cost_flat(al, cp, bytes, a->nranks);
+					: selection_cost(al, bytes, a->nranks,
+							 a->link);
 		/* OPENHCCL_PIPELINE_SLICES: priced as it will be built */
 		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1) {
+			const struct ohc_cost_params *cp =
+				ohc_cost_params_get(a->link);
 			uint32_t sl = slices_for(a, al, bytes);
 
 			c[n].us =
@@ -345,12 +334,11 @@ static void log_choice(const struct ohc_coll_args *a, uint64_t bytes,
 		snprintf(sl, sizeof(sl), " in %u slice%s", slices,
 			 slices == 1 ? "" : "s");
 	OHC_INFO(OHC_SS_ALGO,
-		 "rank %u: %s of %llu bytes on %u ranks over %s%s: "
+		 "rank %u: %s of %llu bytes on %u ranks over %s: "
 		 "%s%s (%s%s)",
 		 a->rank, ohc_coll_op_name(a->op), (unsigned long long)bytes,
-		 a->nranks, ohc_link_class_name(a->link),
-		 a->cpu_share > 1.0 ? ", CPUs shared" : "",
-		 c[chosen].algo->name, sl, tail, note ? note : "");
+		 a->nranks, ohc_link_class_name(a->link), c[chosen].algo->name,
+		 sl, tail, note ? note : "");
 }
 
 ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,

@@ -97,46 +97,6 @@ static ohc_status_t comm_map_hosts(struct ohc_comm *comm)
 	return OHC_OK;
 }
 
-/*
- * Ranks per CPU on the most crowded host, agreed: every rank gives its
- * host's online CPUs (an allgather, which also waits for every rank),
- * and every rank computes the same maximum of local ranks / CPUs over
- * the hosts, so selection (ohc_coll_args.cpu_share) prices the same
- * sharing everywhere and picks the same algorithm.
- */
-static ohc_status_t comm_agree_cpu_share(struct ohc_comm *comm)
-{
-	uint32_t n = comm->nranks, nh = comm->host_of ? comm->nhosts : 1;
-	uint32_t *cpus = calloc(n, sizeof(*cpus));
-	uint32_t *ranks = calloc(nh, sizeof(*ranks));
-	uint32_t *least = calloc(nh, sizeof(*least));
-	long mine = sysconf(_SC_NPROCESSORS_ONLN);
-	ohc_status_t status = OHC_ERR_NO_MEMORY;
-
-	if (cpus && ranks && least) {
-		cpus[comm->rank] = mine > 0 ? (uint32_t)mine : 1;
-		status = ohc_bootstrap_allgather(comm->bs, cpus, sizeof(*cpus));
-	}
-	comm->cpu_share = 0;
-	for (uint32_t r = 0; status == OHC_OK && r < n; r++) {
-		uint32_t h = comm->host_of ? comm->host_of[r] : 0;
-
-		ranks[h]++;
-		if (cpus[r] && (!least[h] || cpus[r] < least[h]))
-			least[h] = cpus[r];
-	}
-	for (uint32_t h = 0; status == OHC_OK && h < nh; h++) {
-		double s = (double)ranks[h] / (least[h] ? least[h] : 1);
-
-		if (s > comm->cpu_share)
-			comm->cpu_share = s;
-	}
-	free(cpus);
-	free(ranks);
-	free(least);
-	return status;
-}
-
 ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 			     const struct ohc_comm_cfg *cfg,
 			     const char *default_name, int device,
@@ -193,9 +153,8 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	status = comm_map_hosts(comm);
 	if (status < 0)
 		goto err_free;
-	/* Everyone connected before anyone sends data (an allgather
-	 * waits for every rank, as a barrier would). */
-	status = comm_agree_cpu_share(comm);
+	/* Everyone connected before anyone sends data. */
+	status = ohc_bootstrap_barrier(bs);
 	if (status < 0)
 		goto err_free;
 

@@ -75,7 +75,6 @@ struct ohc_comm {
 	uint32_t nhosts;
 	uint64_t spin_ns;   /* idle polling before sleeping */
 	bool yield_first;   /* more local ranks than CPUs (ohc_wait_...) */
-	double cpu_share;   /* ranks per CPU, most crowded host (agreed) */
 	uint64_t session;   /* transports' session token */
 	uint8_t *on_backup; /* per rank: NIC switched; NULL: none */
 

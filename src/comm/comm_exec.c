@@ -476,7 +476,6 @@ struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 	op->args.deterministic =
 		__atomic_load_n(&comm->cfg.deterministic, __ATOMIC_ACQUIRE);
 	op->args.link = comm->link_class;
-	op->args.cpu_share = comm->cpu_share;
 	op->args.algo_override = comm->cfg.algo;
 	op->args.pipeline_slices = (uint32_t)ohc_env()->pipeline_slices;
 	op->task.run = op_task_run;

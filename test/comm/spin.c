@@ -8,14 +8,11 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
-#include "comm/comm.h"
 #include "core/wait.h"
 #include "helpers/ohc_test.h"
 
@@ -50,53 +47,4 @@ Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 	aclFinalize();
 	cr_expect_gt(ohc_wait_yield_regimes(), 0,
 		     "two ranks on one CPU never switched to yielding");
-}
-
-/*
- * Ranks per CPU, agreed at init (comm.c): one more thread rank than this
- * host has CPUs gives every rank's communicator the same share above 1,
- * which selection prices (ohc_coll_args.cpu_share); two ranks where
- * there are at least two CPUs, none.
- */
-static void init_all_share(int n, double *share)
-{
-	int32_t *devs = calloc((size_t)n, sizeof(*devs));
-	HcclComm *c = calloc((size_t)n, sizeof(*c));
-	char count[16];
-
-	cr_assert(devs && c);
-	snprintf(count, sizeof(count), "%d", n);
-	setenv("OPENHCCL_DEVICE_COUNT", count, 1);
-	for (int i = 0; i < n; i++)
-		devs[i] = i;
-	cr_assert_eq(aclInit(NULL), 0);
-	cr_assert_eq(HcclCommInitAll((uint32_t)n, devs, c), HCCL_SUCCESS);
-	for (int i = 0; i < n; i++) {
-		share[i] = ohc_comm_lookup(c[i])->cpu_share;
-		cr_assert_eq(HcclCommDestroy(c[i]), HCCL_SUCCESS);
-	}
-	aclFinalize();
-	free(devs);
-	free(c);
-}
-
-Test(spin, cpu_share_agreed, .timeout = 120)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = (int)cpus + 1;
-	double *share;
-
-	cr_assert_gt(cpus, 0);
-	share = calloc((size_t)n, sizeof(*share));
-	cr_assert(share);
-	init_all_share(n, share);
-	for (int i = 0; i < n; i++)
-		cr_expect_float_eq(share[i], (double)n / (double)cpus, 1e-9,
-				   "rank %d: %f ranks a CPU", i, share[i]);
-	if (cpus >= 2) {
-		init_all_share(2, share);
-		cr_expect_leq(share[0], 1.0, "2 ranks on %ld CPUs: %f", cpus,
-			      share[0]);
-	}
-	free(share);
 }

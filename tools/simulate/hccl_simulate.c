@@ -165,16 +165,32 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
 }
 
 /*
- * Ranks that share a host's CPUs (--cores): s = ranks per host / cores,
- * priced by ohc_cost_shared as the library's selection prices them.
+ * Ranks that share a host's CPUs (--cores): with s = ranks per host /
+ * cores above 1, the library stops spinning (core/wait.c) and ranks take
+ * turns on the CPUs. Every message then waits about a scheduler turn
+ * per sharing rank (wake_us x s), a rank copies and reduces at 1/s of a
+ * CPU, and a stream of bytes pays a turn for every turn_bytes (a sender
+ * runs ahead into the shared ring, then waits for the receiver's turn).
+ * The constants are measured (bench/sim_validate.sh); the library's own
+ * selection prices a CPU per rank, the case it is tuned for.
  */
 static struct ohc_cost_params share_cpus(const struct opts *o,
 					 const struct ohc_cost_params *base,
 					 uint32_t per_host)
 {
+	struct ohc_cost_params c = *base;
 	double s = o->cores ? (double)per_host / o->cores : 0;
 
-	return ohc_cost_shared(base, s, o->wake_us, o->turn_bytes);
+	if (s <= 1.0)
+		return c;
+	c.alpha_us += o->wake_us * s;
+	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
+	c.zc_beta_us = c.zc_beta_us * s + o->wake_us * s / o->turn_bytes;
+	c.zc_hot_beta_us =
+		c.zc_hot_beta_us * s + o->wake_us * s / o->turn_bytes;
+	c.gamma_us *= s;
+	c.copy_us *= s;
+	return c;
 }
 
 /*
