@@ -309,6 +309,8 @@ static void set_sleep(struct ohc_waiter *w, int ms, uint32_t busy)
 	}
 	if (!ready) {
 		for (unsigned i = 0; i < w->nifaces; i++) {
+			if (!nfds[i]) /* not busy: fds[i] was never set */
+				continue;
 			memcpy(set_fds + at, fds[i], nfds[i] * sizeof(*set_fds));
 			at += nfds[i];
 		}
