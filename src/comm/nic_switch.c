@@ -344,6 +344,9 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 						   : comm->on_backup[me],
 				    &iface, &addrs[me]);
 	status = ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
+	if (status < 0 && addrs[me].status < 0)
+		status = addrs[me].status; /* ours says more than the
+					    * exchange a peer gave up on */
 	for (uint32_t r = 0; status == OHC_OK && r < comm->nranks; r++) {
 		if (addrs[r].status >= 0)
 			continue;
@@ -362,6 +365,14 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 	memset(addrs, 0, comm->nranks * sizeof(*addrs));
 	addrs[me].status = res;
 	status = ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
+	/*
+	 * Our own connect failed (timed out, say) and a peer gave up on this
+	 * exchange meanwhile (its bootstrap timeout runs as long as our
+	 * connect's deadline): report our failure, the cause, not the
+	 * exchange's (seen in CI: REMOTE instead of TIMEOUT on 2 of 4 ranks).
+	 */
+	if (status < 0 && res < 0)
+		status = res;
 	for (uint32_t r = 0; status == OHC_OK && r < comm->nranks; r++) {
 		if (addrs[r].status >= 0)
 			continue;
