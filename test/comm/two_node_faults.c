@@ -323,8 +323,9 @@ static int flap_rank(int local, int nlocal, void *arg)
 		free(capture_end(&cap, rank));
 		OHC_RANK_FAIL("rank %d: init failed", rank);
 	}
-	for (it = 0; !t0 || ohc_test_now_s() - t0 < FLAP_S + 8; it++) {
+	for (it = 0;; it++) {
 		HcclResult r;
+		int32_t stop;
 
 		if (it == TRIGGER_IT) {
 			t0 = ohc_test_now_s();
@@ -338,6 +339,13 @@ static int flap_rank(int local, int nlocal, void *arg)
 		r = ohc_test_ring_round(comm, rank, NR, COUNT * 4 + 3);
 		if (r == HCCL_SUCCESS && rdv)
 			r = dev_allreduce(comm, rank, dev);
+		/* every rank stops after the same iteration: the first whose
+		 * time is up says so (each rank's own clock alone let one
+		 * destroy its communicator while a peer began one more) */
+		stop = t0 && ohc_test_now_s() - t0 >= FLAP_S + 8;
+		if (r == HCCL_SUCCESS)
+			r = HcclAllReduce(&stop, &stop, 1, HCCL_DATA_TYPE_INT32,
+					  HCCL_REDUCE_MAX, comm, NULL);
 		if (r != HCCL_SUCCESS) {
 			fprintf(stderr,
 				"rank %d: iteration %d failed (%d) %.2f s "
@@ -346,13 +354,16 @@ static int flap_rank(int local, int nlocal, void *arg)
 			bad = 1;
 			break;
 		}
+		if (stop)
+			break;
 	}
 	fprintf(stderr,
 		"rank %d: %d iterations, the last %.1f s after the "
 		"flap began\n",
 		rank, it, ohc_test_now_s() - t0);
 	HcclCommDestroy(comm);
-	aclrtFree(dev);
+	if (dev)
+		aclrtFree(dev);
 	if (rank == LINK_RANK && link_up()) {
 		fprintf(stderr, "rank %d: link or GID not back\n", rank);
 		bad = 1;
