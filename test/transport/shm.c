@@ -990,7 +990,7 @@ static int corrupt_rank(int rank, int nranks, void *arg)
 		rec->msg_len = sizeof(buf);
 		ohc_shm_rec_stamp(rec, sep->tx_tail);
 		sep->tx_tail += OHC_SHM_REC_HDR;
-		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
+		ohc_bell_ring(&sep->peer_bell->b, sep->peer_bell_fd, true);
 	} else {
 		tp_req_recv(&r, buf, sizeof(buf), 0);
 		CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");
@@ -1041,7 +1041,7 @@ static int odd_fragment_rank(int rank, int nranks, void *arg)
 			ohc_shm_rec_stamp(rec, sep->tx_tail);
 			sep->tx_tail += ohc_shm_rec_bytes(rec->frag_len);
 		}
-		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
+		ohc_bell_ring(&sep->peer_bell->b, sep->peer_bell_fd, true);
 	} else {
 		tp_req_recv(&r, buf, sizeof(buf), 0);
 		CHECK(c->ops->ep_recv(c->eps[0], &r) == OHC_OK, "recv");

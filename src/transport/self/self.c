@@ -13,19 +13,18 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "transport/process.h"
 #include "core/tp.h"
+#include "transport/bell.h"
+#include "transport/process.h"
 #include "util/compiler.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -55,11 +54,9 @@ struct self_box {
 	pthread_mutex_t lock; /* protects src[] and closed */
 	int closed;	      /* the owner closed its iface */
 	int aborted;	      /* the owner's communicator failed (< 0) */
-	/* the owner's doorbell (private futex: one process), and the
-	 * eventfd it sleeps on in the waiter's wait set (sleeping says
-	 * which: BELL_FUTEX or BELL_FD) */
-	_Atomic uint32_t seq;
-	_Atomic uint32_t sleeping;
+	/* the owner's doorbell (a private futex: one process), and the
+	 * eventfd it sleeps on in the waiter's wait set */
+	struct ohc_bell bell;
 	int bell_fd;
 	atomic_int wake_pending;
 	_Atomic uint32_t tx_done; /* the owner's sends completed by others */
@@ -70,8 +67,6 @@ struct self_box {
 	struct ohc_list reg_link; /* in box_registry, under registry_lock */
 	struct self_src src[];	  /* [nranks], indexed by sender rank */
 };
-
-enum { BELL_AWAKE, BELL_FUTEX, BELL_FD };
 
 struct self_iface {
 	struct ohc_iface super;
@@ -126,18 +121,7 @@ static void box_put(struct self_box *box)
 /* Ring the owner's doorbell after publishing something for it. */
 static void box_ring(struct self_box *box)
 {
-	uint32_t mode;
-
-	atomic_thread_fence(memory_order_seq_cst);
-	mode = atomic_load_explicit(&box->sleeping, memory_order_relaxed);
-	if (mode == BELL_AWAKE)
-		return;
-	atomic_fetch_add_explicit(&box->seq, 1, memory_order_seq_cst);
-	if (mode == BELL_FD)
-		(void)!eventfd_write(box->bell_fd, 1);
-	else
-		syscall(SYS_futex, (uint32_t *)&box->seq, FUTEX_WAKE_PRIVATE,
-			INT_MAX, NULL, NULL, 0);
+	ohc_bell_ring(&box->bell, box->bell_fd, false);
 }
 
 /* Complete a send on behalf of its poster (the caller holds box lock). */
@@ -582,14 +566,13 @@ static int self_ep_ready(struct self_ep *sep, struct self_box *box)
 }
 
 /* About to sleep (mode: how to be woken): whether something is ready. */
-static int self_sleep_begin(struct self_iface *si, uint32_t mode)
+static int self_sleep_begin(struct self_iface *si, enum ohc_bell_mode mode)
 {
 	struct self_box *box = si->box;
 	struct ohc_list *pos;
 	int ready = 0;
 
-	atomic_store_explicit(&box->sleeping, mode, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
+	ohc_bell_arm(&box->bell, mode);
 	if (atomic_exchange_explicit(&box->wake_pending, 0,
 				     memory_order_acquire) ||
 	    atomic_load_explicit(&box->tx_done, memory_order_acquire) !=
@@ -614,40 +597,24 @@ static unsigned self_iface_wait_arm(struct ohc_iface *iface,
 	si->bell_pfd.events = POLLIN;
 	si->bell_pfd.revents = 0;
 	*fds_p = &si->bell_pfd;
-	return self_sleep_begin(si, BELL_FD) ? 0 : 1;
+	return self_sleep_begin(si, OHC_BELL_FD) ? 0 : 1;
 }
 
 static void self_iface_wait_disarm(struct ohc_iface *iface)
 {
 	struct self_box *box = self_iface(iface)->box;
-	eventfd_t v;
 
-	atomic_store_explicit(&box->sleeping, BELL_AWAKE,
-			      memory_order_relaxed);
-	(void)!eventfd_read(box->bell_fd, &v);
+	ohc_bell_disarm(&box->bell, box->bell_fd);
 }
 
 static ohc_status_t self_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct self_iface *si = self_iface(iface);
-	struct self_box *box = si->box;
-	struct timespec ts, *tsp = NULL;
-	uint32_t seq;
-	int ready;
+	uint32_t seq = ohc_bell_seq(&si->box->bell);
 
-	seq = atomic_load_explicit(&box->seq, memory_order_acquire);
-	ready = self_sleep_begin(si, BELL_FUTEX);
-	if (!ready && timeout_ms != 0) {
-		if (timeout_ms > 0) {
-			ts.tv_sec = timeout_ms / 1000;
-			ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-			tsp = &ts;
-		}
-		syscall(SYS_futex, (uint32_t *)&box->seq, FUTEX_WAIT_PRIVATE,
-			seq, tsp, NULL, 0);
-	}
-	atomic_store_explicit(&box->sleeping, BELL_AWAKE,
-			      memory_order_relaxed);
+	if (!self_sleep_begin(si, OHC_BELL_FUTEX))
+		ohc_bell_sleep(&si->box->bell, seq, timeout_ms, false);
+	ohc_bell_disarm(&si->box->bell, -1);
 	return OHC_OK;
 }
 

@@ -245,11 +245,4 @@ ohc_status_t ohc_shm_ep_mem_map(struct ohc_ep *ep,
 				const struct ohc_mem_desc *desc, void **addr_p);
 void ohc_shm_ep_mem_unmap(struct ohc_ep *ep, void *addr, size_t len);
 
-/*
- * Ring someone's doorbell after publishing something for them: a full
- * fence orders our publication before the read of `sleeping`, matching
- * the fence the sleeper runs between setting it and re-checking.
- */
-void ohc_shm_bell_ring(struct ohc_shm_bell *bell, int fd);
-
 #endif

@@ -14,12 +14,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,27 +61,6 @@ static uint64_t fnv1a(const char *s)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-static long futex(_Atomic uint32_t *word, int op, uint32_t val,
-		  const struct timespec *ts)
-{
-	return syscall(SYS_futex, (uint32_t *)word, op, val, ts, NULL, 0);
-}
-
-void ohc_shm_bell_ring(struct ohc_shm_bell *bell, int fd)
-{
-	uint32_t mode;
-
-	atomic_thread_fence(memory_order_seq_cst);
-	mode = atomic_load_explicit(&bell->sleeping, memory_order_relaxed);
-	if (mode == OHC_SHM_BELL_AWAKE)
-		return;
-	atomic_fetch_add_explicit(&bell->seq, 1, memory_order_seq_cst);
-	if (mode == OHC_SHM_BELL_FD && fd >= 0)
-		(void)!eventfd_write(fd, 1);
-	else
-		futex(&bell->seq, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* Complete and unlink every request of a list. */
@@ -348,7 +325,7 @@ static void shm_ep_cancel(struct ohc_ep *ep, ohc_status_t status)
 		if (sep->tx)
 			ohc_shm_ring_prod_fail(sep->tx, OHC_ERR_REMOTE);
 		ohc_shm_ring_cons_fail(sep->rx, OHC_ERR_REMOTE);
-		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
+		ohc_bell_ring(&sep->peer_bell->b, sep->peer_bell_fd, true);
 	}
 }
 
@@ -432,7 +409,7 @@ static unsigned shm_ep_progress(struct ohc_shm_ep *sep)
 		rx = ohc_shm_pull(sep);
 	/* Data for the consumer, or space/acks for the producer. */
 	if (tx || rx)
-		ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
+		ohc_bell_ring(&sep->peer_bell->b, sep->peer_bell_fd, true);
 	return tx + rx;
 }
 
@@ -506,14 +483,12 @@ static int shm_ep_ready(struct ohc_shm_ep *sep)
  * (a ringer that published before it saw the mode did not ring). Whether
  * something is ready now.
  */
-static int shm_sleep_begin(struct ohc_shm_iface *sif, uint32_t mode)
+static int shm_sleep_begin(struct ohc_shm_iface *sif, enum ohc_bell_mode mode)
 {
-	struct ohc_shm_bell *bell = &sif->hdr->bell;
 	struct ohc_list *pos;
 	int ready = 0;
 
-	atomic_store_explicit(&bell->sleeping, mode, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
+	ohc_bell_arm(&sif->hdr->bell.b, mode);
 	if (atomic_exchange_explicit(&sif->wake_pending, 0,
 				     memory_order_acquire))
 		ready = 1;
@@ -536,42 +511,25 @@ static unsigned shm_iface_wait_arm(struct ohc_iface *iface,
 	sif->bell_pfd.events = POLLIN;
 	sif->bell_pfd.revents = 0;
 	*fds_p = &sif->bell_pfd;
-	return shm_sleep_begin(sif, OHC_SHM_BELL_FD) ? 0 : 1;
+	return shm_sleep_begin(sif, OHC_BELL_FD) ? 0 : 1;
 }
 
 static void shm_iface_wait_disarm(struct ohc_iface *iface)
 {
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
-	eventfd_t v;
 
-	atomic_store_explicit(&sif->hdr->bell.sleeping, OHC_SHM_BELL_AWAKE,
-			      memory_order_relaxed);
-	/* what rang (now or since the last sleep) is taken: a ring that
-	 * comes later wakes the next sleep at once, spuriously */
-	(void)!eventfd_read(sif->bell_fd, &v);
+	ohc_bell_disarm(&sif->hdr->bell.b, sif->bell_fd);
 }
 
 static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
-	struct ohc_shm_bell *bell = &sif->hdr->bell;
-	struct timespec ts, *tsp = NULL;
-	uint32_t seq;
-	int ready;
+	struct ohc_bell *bell = &sif->hdr->bell.b;
+	uint32_t seq = ohc_bell_seq(bell);
 
-	seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
-	ready = shm_sleep_begin(sif, OHC_SHM_BELL_FUTEX);
-	if (!ready && timeout_ms != 0) {
-		if (timeout_ms > 0) {
-			ts.tv_sec = timeout_ms / 1000;
-			ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-			tsp = &ts;
-		}
-		/* EAGAIN (rung meanwhile), EINTR, ETIMEDOUT: all fine. */
-		futex(&bell->seq, FUTEX_WAIT, seq, tsp);
-	}
-	atomic_store_explicit(&bell->sleeping, OHC_SHM_BELL_AWAKE,
-			      memory_order_relaxed);
+	if (!shm_sleep_begin(sif, OHC_BELL_FUTEX))
+		ohc_bell_sleep(bell, seq, timeout_ms, true);
+	ohc_bell_disarm(bell, -1);
 	return OHC_OK;
 }
 
@@ -580,7 +538,7 @@ static void shm_iface_wake(struct ohc_iface *iface)
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
 
 	atomic_store_explicit(&sif->wake_pending, 1, memory_order_release);
-	ohc_shm_bell_ring(&sif->hdr->bell, sif->bell_fd);
+	ohc_bell_ring(&sif->hdr->bell.b, sif->bell_fd, true);
 }
 
 static int pid_gone(struct ohc_shm_ep *sep)
@@ -611,7 +569,8 @@ static void shm_iface_abort(struct ohc_iface *iface, ohc_status_t reason)
 			ohc_container_of(pos, struct ohc_shm_ep, link);
 
 		if (sep->peer_bell)
-			ohc_shm_bell_ring(sep->peer_bell, sep->peer_bell_fd);
+			ohc_bell_ring(&sep->peer_bell->b, sep->peer_bell_fd,
+				      true);
 	}
 }
 

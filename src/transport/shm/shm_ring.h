@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "core/req.h"
+#include "transport/bell.h"
 #include "util/compiler.h"
 
 #define OHC_SHM_MAGIC 0x4f48435348534547ull /* "OHCSHSEG" */
@@ -50,22 +51,10 @@
 #define OHC_SHM_REC_HDR 64u /* bytes of a record header */
 #define OHC_SHM_REC_ALIGN 64u
 
-/*
- * A rank's doorbell: one futex word and a "sleeping" flag. The owner sets
- * sleeping before it re-checks its rings and sleeps; anyone who published
- * something for the owner (data, free space, a wake) reads sleeping after
- * a full fence and, if set, bumps seq and wakes the owner: a FUTEX_WAKE
- * on seq (OHC_SHM_BELL_FUTEX: the owner sleeps on shm alone) or a write
- * to the owner's eventfd, which every peer holds since connect
- * (OHC_SHM_BELL_FD: the owner sleeps in the waiter's one poll() over
- * several transports). Shared futex (no _PRIVATE): the word lives in a
- * MAP_SHARED mapping.
- */
-enum { OHC_SHM_BELL_AWAKE, OHC_SHM_BELL_FUTEX, OHC_SHM_BELL_FD };
+/* A rank's doorbell (transport/bell.h), a cache line of its own. */
 struct ohc_shm_bell {
-	_Atomic uint32_t seq;	   /* futex word; bumped by ringers */
-	_Atomic uint32_t sleeping; /* written by the owner only */
-	uint8_t pad[OHC_CACHELINE - 8];
+	struct ohc_bell b;
+	uint8_t pad[OHC_CACHELINE - sizeof(struct ohc_bell)];
 };
 
 struct ohc_shm_seg_hdr {
