@@ -284,6 +284,12 @@ ohc_status_t ohc_vx_ep_check_locked(struct ohc_ep *ep)
 	struct ohc_verbs_ep *e = ohc_vx_ep(ep);
 
 	ohc_vx_async_events(ohc_vx_iface(ep->iface));
+	if (!e->connected) { /* connecting on first use: its deadline */
+		ohc_vx_lazy_progress(ohc_vx_iface(ep->iface));
+		return e->broken == OHC_ERR_TIMEOUT ? OHC_ERR_TIMEOUT
+		       : e->broken		    ? OHC_ERR_REMOTE
+						    : OHC_OK;
+	}
 	ohc_vx_ep_sock_check(e);
 	if (e->peer_abort)
 		return e->peer_abort;

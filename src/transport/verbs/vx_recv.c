@@ -220,6 +220,10 @@ ohc_status_t ohc_vx_ep_recv_locked(struct ohc_ep *ep, struct ohc_req *req)
 	if (ohc_vx_rdv_large(ohc_vx_iface(ep->iface), req->len))
 		return ohc_vx_rdv_recv(ohc_vx_iface(ep->iface), e, req);
 	ohc_list_add_tail(&e->recvq, &req->link);
+	if (!e->connected) { /* queued until connected (vx_lazy.c) */
+		ohc_vx_lazy_start(ohc_vx_iface(ep->iface), e);
+		return OHC_OK;
+	}
 	ohc_vx_ep_deliver(ohc_vx_iface(ep->iface), e);
 	return OHC_OK;
 }

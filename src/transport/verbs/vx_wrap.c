@@ -19,6 +19,7 @@ static const char *const call_names[OHC_VX_CALL_COUNT] = {
 	[OHC_VX_REG_MR] = "ibv_reg_mr",
 	[OHC_VX_CREATE_CHANNEL] = "ibv_create_comp_channel",
 	[OHC_VX_CREATE_CQ] = "ibv_create_cq",
+	[OHC_VX_RESIZE_CQ] = "ibv_resize_cq",
 	[OHC_VX_CREATE_QP] = "ibv_create_qp",
 	[OHC_VX_MODIFY_QP] = "ibv_modify_qp",
 	[OHC_VX_POST_SEND] = "ibv_post_send",
@@ -240,6 +241,20 @@ struct ibv_cq *ohc_vx_create_cq(struct ibv_context *ctx, int cqe,
 int ohc_vx_destroy_cq(struct ibv_cq *cq)
 {
 	return ibv_destroy_cq(cq);
+}
+
+int ohc_vx_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	int rc = fault_hit(OHC_VX_RESIZE_CQ);
+
+	if (!rc)
+		rc = ibv_resize_cq(cq, cqe);
+	if (rc) {
+		log_fail("ibv_resize_cq", rc);
+		errno = rc;
+		return -1;
+	}
+	return 0;
 }
 
 int ohc_vx_req_notify_cq(struct ibv_cq *cq)
