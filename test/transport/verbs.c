@@ -32,7 +32,9 @@
 
 /* Past the harness's shared page. */
 struct shared {
-	atomic_uint sent; /* pulled_send_outlives_its_sender */
+	atomic_uint sent;      /* pulled_send_outlives_its_sender */
+	atomic_uint lz_sent;   /* lazy_idle_peer_answers */
+	atomic_uint lz_closed; /* lazy_unanswered_connect_times_out */
 };
 
 static struct shared *sh;
@@ -1982,4 +1984,247 @@ Test(verbs, lying_credits_fail_the_ep)
 	NEED_RDMA();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, liar_rank, NULL, 180), 0);
+}
+
+/* ---- connections on first use (OPENHCCL_RDMA_LAZY_RANKS) ----------- */
+
+static void lazy_env(void)
+{
+	setenv("OPENHCCL_RDMA_LAZY_RANKS", "0", 1);
+	ohc_env_reload();
+}
+
+/* Send len bytes (message idx) to rank + d and receive from rank - d.
+ * send_first: the send is driven to completion before the receive is
+ * posted (eager sizes complete without the peer's receive). */
+static int lz_shift(struct tp_rank *c, int d, size_t len, int idx,
+		    int send_first)
+{
+	int n = c->nranks, to = (c->rank + d) % n, from = (c->rank - d + n) % n;
+	uint8_t *sb = malloc(len), *rb = malloc(len + 1);
+	struct ohc_req s, r, *all[2] = {&s, &r};
+	long bad;
+
+	fill(sb, len, c->rank, idx);
+	memset(rb, 0xee, len + 1);
+	tp_req_send(&s, sb, len, (uint64_t)idx);
+	tp_req_recv(&r, rb, len, (uint64_t)idx);
+	CHECK(c->ops->ep_send(c->eps[to], &s) == OHC_OK, "send to %d", to);
+	if (send_first)
+		CHECK(drive(c, all, 1, 60000) == 0 && s.status == OHC_OK,
+		      "send to %d before any receive: %s", to,
+		      ohc_status_str(s.status));
+	CHECK(c->ops->ep_recv(c->eps[from], &r) == OHC_OK, "recv from %d",
+	      from);
+	CHECK(drive(c, all, 2, 60000) == 0, "shift %d: timeout", d);
+	CHECK(s.status == OHC_OK && r.status == OHC_OK, "shift %d: %s / %s", d,
+	      ohc_status_str(s.status), ohc_status_str(r.status));
+	bad = verify(rb, len, from, idx);
+	CHECK(bad < 0, "shift %d from %d: byte %ld wrong", d, from, bad);
+	CHECK(rb[len] == 0xee, "shift %d: wrote past the end", d);
+	free(sb);
+	free(rb);
+	return 0;
+}
+
+/*
+ * 4 ranks, forced lazy: nothing is connected (and nothing registered)
+ * after connect; a ring where every rank sends first connects exactly
+ * the two neighbours (each pair's first contact from both sides at
+ * once: one wins); the opposite rank, both sending at once, makes 3;
+ * then every pair still carries messages larger than the ring. The CQ
+ * sized for one ep grows with each. Teardown leaves no fd or MR.
+ */
+static int lazy_ring_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 0, "%u connected after init",
+	      ohc_verbs_connected(c->iface));
+	CHECK(ohc_vx_mr_live() == 0, "%ld MRs after init", ohc_vx_mr_live());
+	if (lz_shift(c, 1, 100, 1, 1))
+		return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 2,
+	      "%u connected after the ring, want the 2 neighbours",
+	      ohc_verbs_connected(c->iface));
+	if (lz_shift(c, 2, 3000, 2, 0))
+		return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 3,
+	      "%u connected after the opposite rank, want 3",
+	      ohc_verbs_connected(c->iface));
+	for (int d = 1; d < nranks; d++)
+		if (lz_shift(c, d, 1 * MIB + 17, 10 + d, 0))
+			return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 3, "%u connected at the end",
+	      ohc_verbs_connected(c->iface));
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_connects_only_what_is_used)
+{
+	NEED_RDMA();
+	lazy_env();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(4, lazy_ring_rank, NULL, 240), 0);
+}
+
+/* Every pair's first contact at once (both sides send and receive):
+ * all arrive, whatever side's attempt won. */
+static int lazy_all_pairs_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req sreq[MAXR], rreq[MAXR], *all[2 * MAXR];
+	uint8_t *sb[MAXR] = {0}, *rb[MAXR] = {0};
+	size_t len = *(const size_t *)arg;
+	int n = 0;
+
+	if (rank_up(c, rank, nranks))
+		return 1;
+	for (int r = 0; r < nranks; r++) {
+		sb[r] = malloc(len);
+		rb[r] = malloc(len);
+		fill(sb[r], len, rank, 7);
+		memset(rb[r], 0xee, len);
+	}
+	CHECK(tp_post_all_pairs(c, sb, rb, len, 7, sreq, rreq, all, &n) == 0,
+	      "post");
+	CHECK(drive(c, all, n, 60000) == 0, "all pairs: timeout");
+	for (int r = 0; r < nranks; r++) {
+		long bad;
+
+		if (r == rank)
+			continue;
+		CHECK(rreq[r].status == OHC_OK && sreq[r].status == OHC_OK,
+		      "pair with %d: %s / %s", r,
+		      ohc_status_str(sreq[r].status),
+		      ohc_status_str(rreq[r].status));
+		bad = verify(rb[r], len, r, 7);
+		CHECK(bad < 0, "from %d: byte %ld wrong", r, bad);
+	}
+	CHECK(ohc_verbs_connected(c->iface) == (unsigned)nranks - 1,
+	      "%u connected", ohc_verbs_connected(c->iface));
+	for (int r = 0; r < nranks; r++) {
+		free(sb[r]);
+		free(rb[r]);
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_first_contact_from_all_sides_at_once)
+{
+	static const size_t len = 200 * KIB + 3;
+
+	NEED_RDMA();
+	lazy_env();
+	ohc_test_fork_settle();
+	cr_assert_eq(
+		ohc_test_fork_ranks(4, lazy_all_pairs_rank, (void *)&len, 240),
+		0);
+}
+
+/*
+ * A peer that sleeps outside any operation (no progress of its own)
+ * still answers: its service thread accepts our hello, and our eager
+ * send completes into its ring before it wakes up and receives it.
+ */
+static int lazy_idle_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[1000];
+	uint64_t deadline;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank == 0) {
+		fill(buf, sizeof(buf), rank, 3);
+		tp_req_send(&q, buf, sizeof(buf), 3);
+		CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
+		CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK,
+		      "send to a sleeping peer: %s", ohc_status_str(q.status));
+		atomic_store(&sh->lz_sent, 1);
+	} else {
+		deadline = ohc_deadline_after_ms(20000);
+		while (!atomic_load(&sh->lz_sent) &&
+		       !ohc_deadline_passed(deadline))
+			usleep(10000); /* no progress of ours */
+		CHECK(atomic_load(&sh->lz_sent), "the send never completed "
+						 "while we slept");
+		CHECK(ohc_verbs_connected(c->iface) == 1,
+		      "%u connected by the service thread",
+		      ohc_verbs_connected(c->iface));
+		memset(buf, 0, sizeof(buf));
+		tp_req_recv(&q, buf, sizeof(buf), 3);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK,
+		      "recv: %s", ohc_status_str(q.status));
+		CHECK(verify(buf, sizeof(buf), 0, 3) < 0, "data");
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_idle_peer_answers)
+{
+	NEED_RDMA();
+	lazy_env();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_idle_rank, NULL, 120), 0);
+}
+
+/*
+ * A peer that is gone before our first use: no answer comes, and the
+ * send fails with OHC_ERR_TIMEOUT after HCCL_CONNECT_TIMEOUT (2 s), not
+ * before and not much after; ep_check says the same.
+ */
+static int lazy_timeout_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[100];
+	uint64_t t0;
+	double s;
+
+	(void)arg;
+	if (rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank == 1) { /* gone: the listener with it */
+		tp_rank_close(c);
+		atomic_store(&sh->lz_closed, 1);
+		return 0;
+	}
+	while (!atomic_load(&sh->lz_closed))
+		usleep(1000);
+	memset(buf, 1, sizeof(buf));
+	tp_req_send(&q, buf, sizeof(buf), 1);
+	t0 = ohc_time_ns();
+	CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
+	CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
+	s = (double)(ohc_time_ns() - t0) / 1e9;
+	CHECK(q.status == OHC_ERR_TIMEOUT, "send: %s, want a timeout",
+	      ohc_status_str(q.status));
+	CHECK(s > 1.5 && s < 8, "failed after %.2f s, want about 2", s);
+	CHECK(c->ops->ep_check(c->eps[1]) == OHC_ERR_TIMEOUT, "ep_check");
+	CHECK(ohc_verbs_connected(c->iface) == 0, "connected");
+	return rank_down(c);
+}
+
+Test(verbs, lazy_unanswered_connect_times_out)
+{
+	NEED_RDMA();
+	lazy_env();
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_timeout_rank, NULL, 60), 0);
+	unsetenv("HCCL_CONNECT_TIMEOUT");
 }

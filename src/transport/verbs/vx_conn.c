@@ -307,7 +307,11 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 	lazy_ranks = (unsigned)ohc_env()->rdma_lazy_ranks;
 	vi->lazy = !lazy_ranks || iface->nranks > lazy_ranks;
 	vi->neps = n;
-	vi->cq_eps = vi->lazy ? OHC_MIN(n, VX_CQ_EPS_LAZY) : n;
+	/* lazy: for the first few eps, grown as more connect (forced
+	 * lazy: one, so that every further ep grows it) */
+	vi->cq_eps = vi->lazy ? OHC_MIN(n, OHC_MAX(1u, OHC_MIN(lazy_ranks,
+							       VX_CQ_EPS_LAZY)))
+			      : n;
 	cqe = cq_entries(vi, vi->cq_eps);
 	vi->ch = ohc_vx_create_channel(vi->ctx);
 	if (vi->ch && ohc_vx_set_nonblock(vi->ch->fd) == 0)
