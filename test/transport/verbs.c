@@ -2157,6 +2157,12 @@ static int lazy_idle_rank(int rank, int nranks, void *arg)
 			usleep(10000); /* no progress of ours */
 		CHECK(atomic_load(&sh->lz_sent), "the send never completed "
 						 "while we slept");
+		/* the ready byte comes after the peer's QPs are at RTS: the
+		 * service thread counts the ep connected when it reads it */
+		deadline = ohc_deadline_after_ms(5000);
+		while (ohc_verbs_connected(c->iface) != 1 &&
+		       !ohc_deadline_passed(deadline))
+			usleep(10000);
 		CHECK(ohc_verbs_connected(c->iface) == 1,
 		      "%u connected by the service thread",
 		      ohc_verbs_connected(c->iface));

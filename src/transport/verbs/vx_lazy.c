@@ -317,6 +317,8 @@ static unsigned lz_drive(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			lz_fail(vi, e, OHC_ERR_ROCE_CONNECT);
 			return 1;
 		}
+		e->connected = 1; /* RTS since we answered */
+		vi->nconnected++;
 		lz_connected(vi, e, e->lz_fd, "theirs");
 		return 1;
 	}
