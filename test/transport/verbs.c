@@ -70,6 +70,7 @@ static int rank_down(struct tp_rank *c)
 	if (tp_rank_down(c))
 		return 1;
 	CHECK(ohc_vx_mr_live() == 0, "MR leak: %ld left", ohc_vx_mr_live());
+	CHECK(ohc_vx_qp_live() == 0, "QP leak: %ld left", ohc_vx_qp_live());
 	return 0;
 }
 
@@ -2045,6 +2046,7 @@ static int lazy_ring_rank(int rank, int nranks, void *arg)
 	CHECK(ohc_verbs_connected(c->iface) == 0, "%u connected after init",
 	      ohc_verbs_connected(c->iface));
 	CHECK(ohc_vx_mr_live() == 0, "%ld MRs after init", ohc_vx_mr_live());
+	CHECK(ohc_vx_qp_live() == 0, "%ld QPs after init", ohc_vx_qp_live());
 	if (lz_shift(c, 1, 100, 1, 1))
 		return 1;
 	CHECK(ohc_verbs_connected(c->iface) == 2,

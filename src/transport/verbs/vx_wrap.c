@@ -168,6 +168,7 @@ int ohc_vx_dealloc_pd(struct ibv_pd *pd)
 	return ibv_dealloc_pd(pd);
 }
 
+static long live_qps; /* QPs created and not yet destroyed */
 static long live_mrs; /* registered, not yet deregistered */
 
 struct ibv_mr *ohc_vx_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
@@ -294,12 +295,23 @@ struct ibv_qp *ohc_vx_create_qp(struct ibv_pd *pd,
 	qp = ibv_create_qp(pd, attr);
 	if (!qp)
 		log_fail("ibv_create_qp", errno);
+	else
+		__atomic_add_fetch(&live_qps, 1, __ATOMIC_RELAXED);
 	return qp;
 }
 
 int ohc_vx_destroy_qp(struct ibv_qp *qp)
 {
-	return ibv_destroy_qp(qp);
+	int rc = ibv_destroy_qp(qp);
+
+	if (!rc)
+		__atomic_sub_fetch(&live_qps, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+long ohc_vx_qp_live(void)
+{
+	return __atomic_load_n(&live_qps, __ATOMIC_RELAXED);
 }
 
 int ohc_vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)

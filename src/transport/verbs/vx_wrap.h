@@ -76,6 +76,8 @@ int ohc_vx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 struct ibv_qp *ohc_vx_create_qp(struct ibv_pd *pd,
 				struct ibv_qp_init_attr *attr);
 int ohc_vx_destroy_qp(struct ibv_qp *qp);
+/* QPs created through the wrapper and not yet destroyed (tests). */
+long ohc_vx_qp_live(void);
 int ohc_vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int ohc_vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr);
 int ohc_vx_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr);
