@@ -229,6 +229,7 @@ struct ohc_verbs_iface {
 	unsigned nsetup;	  /* eps whose QPs exist */
 	unsigned nconnected;	  /* eps connected (tests, counters) */
 	int lazy;		  /* eps connect on first use (vx_lazy.c) */
+	int connect_now;	  /* never lazy (the NIC switch's new iface) */
 	unsigned lz_busy;	  /* attempts and accepted sockets in flight */
 	unsigned lz_tick;	  /* progress calls: the listener every 256th */
 	int lz_poke;		  /* a lazy fd stirred: look at once */

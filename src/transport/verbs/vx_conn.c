@@ -305,7 +305,8 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 	 * ranks (the same on every rank, unlike our count of verbs eps:
 	 * an eager rank would wait for lazy ones that never come) */
 	lazy_ranks = (unsigned)ohc_env()->rdma_lazy_ranks;
-	vi->lazy = !lazy_ranks || iface->nranks > lazy_ranks;
+	vi->lazy =
+		!vi->connect_now && (!lazy_ranks || iface->nranks > lazy_ranks);
 	vi->neps = n;
 	/* lazy: for the first few eps, grown as more connect (forced
 	 * lazy: one, so that every further ep grows it) */

@@ -141,8 +141,11 @@ void ohc_vx_async_events(struct ohc_verbs_iface *vi)
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 		case IBV_EVENT_CQ_ERR: /* completions lost: nothing is sure */
+			/* and those connecting on first use (vx_lazy.c) */
 			for (uint32_t r = 0; r < vi->super.nranks; r++)
-				if (vi->by_peer[r] && vi->by_peer[r]->connected)
+				if (vi->by_peer[r] &&
+				    (vi->by_peer[r]->connected ||
+				     vi->by_peer[r]->lz_state != VX_LZ_NONE))
 					ohc_vx_ep_fail(vi->by_peer[r], 0, why);
 			break;
 		default:
@@ -285,7 +288,9 @@ ohc_status_t ohc_vx_ep_check_locked(struct ohc_ep *ep)
 
 	ohc_vx_async_events(ohc_vx_iface(ep->iface));
 	if (!e->connected) { /* connecting on first use: its deadline */
-		ohc_vx_lazy_progress(ohc_vx_iface(ep->iface));
+		if (e->lz_state != VX_LZ_NONE && !e->broken &&
+		    ohc_time_ns() >= e->lz_deadline)
+			ohc_vx_lazy_progress(ohc_vx_iface(ep->iface));
 		return e->broken == OHC_ERR_TIMEOUT ? OHC_ERR_TIMEOUT
 		       : e->broken		    ? OHC_ERR_REMOTE
 						    : OHC_OK;

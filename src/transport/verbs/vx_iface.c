@@ -94,6 +94,7 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	pthread_mutex_init(&vi->lock, NULL);
 	ohc_list_init(&vi->svc_link);
 	vi->session = params->session;
+	vi->connect_now = params->connect_now;
 	vi->nqps = (uint32_t)env->rdma_qps_per_conn;
 	vi->slots = (uint32_t)env->rdma_slots;
 	/* the header on top of the payload: a message of exactly the slot

@@ -453,6 +453,10 @@ unsigned ohc_vx_lazy_progress(struct ohc_verbs_iface *vi)
 		struct ohc_verbs_ep *e = vi->by_peer[r];
 		char name[80];
 
+		if (e && e->lz_state != VX_LZ_NONE && e->broken) {
+			lz_end(vi, e); /* failed or cancelled meanwhile */
+			continue;
+		}
 		if (!e || !lz_busy(e))
 			continue;
 		n += lz_drive(vi, e);
