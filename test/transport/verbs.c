@@ -59,9 +59,37 @@ static ohc_status_t iface_open(struct tp_rank *c, int rank, int nranks)
 	return tp_iface_open(c, "verbs", rank, nranks, NULL);
 }
 
-static int rank_up(struct tp_rank *c, int rank, int nranks)
+/* Up with no ep connected where they connect on first use. */
+static int lazy_rank_up(struct tp_rank *c, int rank, int nranks)
 {
 	return tp_rank_up(c, "verbs", rank, nranks, NULL, 30000);
+}
+
+/*
+ * Up and connected to every peer: where eps connect on first use
+ * (OPENHCCL_RDMA_LAZY_RANKS, the VM stage runs this suite with it
+ * forced) every rank starts all its connections at once and waits for
+ * them, so the tests below find their eps as after an eager connect.
+ */
+static int rank_up(struct tp_rank *c, int rank, int nranks)
+{
+	uint64_t deadline = ohc_deadline_after_ms(30000);
+
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	if (!ohc_vx_iface(c->iface)->lazy)
+		return 0;
+	for (int r = 0; r < nranks; r++)
+		if (c->eps[r])
+			ohc_verbs_ep_connect(c->eps[r]);
+	while (ohc_verbs_connected(c->iface) < (unsigned)nranks - 1 &&
+	       !ohc_deadline_passed(deadline))
+		if (!c->ops->iface_progress(c->iface))
+			c->ops->iface_wait(c->iface, 10);
+	CHECK(ohc_verbs_connected(c->iface) == (unsigned)nranks - 1,
+	      "%u of %d eps connected on first use",
+	      ohc_verbs_connected(c->iface), nranks - 1);
+	return 0;
 }
 
 /* Tear down and check that nothing leaked: fds, memory, MRs. */
@@ -580,6 +608,9 @@ static int fault_rank(int rank, int nranks, void *arg)
 Test(verbs, injected_failure_during_connect)
 {
 	NEED_RDMA();
+	/* the connect at init (on first use: lazy_setup_failure_...) */
+	setenv("OPENHCCL_RDMA_LAZY_RANKS", "16", 1);
+	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, fault_rank, NULL, 60), 0);
 }
@@ -2041,7 +2072,7 @@ static int lazy_ring_rank(int rank, int nranks, void *arg)
 	struct tp_rank cc, *c = &cc;
 
 	(void)arg;
-	if (rank_up(c, rank, nranks))
+	if (lazy_rank_up(c, rank, nranks))
 		return 1;
 	CHECK(ohc_verbs_connected(c->iface) == 0, "%u connected after init",
 	      ohc_verbs_connected(c->iface));
@@ -2084,7 +2115,7 @@ static int lazy_all_pairs_rank(int rank, int nranks, void *arg)
 	size_t len = *(const size_t *)arg;
 	int n = 0;
 
-	if (rank_up(c, rank, nranks))
+	if (lazy_rank_up(c, rank, nranks))
 		return 1;
 	for (int r = 0; r < nranks; r++) {
 		sb[r] = malloc(len);
@@ -2142,7 +2173,7 @@ static int lazy_idle_rank(int rank, int nranks, void *arg)
 	uint64_t deadline;
 
 	(void)arg;
-	if (rank_up(c, rank, nranks))
+	if (lazy_rank_up(c, rank, nranks))
 		return 1;
 	tp_barrier(nranks);
 	if (rank == 0) {
@@ -2188,25 +2219,49 @@ Test(verbs, lazy_idle_peer_answers)
 }
 
 /*
- * A peer that is gone before our first use: no answer comes, and the
- * send fails with OHC_ERR_TIMEOUT after HCCL_CONNECT_TIMEOUT (2 s), not
- * before and not much after; ep_check says the same.
+ * A peer whose listener takes our connection but never answers (arg 1:
+ * a plain socket on its port, as a hung process would hold it): the send
+ * fails with OHC_ERR_TIMEOUT after HCCL_CONNECT_TIMEOUT (2 s), not before
+ * and not much after. A peer that is gone, its listener closed (arg 0):
+ * the connection is refused and the send fails at once with
+ * OHC_ERR_REMOTE. ep_check says the same.
  */
 static int lazy_timeout_rank(int rank, int nranks, void *arg)
 {
+	int hung = *(const int *)arg;
 	struct tp_rank cc, *c = &cc;
 	struct ohc_req q, *all[1] = {&q};
+	ohc_status_t want = hung ? OHC_ERR_TIMEOUT : OHC_ERR_REMOTE;
 	uint8_t buf[100];
 	uint64_t t0;
 	double s;
 
-	(void)arg;
-	if (rank_up(c, rank, nranks))
+	if (lazy_rank_up(c, rank, nranks))
 		return 1;
 	tp_barrier(nranks);
 	if (rank == 1) { /* gone: the listener with it */
+		struct sockaddr_storage ss =
+			ohc_vx_iface(c->iface)->listen_addr;
+		int one = 1, fd = -1;
+
 		tp_rank_close(c);
+		if (hung) { /* the port held by a socket that never answers */
+			fd = socket(ss.ss_family, SOCK_STREAM, 0);
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				   sizeof(one));
+			CHECK(bind(fd, (struct sockaddr *)&ss,
+				   ss.ss_family == AF_INET
+					   ? sizeof(struct sockaddr_in)
+					   : sizeof(struct sockaddr_in6)) ==
+					      0 &&
+				      listen(fd, 4) == 0,
+			      "listen again: %s", strerror(errno));
+		}
 		atomic_store(&sh->lz_closed, 1);
+		while (atomic_load(&sh->lz_sent) == 0)
+			usleep(1000);
+		if (fd >= 0)
+			close(fd);
 		return 0;
 	}
 	while (!atomic_load(&sh->lz_closed))
@@ -2217,15 +2272,85 @@ static int lazy_timeout_rank(int rank, int nranks, void *arg)
 	CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
 	CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
 	s = (double)(ohc_time_ns() - t0) / 1e9;
-	CHECK(q.status == OHC_ERR_TIMEOUT, "send: %s, want a timeout",
-	      ohc_status_str(q.status));
-	CHECK(s > 1.5 && s < 8, "failed after %.2f s, want about 2", s);
-	CHECK(c->ops->ep_check(c->eps[1]) == OHC_ERR_TIMEOUT, "ep_check");
+	atomic_store(&sh->lz_sent, 1);
+	CHECK(q.status == want, "send: %s, want %s", ohc_status_str(q.status),
+	      ohc_status_str(want));
+	CHECK(hung ? s > 1.5 && s < 8 : s < 1, "failed after %.2f s", s);
+	CHECK(c->ops->ep_check(c->eps[1]) == want, "ep_check");
 	CHECK(ohc_verbs_connected(c->iface) == 0, "connected");
 	return rank_down(c);
 }
 
+static void lazy_timeout(int hung)
+{
+	lazy_env();
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_timeout_rank, &hung, 60), 0);
+}
+
 Test(verbs, lazy_unanswered_connect_times_out)
+{
+	NEED_RDMA();
+	lazy_timeout(1);
+}
+
+Test(verbs, lazy_refused_connect_fails_at_once)
+{
+	NEED_RDMA();
+	lazy_timeout(0);
+}
+
+/*
+ * A failing ibv call while an ep sets up on first use: that send fails at
+ * once with the reason (no memory to register the ring), the ep stays
+ * failed, and the peer, whose hello is then dropped, times out after
+ * HCCL_CONNECT_TIMEOUT; both tear down without leaks (a half set-up ep).
+ */
+static int lazy_fault_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[100];
+	ohc_status_t st;
+
+	(void)arg;
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	memset(buf, 1, sizeof(buf));
+	if (rank == 0) {
+		ohc_vx_fault_arm(OHC_VX_REG_MR, 1, ENOMEM); /* staging's MR */
+		tp_req_send(&q, buf, sizeof(buf), 1);
+		st = c->ops->ep_send(c->eps[1], &q);
+		ohc_vx_fault_clear();
+		CHECK(st == OHC_OK && q.status == OHC_ERR_NO_MEMORY,
+		      "send: %s, completed with %s, want no memory",
+		      ohc_status_str(st), ohc_status_str(q.status));
+		CHECK(c->ops->ep_send(c->eps[1], &q) < 0, "a failed ep sends");
+		atomic_store(&sh->lz_sent, 1);
+		/* keep answering (and dropping) until the peer gave up */
+		while (atomic_load(&sh->lz_closed) == 0) {
+			c->ops->iface_progress(c->iface);
+			usleep(1000);
+		}
+	} else {
+		while (!atomic_load(&sh->lz_sent))
+			usleep(1000);
+		tp_req_recv(&q, buf, sizeof(buf), 1);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
+		atomic_store(&sh->lz_closed, 1);
+		CHECK(q.status == OHC_ERR_TIMEOUT, "recv: %s, want a timeout",
+		      ohc_status_str(q.status));
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_setup_failure_fails_the_first_use)
 {
 	NEED_RDMA();
 	lazy_env();
@@ -2233,6 +2358,5 @@ Test(verbs, lazy_unanswered_connect_times_out)
 	setenv("OPENHCCL_DEBUG", "ERROR", 1);
 	ohc_env_reload();
 	ohc_test_fork_settle();
-	cr_assert_eq(ohc_test_fork_ranks(2, lazy_timeout_rank, NULL, 60), 0);
-	unsetenv("HCCL_CONNECT_TIMEOUT");
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_fault_rank, NULL, 60), 0);
 }

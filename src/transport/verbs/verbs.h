@@ -296,6 +296,7 @@ struct ohc_verbs_ep {
 	int set_up;	/* ep_setup ran (QPs, ring, MRs exist) */
 	int lz_state;	/* enum vx_lz_state */
 	int lz_fd;	/* our attempt's socket, or the answered one */
+	int lz_told;	/* iface_abort's reason byte went to the peer */
 	uint64_t lz_t0; /* first use (or the peer's hello) */
 	uint64_t lz_deadline, lz_retry;
 	struct ohc_frame_rx lz_rx; /* the answer on our attempt */
@@ -449,11 +450,25 @@ static inline int ohc_vx_lazy_due(struct ohc_verbs_iface *vi)
 /* The fds that need an answer (listener, attempts, accepted sockets),
  * with their events, into p (room for VX_WAIT_FDS); returns how many. */
 unsigned ohc_vx_lazy_fds(struct ohc_verbs_iface *vi, struct pollfd *p);
+/*
+ * Rank `from` announced that its communicator failed (iface_abort's
+ * byte): so did ours, and eps still connecting fail with its reason, as
+ * their peers' own bytes would have failed them had they been connected
+ * (a peer that failed and closed before our hello came refuses it).
+ */
+void ohc_vx_lazy_peer_abort(struct ohc_verbs_iface *vi, uint32_t from,
+			    ohc_status_t reason);
 /* iface_close: the accepted sockets; ep_fini: the ep's attempt. */
 void ohc_vx_lazy_close(struct ohc_verbs_iface *vi);
 void ohc_vx_lazy_ep_fini(struct ohc_verbs_ep *e);
-/* Test seam: verbs eps connected on the iface. */
+/* Test seams: verbs eps connected on the iface; start the ep's
+ * connection as its first use would (no-op when connected). */
 unsigned ohc_verbs_connected(struct ohc_iface *iface);
+void ohc_verbs_ep_connect(struct ohc_ep *ep);
+/* iface_abort's reason byte (vi->aborted) to a peer whose ep connects
+ * on first use: after our answer if we answered it, else once it
+ * connects (a peer waiting on us may have started it). */
+void ohc_vx_lazy_abort(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
 
 /* ---- QPs (vx_qp.c) -------------------------------------------------- */
 

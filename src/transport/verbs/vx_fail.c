@@ -264,6 +264,9 @@ void ohc_vx_ep_sock_check(struct ohc_verbs_ep *e)
 			e->peer_abort = m[0] == VX_ABORT_DESYNC
 						? OHC_ERR_DESYNC
 						: OHC_ERR_REMOTE;
+			if (m[0] != VX_ABORT_BROKEN)
+				ohc_vx_lazy_peer_abort(vi, e->super.peer,
+						       e->peer_abort);
 			ohc_vx_ep_fail(e, 0,
 				       m[0] == VX_ABORT_DESYNC
 					       ? "the peer failed on a "
@@ -291,6 +294,8 @@ ohc_status_t ohc_vx_ep_check_locked(struct ohc_ep *ep)
 		if (e->lz_state != VX_LZ_NONE && !e->broken &&
 		    ohc_time_ns() >= e->lz_deadline)
 			ohc_vx_lazy_progress(ohc_vx_iface(ep->iface));
+		if (e->peer_abort)
+			return e->peer_abort;
 		return e->broken == OHC_ERR_TIMEOUT ? OHC_ERR_TIMEOUT
 		       : e->broken		    ? OHC_ERR_REMOTE
 						    : OHC_OK;
@@ -320,6 +325,8 @@ void ohc_vx_iface_abort_locked(struct ohc_iface *iface, ohc_status_t reason)
 		if (e && e->sock >= 0 && e->connected)
 			(void)!send(e->sock, &c, 1,
 				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		else if (e) /* connecting on first use (vx_lazy.c) */
+			ohc_vx_lazy_abort(vi, e);
 	}
 }
 

@@ -135,6 +135,20 @@ static ohc_status_t lz_hello_send(struct ohc_verbs_iface *vi,
 	return st;
 }
 
+void ohc_vx_lazy_abort(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+{
+	char c = vi->aborted == OHC_ERR_DESYNC ? 'D' : 'X'; /* as vx_fail.c */
+	int fd = e->connected			 ? e->sock
+		 : e->lz_state == VX_LZ_ANSWERED ? e->lz_fd
+						 : -1;
+
+	if (!vi->aborted || e->lz_told || fd < 0)
+		return;
+	/* the peer reads it once connected, after our answer */
+	(void)!send(fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	e->lz_told = 1;
+}
+
 /* Connected: say so once, then let what was queued go. */
 static void lz_connected(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			 int fd, const char *how)
@@ -150,9 +164,25 @@ static void lz_connected(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		 "%.1f ms",
 		 vi->super.rank, name, how,
 		 (double)(ohc_time_ns() - e->lz_t0) / 1e6);
+	ohc_vx_lazy_abort(vi, e); /* our communicator failed meanwhile */
 	ohc_vx_ep_deliver(vi, e);
 	ohc_vx_rdv_progress(vi, e);
 	ohc_vx_ep_push(vi, e);
+}
+
+/*
+ * The peer's listener refused us: it listens from iface_open on, before
+ * the address exchange, so its iface is closed (communicator destroyed,
+ * process gone): as EOF on a connected ep's socket, a failure now.
+ */
+static void lz_refused(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		       const char *name)
+{
+	OHC_ERROR(OHC_SS_VERBS,
+		  "rank %u: RDMA connection to %s refused: its communicator "
+		  "is gone (destroyed, or its process ended)",
+		  vi->super.rank, name);
+	lz_fail(vi, e, OHC_ERR_REMOTE);
 }
 
 /* A new attempt of ours: connect; the hello goes once connected. */
@@ -166,7 +196,11 @@ static void lz_connect(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 	st = ohc_hs_connect_start((struct sockaddr *)&ss, len, SOCK_STREAM, &fd,
 				  &err);
-	if (st < 0) { /* nobody there (yet): again later */
+	if (st < 0 && err == ECONNREFUSED) {
+		lz_refused(vi, e, name);
+		return;
+	}
+	if (st < 0) { /* unreachable for now: again later */
 		OHC_DEBUG(OHC_SS_VERBS, "rank %u: connect to %s: %s",
 			  vi->super.rank, name, strerror(err));
 		e->lz_retry = ohc_time_ns() + VX_LZ_RETRY_MS * 1000000ull;
@@ -270,8 +304,14 @@ static unsigned lz_drive(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		if (poll(&p, 1, 0) <= 0)
 			return 0;
 		if (ohc_hs_connect_check(e->lz_fd, &err) < 0) {
-			lz_attempt_lost(vi, e, strerror(err));
-			return 0;
+			char name[80];
+
+			(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
+			if (err == ECONNREFUSED)
+				lz_refused(vi, e, name);
+			else
+				lz_attempt_lost(vi, e, strerror(err));
+			return 1;
 		}
 		if (lz_hello_send(vi, e, e->lz_fd, why, sizeof(why)) < 0) {
 			lz_attempt_lost(vi, e, why);
@@ -383,6 +423,7 @@ static unsigned lz_answer(struct ohc_verbs_iface *vi, int fd,
 	}
 	e->lz_fd = fd;
 	lz_set(vi, e, VX_LZ_ANSWERED);
+	ohc_vx_lazy_abort(vi, e);
 	return 1 + lz_drive(vi, e);
 }
 
@@ -499,6 +540,23 @@ unsigned ohc_vx_lazy_fds(struct ohc_verbs_iface *vi, struct pollfd *p)
 	return np;
 }
 
+void ohc_vx_lazy_peer_abort(struct ohc_verbs_iface *vi, uint32_t from,
+			    ohc_status_t reason)
+{
+	for (uint32_t r = 0; vi->lz_busy && r < vi->super.nranks; r++) {
+		struct ohc_verbs_ep *e = vi->by_peer[r];
+
+		if (!e || !lz_busy(e))
+			continue;
+		OHC_WARN(OHC_SS_VERBS,
+			 "rank %u: RDMA connection to rank %u abandoned: "
+			 "rank %u's communicator failed (%s)",
+			 vi->super.rank, r, from, ohc_status_str(reason));
+		e->peer_abort = reason;
+		lz_fail(vi, e, reason);
+	}
+}
+
 void ohc_vx_lazy_close(struct ohc_verbs_iface *vi)
 {
 	while (vi->lz_nacc) {
@@ -512,6 +570,13 @@ void ohc_vx_lazy_close(struct ohc_verbs_iface *vi)
 void ohc_vx_lazy_ep_fini(struct ohc_verbs_ep *e)
 {
 	lz_end(ohc_vx_iface(e->super.iface), e);
+}
+
+void ohc_verbs_ep_connect(struct ohc_ep *ep)
+{
+	VX_LOCK(ep->iface);
+	ohc_vx_lazy_start(ohc_vx_iface(ep->iface), ohc_vx_ep(ep));
+	VX_UNLOCK(ep->iface);
 }
 
 unsigned ohc_verbs_connected(struct ohc_iface *iface)

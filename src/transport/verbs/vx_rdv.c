@@ -44,8 +44,6 @@ ohc_status_t ohc_vx_rdv_send(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 {
 	req->tp_priv = (void *)(uintptr_t)e->rdv.tx_seq++;
 	ohc_list_add_tail(&e->rdv.txq, &req->link);
-	if (!e->connected) /* queued until connected (vx_lazy.c) */
-		ohc_vx_lazy_start(vi, e);
 	ohc_vx_rdv_progress(vi, e);
 	return OHC_OK;
 }
@@ -55,8 +53,6 @@ ohc_status_t ohc_vx_rdv_recv(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 {
 	req->tp_priv = (void *)(uintptr_t)e->rdv.rx_seq++;
 	ohc_list_add_tail(&e->rdv.rxq, &req->link);
-	if (!e->connected) /* queued until connected (vx_lazy.c) */
-		ohc_vx_lazy_start(vi, e);
 	ohc_vx_rdv_progress(vi, e);
 	return OHC_OK;
 }
