@@ -2360,3 +2360,84 @@ Test(verbs, lazy_setup_failure_fails_the_first_use)
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, lazy_fault_rank, NULL, 60), 0);
 }
+
+/* Exchange len bytes (message idx) with peer, both ways at once. */
+static int lz_pair(struct tp_rank *c, int peer, size_t len, int idx)
+{
+	uint8_t *sb = malloc(len), *rb = malloc(len);
+	struct ohc_req s, r, *all[2] = {&s, &r};
+
+	fill(sb, len, c->rank, idx);
+	tp_req_send(&s, sb, len, (uint64_t)idx);
+	tp_req_recv(&r, rb, len, (uint64_t)idx);
+	CHECK(c->ops->ep_recv(c->eps[peer], &r) == OHC_OK, "recv");
+	CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK, "send");
+	CHECK(drive(c, all, 2, 30000) == 0 && s.status == OHC_OK &&
+		      r.status == OHC_OK,
+	      "pair with %d: %s / %s", peer, ohc_status_str(s.status),
+	      ohc_status_str(r.status));
+	CHECK(verify(rb, len, peer, idx) < 0, "pair with %d: data", peer);
+	free(sb);
+	free(rb);
+	return 0;
+}
+
+/*
+ * The CQ of a lazy iface is sized for the first eps and grows as more
+ * connect (forced lazy: for one). A growth that fails fails that ep's
+ * first use with a clear error, the ep already connected keeps working,
+ * and the peer whose hello we then drop times out.
+ */
+static int lazy_cq_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[100];
+
+	(void)arg;
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank < 2 && lz_pair(c, 1 - rank, 100, 1)) /* 0 <-> 1 */
+		return 1;
+	if (rank == 0) {
+		CHECK(ohc_verbs_connected(c->iface) == 1, "connected");
+		ohc_vx_fault_arm(OHC_VX_RESIZE_CQ, 0, ENOMEM);
+		memset(buf, 1, sizeof(buf));
+		tp_req_send(&q, buf, sizeof(buf), 2);
+		CHECK(c->ops->ep_send(c->eps[2], &q) == OHC_OK, "send");
+		ohc_vx_fault_clear();
+		CHECK(q.status == OHC_ERR_UNAVAILABLE,
+		      "send to rank 2: %s, want unavailable (no CQ room)",
+		      ohc_status_str(q.status));
+		atomic_store(&sh->lz_sent, 1);
+		while (atomic_load(&sh->lz_closed) == 0) {
+			c->ops->iface_progress(c->iface);
+			usleep(1000);
+		}
+	} else if (rank == 2) {
+		while (!atomic_load(&sh->lz_sent))
+			usleep(1000);
+		tp_req_recv(&q, buf, sizeof(buf), 2);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
+		atomic_store(&sh->lz_closed, 1);
+		CHECK(q.status == OHC_ERR_TIMEOUT, "recv: %s, want a timeout",
+		      ohc_status_str(q.status));
+	}
+	tp_barrier(nranks);
+	if (rank < 2 && lz_pair(c, 1 - rank, 3000, 3)) /* still works */
+		return 1;
+	return rank_down(c);
+}
+
+Test(verbs, lazy_cq_growth_failure_fails_that_ep)
+{
+	NEED_RDMA();
+	lazy_env();
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(3, lazy_cq_rank, NULL, 60), 0);
+}
