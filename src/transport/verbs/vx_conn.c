@@ -129,7 +129,7 @@ ohc_status_t ohc_vx_ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
 	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->tx_src ||
 	    !e->gx || !e->gx_marks)
-		return OHC_ERR_NO_MEMORY;
+		goto err_mem;
 	for (uint32_t i = 0; i < e->gx_n; i++)
 		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
 	/* ring | CTS in | staging | CTS out */
@@ -138,7 +138,7 @@ ohc_status_t ohc_vx_ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (e->ring == MAP_FAILED) {
 		e->ring = NULL;
-		return OHC_ERR_NO_MEMORY;
+		goto err_mem;
 	}
 	e->ring_len = len;
 	e->ctrl_in = e->ring + len;
@@ -166,6 +166,13 @@ ohc_status_t ohc_vx_ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			return status;
 	}
 	return OHC_OK;
+
+err_mem:
+	OHC_ERROR(OHC_SS_VERBS,
+		  "rank %u: no memory for the RDMA connection to rank %u "
+		  "(%zu bytes of rings)",
+		  rank, peer, 2 * (len + ctrl));
+	return OHC_ERR_NO_MEMORY;
 }
 
 void ohc_vx_conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,

@@ -101,13 +101,8 @@ static ohc_status_t lz_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	st = ohc_vx_cq_reserve(vi, e);
 	if (st == OHC_OK)
 		st = ohc_vx_ep_setup(vi, e);
-	if (st < 0) {
-		OHC_ERROR(OHC_SS_VERBS,
-			  "rank %u: cannot set up the RDMA connection to rank "
-			  "%u: %s",
-			  vi->super.rank, e->super.peer, ohc_status_str(st));
+	if (st < 0) /* logged where it failed */
 		lz_fail(vi, e, st);
-	}
 	return st;
 }
 
