@@ -18,11 +18,17 @@
 #   OHC_TEST_CASES_TWO_VMS  cases of coll.random across two VMs (200)
 #   OHC_TEST_SEED      seed of coll.random (default: time-based, printed)
 #   OHC_TEST_BIG_COUNT the suites' large count (default 65539, not 1M+3)
+#   OHC_VM_LAZY_SUITES ctest -R regex run after those in the same VM with
+#                      OPENHCCL_RDMA_LAZY_RANKS=0 (every verbs connection
+#                      made on first use; default: transport.conformance
+#                      and coll.allreduce, about a minute; empty: none)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: vm-suites.sh BUILD_DIR}
 [ -d "$build" ] || { echo "vm-suites: no build folder $build" >&2; exit 2; }
-suites=${OHC_VM_SUITES:-'^(transport\.(conformance|verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync|task)|api\.doctor_rdma|comm\.zerocopy)$'}
+suites=${OHC_VM_SUITES:-'^(transport\.(conformance|verbs|caps)|coll\.(p2p_barrier|failures|allreduce|random|desync|task)|api\.doctor_rdma|comm\.(zerocopy|lazy_connect))$'}
+# and again with every verbs connection made on first use
+lazy_suites=${OHC_VM_LAZY_SUITES-'^(transport\.conformance|coll\.allreduce)$'}
 
 bash ci/soft-roce/prepare.sh
 runs=${OHC_SOFTROCE_CACHE:-build/soft-roce}/runs
@@ -48,9 +54,11 @@ start=$(date +%s)
 rc=0
 run_vm one-vm --rw "$build" --timeout 1200 -- \
 	env HCCL_INTRA_ROCE_ENABLE=1 OHC_TEST_CASES="${OHC_TEST_CASES:-24}" \
-	OHC_TEST_BIG_COUNT="${OHC_TEST_BIG_COUNT:-65539}" \
-	ctest --test-dir "$build" -R "$suites" --output-on-failure \
-	--timeout 900 || rc=$?
+	OHC_TEST_BIG_COUNT="${OHC_TEST_BIG_COUNT:-65539}" bash -c \
+	'ctest --test-dir "$0" -R "$1" --output-on-failure --timeout 900 &&
+	 { [ -z "$2" ] || OPENHCCL_RDMA_LAZY_RANKS=0 ctest --test-dir "$0" \
+	   -R "$2" --output-on-failure --timeout 900; }' \
+	"$build" "$suites" "$lazy_suites" || rc=$?
 echo "vm-suites: one VM: exit $rc after $(($(date +%s) - start)) s"
 [ "$rc" = 0 ] || exit "$rc"
 

@@ -4,7 +4,9 @@
  * NIC (rank table device_ip) and their backup NIC (backup_device_ip).
  *
  * A verbs iface is bound to one device and connects once (its CQ is sized
- * for its eps, its setup listener closes afterwards), so a switch builds a
+ * for its eps, its setup listener closes afterwards; the new one connects
+ * every ep before the swap, also where a communicator's eps otherwise
+ * connect on first use, OPENHCCL_RDMA_LAZY_RANKS), so a switch builds a
  * whole new verbs layer through the ordinary open / address / connect
  * path: every rank with verbs links opens a new verbs iface (on its backup
  * device if it now uses the backup, else on its primary one), the blobs go
@@ -162,6 +164,8 @@ static ohc_status_t nic_open(struct ohc_comm *comm, struct ohc_iface *old,
 	iface->rank = comm->rank;
 	iface->nranks = comm->nranks;
 	ohc_comm_tp_params(comm, ip, hostid, &params);
+	/* every new link is tried before the swap, never on first use */
+	params.connect_now = 1;
 	status = iface->ops->iface_open(iface, &params);
 	if (status < 0) {
 		OHC_ERROR(OHC_SS_API,

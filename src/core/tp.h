@@ -71,6 +71,10 @@ struct ohc_transport_params {
 	const char *device_ip_key; /* its rank-table key, for errors */
 	uint32_t rdma_tc;	   /* verbs: traffic class */
 	uint32_t rdma_sl;	   /* verbs: service level */
+	/* verbs: iface_connect connects every ep before it returns, even
+	 * where it would connect them on first use (the NIC switch checks
+	 * the new NIC before it swaps) */
+	int connect_now;
 };
 
 struct ohc_transport_ops {

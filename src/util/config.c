@@ -149,6 +149,13 @@ static const struct field fields[] = {
 	      "rebuilt and what the peer did not receive is sent again; only "
 	      "then the operation fails (0 = fail at once)",
 	      rdma_replay_ms, 0, 600000),
+	INT_F("OPENHCCL_RDMA_LAZY_RANKS", "16",
+	      "on a communicator of more than this many ranks each RDMA "
+	      "connection (QPs, rings, registrations, the TCP handshake) is "
+	      "made on its first use instead of at init, so a rank holds "
+	      "only the connections it uses (0 = always on first use); must "
+	      "be the same on every rank",
+	      rdma_lazy_ranks, 0, 1048576),
 	INT_F("OPENHCCL_RDMA_WRITE_KB", "0",
 	      "KiB per RDMA WRITE work request (0 = a whole slot); small "
 	      "writes survive packet loss on Soft-RoCE (go-back-N)",

@@ -58,6 +58,7 @@ struct ohc_env {
 	int64_t rdma_mr_cache;        /* OPENHCCL_RDMA_MR_CACHE (see vx_mr.c) */
 	int64_t rdma_write_kb;        /* OPENHCCL_RDMA_WRITE_KB, 0 = slot */
 	int64_t rdma_replay_ms;	      /* OPENHCCL_RDMA_REPLAY_MS, 0 = none */
+	int64_t rdma_lazy_ranks;      /* OPENHCCL_RDMA_LAZY_RANKS, 0 = always */
 	/* OpenHCCL's own */
 	char hostid[256];             /* OPENHCCL_HOSTID */
 	int64_t shm_ring_kb;          /* OPENHCCL_SHM_RING_KB */

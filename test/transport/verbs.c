@@ -32,7 +32,9 @@
 
 /* Past the harness's shared page. */
 struct shared {
-	atomic_uint sent; /* pulled_send_outlives_its_sender */
+	atomic_uint sent;      /* pulled_send_outlives_its_sender */
+	atomic_uint lz_sent;   /* lazy_idle_peer_answers */
+	atomic_uint lz_closed; /* lazy_unanswered_connect_times_out */
 };
 
 static struct shared *sh;
@@ -57,9 +59,37 @@ static ohc_status_t iface_open(struct tp_rank *c, int rank, int nranks)
 	return tp_iface_open(c, "verbs", rank, nranks, NULL);
 }
 
-static int rank_up(struct tp_rank *c, int rank, int nranks)
+/* Up with no ep connected where they connect on first use. */
+static int lazy_rank_up(struct tp_rank *c, int rank, int nranks)
 {
 	return tp_rank_up(c, "verbs", rank, nranks, NULL, 30000);
+}
+
+/*
+ * Up and connected to every peer: where eps connect on first use
+ * (OPENHCCL_RDMA_LAZY_RANKS, the VM stage runs this suite with it
+ * forced) every rank starts all its connections at once and waits for
+ * them, so the tests below find their eps as after an eager connect.
+ */
+static int rank_up(struct tp_rank *c, int rank, int nranks)
+{
+	uint64_t deadline = ohc_deadline_after_ms(30000);
+
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	if (!ohc_vx_iface(c->iface)->lazy)
+		return 0;
+	for (int r = 0; r < nranks; r++)
+		if (c->eps[r])
+			ohc_verbs_ep_connect(c->eps[r]);
+	while (ohc_verbs_connected(c->iface) < (unsigned)nranks - 1 &&
+	       !ohc_deadline_passed(deadline))
+		if (!c->ops->iface_progress(c->iface))
+			c->ops->iface_wait(c->iface, 10);
+	CHECK(ohc_verbs_connected(c->iface) == (unsigned)nranks - 1,
+	      "%u of %d eps connected on first use",
+	      ohc_verbs_connected(c->iface), nranks - 1);
+	return 0;
 }
 
 /* Tear down and check that nothing leaked: fds, memory, MRs. */
@@ -68,6 +98,7 @@ static int rank_down(struct tp_rank *c)
 	if (tp_rank_down(c))
 		return 1;
 	CHECK(ohc_vx_mr_live() == 0, "MR leak: %ld left", ohc_vx_mr_live());
+	CHECK(ohc_vx_qp_live() == 0, "QP leak: %ld left", ohc_vx_qp_live());
 	return 0;
 }
 
@@ -577,6 +608,9 @@ static int fault_rank(int rank, int nranks, void *arg)
 Test(verbs, injected_failure_during_connect)
 {
 	NEED_RDMA();
+	/* the connect at init (on first use: lazy_setup_failure_...) */
+	setenv("OPENHCCL_RDMA_LAZY_RANKS", "16", 1);
+	ohc_env_reload();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, fault_rank, NULL, 60), 0);
 }
@@ -1982,4 +2016,428 @@ Test(verbs, lying_credits_fail_the_ep)
 	NEED_RDMA();
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(2, liar_rank, NULL, 180), 0);
+}
+
+/* ---- connections on first use (OPENHCCL_RDMA_LAZY_RANKS) ----------- */
+
+static void lazy_env(void)
+{
+	setenv("OPENHCCL_RDMA_LAZY_RANKS", "0", 1);
+	ohc_env_reload();
+}
+
+/* Send len bytes (message idx) to rank + d and receive from rank - d.
+ * send_first: the send is driven to completion before the receive is
+ * posted (eager sizes complete without the peer's receive). */
+static int lz_shift(struct tp_rank *c, int d, size_t len, int idx,
+		    int send_first)
+{
+	int n = c->nranks, to = (c->rank + d) % n, from = (c->rank - d + n) % n;
+	uint8_t *sb = malloc(len), *rb = malloc(len + 1);
+	struct ohc_req s, r, *all[2] = {&s, &r};
+	long bad;
+
+	fill(sb, len, c->rank, idx);
+	memset(rb, 0xee, len + 1);
+	tp_req_send(&s, sb, len, (uint64_t)idx);
+	tp_req_recv(&r, rb, len, (uint64_t)idx);
+	CHECK(c->ops->ep_send(c->eps[to], &s) == OHC_OK, "send to %d", to);
+	if (send_first)
+		CHECK(drive(c, all, 1, 60000) == 0 && s.status == OHC_OK,
+		      "send to %d before any receive: %s", to,
+		      ohc_status_str(s.status));
+	CHECK(c->ops->ep_recv(c->eps[from], &r) == OHC_OK, "recv from %d",
+	      from);
+	CHECK(drive(c, all, 2, 60000) == 0, "shift %d: timeout", d);
+	CHECK(s.status == OHC_OK && r.status == OHC_OK, "shift %d: %s / %s", d,
+	      ohc_status_str(s.status), ohc_status_str(r.status));
+	bad = verify(rb, len, from, idx);
+	CHECK(bad < 0, "shift %d from %d: byte %ld wrong", d, from, bad);
+	CHECK(rb[len] == 0xee, "shift %d: wrote past the end", d);
+	free(sb);
+	free(rb);
+	return 0;
+}
+
+/*
+ * 4 ranks, forced lazy: nothing is connected (and nothing registered)
+ * after connect; a ring where every rank sends first connects exactly
+ * the two neighbours (each pair's first contact from both sides at
+ * once: one wins); the opposite rank, both sending at once, makes 3;
+ * then every pair still carries messages larger than the ring. The CQ
+ * sized for one ep grows with each. Teardown leaves no fd or MR.
+ */
+static int lazy_ring_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+
+	(void)arg;
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 0, "%u connected after init",
+	      ohc_verbs_connected(c->iface));
+	CHECK(ohc_vx_mr_live() == 0, "%ld MRs after init", ohc_vx_mr_live());
+	CHECK(ohc_vx_qp_live() == 0, "%ld QPs after init", ohc_vx_qp_live());
+	if (lz_shift(c, 1, 100, 1, 1))
+		return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 2,
+	      "%u connected after the ring, want the 2 neighbours",
+	      ohc_verbs_connected(c->iface));
+	if (lz_shift(c, 2, 3000, 2, 0))
+		return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 3,
+	      "%u connected after the opposite rank, want 3",
+	      ohc_verbs_connected(c->iface));
+	for (int d = 1; d < nranks; d++)
+		if (lz_shift(c, d, 1 * MIB + 17, 10 + d, 0))
+			return 1;
+	CHECK(ohc_verbs_connected(c->iface) == 3, "%u connected at the end",
+	      ohc_verbs_connected(c->iface));
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_connects_only_what_is_used)
+{
+	NEED_RDMA();
+	lazy_env();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(4, lazy_ring_rank, NULL, 240), 0);
+}
+
+/* Every pair's first contact at once (both sides send and receive):
+ * all arrive, whatever side's attempt won. */
+static int lazy_all_pairs_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req sreq[MAXR], rreq[MAXR], *all[2 * MAXR];
+	uint8_t *sb[MAXR] = {0}, *rb[MAXR] = {0};
+	size_t len = *(const size_t *)arg;
+	int n = 0;
+
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	for (int r = 0; r < nranks; r++) {
+		sb[r] = malloc(len);
+		rb[r] = malloc(len);
+		fill(sb[r], len, rank, 7);
+		memset(rb[r], 0xee, len);
+	}
+	CHECK(tp_post_all_pairs(c, sb, rb, len, 7, sreq, rreq, all, &n) == 0,
+	      "post");
+	CHECK(drive(c, all, n, 60000) == 0, "all pairs: timeout");
+	for (int r = 0; r < nranks; r++) {
+		long bad;
+
+		if (r == rank)
+			continue;
+		CHECK(rreq[r].status == OHC_OK && sreq[r].status == OHC_OK,
+		      "pair with %d: %s / %s", r,
+		      ohc_status_str(sreq[r].status),
+		      ohc_status_str(rreq[r].status));
+		bad = verify(rb[r], len, r, 7);
+		CHECK(bad < 0, "from %d: byte %ld wrong", r, bad);
+	}
+	CHECK(ohc_verbs_connected(c->iface) == (unsigned)nranks - 1,
+	      "%u connected", ohc_verbs_connected(c->iface));
+	for (int r = 0; r < nranks; r++) {
+		free(sb[r]);
+		free(rb[r]);
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_first_contact_from_all_sides_at_once)
+{
+	static const size_t len = 200 * KIB + 3;
+
+	NEED_RDMA();
+	lazy_env();
+	ohc_test_fork_settle();
+	cr_assert_eq(
+		ohc_test_fork_ranks(4, lazy_all_pairs_rank, (void *)&len, 240),
+		0);
+}
+
+/*
+ * A peer that sleeps outside any operation (no progress of its own)
+ * still answers: its service thread accepts our hello, and our eager
+ * send completes into its ring before it wakes up and receives it.
+ */
+static int lazy_idle_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[1000];
+	uint64_t deadline;
+
+	(void)arg;
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank == 0) {
+		fill(buf, sizeof(buf), rank, 3);
+		tp_req_send(&q, buf, sizeof(buf), 3);
+		CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
+		CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK,
+		      "send to a sleeping peer: %s", ohc_status_str(q.status));
+		atomic_store(&sh->lz_sent, 1);
+	} else {
+		deadline = ohc_deadline_after_ms(20000);
+		while (!atomic_load(&sh->lz_sent) &&
+		       !ohc_deadline_passed(deadline))
+			usleep(10000); /* no progress of ours */
+		CHECK(atomic_load(&sh->lz_sent), "the send never completed "
+						 "while we slept");
+		/* the ready byte comes after the peer's QPs are at RTS: the
+		 * service thread counts the ep connected when it reads it */
+		deadline = ohc_deadline_after_ms(5000);
+		while (ohc_verbs_connected(c->iface) != 1 &&
+		       !ohc_deadline_passed(deadline))
+			usleep(10000);
+		CHECK(ohc_verbs_connected(c->iface) == 1,
+		      "%u connected by the service thread",
+		      ohc_verbs_connected(c->iface));
+		memset(buf, 0, sizeof(buf));
+		tp_req_recv(&q, buf, sizeof(buf), 3);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 20000) == 0 && q.status == OHC_OK,
+		      "recv: %s", ohc_status_str(q.status));
+		CHECK(verify(buf, sizeof(buf), 0, 3) < 0, "data");
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_idle_peer_answers)
+{
+	NEED_RDMA();
+	lazy_env();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_idle_rank, NULL, 120), 0);
+}
+
+/*
+ * A peer whose listener takes our connection but never answers (arg 1:
+ * a plain socket on its port, as a hung process would hold it): the send
+ * fails with OHC_ERR_TIMEOUT after HCCL_CONNECT_TIMEOUT (2 s), not before
+ * and not much after. A peer that is gone, its listener closed (arg 0):
+ * the connection is refused and the send fails at once with
+ * OHC_ERR_REMOTE. ep_check says the same.
+ */
+static int lazy_timeout_rank(int rank, int nranks, void *arg)
+{
+	int hung = *(const int *)arg;
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	ohc_status_t want = hung ? OHC_ERR_TIMEOUT : OHC_ERR_REMOTE;
+	uint8_t buf[100];
+	uint64_t t0;
+	double s;
+
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank == 1) { /* gone: the listener with it */
+		struct sockaddr_storage ss =
+			ohc_vx_iface(c->iface)->listen_addr;
+		int one = 1, fd = -1;
+
+		tp_rank_close(c);
+		if (hung) { /* the port held by a socket that never answers */
+			fd = socket(ss.ss_family, SOCK_STREAM, 0);
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				   sizeof(one));
+			CHECK(bind(fd, (struct sockaddr *)&ss,
+				   ss.ss_family == AF_INET
+					   ? sizeof(struct sockaddr_in)
+					   : sizeof(struct sockaddr_in6)) ==
+					      0 &&
+				      listen(fd, 4) == 0,
+			      "listen again: %s", strerror(errno));
+		}
+		atomic_store(&sh->lz_closed, 1);
+		while (atomic_load(&sh->lz_sent) == 0)
+			usleep(1000);
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while (!atomic_load(&sh->lz_closed))
+		usleep(1000);
+	memset(buf, 1, sizeof(buf));
+	tp_req_send(&q, buf, sizeof(buf), 1);
+	t0 = ohc_time_ns();
+	CHECK(c->ops->ep_send(c->eps[1], &q) == OHC_OK, "send");
+	CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
+	s = (double)(ohc_time_ns() - t0) / 1e9;
+	atomic_store(&sh->lz_sent, 1);
+	CHECK(q.status == want, "send: %s, want %s", ohc_status_str(q.status),
+	      ohc_status_str(want));
+	CHECK(hung ? s > 1.5 && s < 8 : s < 1, "failed after %.2f s", s);
+	CHECK(c->ops->ep_check(c->eps[1]) == want, "ep_check");
+	CHECK(ohc_verbs_connected(c->iface) == 0, "connected");
+	return rank_down(c);
+}
+
+static void lazy_timeout(int hung)
+{
+	lazy_env();
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_timeout_rank, &hung, 60), 0);
+}
+
+Test(verbs, lazy_unanswered_connect_times_out)
+{
+	NEED_RDMA();
+	lazy_timeout(1);
+}
+
+Test(verbs, lazy_refused_connect_fails_at_once)
+{
+	NEED_RDMA();
+	lazy_timeout(0);
+}
+
+/*
+ * A failing ibv call while an ep sets up on first use: that send fails at
+ * once with the reason (no memory to register the ring), the ep stays
+ * failed, and the peer, whose hello is then dropped, times out after
+ * HCCL_CONNECT_TIMEOUT; both tear down without leaks (a half set-up ep).
+ */
+static int lazy_fault_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[100];
+	ohc_status_t st;
+
+	(void)arg;
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	memset(buf, 1, sizeof(buf));
+	if (rank == 0) {
+		ohc_vx_fault_arm(OHC_VX_REG_MR, 1, ENOMEM); /* staging's MR */
+		tp_req_send(&q, buf, sizeof(buf), 1);
+		st = c->ops->ep_send(c->eps[1], &q);
+		ohc_vx_fault_clear();
+		CHECK(st == OHC_OK && q.status == OHC_ERR_NO_MEMORY,
+		      "send: %s, completed with %s, want no memory",
+		      ohc_status_str(st), ohc_status_str(q.status));
+		CHECK(c->ops->ep_send(c->eps[1], &q) < 0, "a failed ep sends");
+		atomic_store(&sh->lz_sent, 1);
+		/* keep answering (and dropping) until the peer gave up */
+		while (atomic_load(&sh->lz_closed) == 0) {
+			c->ops->iface_progress(c->iface);
+			usleep(1000);
+		}
+	} else {
+		while (!atomic_load(&sh->lz_sent))
+			usleep(1000);
+		tp_req_recv(&q, buf, sizeof(buf), 1);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
+		atomic_store(&sh->lz_closed, 1);
+		CHECK(q.status == OHC_ERR_TIMEOUT, "recv: %s, want a timeout",
+		      ohc_status_str(q.status));
+	}
+	tp_barrier(nranks);
+	return rank_down(c);
+}
+
+Test(verbs, lazy_setup_failure_fails_the_first_use)
+{
+	NEED_RDMA();
+	lazy_env();
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(2, lazy_fault_rank, NULL, 60), 0);
+}
+
+/* Exchange len bytes (message idx) with peer, both ways at once. */
+static int lz_pair(struct tp_rank *c, int peer, size_t len, int idx)
+{
+	uint8_t *sb = malloc(len), *rb = malloc(len);
+	struct ohc_req s, r, *all[2] = {&s, &r};
+
+	fill(sb, len, c->rank, idx);
+	tp_req_send(&s, sb, len, (uint64_t)idx);
+	tp_req_recv(&r, rb, len, (uint64_t)idx);
+	CHECK(c->ops->ep_recv(c->eps[peer], &r) == OHC_OK, "recv");
+	CHECK(c->ops->ep_send(c->eps[peer], &s) == OHC_OK, "send");
+	CHECK(drive(c, all, 2, 30000) == 0 && s.status == OHC_OK &&
+		      r.status == OHC_OK,
+	      "pair with %d: %s / %s", peer, ohc_status_str(s.status),
+	      ohc_status_str(r.status));
+	CHECK(verify(rb, len, peer, idx) < 0, "pair with %d: data", peer);
+	free(sb);
+	free(rb);
+	return 0;
+}
+
+/*
+ * The CQ of a lazy iface is sized for the first eps and grows as more
+ * connect (forced lazy: for one). A growth that fails fails that ep's
+ * first use with a clear error, the ep already connected keeps working,
+ * and the peer whose hello we then drop times out.
+ */
+static int lazy_cq_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	struct ohc_req q, *all[1] = {&q};
+	uint8_t buf[100];
+
+	(void)arg;
+	if (lazy_rank_up(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank < 2 && lz_pair(c, 1 - rank, 100, 1)) /* 0 <-> 1 */
+		return 1;
+	if (rank == 0) {
+		CHECK(ohc_verbs_connected(c->iface) == 1, "connected");
+		ohc_vx_fault_arm(OHC_VX_RESIZE_CQ, 0, ENOMEM);
+		memset(buf, 1, sizeof(buf));
+		tp_req_send(&q, buf, sizeof(buf), 2);
+		CHECK(c->ops->ep_send(c->eps[2], &q) == OHC_OK, "send");
+		ohc_vx_fault_clear();
+		CHECK(q.status == OHC_ERR_UNAVAILABLE,
+		      "send to rank 2: %s, want unavailable (no CQ room)",
+		      ohc_status_str(q.status));
+		atomic_store(&sh->lz_sent, 1);
+		while (atomic_load(&sh->lz_closed) == 0) {
+			c->ops->iface_progress(c->iface);
+			usleep(1000);
+		}
+	} else if (rank == 2) {
+		while (!atomic_load(&sh->lz_sent))
+			usleep(1000);
+		tp_req_recv(&q, buf, sizeof(buf), 2);
+		CHECK(c->ops->ep_recv(c->eps[0], &q) == OHC_OK, "recv");
+		CHECK(drive(c, all, 1, 20000) == 0, "no end to the connect");
+		atomic_store(&sh->lz_closed, 1);
+		CHECK(q.status == OHC_ERR_TIMEOUT, "recv: %s, want a timeout",
+		      ohc_status_str(q.status));
+	}
+	tp_barrier(nranks);
+	if (rank < 2 && lz_pair(c, 1 - rank, 3000, 3)) /* still works */
+		return 1;
+	return rank_down(c);
+}
+
+Test(verbs, lazy_cq_growth_failure_fails_that_ep)
+{
+	NEED_RDMA();
+	lazy_env();
+	setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+	setenv("OPENHCCL_DEBUG", "ERROR", 1);
+	ohc_env_reload();
+	ohc_test_fork_settle();
+	cr_assert_eq(ohc_test_fork_ranks(3, lazy_cq_rank, NULL, 60), 0);
 }

@@ -42,6 +42,7 @@
 #include "transport/verbs/vx_rdv.h"
 #include "transport/verbs/vx_wrap.h"
 #include "util/compiler.h"
+#include "util/frame.h"
 #include "util/list.h"
 
 #define OHC_VX_MAX_QPS 32
@@ -218,9 +219,23 @@ struct ohc_verbs_iface {
 	pthread_mutex_t lock;
 	struct ohc_list svc_link; /* the service thread's list */
 	uint64_t replays;     /* replays completed (tests, counters) */
-	struct pollfd *wait_fds;       /* iface_wait: 3 + nranks */
+	struct pollfd *wait_fds;       /* iface_wait: VX_WAIT_FDS(nranks) */
 	unsigned wait_n;	       /* of them armed (0: none) */
+	unsigned wait_lazy;	       /* the first of them of vx_lazy.c */
 	struct ohc_verbs_ep **by_peer; /* nranks entries */
+	/* connections (vx_conn.c, vx_lazy.c) */
+	unsigned neps;		  /* eps handed to iface_connect */
+	unsigned cq_eps;	  /* eps the CQ is sized for */
+	unsigned nsetup;	  /* eps whose QPs exist */
+	unsigned nconnected;	  /* eps connected (tests, counters) */
+	int lazy;		  /* eps connect on first use (vx_lazy.c) */
+	int connect_now;	  /* never lazy (the NIC switch's new iface) */
+	unsigned lz_busy;	  /* attempts and accepted sockets in flight */
+	unsigned lz_tick;	  /* progress calls: the listener every 256th */
+	int lz_poke;		  /* a lazy fd stirred: look at once */
+	struct vx_lz_acc *lz_acc; /* accepted sockets, hello not yet read */
+	unsigned lz_nacc;
+	struct pollfd *lz_svc_fds; /* the service thread's: VX_WAIT_FDS */
 };
 
 struct ohc_verbs_ep {
@@ -277,6 +292,14 @@ struct ohc_verbs_ep {
 	uint32_t rem_mtu;
 	uint8_t rem_gid[16];
 	struct vx_replay rp;
+	/* connection on first use (vx_lazy.c) */
+	int set_up;	/* ep_setup ran (QPs, ring, MRs exist) */
+	int lz_state;	/* enum vx_lz_state */
+	int lz_fd;	/* our attempt's socket, or the answered one */
+	int lz_told;	/* iface_abort's reason byte went to the peer */
+	uint64_t lz_t0; /* first use (or the peer's hello) */
+	uint64_t lz_deadline, lz_retry;
+	struct ohc_frame_rx lz_rx; /* the answer on our attempt */
 	/* state */
 	int connected;
 	ohc_status_t broken;	 /* OHC_OK, or why the ep is unusable */
@@ -340,6 +363,11 @@ static inline struct ohc_verbs_ep *ohc_vx_ep(struct ohc_ep *ep)
 #define VX_UNLOCK(iface) pthread_mutex_unlock(&ohc_vx_iface(iface)->lock)
 
 #define OHC_VX_MAX_INLINE 256u /* inline bytes asked of every QP */
+/* accepted setup sockets whose hello is not read yet, at most */
+#define OHC_VX_LZ_ACC_MAX 64u
+/* iface_wait's fds: channel, wake, async, the setup sockets; lazy: the
+ * listener, an attempt per ep and the accepted sockets */
+#define VX_WAIT_FDS(nranks) (4u + 2u * (nranks) + OHC_VX_LZ_ACC_MAX)
 
 /* ---- connection setup and teardown (vx_conn.c) ---------------------- */
 
@@ -354,6 +382,27 @@ ohc_status_t ohc_vx_listen(struct ohc_verbs_iface *vi);
  */
 ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 				  unsigned n, uint64_t deadline);
+/*
+ * What iface_connect and the lazy connections (vx_lazy.c) share: room in
+ * the CQ for one more ep's QPs (grown by doubling when lazy; logs its
+ * failure), the ep's resources (QPs in INIT with receives posted, ring,
+ * staging, MRs; once per ep), our connect record, the QPs to RTS towards
+ * the peer's record (connected = 1), the peer's listener address and a
+ * name for errors ("rank 5 (10.0.0.2:41234)"), the setup frames.
+ */
+ohc_status_t ohc_vx_cq_reserve(struct ohc_verbs_iface *vi,
+			       struct ohc_verbs_ep *e);
+ohc_status_t ohc_vx_ep_setup(struct ohc_verbs_iface *vi,
+			     struct ohc_verbs_ep *e);
+void ohc_vx_conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		      struct vx_conn *c);
+ohc_status_t ohc_vx_ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+			   const struct vx_conn *c);
+socklen_t ohc_vx_peer_addr(const struct ohc_verbs_ep *e,
+			   struct sockaddr_storage *ss, char *name,
+			   size_t size);
+extern const struct ohc_frame_proto ohc_vx_proto;
+#define OHC_VX_T_CONN 1
 /* A peer's connect record, checked for this iface (test/fuzz/vx_msgs.c
  * drives it): magic, version, session, from and to, geometry. */
 ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
@@ -362,6 +411,64 @@ ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
  * read) and ep_fini (everything of the ep freed). */
 void ohc_vx_ep_quiesce_locked(struct ohc_ep *ep);
 void ohc_vx_ep_fini_locked(struct ohc_ep *ep);
+
+/* ---- connections on first use (vx_lazy.c) ------------------------- */
+
+enum vx_lz_state {
+	VX_LZ_NONE = 0,	  /* not used yet, no hello seen */
+	VX_LZ_CONNECTING, /* our TCP connect in progress */
+	VX_LZ_SENT,	  /* our hello sent, waiting for the answer */
+	VX_LZ_WAIT,	  /* no socket: the lower rank's comes (higher), or
+			     a new attempt at lz_retry (lower) */
+	VX_LZ_ANSWERED,	  /* we answered the peer's hello: its ready byte */
+};
+
+/* An accepted setup socket whose hello is being read. */
+struct vx_lz_acc {
+	int fd;
+	uint64_t t0;
+	struct ohc_frame_rx rx;
+};
+
+/*
+ * Lazy connections (OPENHCCL_RDMA_LAZY_RANKS): the first ep_send or
+ * ep_recv of an unconnected ep queues its request and starts a
+ * non-blocking connect (lazy_start); lazy_progress (iface_progress, the
+ * wait, the service thread) drives every attempt, accepts and answers the
+ * peers' hellos, and fails an ep not connected within
+ * HCCL_CONNECT_TIMEOUT of its first use. When both sides start at once,
+ * the attempt of the lower rank wins. Returns what moved.
+ */
+void ohc_vx_lazy_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
+unsigned ohc_vx_lazy_progress(struct ohc_verbs_iface *vi);
+/* Whether progress should call lazy_progress now (cheap). */
+static inline int ohc_vx_lazy_due(struct ohc_verbs_iface *vi)
+{
+	return vi->lazy &&
+	       (vi->lz_busy || vi->lz_poke || (++vi->lz_tick & 255) == 0);
+}
+/* The fds that need an answer (listener, attempts, accepted sockets),
+ * with their events, into p (room for VX_WAIT_FDS); returns how many. */
+unsigned ohc_vx_lazy_fds(struct ohc_verbs_iface *vi, struct pollfd *p);
+/*
+ * Rank `from` announced that its communicator failed (iface_abort's
+ * byte): so did ours, and eps still connecting fail with its reason, as
+ * their peers' own bytes would have failed them had they been connected
+ * (a peer that failed and closed before our hello came refuses it).
+ */
+void ohc_vx_lazy_peer_abort(struct ohc_verbs_iface *vi, uint32_t from,
+			    ohc_status_t reason);
+/* iface_close: the accepted sockets; ep_fini: the ep's attempt. */
+void ohc_vx_lazy_close(struct ohc_verbs_iface *vi);
+void ohc_vx_lazy_ep_fini(struct ohc_verbs_ep *e);
+/* Test seams: verbs eps connected on the iface; start the ep's
+ * connection as its first use would (no-op when connected). */
+unsigned ohc_verbs_connected(struct ohc_iface *iface);
+void ohc_verbs_ep_connect(struct ohc_ep *ep);
+/* iface_abort's reason byte (vi->aborted) to a peer whose ep connects
+ * on first use: after our answer if we answered it, else once it
+ * connects (a peer waiting on us may have started it). */
+void ohc_vx_lazy_abort(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
 
 /* ---- QPs (vx_qp.c) -------------------------------------------------- */
 

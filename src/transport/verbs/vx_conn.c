@@ -22,11 +22,13 @@
 
 #include "transport/verbs/verbs.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/hs.h"
 #include "util/log.h"
 #include "util/time.h"
 
 #define VX_DRAIN_MS 2000 /* ep_fini waits this long for sends to land */
+#define VX_CQ_EPS_LAZY 16 /* eps a lazy iface's first CQ is sized for */
 
 /* ---- the setup listener -------------------------------------------- */
 
@@ -73,8 +75,35 @@ ohc_status_t ohc_vx_listen(struct ohc_verbs_iface *vi)
 
 /* ---- setup --------------------------------------------------------- */
 
-/* QPs (INIT, receives posted), ring, staging, MRs of one ep. */
-static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
+static int cq_entries(const struct ohc_verbs_iface *vi, unsigned eps)
+{
+	return (int)(eps * vi->nqps * (vi->sq_depth + vi->rq_depth) + 16);
+}
+
+ohc_status_t ohc_vx_cq_reserve(struct ohc_verbs_iface *vi,
+			       struct ohc_verbs_ep *e)
+{
+	unsigned eps = vi->cq_eps;
+	int cqe;
+
+	if (vi->nsetup < eps)
+		return OHC_OK;
+	eps = OHC_MAX(OHC_MIN(2 * eps, vi->neps), vi->nsetup + 1);
+	cqe = cq_entries(vi, eps);
+	if (ohc_vx_resize_cq(vi->cq, cqe)) {
+		OHC_ERROR(OHC_SS_VERBS,
+			  "rank %u: RDMA connection to rank %u: cannot grow "
+			  "the CQ to %d entries (%u connections) on %s: %s",
+			  vi->super.rank, e->super.peer, cqe, eps, vi->dev_name,
+			  strerror(errno));
+		return OHC_ERR_UNAVAILABLE;
+	}
+	vi->cq_eps = eps;
+	return OHC_OK;
+}
+
+/* QPs (INIT, receives posted), ring, staging, MRs of one ep (once). */
+ohc_status_t ohc_vx_ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	uint32_t rank = vi->super.rank, peer = e->super.peer;
 	size_t len = (size_t)vi->slots * vi->slot_bytes;
@@ -82,6 +111,10 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	uint32_t psn;
 
+	if (e->set_up)
+		return OHC_OK;
+	e->set_up = 1;
+	vi->nsetup++;
 	e->wrs = calloc((size_t)vi->slots * vi->wr_per_slot + 1,
 			sizeof(*e->wrs));
 	/* a fragment: a WR per piece, one more SGE where header and a
@@ -96,7 +129,7 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	e->gx_marks = calloc((size_t)e->gx_n * e->nqps, sizeof(*e->gx_marks));
 	if (!e->wrs || !e->sges || !e->rwrs || !e->arrived || !e->tx_src ||
 	    !e->gx || !e->gx_marks)
-		return OHC_ERR_NO_MEMORY;
+		goto err_mem;
 	for (uint32_t i = 0; i < e->gx_n; i++)
 		e->gx[i].mark = e->gx_marks + (size_t)i * e->nqps;
 	/* ring | CTS in | staging | CTS out */
@@ -105,7 +138,7 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (e->ring == MAP_FAILED) {
 		e->ring = NULL;
-		return OHC_ERR_NO_MEMORY;
+		goto err_mem;
 	}
 	e->ring_len = len;
 	e->ctrl_in = e->ring + len;
@@ -133,9 +166,16 @@ static ohc_status_t ep_setup(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			return status;
 	}
 	return OHC_OK;
+
+err_mem:
+	OHC_ERROR(OHC_SS_VERBS,
+		  "rank %u: no memory for the RDMA connection to rank %u "
+		  "(%zu bytes of rings)",
+		  rank, peer, 2 * (len + ctrl));
+	return OHC_ERR_NO_MEMORY;
 }
 
-static void conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+void ohc_vx_conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		      struct vx_conn *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -157,7 +197,7 @@ static void conn_fill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 }
 
 /* Move the ep's QPs to RTS towards the peer described by c. */
-static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+ohc_status_t ohc_vx_ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 			   const struct vx_conn *c)
 {
 	uint32_t rank = vi->super.rank, peer = e->super.peer;
@@ -183,21 +223,21 @@ static ohc_status_t ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		}
 	}
 	e->connected = 1;
+	vi->nconnected++;
 	return OHC_OK;
 }
 
 /* The setup protocol's frames: one hello each way whose body is the
  * connect record (native byte order, as the blob), token the session. */
-static const struct ohc_frame_proto vx_proto = {
+const struct ohc_frame_proto ohc_vx_proto = {
 	.magic = 0x5658, /* "VX" */
 	.version = VX_VERSION,
 	.type_max = 1,
 };
-#define VX_T_CONN 1
 
 /* The peer's listener address (from its blob; ss may be NULL), and a
  * name for errors: "rank 5 (10.0.0.2:41234)". */
-static socklen_t peer_addr(const struct ohc_verbs_ep *e,
+socklen_t ohc_vx_peer_addr(const struct ohc_verbs_ep *e,
 			   struct sockaddr_storage *ss, char *name, size_t size)
 {
 	const struct vx_blob *b = &e->peer_blob;
@@ -233,7 +273,7 @@ static socklen_t peer_addr(const struct ohc_verbs_ep *e,
 static struct ohc_hs_hello conn_hello(const struct ohc_verbs_iface *vi,
 				      uint32_t to, struct vx_conn *c)
 {
-	return (struct ohc_hs_hello){.type = VX_T_CONN,
+	return (struct ohc_hs_hello){.type = OHC_VX_T_CONN,
 				     .from = vi->super.rank,
 				     .to = to,
 				     .body = c,
@@ -263,11 +303,24 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 	char name[80];
 	struct ohc_hs hs;
 	struct vx_conn c;
+	unsigned lazy_ranks;
 	int cqe;
 
 	if (!n)
 		return OHC_OK;
-	cqe = (int)(n * vi->nqps * (vi->sq_depth + vi->rq_depth) + 16);
+	/* lazy: on a communicator of more than OPENHCCL_RDMA_LAZY_RANKS
+	 * ranks (the same on every rank, unlike our count of verbs eps:
+	 * an eager rank would wait for lazy ones that never come) */
+	lazy_ranks = (unsigned)ohc_env()->rdma_lazy_ranks;
+	vi->lazy =
+		!vi->connect_now && (!lazy_ranks || iface->nranks > lazy_ranks);
+	vi->neps = n;
+	/* lazy: for the first few eps, grown as more connect (forced
+	 * lazy: one, so that every further ep grows it) */
+	vi->cq_eps = vi->lazy ? OHC_MIN(n, OHC_MAX(1u, OHC_MIN(lazy_ranks,
+							       VX_CQ_EPS_LAZY)))
+			      : n;
+	cqe = cq_entries(vi, vi->cq_eps);
 	vi->ch = ohc_vx_create_channel(vi->ctx);
 	if (vi->ch && ohc_vx_set_nonblock(vi->ch->fd) == 0)
 		vi->cq = ohc_vx_create_cq(vi->ctx, cqe, vi->ch);
@@ -277,8 +330,18 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 			  rank, cqe, vi->dev_name, strerror(errno));
 		return OHC_ERR_UNAVAILABLE;
 	}
+	if (vi->lazy) {
+		/* each ep connects on first use (vx_lazy.c): the listener
+		 * stays, the service thread answers while we are idle */
+		OHC_INFO(OHC_SS_VERBS,
+			 "rank %u: %u RDMA connections on %s are made on "
+			 "first use (%u ranks, OPENHCCL_RDMA_LAZY_RANKS=%u)",
+			 rank, n, vi->dev_name, iface->nranks, lazy_ranks);
+		ohc_vx_service_add(vi);
+		return OHC_OK;
+	}
 	for (unsigned i = 0; i < n; i++) {
-		status = ep_setup(vi, ohc_vx_ep(eps[i]));
+		status = ohc_vx_ep_setup(vi, ohc_vx_ep(eps[i]));
 		if (status < 0)
 			return status;
 	}
@@ -293,11 +356,11 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 
 		if (e->super.peer < rank)
 			continue;
-		len = peer_addr(e, &ss, name, sizeof(name));
-		ohc_hs_init(&hs, &vx_proto, name, vi->session, deadline);
+		len = ohc_vx_peer_addr(e, &ss, name, sizeof(name));
+		ohc_hs_init(&hs, &ohc_vx_proto, name, vi->session, deadline);
 		status = ohc_hs_connect(&hs, (struct sockaddr *)&ss, len,
 					SOCK_STREAM, &e->sock);
-		conn_fill(vi, e, &c);
+		ohc_vx_conn_fill(vi, e, &c);
 		m = conn_hello(vi, e->super.peer, &c);
 		if (status == OHC_OK)
 			status = ohc_hs_hello_send(&hs, e->sock, &m);
@@ -317,8 +380,8 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		struct ohc_verbs_ep *e;
 		int fd;
 
-		ohc_hs_init(&hs, &vx_proto, "a setup connection", vi->session,
-			    deadline);
+		ohc_hs_init(&hs, &ohc_vx_proto, "a setup connection",
+			    vi->session, deadline);
 		status = ohc_hs_accept(&hs, vi->listen_fd, &fd);
 		if (status == OHC_ERR_TIMEOUT) {
 			OHC_ERROR(OHC_SS_VERBS,
@@ -347,12 +410,12 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		}
 		e->sock = fd;
 		accepted++;
-		status = ep_rts(vi, e, &c);
+		status = ohc_vx_ep_rts(vi, e, &c);
 		if (status < 0)
 			return status;
-		conn_fill(vi, e, &c);
+		ohc_vx_conn_fill(vi, e, &c);
 		m = conn_hello(vi, e->super.peer, &c);
-		(void)peer_addr(e, NULL, name, sizeof(name));
+		(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
 		ohc_hs_name(&hs, name);
 		hs.deadline = deadline;
 		if (ohc_hs_hello_send(&hs, fd, &m) < 0) {
@@ -369,8 +432,8 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 
 		if (e->super.peer < rank)
 			continue;
-		(void)peer_addr(e, NULL, name, sizeof(name));
-		ohc_hs_init(&hs, &vx_proto, name, vi->session, deadline);
+		(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
+		ohc_hs_init(&hs, &ohc_vx_proto, name, vi->session, deadline);
 		status = ohc_hs_hello_recv(&hs, e->sock, &m);
 		if (status == OHC_OK &&
 		    (ohc_vx_conn_check(vi, &c) < 0 || c.from != m.from ||
@@ -386,7 +449,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 				  rank, hs.why);
 			return OHC_ERR_ROCE_CONNECT;
 		}
-		status = ep_rts(vi, e, &c);
+		status = ohc_vx_ep_rts(vi, e, &c);
 		if (status < 0)
 			return status;
 	}
@@ -475,6 +538,10 @@ void ohc_vx_ep_fini_locked(struct ohc_ep *ep)
 	ohc_vx_queue_complete(&e->sendq, OHC_ERR_CANCELED);
 	ohc_vx_queue_complete(&e->recvq, OHC_ERR_CANCELED);
 	ohc_vx_ep_quiesce_locked(ep);
+	ohc_vx_lazy_ep_fini(e);
+	if (e->connected && vi->nconnected)
+		vi->nconnected--;
+	e->connected = 0;
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		if (e->qps[i].qp)
 			ohc_vx_destroy_qp(e->qps[i].qp);

@@ -126,6 +126,9 @@ unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface)
 	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
 	unsigned n = ohc_vx_cq_poll(vi);
 
+	if (ohc_vx_lazy_due(vi))
+		n += ohc_vx_lazy_progress(vi);
+
 	for (uint32_t r = 0; r < iface->nranks; r++) {
 		struct ohc_verbs_ep *e = vi->by_peer[r];
 
@@ -204,10 +207,14 @@ unsigned ohc_vx_iface_wait_arm(struct ohc_iface *iface, struct pollfd **fds_p)
 		    !e->peer_abort && !e->closed_at)
 			p[np++].fd = e->sock;
 	}
-	for (nfds_t k = 0; k < np; k++) {
+	for (nfds_t k = 0; k < np; k++)
 		p[k].events = POLLIN;
+	/* and what connects on first use: a peer's hello is answered even
+	 * while we sleep waiting for others (vx_lazy.c) */
+	vi->wait_lazy = (unsigned)np;
+	np += ohc_vx_lazy_fds(vi, p + np);
+	for (nfds_t k = 0; k < np; k++)
 		p[k].revents = 0;
-	}
 	vi->wait_n = (unsigned)np;
 	VX_UNLOCK(iface);
 	return vi->wait_n;
@@ -243,8 +250,12 @@ void ohc_vx_iface_wait_disarm(struct ohc_iface *iface)
 		(void)!read(vi->wake_fd, &v, sizeof(v));
 	if (p[2].revents & POLLIN)
 		ohc_vx_async_events(vi);
-	for (unsigned k = 3; k < np; k++)
+	for (unsigned k = 3; k < vi->wait_lazy && k < np; k++)
 		socks |= p[k].revents != 0;
+	for (unsigned k = vi->wait_lazy; k < np; k++)
+		vi->lz_poke |= p[k].revents != 0;
+	if (vi->lz_poke)
+		ohc_vx_lazy_progress(vi);
 	/* the eps may have changed while we slept: look at all of them */
 	for (uint32_t r = 0; socks && r < iface->nranks; r++) {
 		struct ohc_verbs_ep *e = vi->by_peer[r];

@@ -141,8 +141,11 @@ void ohc_vx_async_events(struct ohc_verbs_iface *vi)
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 		case IBV_EVENT_CQ_ERR: /* completions lost: nothing is sure */
+			/* and those connecting on first use (vx_lazy.c) */
 			for (uint32_t r = 0; r < vi->super.nranks; r++)
-				if (vi->by_peer[r] && vi->by_peer[r]->connected)
+				if (vi->by_peer[r] &&
+				    (vi->by_peer[r]->connected ||
+				     vi->by_peer[r]->lz_state != VX_LZ_NONE))
 					ohc_vx_ep_fail(vi->by_peer[r], 0, why);
 			break;
 		default:
@@ -261,6 +264,9 @@ void ohc_vx_ep_sock_check(struct ohc_verbs_ep *e)
 			e->peer_abort = m[0] == VX_ABORT_DESYNC
 						? OHC_ERR_DESYNC
 						: OHC_ERR_REMOTE;
+			if (m[0] != VX_ABORT_BROKEN)
+				ohc_vx_lazy_peer_abort(vi, e->super.peer,
+						       e->peer_abort);
 			ohc_vx_ep_fail(e, 0,
 				       m[0] == VX_ABORT_DESYNC
 					       ? "the peer failed on a "
@@ -284,6 +290,16 @@ ohc_status_t ohc_vx_ep_check_locked(struct ohc_ep *ep)
 	struct ohc_verbs_ep *e = ohc_vx_ep(ep);
 
 	ohc_vx_async_events(ohc_vx_iface(ep->iface));
+	if (!e->connected) { /* connecting on first use: its deadline */
+		if (e->lz_state != VX_LZ_NONE && !e->broken &&
+		    ohc_time_ns() >= e->lz_deadline)
+			ohc_vx_lazy_progress(ohc_vx_iface(ep->iface));
+		if (e->peer_abort)
+			return e->peer_abort;
+		return e->broken == OHC_ERR_TIMEOUT ? OHC_ERR_TIMEOUT
+		       : e->broken		    ? OHC_ERR_REMOTE
+						    : OHC_OK;
+	}
 	ohc_vx_ep_sock_check(e);
 	if (e->peer_abort)
 		return e->peer_abort;
@@ -309,6 +325,8 @@ void ohc_vx_iface_abort_locked(struct ohc_iface *iface, ohc_status_t reason)
 		if (e && e->sock >= 0 && e->connected)
 			(void)!send(e->sock, &c, 1,
 				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		else if (e) /* connecting on first use (vx_lazy.c) */
+			ohc_vx_lazy_abort(vi, e);
 	}
 }
 

@@ -27,6 +27,7 @@ static void vx_iface_close(struct ohc_iface *iface)
 	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
 
 	ohc_vx_service_del(vi); /* the service thread lets go of it first */
+	ohc_vx_lazy_close(vi);
 	if (vi->listen_fd >= 0)
 		close(vi->listen_fd);
 	if (vi->wake_fd >= 0)
@@ -47,6 +48,8 @@ static void vx_iface_close(struct ohc_iface *iface)
 		ohc_vx_close_device(vi->ctx);
 	free(vi->by_peer);
 	free(vi->wait_fds);
+	free(vi->lz_svc_fds);
+	vi->lz_svc_fds = NULL;
 	vi->listen_fd = vi->wake_fd = -1;
 	vi->cq = NULL;
 	vi->ch = NULL;
@@ -91,6 +94,7 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 	pthread_mutex_init(&vi->lock, NULL);
 	ohc_list_init(&vi->svc_link);
 	vi->session = params->session;
+	vi->connect_now = params->connect_now;
 	vi->nqps = (uint32_t)env->rdma_qps_per_conn;
 	vi->slots = (uint32_t)env->rdma_slots;
 	/* the header on top of the payload: a message of exactly the slot
@@ -161,9 +165,13 @@ static ohc_status_t vx_iface_open(struct ohc_iface *iface,
 		return status;
 	vx_soft_defaults(vi);
 	vi->by_peer = calloc(iface->nranks, sizeof(*vi->by_peer));
-	vi->wait_fds = calloc(3 + (size_t)iface->nranks, sizeof(*vi->wait_fds));
+	vi->wait_fds = calloc(VX_WAIT_FDS((size_t)iface->nranks),
+			      sizeof(*vi->wait_fds));
+	vi->lz_acc = calloc(OHC_VX_LZ_ACC_MAX, sizeof(*vi->lz_acc));
+	vi->lz_svc_fds = calloc(VX_WAIT_FDS((size_t)iface->nranks),
+				sizeof(*vi->lz_svc_fds));
 	vi->replay_ms = (uint32_t)ohc_env()->rdma_replay_ms;
-	if (!vi->by_peer || !vi->wait_fds) {
+	if (!vi->by_peer || !vi->wait_fds || !vi->lz_acc || !vi->lz_svc_fds) {
 		status = OHC_ERR_NO_MEMORY;
 		goto err_close;
 	}
@@ -286,6 +294,7 @@ static ohc_status_t vx_ep_init(struct ohc_iface *iface, struct ohc_ep *ep,
 	}
 	e->peer_blob = b;
 	e->sock = -1;
+	e->lz_fd = -1;
 	e->nqps = vi->nqps;
 	ohc_list_init(&e->sendq);
 	ohc_list_init(&e->recvq);

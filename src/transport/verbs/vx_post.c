@@ -535,9 +535,15 @@ ohc_status_t ohc_vx_ep_send_locked(struct ohc_ep *ep, struct ohc_req *req)
 	req->done = 0;
 	req->tp_priv = NULL;
 	if (ohc_vx_rdv_large(ohc_vx_iface(ep->iface), req->len))
-		return ohc_vx_rdv_send(ohc_vx_iface(ep->iface), e, req);
-	ohc_list_add_tail(&e->sendq, &req->link);
-	ohc_vx_ep_push(ohc_vx_iface(ep->iface), e);
+		(void)ohc_vx_rdv_send(ohc_vx_iface(ep->iface), e, req);
+	else
+		ohc_list_add_tail(&e->sendq, &req->link);
+	/* unconnected: queued until connected, the first use connects it
+	 * (vx_lazy.c; push and rendezvous progress wait for connected) */
+	if (!e->connected)
+		ohc_vx_lazy_start(ohc_vx_iface(ep->iface), e);
+	else
+		ohc_vx_ep_push(ohc_vx_iface(ep->iface), e);
 	return OHC_OK;
 }
 

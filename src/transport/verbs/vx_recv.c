@@ -218,8 +218,13 @@ ohc_status_t ohc_vx_ep_recv_locked(struct ohc_ep *ep, struct ohc_req *req)
 	req->tp_priv = NULL;
 	req->path = OHC_PATH_STAGED;
 	if (ohc_vx_rdv_large(ohc_vx_iface(ep->iface), req->len))
-		return ohc_vx_rdv_recv(ohc_vx_iface(ep->iface), e, req);
-	ohc_list_add_tail(&e->recvq, &req->link);
-	ohc_vx_ep_deliver(ohc_vx_iface(ep->iface), e);
+		(void)ohc_vx_rdv_recv(ohc_vx_iface(ep->iface), e, req);
+	else
+		ohc_list_add_tail(&e->recvq, &req->link);
+	/* unconnected: queued until connected (vx_lazy.c) */
+	if (!e->connected)
+		ohc_vx_lazy_start(ohc_vx_iface(ep->iface), e);
+	else
+		ohc_vx_ep_deliver(ohc_vx_iface(ep->iface), e);
 	return OHC_OK;
 }

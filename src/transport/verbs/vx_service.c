@@ -45,7 +45,8 @@ struct watch {
 	size_t n, cap;
 };
 
-static int watch_add(struct watch *w, int fd, struct ohc_verbs_iface *vi)
+static int watch_add_ev(struct watch *w, int fd, short events,
+			struct ohc_verbs_iface *vi)
 {
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 64;
@@ -61,9 +62,14 @@ static int watch_add(struct watch *w, int fd, struct ohc_verbs_iface *vi)
 		w->owner = o;
 		w->cap = cap;
 	}
-	w->pfd[w->n] = (struct pollfd){.fd = fd, .events = POLLIN};
+	w->pfd[w->n] = (struct pollfd){.fd = fd, .events = events};
 	w->owner[w->n++] = vi;
 	return 0;
+}
+
+static int watch_add(struct watch *w, int fd, struct ohc_verbs_iface *vi)
+{
+	return watch_add_ev(w, fd, POLLIN, vi);
 }
 
 /*
@@ -91,6 +97,17 @@ static int service_fds(struct ohc_verbs_iface *vi, struct watch *w)
 		if (watch_add(w, fd, vi))
 			break;
 	}
+	/* connections on first use: the listener, attempts, accepted
+	 * sockets (a peer's hello is answered while we are idle) */
+	if (vi->lazy && vi->lz_svc_fds) {
+		struct pollfd *p = vi->lz_svc_fds;
+		unsigned np = ohc_vx_lazy_fds(vi, p);
+
+		for (unsigned k = 0; k < np; k++)
+			if (watch_add_ev(w, p[k].fd, p[k].events, vi))
+				break;
+		busy |= vi->lz_busy != 0; /* deadlines, retries */
+	}
 	pthread_mutex_unlock(&vi->lock);
 	return busy;
 }
@@ -98,6 +115,8 @@ static int service_fds(struct ohc_verbs_iface *vi, struct watch *w)
 /* Whether a replay runs on the iface (read without its lock). */
 static int service_busy(struct ohc_verbs_iface *vi)
 {
+	if (__atomic_load_n(&vi->lz_busy, __ATOMIC_RELAXED))
+		return 1;
 	for (uint32_t r = 0; r < vi->super.nranks; r++)
 		if (vi->by_peer[r] && __atomic_load_n(&vi->by_peer[r]->rp.state,
 						      __ATOMIC_RELAXED))
@@ -112,6 +131,7 @@ static void service_locked(struct ohc_verbs_iface *vi)
 	int replaying = 0;
 
 	ohc_vx_async_events(vi);
+	ohc_vx_lazy_progress(vi); /* answer hellos, drive attempts */
 	for (uint32_t r = 0; r < vi->super.nranks; r++) {
 		struct ohc_verbs_ep *e = vi->by_peer[r];
 

@@ -19,6 +19,7 @@ static const char *const call_names[OHC_VX_CALL_COUNT] = {
 	[OHC_VX_REG_MR] = "ibv_reg_mr",
 	[OHC_VX_CREATE_CHANNEL] = "ibv_create_comp_channel",
 	[OHC_VX_CREATE_CQ] = "ibv_create_cq",
+	[OHC_VX_RESIZE_CQ] = "ibv_resize_cq",
 	[OHC_VX_CREATE_QP] = "ibv_create_qp",
 	[OHC_VX_MODIFY_QP] = "ibv_modify_qp",
 	[OHC_VX_POST_SEND] = "ibv_post_send",
@@ -167,6 +168,7 @@ int ohc_vx_dealloc_pd(struct ibv_pd *pd)
 	return ibv_dealloc_pd(pd);
 }
 
+static long live_qps; /* QPs created and not yet destroyed */
 static long live_mrs; /* registered, not yet deregistered */
 
 struct ibv_mr *ohc_vx_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
@@ -242,6 +244,20 @@ int ohc_vx_destroy_cq(struct ibv_cq *cq)
 	return ibv_destroy_cq(cq);
 }
 
+int ohc_vx_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	int rc = fault_hit(OHC_VX_RESIZE_CQ);
+
+	if (!rc)
+		rc = ibv_resize_cq(cq, cqe);
+	if (rc) {
+		log_fail("ibv_resize_cq", rc);
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
 int ohc_vx_req_notify_cq(struct ibv_cq *cq)
 {
 	return ibv_req_notify_cq(cq, 0);
@@ -279,12 +295,23 @@ struct ibv_qp *ohc_vx_create_qp(struct ibv_pd *pd,
 	qp = ibv_create_qp(pd, attr);
 	if (!qp)
 		log_fail("ibv_create_qp", errno);
+	else
+		__atomic_add_fetch(&live_qps, 1, __ATOMIC_RELAXED);
 	return qp;
 }
 
 int ohc_vx_destroy_qp(struct ibv_qp *qp)
 {
-	return ibv_destroy_qp(qp);
+	int rc = ibv_destroy_qp(qp);
+
+	if (!rc)
+		__atomic_sub_fetch(&live_qps, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+long ohc_vx_qp_live(void)
+{
+	return __atomic_load_n(&live_qps, __ATOMIC_RELAXED);
 }
 
 int ohc_vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)

@@ -20,6 +20,7 @@ enum ohc_vx_call {
 	OHC_VX_REG_MR,
 	OHC_VX_CREATE_CHANNEL,
 	OHC_VX_CREATE_CQ,
+	OHC_VX_RESIZE_CQ,
 	OHC_VX_CREATE_QP,
 	OHC_VX_MODIFY_QP,
 	OHC_VX_POST_SEND,
@@ -65,6 +66,8 @@ int ohc_vx_destroy_channel(struct ibv_comp_channel *ch);
 struct ibv_cq *ohc_vx_create_cq(struct ibv_context *ctx, int cqe,
 				struct ibv_comp_channel *ch);
 int ohc_vx_destroy_cq(struct ibv_cq *cq);
+/* Grow the CQ to at least cqe entries: 0 or -1 with errno. */
+int ohc_vx_resize_cq(struct ibv_cq *cq, int cqe);
 int ohc_vx_req_notify_cq(struct ibv_cq *cq);
 int ohc_vx_get_cq_event(struct ibv_comp_channel *ch);
 void ohc_vx_ack_cq_events(struct ibv_cq *cq, unsigned n);
@@ -73,6 +76,8 @@ int ohc_vx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 struct ibv_qp *ohc_vx_create_qp(struct ibv_pd *pd,
 				struct ibv_qp_init_attr *attr);
 int ohc_vx_destroy_qp(struct ibv_qp *qp);
+/* QPs created through the wrapper and not yet destroyed (tests). */
+long ohc_vx_qp_live(void);
 int ohc_vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int ohc_vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr);
 int ohc_vx_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr);
