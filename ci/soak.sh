@@ -23,6 +23,9 @@
 #   delay  20 ms more latency both ways (tc netem): everything right
 #   flap   the wire down for 1 s, then up: the connections are replayed
 #          (OPENHCCL_RDMA_REPLAY_MS), everything right
+# OHC_SOAK_TWO_VM_FAULTS picks the two-VM scenarios (e.g. "flap": one
+# run-vm.sh --vms 2 ... bash ci/soak.sh BUILD_DIR with OHC_SOAK_INSIDE=1,
+# as below, repeats one of them).
 # Exit status: 0 when no scenario hung, gave a wrong result or ended
 # otherwise than expected; the table says which did. Hours of it:
 # `ci/soak.sh -t 3600 build/ci` (each scenario that long).
@@ -162,7 +165,7 @@ EOF
 	[ "$OHC_VM_INDEX" = 1 ] && ranks=2,3
 	export OHC_SOAK_RESULTS=$OHC_VM_OUTDIR/results.jsonl
 	port=61000
-	for f in none kill stall loss delay flap; do
+	for f in ${OHC_SOAK_TWO_VM_FAULTS:-none kill stall loss delay flap}; do
 		exp=ok
 		[ $f = kill ] && exp=failed
 		export HCCL_IF_BASE_PORT=$port

@@ -2441,3 +2441,50 @@ Test(verbs, lazy_cq_growth_failure_fails_that_ep)
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(3, lazy_cq_rank, NULL, 60), 0);
 }
+
+/*
+ * rxe fails a send on a netdev going down (IBV_WC_LOC_QP_OP_ERR) before
+ * it reports the port down; such a send is a lost link, to be replayed,
+ * only while the netdev holding the iface's address is down: the soak's
+ * link flap failed a connection on one (CI, its port event read 2 ms
+ * after). ohc_vx_link_lost follows the netdev down and up again.
+ */
+Test(verbs, link_lost_follows_the_netdev, .timeout = 120)
+{
+	const char *nd = getenv("OHC_VM_NETDEV");
+	const char *dev = getenv("OHC_VM_RDMA_DEV");
+	const char *gid = getenv("OHC_VM_GID_INDEX");
+	struct tp_rank cc, *c = &cc;
+	struct ohc_verbs_iface *vi;
+	double end;
+	int lost_down, back = 0;
+
+	NEED_RDMA();
+	if (!nd)
+		cr_skip_test("needs the VM's netdev (OHC_VM_NETDEV): "
+			     "ci/soft-roce/run-vm.sh");
+	memset(c, 0, sizeof(*c));
+	cr_assert_eq(iface_open(c, 0, 2), OHC_OK);
+	vi = ohc_vx_iface(c->iface);
+	cr_expect_eq(ohc_vx_link_lost(vi), 0, "lost with %s up (ip %s)", nd,
+		     vi->ip);
+	cr_assert_eq(ohc_test_sh("ip link set dev %s down", nd), 0);
+	lost_down = ohc_vx_link_lost(vi);
+	cr_assert_eq(ohc_test_sh("ip link set dev %s up", nd), 0);
+	/* back: the port ACTIVE again and its GID in place (rxe) */
+	end = ohc_test_now_s() + 30;
+	while (!back && ohc_test_now_s() < end) {
+		usleep(200000);
+		back = ohc_test_sh("grep -q ACTIVE "
+				   "/sys/class/infiniband/%s/ports/1/state && "
+				   "! grep -q '^0000:0000:0000:0000:0000:0000:"
+				   "0000:0000' "
+				   "/sys/class/infiniband/%s/ports/1/gids/%s",
+				   dev ? dev : "rxe0", dev ? dev : "rxe0",
+				   gid ? gid : "1") == 0 &&
+		       !ohc_vx_link_lost(vi);
+	}
+	cr_expect_eq(lost_down, 1, "not lost with %s down (ip %s)", nd, vi->ip);
+	cr_expect(back, "still lost 30 s after %s came up", nd);
+	tp_rank_close(c);
+}

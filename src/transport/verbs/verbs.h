@@ -630,6 +630,13 @@ void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 #define OHC_VX_RP_BODY (32 + OHC_VX_RDV_REPORT)
 /* Whether the iface's port is ACTIVE now. */
 int ohc_vx_port_active(struct ohc_verbs_iface *vi);
+/*
+ * A send that failed locally (IBV_WC_LOC_QP_OP_ERR): whether the link
+ * went down under it. rxe fails what it transmits on a netdev going down
+ * before it reports the port down, so the async events are read first
+ * and the netdev holding vi->ip is asked (IFF_UP and IFF_RUNNING).
+ */
+int ohc_vx_link_lost(struct ohc_verbs_iface *vi);
 
 /* ---- the service thread (vx_service.c) ------------------------------ */
 

@@ -54,6 +54,7 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		char why[160];
+		int transient;
 
 		snprintf(why, sizeof(why),
 			 "%s (%s completion, vendor error "
@@ -62,12 +63,18 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 			 kind != OHC_VX_WR_RECV ? "send" : "receive",
 			 wc->vendor_err);
 		/* retries ran out, or rxe failed a post on a link that is
-		 * down: the link may come back */
-		if ((wc->status == IBV_WC_RETRY_EXC_ERR ||
-		     wc->status == IBV_WC_RNR_RETRY_EXC_ERR ||
-		     (wc->status == IBV_WC_LOC_QP_OP_ERR &&
-		      !ohc_vx_port_active(vi))) &&
-		    ohc_vx_replay_start(vi, e, why))
+		 * down or going down (its port event may come after, and
+		 * reading it may have started our replay or failed us): the
+		 * link may come back */
+		transient = wc->status == IBV_WC_RETRY_EXC_ERR ||
+			    wc->status == IBV_WC_RNR_RETRY_EXC_ERR;
+		if (wc->status == IBV_WC_LOC_QP_OP_ERR) {
+			transient =
+				!ohc_vx_port_active(vi) || ohc_vx_link_lost(vi);
+			if (e->rp.state || e->broken)
+				return;
+		}
+		if (transient && ohc_vx_replay_start(vi, e, why))
 			return;
 		ohc_vx_ep_fail_qpn(e, wc->qp_num, why);
 		return;

@@ -37,8 +37,11 @@
  * within the budget fails the ep with HCCL_E_REMOTE, naming why.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -204,6 +207,45 @@ int ohc_vx_port_active(struct ohc_verbs_iface *vi)
 	if (ohc_vx_query_port(vi->ctx, vi->port, &pa) == 0)
 		vi->port_down = pa.state != IBV_PORT_ACTIVE;
 	return !vi->port_down;
+}
+
+/* Whether the interface holding ip is up and running (1 if not found). */
+static int netdev_running(const char *ip)
+{
+	struct ifaddrs *all, *i;
+	char addr[INET6_ADDRSTRLEN];
+	int running = 1;
+
+	if (getifaddrs(&all) != 0)
+		return 1;
+	for (i = all; i; i = i->ifa_next) {
+		const void *a;
+
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+				     i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		a = i->ifa_addr->sa_family == AF_INET
+			    ? (const void *)&(
+				      (struct sockaddr_in *)(void *)i->ifa_addr)
+				      ->sin_addr
+			    : (const void *)&((struct sockaddr_in6 *)(void *)
+						      i->ifa_addr)
+				      ->sin6_addr;
+		if (!inet_ntop(i->ifa_addr->sa_family, a, addr, sizeof(addr)) ||
+		    strcmp(addr, ip) != 0)
+			continue;
+		running =
+			(i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING);
+		break;
+	}
+	freeifaddrs(all);
+	return running;
+}
+
+int ohc_vx_link_lost(struct ohc_verbs_iface *vi)
+{
+	ohc_vx_async_events(vi);
+	return vi->port_down || !netdev_running(vi->ip);
 }
 
 /* QPs back to INIT with receives, a new PSN, HELLO. */
