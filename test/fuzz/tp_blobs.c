@@ -117,9 +117,13 @@ static void try_self(const uint8_t *blob, size_t len, uint32_t peer)
 	if (o->ep_init(self_if[0], ep, peer, blob, len) == OHC_OK) {
 		FZ_ASSERT(reach && peer < NRANKS);
 		/* the pointer inside is only looked up: a connect to anything
-		 * but rank 1's live iface must fail */
+		 * but a live iface of that rank must fail. Ranks 0 and 1 have
+		 * one: a blob naming rank 0 with rank 0's own iface (two bit
+		 * flips from rank 1's template, the ifaces being allocated
+		 * next to each other; CI found one) is our address to
+		 * ourselves, which a rank does connect to */
 		if (o->iface_connect(self_if[0], &ep, 1, 0) == OHC_OK)
-			FZ_ASSERT(peer == 1);
+			FZ_ASSERT(peer == 1 || peer == 0);
 		o->ep_fini(ep);
 	}
 	free(ep);
