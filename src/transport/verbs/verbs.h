@@ -43,6 +43,7 @@
 #include "transport/verbs/vx_wrap.h"
 #include "util/compiler.h"
 #include "util/frame.h"
+#include "util/hs.h"
 #include "util/list.h"
 
 #define OHC_VX_MAX_QPS 32
@@ -227,7 +228,6 @@ struct ohc_verbs_iface {
 	unsigned neps;		  /* eps handed to iface_connect */
 	unsigned cq_eps;	  /* eps the CQ is sized for */
 	unsigned nsetup;	  /* eps whose QPs exist */
-	unsigned nconnected;	  /* eps connected (tests, counters) */
 	int lazy;		  /* eps connect on first use (vx_lazy.c) */
 	int connect_now;	  /* never lazy (the NIC switch's new iface) */
 	unsigned lz_busy;	  /* attempts and accepted sockets in flight */
@@ -403,6 +403,10 @@ socklen_t ohc_vx_peer_addr(const struct ohc_verbs_ep *e,
 			   size_t size);
 extern const struct ohc_frame_proto ohc_vx_proto;
 #define OHC_VX_T_CONN 1
+/* The hello that carries c from us to rank `to` (to read one: to = us,
+ * the sender comes back in from). */
+struct ohc_hs_hello ohc_vx_conn_hello(const struct ohc_verbs_iface *vi,
+				      uint32_t to, struct vx_conn *c);
 /* A peer's connect record, checked for this iface (test/fuzz/vx_msgs.c
  * drives it): magic, version, session, from and to, geometry. */
 ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
@@ -633,8 +637,9 @@ int ohc_vx_port_active(struct ohc_verbs_iface *vi);
 /*
  * A send that failed locally (IBV_WC_LOC_QP_OP_ERR): whether the link
  * went down under it. rxe fails what it transmits on a netdev going down
- * before it reports the port down, so the async events are read first
- * and the netdev holding vi->ip is asked (IFF_UP and IFF_RUNNING).
+ * before it reports the port down, so the async events are read first,
+ * then the port (ohc_vx_port_active) and the netdev holding vi->ip
+ * (IFF_UP and IFF_RUNNING) are asked.
  */
 int ohc_vx_link_lost(struct ohc_verbs_iface *vi);
 

@@ -223,7 +223,6 @@ ohc_status_t ohc_vx_ep_rts(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		}
 	}
 	e->connected = 1;
-	vi->nconnected++;
 	return OHC_OK;
 }
 
@@ -269,8 +268,7 @@ socklen_t ohc_vx_peer_addr(const struct ohc_verbs_ep *e,
 	return len;
 }
 
-/* The hello that carries c from us to rank `to`. */
-static struct ohc_hs_hello conn_hello(const struct ohc_verbs_iface *vi,
+struct ohc_hs_hello ohc_vx_conn_hello(const struct ohc_verbs_iface *vi,
 				      uint32_t to, struct vx_conn *c)
 {
 	return (struct ohc_hs_hello){.type = OHC_VX_T_CONN,
@@ -361,7 +359,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		status = ohc_hs_connect(&hs, (struct sockaddr *)&ss, len,
 					SOCK_STREAM, &e->sock);
 		ohc_vx_conn_fill(vi, e, &c);
-		m = conn_hello(vi, e->super.peer, &c);
+		m = ohc_vx_conn_hello(vi, e->super.peer, &c);
 		if (status == OHC_OK)
 			status = ohc_hs_hello_send(&hs, e->sock, &m);
 		if (status < 0) {
@@ -376,7 +374,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 	}
 	/* Lower ranks connect to us: accept, read theirs, answer. */
 	while (accepted < lower) {
-		struct ohc_hs_hello m = conn_hello(vi, rank, &c);
+		struct ohc_hs_hello m = ohc_vx_conn_hello(vi, rank, &c);
 		struct ohc_verbs_ep *e;
 		int fd;
 
@@ -414,7 +412,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		if (status < 0)
 			return status;
 		ohc_vx_conn_fill(vi, e, &c);
-		m = conn_hello(vi, e->super.peer, &c);
+		m = ohc_vx_conn_hello(vi, e->super.peer, &c);
 		(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
 		ohc_hs_name(&hs, name);
 		hs.deadline = deadline;
@@ -428,7 +426,7 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 	/* Higher ranks' answers. */
 	for (unsigned i = 0; i < n; i++) {
 		struct ohc_verbs_ep *e = ohc_vx_ep(eps[i]);
-		struct ohc_hs_hello m = conn_hello(vi, rank, &c);
+		struct ohc_hs_hello m = ohc_vx_conn_hello(vi, rank, &c);
 
 		if (e->super.peer < rank)
 			continue;
@@ -539,8 +537,6 @@ void ohc_vx_ep_fini_locked(struct ohc_ep *ep)
 	ohc_vx_queue_complete(&e->recvq, OHC_ERR_CANCELED);
 	ohc_vx_ep_quiesce_locked(ep);
 	ohc_vx_lazy_ep_fini(e);
-	if (e->connected && vi->nconnected)
-		vi->nconnected--;
 	e->connected = 0;
 	for (uint32_t i = 0; i < e->nqps; i++) {
 		if (e->qps[i].qp)

@@ -69,8 +69,7 @@ static void handle_wc(struct ohc_verbs_iface *vi, const struct ibv_wc *wc)
 		transient = wc->status == IBV_WC_RETRY_EXC_ERR ||
 			    wc->status == IBV_WC_RNR_RETRY_EXC_ERR;
 		if (wc->status == IBV_WC_LOC_QP_OP_ERR) {
-			transient =
-				!ohc_vx_port_active(vi) || ohc_vx_link_lost(vi);
+			transient = ohc_vx_link_lost(vi);
 			if (e->rp.state || e->broken)
 				return;
 		}

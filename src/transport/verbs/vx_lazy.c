@@ -111,11 +111,7 @@ static ohc_status_t lz_hello_send(struct ohc_verbs_iface *vi,
 				  size_t size)
 {
 	struct vx_conn c;
-	struct ohc_hs_hello m = {.type = OHC_VX_T_CONN,
-				 .from = vi->super.rank,
-				 .to = e->super.peer,
-				 .body = &c,
-				 .len = sizeof(c)};
+	struct ohc_hs_hello m = ohc_vx_conn_hello(vi, e->super.peer, &c);
 	struct ohc_hs hs;
 	char name[80];
 	ohc_status_t st;
@@ -243,10 +239,7 @@ static ohc_status_t lz_hello_read(struct ohc_verbs_iface *vi,
 				  struct ohc_frame_rx *rx, uint32_t want_from,
 				  struct vx_conn *c, char *why, size_t size)
 {
-	struct ohc_hs_hello m = {.type = OHC_VX_T_CONN,
-				 .to = vi->super.rank,
-				 .body = c,
-				 .len = sizeof(*c)};
+	struct ohc_hs_hello m = ohc_vx_conn_hello(vi, vi->super.rank, c);
 	char fwhy[OHC_FRAME_WHY_MAX];
 	struct ohc_frame_hdr h;
 	struct ohc_hs hs;
@@ -353,7 +346,6 @@ static unsigned lz_drive(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 			return 1;
 		}
 		e->connected = 1; /* RTS since we answered */
-		vi->nconnected++;
 		lz_connected(vi, e, e->lz_fd, "theirs");
 		return 1;
 	}
@@ -407,7 +399,6 @@ static unsigned lz_answer(struct ohc_verbs_iface *vi, int fd,
 	}
 	/* RTS: counted connected only once the ready byte came */
 	e->connected = 0;
-	vi->nconnected--;
 	if (lz_hello_send(vi, e, fd, why, sizeof(why)) < 0) {
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: RDMA connection setup: cannot answer %s",
@@ -577,10 +568,11 @@ void ohc_verbs_ep_connect(struct ohc_ep *ep)
 unsigned ohc_verbs_connected(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
-	unsigned n;
+	unsigned n = 0;
 
 	VX_LOCK(iface);
-	n = vi->nconnected;
+	for (uint32_t r = 0; r < iface->nranks; r++)
+		n += vi->by_peer[r] && vi->by_peer[r]->connected;
 	VX_UNLOCK(iface);
 	return n;
 }

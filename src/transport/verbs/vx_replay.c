@@ -245,7 +245,7 @@ static int netdev_running(const char *ip)
 int ohc_vx_link_lost(struct ohc_verbs_iface *vi)
 {
 	ohc_vx_async_events(vi);
-	return vi->port_down || !netdev_running(vi->ip);
+	return !ohc_vx_port_active(vi) || !netdev_running(vi->ip);
 }
 
 /* QPs back to INIT with receives, a new PSN, HELLO. */
