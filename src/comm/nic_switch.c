@@ -144,6 +144,23 @@ static ohc_status_t nic_agree(struct ohc_comm *comm, struct nic_vote *mine,
 }
 
 /* Round 2: open the new verbs iface (old == NULL: none, send nothing). */
+/*
+ * Every rank's record (ours carries our status) to every rank. When our
+ * own open or connect failed (timed out, say) and a peer gave up on this
+ * exchange meanwhile (its bootstrap timeout runs as long as our
+ * connect's deadline), ours is the failure to report, the cause, not the
+ * exchange's (seen in CI: REMOTE instead of TIMEOUT on 2 of 4 ranks).
+ */
+static ohc_status_t status_exchange(struct ohc_comm *comm,
+				    struct nic_addr *addrs)
+{
+	ohc_status_t mine = addrs[comm->rank].status;
+	ohc_status_t status =
+		ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
+
+	return status < 0 && mine < 0 ? mine : status;
+}
+
 static ohc_status_t nic_open(struct ohc_comm *comm, struct ohc_iface *old,
 			     int backup, struct ohc_iface **new_p,
 			     struct nic_addr *mine)
@@ -347,10 +364,7 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 				    mine->want[me] ? mine->want[me] == 2
 						   : comm->on_backup[me],
 				    &iface, &addrs[me]);
-	status = ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
-	if (status < 0 && addrs[me].status < 0)
-		status = addrs[me].status; /* ours says more than the
-					    * exchange a peer gave up on */
+	status = status_exchange(comm, addrs);
 	for (uint32_t r = 0; status == OHC_OK && r < comm->nranks; r++) {
 		if (addrs[r].status >= 0)
 			continue;
@@ -368,15 +382,7 @@ ohc_status_t ohc_comm_nic_set(struct ohc_comm *comm, const uint32_t *ranks,
 	res = iface ? nic_connect(comm, old, iface, addrs, neps, list) : OHC_OK;
 	memset(addrs, 0, comm->nranks * sizeof(*addrs));
 	addrs[me].status = res;
-	status = ohc_bootstrap_allgather(comm->bs, addrs, sizeof(*addrs));
-	/*
-	 * Our own connect failed (timed out, say) and a peer gave up on this
-	 * exchange meanwhile (its bootstrap timeout runs as long as our
-	 * connect's deadline): report our failure, the cause, not the
-	 * exchange's (seen in CI: REMOTE instead of TIMEOUT on 2 of 4 ranks).
-	 */
-	if (status < 0 && res < 0)
-		status = res;
+	status = status_exchange(comm, addrs);
 	for (uint32_t r = 0; status == OHC_OK && r < comm->nranks; r++) {
 		if (addrs[r].status >= 0)
 			continue;
