@@ -91,6 +91,15 @@ struct ohc_coll_args {
 	 * at most one slice per element. The same on every rank.
 	 */
 	uint32_t pipeline_slices;
+	/*
+	 * CPUs shared (select.c): the ranks of the comm's busiest host and
+	 * the CPUs of rank 0's host (the same numbers on every rank: rank
+	 * 0's count is broadcast at init). When the ranks outnumber the
+	 * CPUs they take turns, and selection prices each candidate at no
+	 * less than its work divided among the CPUs. host_cpus 0: a CPU
+	 * per rank.
+	 */
+	uint32_t host_ranks, host_cpus;
 };
 
 struct ohc_algo {
@@ -124,6 +133,18 @@ struct ohc_algo {
 	 */
 	double (*cost_sliced)(const struct ohc_cost_params *c, uint64_t bytes,
 			      uint32_t nranks, uint32_t slices);
+	/*
+	 * Optional, for the rooted algorithms, whose ranks idle for part of
+	 * the op: the work of all ranks together in slices pieces (1 for an
+	 * algorithm that is not pipelined), each message's alpha and bytes
+	 * and each reduction counted once. Ranks that share CPUs do that
+	 * work in turns, so selection prices an algorithm at no less than
+	 * its work divided among them (ohc_coll_args.host_cpus). NULL: every
+	 * rank works throughout the op, nranks times its cost, which keeps
+	 * the ranking of the algorithms of an op the flat model gives.
+	 */
+	double (*work)(const struct ohc_cost_params *c, uint64_t bytes,
+		       uint32_t nranks, uint32_t slices);
 };
 
 /*

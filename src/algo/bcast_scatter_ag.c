@@ -75,9 +75,28 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	       (n - 1) * ohc_cost_bytes(c, nb / n, 1, 0);
 }
 
+/*
+ * The scatter's n - 1 messages (round k: 2^k of a 2^(k+1)-th of the
+ * vector each), then n(n - 1) ring messages of a part each.
+ */
+static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
+		   uint32_t slices)
+{
+	unsigned l = ohc_binom_rounds(n);
+	double nb = (double)bytes, scatter = 0;
+
+	(void)slices;
+	for (unsigned k = 0; k < l; k++)
+		scatter += (double)(1u << k) *
+			   ohc_cost_bytes(c, nb / (double)(2u << k), 1, 0);
+	return (n - 1 + (double)n * (n - 1)) * c->alpha_us + scatter +
+	       (double)n * (n - 1) * ohc_cost_bytes(c, nb / n, 1, 0);
+}
+
 const struct ohc_algo ohc_algo_bcast_scatter_ag = {
 	.name = "scatter_ring_allgather",
 	.op = OHC_COLL_BROADCAST,
 	.build = build,
 	.cost = cost,
+	.work = work,
 };

@@ -61,9 +61,24 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	       (ohc_binom_rounds(n) - 1) * ohc_cost_bytes(c, nb, 0, 1);
 }
 
+/*
+ * Every rank but the root sends once: the leaves (the odd relative ranks)
+ * their own buffer, the others their partial; each is reduced.
+ */
+static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
+		   uint32_t slices)
+{
+	double nb = (double)bytes, leaves = n / 2;
+
+	(void)slices;
+	return (n - 1) * c->alpha_us + leaves * ohc_cost_bytes(c, nb, 1, 1) +
+	       (n - 1 - leaves) * ohc_cost_bytes(c, nb, 0, 1);
+}
+
 const struct ohc_algo ohc_algo_reduce_binomial = {
 	.name = "binomial",
 	.op = OHC_COLL_REDUCE,
 	.build = build,
 	.cost = cost,
+	.work = work,
 };

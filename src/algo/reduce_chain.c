@@ -56,6 +56,16 @@ static double cost_sliced(const struct ohc_cost_params *c, uint64_t bytes,
 	       (c->alpha_us + ohc_cost_bytes(c, m, n == 2, 1));
 }
 
+/* every rank but the root sends its partial once, in S messages */
+static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
+		   uint32_t slices)
+{
+	double m = (double)bytes / slices;
+
+	return (double)(n - 1) * slices *
+	       (c->alpha_us + ohc_cost_bytes(c, m, n == 2, 1));
+}
+
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	double us;
@@ -70,4 +80,5 @@ const struct ohc_algo ohc_algo_reduce_chain = {
 	.build = build,
 	.cost = cost,
 	.cost_sliced = cost_sliced,
+	.work = work,
 };

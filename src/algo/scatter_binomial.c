@@ -74,9 +74,23 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;
 }
 
+/* every rank but the root receives its subtree's blocks once */
+static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
+		   uint32_t slices)
+{
+	double blocks = 0;
+
+	(void)slices;
+	for (uint32_t vr = 1; vr < n; vr++)
+		blocks += ohc_binom_subtree(vr, n);
+	return (n - 1) * c->alpha_us +
+	       blocks * ((double)bytes / n) * c->beta_us;
+}
+
 const struct ohc_algo ohc_algo_scatter_binomial = {
 	.name = "binomial",
 	.op = OHC_COLL_SCATTER,
 	.build = build,
 	.cost = cost,
+	.work = work,
 };

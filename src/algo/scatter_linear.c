@@ -50,9 +50,18 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;
 }
 
+/* the root's sends are all the work there is: the cost */
+static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
+		   uint32_t slices)
+{
+	(void)slices;
+	return cost(c, bytes, n);
+}
+
 const struct ohc_algo ohc_algo_scatter_linear = {
 	.name = "linear",
 	.op = OHC_COLL_SCATTER,
 	.build = build,
 	.cost = cost,
+	.work = work,
 };

@@ -5,6 +5,15 @@
  * communicator's slowest link class (peers.md 2.1; constants in cost.c)
  * and the cheapest is built; ties go to the earlier candidate. HCCL_ALGO
  * (args->algo_override, hccl_algo.c) forces a choice.
+ *
+ * Ranks that outnumber their host's CPUs take turns on them: a candidate
+ * then costs at least the work all its ranks do (ohc_algo.work) divided
+ * among the CPUs. For the symmetric algorithms, whose ranks all work
+ * throughout, that scales every candidate alike and keeps the flat
+ * model's order (measured: 4 and 8 ranks on 2 cores, AllReduce,
+ * AllGather, ReduceScatter, bench/README.md); the rooted ones differ: a
+ * pipelined chain keeps every rank busy only when each has a CPU, and
+ * the binomial tree, the least work, wins where they share.
  */
 #include <math.h>
 #include <pthread.h>
@@ -53,6 +62,33 @@ uint64_t ohc_coll_bytes(const struct ohc_coll_args *a)
 	default:
 		return a->count * es;
 	}
+}
+
+/*
+ * The share of an algorithm's work that falls on one CPU of the busiest
+ * host when its ranks take turns there: host_ranks / (nranks x
+ * host_cpus); 0 when every rank has a CPU.
+ */
+static double cpu_share(const struct ohc_coll_args *a)
+{
+	if (!a->host_cpus || a->host_ranks <= a->host_cpus || a->nranks < 2)
+		return 0;
+	return (double)a->host_ranks / ((double)a->nranks * a->host_cpus);
+}
+
+/* us, al's time in slices pieces, raised to its work per CPU (share) */
+static double shared_us(const struct ohc_algo *al,
+			const struct ohc_cost_params *c, uint64_t bytes,
+			uint32_t nranks, uint32_t slices, double us,
+			double share)
+{
+	double work;
+
+	if (share == 0)
+		return us;
+	work = al->work ? al->work(c, bytes, nranks, slices) : nranks * us;
+	work *= share;
+	return work > us ? work : us;
 }
 
 uint32_t ohc_algo_slices(const struct ohc_algo *al,
@@ -207,8 +243,44 @@ static uint32_t slices_for(const struct ohc_coll_args *a,
 			sl = OHC_ALGO_MAX_SLICES;
 		return elems && sl > elems ? (uint32_t)elems : sl;
 	}
+	/*
+	 * Ranks that take turns on shared CPUs do not pipeline: the slices'
+	 * stages overlap only on CPUs of their own, and each slice adds a
+	 * turn per rank (4 ranks on 2 cores, Broadcast of 4 MiB: the chain
+	 * in 4 slices took 1.8x the binomial tree's time, in 16 1.5x)
+	 */
+	if (cpu_share(a) > 0)
+		return 1;
 	return ohc_algo_slices(al, ohc_cost_params_get(a->link), bytes,
 			       a->esize, a->nranks, NULL);
+}
+
+/*
+ * What selection ranks al by on a: the topology's formula (two-level);
+ * else the flat cost, in the slice count it will be built in where that
+ * may differ from the cost function's own choice (OPENHCCL_PIPELINE_
+ * SLICES, shared CPUs), raised to its work per CPU where ranks share them.
+ */
+static double candidate_us(const struct ohc_coll_args *a,
+			   const struct ohc_algo *al, uint64_t bytes)
+{
+	const struct ohc_cost_params *cp = ohc_cost_params_get(a->link);
+	double share = cpu_share(a), us;
+	uint32_t sl = 1;
+
+	if (al->cost_topo)
+		return al->cost_topo(a, bytes);
+	if (al->cost_sliced && a->nranks > 1 && (a->pipeline_slices || share)) {
+		sl = slices_for(a, al, bytes);
+		us = al->cost_sliced(cp, bytes, a->nranks, sl) +
+		     agreement_us(
+			     al, cp,
+			     al->cost_sliced(&unit_alpha, bytes, a->nranks, sl),
+			     a->nranks);
+	} else {
+		us = selection_cost(al, bytes, a->nranks, a->link);
+	}
+	return shared_us(al, cp, bytes, a->nranks, sl, us, share);
 }
 
 /* Candidates of a->op that accept a, cheapest first (stable). */
@@ -225,22 +297,7 @@ static unsigned rank_candidates(const struct ohc_coll_args *a, uint64_t bytes,
 		if (al->op != a->op || n == MAX_PER_OP || !accepts(al, a))
 			continue;
 		c[n].algo = al;
-		c[n].us = al->cost_topo ? al->cost_topo(a, bytes)
-					: selection_cost(al, bytes, a->nranks,
-							 a->link);
-		/* OPENHCCL_PIPELINE_SLICES: priced as it will be built */
-		if (al->cost_sliced && a->pipeline_slices && a->nranks > 1) {
-			const struct ohc_cost_params *cp =
-				ohc_cost_params_get(a->link);
-			uint32_t sl = slices_for(a, al, bytes);
-
-			c[n].us =
-				al->cost_sliced(cp, bytes, a->nranks, sl) +
-				agreement_us(al, cp,
-					     al->cost_sliced(&unit_alpha, bytes,
-							     a->nranks, sl),
-					     a->nranks);
-		}
+		c[n].us = candidate_us(a, al, bytes);
 		for (j = n; j > 0 && c[j - 1].us > c[j].us; j--) {
 			struct cand t = c[j];
 
@@ -310,7 +367,7 @@ static void log_choice(const struct ohc_coll_args *a, uint64_t bytes,
 		       const struct cand *c, unsigned n, unsigned chosen,
 		       uint32_t slices, const char *why, const char *note)
 {
-	char tail[160], sl[32] = "";
+	char tail[160], sl[32] = "", turns[64] = "";
 
 	if (!ohc_log_enabled(OHC_LOG_INFO, OHC_SS_ALGO))
 		return;
@@ -333,12 +390,16 @@ static void log_choice(const struct ohc_coll_args *a, uint64_t bytes,
 	if (c[chosen].algo->cost_sliced)
 		snprintf(sl, sizeof(sl), " in %u slice%s", slices,
 			 slices == 1 ? "" : "s");
+	if (cpu_share(a) > 0)
+		snprintf(turns, sizeof(turns),
+			 "; %u ranks take turns on %u CPUs", a->host_ranks,
+			 a->host_cpus);
 	OHC_INFO(OHC_SS_ALGO,
 		 "rank %u: %s of %llu bytes on %u ranks over %s: "
-		 "%s%s (%s%s)",
+		 "%s%s (%s%s%s)",
 		 a->rank, ohc_coll_op_name(a->op), (unsigned long long)bytes,
 		 a->nranks, ohc_link_class_name(a->link), c[chosen].algo->name,
-		 sl, tail, note ? note : "");
+		 sl, tail, turns, note ? note : "");
 }
 
 ohc_status_t ohc_algo_build(const struct ohc_coll_args *a, struct ohc_sched *s,

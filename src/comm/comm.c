@@ -71,15 +71,22 @@ static void comm_choose_spin(struct ohc_comm *comm)
 
 /*
  * Host layout for two-level algorithms: host indices in order of first
- * appearance by rank, the same on every rank. One host: no layout.
+ * appearance by rank, the same on every rank. One host: no layout. And
+ * the busiest host's rank count, which selection weighs against the
+ * CPUs (comm->host_cpus).
  */
 static ohc_status_t comm_map_hosts(struct ohc_comm *comm)
 {
 	uint32_t n = comm->nranks, nhosts = 0;
 	uint32_t *host_of = malloc(n * sizeof(*host_of));
+	uint32_t *ranks = calloc(n, sizeof(*ranks));
 
-	if (!host_of)
+	if (!host_of || !ranks) {
+		free(host_of);
+		free(ranks);
 		return OHC_ERR_NO_MEMORY;
+	}
+	comm->host_ranks = 0;
 	for (uint32_t r = 0; r < n; r++) {
 		const char *id = ohc_bootstrap_hostid(comm->bs, r);
 		uint32_t q = 0;
@@ -87,7 +94,10 @@ static ohc_status_t comm_map_hosts(struct ohc_comm *comm)
 		while (q < r && strcmp(ohc_bootstrap_hostid(comm->bs, q), id))
 			q++;
 		host_of[r] = q < r ? host_of[q] : nhosts++;
+		ranks[host_of[r]]++;
+		comm->host_ranks = OHC_MAX(comm->host_ranks, ranks[host_of[r]]);
 	}
+	free(ranks);
 	if (nhosts < 2) {
 		free(host_of);
 		host_of = NULL;
@@ -105,6 +115,10 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	const struct ohc_env *env = ohc_env();
 	struct ohc_comm *comm;
 	uint64_t session = 0, deadline;
+	struct {
+		uint64_t session;
+		uint32_t cpus, pad;
+	} hello = {0};
 	ohc_status_t status;
 
 	comm = calloc(1, sizeof(*comm));
@@ -139,13 +153,25 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 
 	deadline =
 		ohc_deadline_after_ms((uint64_t)env->connect_timeout_s * 1000);
-	/* A session token shared by the ranks, unique per communicator. */
-	if (comm->rank == 0 &&
-	    getrandom(&session, sizeof(session), 0) != sizeof(session))
-		session = ohc_time_ns() ^ ((uint64_t)getpid() << 32);
-	status = ohc_bootstrap_bcast(bs, &session, sizeof(session), 0);
+	/*
+	 * A session token shared by the ranks, unique per communicator, and
+	 * rank 0's CPU count: selection must price alike on every rank.
+	 */
+	if (comm->rank == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (getrandom(&hello.session, sizeof(hello.session), 0) !=
+		    sizeof(hello.session))
+			hello.session =
+				ohc_time_ns() ^ ((uint64_t)getpid() << 32);
+		hello.cpus =
+			cpus > 0 && cpus <= UINT32_MAX ? (uint32_t)cpus : 0;
+	}
+	status = ohc_bootstrap_bcast(bs, &hello, sizeof(hello), 0);
 	if (status < 0)
 		goto err_free;
+	session = hello.session;
+	comm->host_cpus = hello.cpus;
 	status = ohc_comm_transports_open(comm, session, deadline);
 	if (status < 0)
 		goto err_free;

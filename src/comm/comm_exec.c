@@ -256,6 +256,8 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 	}
 	op->args.host_of = comm->host_of;
 	op->args.nhosts = comm->nhosts;
+	op->args.host_ranks = comm->host_ranks;
+	op->args.host_cpus = comm->host_cpus;
 	cacheable = ohc_plan_key_of(&op->args, op->zc.n != 0, &key);
 	plan = cacheable ? ohc_plan_cache_find(&comm->plans, &key) : NULL;
 	if (plan) {

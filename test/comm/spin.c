@@ -8,7 +8,10 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
@@ -47,4 +50,99 @@ Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 	aclFinalize();
 	cr_expect_gt(ohc_wait_yield_regimes(), 0,
 		     "two ranks on one CPU never switched to yielding");
+}
+
+/*
+ * Ranks that outnumber the host's CPUs take turns on them, and selection
+ * prices by work (algo/select.c): the communicator hands it the busiest
+ * host's rank count and rank 0's CPU count. One more thread rank than
+ * there are CPUs; a 4 MiB Broadcast is then never the pipelined chain,
+ * the log line says why, and the data arrives.
+ */
+#define BCAST_COUNT (1u << 20)
+
+static HcclComm *shared_comms;
+
+static int bcast_rank(int rank, int nranks, void *p)
+{
+	int32_t *buf = malloc(BCAST_COUNT * sizeof(*buf));
+	aclrtStream stream;
+	int bad = 0;
+
+	(void)nranks;
+	(void)p;
+	if (!buf || aclrtSetDevice(rank) || aclrtCreateStream(&stream)) {
+		free(buf);
+		return 1;
+	}
+	for (uint32_t i = 0; i < BCAST_COUNT; i++)
+		buf[i] = rank == 0 ? (int32_t)(i * 7 + 1) : -1;
+	if (HcclBroadcast(buf, BCAST_COUNT, HCCL_DATA_TYPE_INT32, 0,
+			  shared_comms[rank], stream) != HCCL_SUCCESS ||
+	    aclrtSynchronizeStream(stream))
+		bad = 1;
+	for (uint32_t i = 0; !bad && i < BCAST_COUNT; i++)
+		bad = buf[i] != (int32_t)(i * 7 + 1);
+	aclrtDestroyStream(stream);
+	free(buf);
+	return bad;
+}
+
+Test(spin, more_ranks_than_cpus_select_by_work, .timeout = 300)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = (int)cpus + 1;
+	char log[] = "/tmp/ohc_spin_log.XXXXXX", want[96], *text, *line, *end;
+	int32_t *devs;
+	FILE *f;
+	size_t len;
+	int fd;
+
+	cr_assert_gt(cpus, 0);
+	cr_assert_leq(n, 129, "a thread rank per CPU and one more: %d", n);
+	fd = mkstemp(log);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	setenv("OPENHCCL_LOG_FILE", log, 1);
+	setenv("OPENHCCL_DEBUG", "INFO", 1);
+	/* as many devices as ranks, whatever the host */
+	snprintf(want, sizeof(want), "%d", n);
+	setenv("OPENHCCL_DEVICE_COUNT", want, 1);
+	devs = calloc((size_t)n, sizeof(*devs));
+	shared_comms = calloc((size_t)n, sizeof(*shared_comms));
+	cr_assert(devs && shared_comms);
+	for (int i = 0; i < n; i++)
+		devs[i] = i;
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll((uint32_t)n, devs, shared_comms),
+		     HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(n, bcast_rank, NULL), 0);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(HcclCommDestroy(shared_comms[i]), HCCL_SUCCESS);
+	aclFinalize();
+	free(devs);
+	free(shared_comms);
+
+	f = fopen(log, "r");
+	cr_assert(f);
+	text = calloc(1, 1 << 20);
+	cr_assert(text);
+	len = fread(text, 1, (1 << 20) - 1, f);
+	text[len] = '\0';
+	fclose(f);
+	unlink(log);
+	snprintf(want, sizeof(want),
+		 "rank 0: broadcast of %u bytes on %d ranks over ",
+		 BCAST_COUNT * 4, n);
+	cr_assert(strstr(text, want), "no selection line '%s' in:\n%.4000s",
+		  want, text);
+	line = strstr(text, want);
+	end = strchr(line, '\n');
+	if (end)
+		*end = '\0';
+	snprintf(want, sizeof(want), "; %d ranks take turns on %ld CPUs", n,
+		 cpus);
+	cr_assert(strstr(line, want), "%s", line);
+	cr_assert_null(strstr(line, " slices"), "pipelined: %s", line);
+	free(text);
 }

@@ -1659,9 +1659,15 @@ Test(patterns, pairwise_and_alltoallvc)
 
 /* ---- selection and HCCL_ALGO ---- */
 
-static const struct ohc_algo *choose(enum ohc_coll_op op, uint32_t n,
-				     uint64_t count, enum ohc_link_class link,
-				     const char *override)
+/*
+ * The algorithm selection builds for rank 0 of n, the n ranks on one host
+ * of cpus CPUs (0: a CPU per rank); *steps_p (may be NULL) its steps.
+ */
+static const struct ohc_algo *choose_on(enum ohc_coll_op op, uint32_t n,
+					uint64_t count,
+					enum ohc_link_class link,
+					const char *override, uint32_t cpus,
+					unsigned *steps_p)
 {
 	static char *buf;
 	struct ohc_sched s;
@@ -1672,7 +1678,9 @@ static const struct ohc_algo *choose(enum ohc_coll_op op, uint32_t n,
 				  .rank = 0,
 				  .nranks = n,
 				  .link = link,
-				  .algo_override = override};
+				  .algo_override = override,
+				  .host_ranks = n,
+				  .host_cpus = cpus};
 	size_t bytes = (size_t)count * 4 * n;
 
 	buf = realloc(buf, bytes + 64);
@@ -1681,9 +1689,18 @@ static const struct ohc_algo *choose(enum ohc_coll_op op, uint32_t n,
 	a.rbuf = buf;
 	ohc_sched_init(&s);
 	cr_assert_eq(ohc_algo_build(&a, &s, &al), OHC_OK);
+	if (steps_p)
+		*steps_p = s.nsteps;
 	ohc_sched_fini(&s);
 	cr_assert(al);
 	return al;
+}
+
+static const struct ohc_algo *choose(enum ohc_coll_op op, uint32_t n,
+				     uint64_t count, enum ohc_link_class link,
+				     const char *override)
+{
+	return choose_on(op, n, count, link, override, 0, NULL);
 }
 
 Test(select, latency_small_bandwidth_large)
@@ -2578,6 +2595,99 @@ Test(select, slice_count)
 	cr_assert_eq(chain_steps(8, big, 5, "level0:NA;level1:binomial", &al),
 		     4, "3 rounds, one more for the agreement");
 	cr_assert_eq(al, &ohc_algo_bcast_binomial);
+}
+
+/*
+ * Ranks that outnumber their host's CPUs (host_ranks > host_cpus): every
+ * candidate costs at least its work divided among the CPUs. The symmetric
+ * operations keep the choice a CPU per rank gives (their ranks all work
+ * throughout); the rooted ones take the least work, unpipelined.
+ */
+Test(select, shared_cpus)
+{
+	static const enum ohc_coll_op symmetric[] = {
+		OHC_COLL_ALLREDUCE, OHC_COLL_ALLGATHER, OHC_COLL_REDUCE_SCATTER,
+		OHC_COLL_ALLTOALL};
+	const uint64_t big = 1u << 20; /* 4 MiB */
+	unsigned steps;
+
+	for (size_t i = 0; i < sizeof(symmetric) / sizeof(symmetric[0]); i++)
+		for (uint32_t n = 3; n <= 16; n += 5)
+			for (uint64_t count = 2; count <= (4u << 20) / n;
+			     count *= 8) {
+				enum ohc_coll_op op = symmetric[i];
+
+				for (int l = OHC_LINK_SHM; l <= OHC_LINK_RDMA;
+				     l++)
+					cr_assert_eq(
+						choose_on(op, n, count, l, NULL,
+							  2, NULL),
+						choose(op, n, count, l, NULL),
+						"%s, %u ranks, %llu elements",
+						ohc_coll_op_name(op), n,
+						(unsigned long long)count);
+			}
+
+	/* a CPU per rank: the chain, pipelined (select.slice_count) */
+	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 8, big, OHC_LINK_SHM, NULL,
+			       8, NULL),
+		     &ohc_algo_bcast_chain);
+	cr_assert_eq(
+		choose_on(OHC_COLL_REDUCE, 8, big, OHC_LINK_SHM, NULL, 0, NULL),
+		&ohc_algo_reduce_chain);
+	/* 8 ranks on 2 CPUs: the binomial tree, 3 rounds + the agreement */
+	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 8, big, OHC_LINK_SHM, NULL,
+			       2, &steps),
+		     &ohc_algo_bcast_binomial);
+	cr_assert_eq(steps, 4);
+	cr_assert_eq(
+		choose_on(OHC_COLL_REDUCE, 8, big, OHC_LINK_SHM, NULL, 2, NULL),
+		&ohc_algo_reduce_binomial);
+	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 4, big, OHC_LINK_RDMA, NULL,
+			       2, NULL),
+		     &ohc_algo_bcast_binomial);
+	/* small vectors: the tree either way */
+	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 8, 2, OHC_LINK_SHM, NULL, 2,
+			       NULL),
+		     &ohc_algo_bcast_binomial);
+	/* a chain asked for is built whole: 7 steps, no slices */
+	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 8, big, OHC_LINK_SHM,
+			       "level0:NA;level1:pipeline", 2, &steps),
+		     &ohc_algo_bcast_chain);
+	cr_assert_eq(steps, 7);
+	/* as many ranks as CPUs: nothing shared, nothing changes */
+	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 2, big, OHC_LINK_SHM, NULL,
+			       2, NULL),
+		     choose(OHC_COLL_BROADCAST, 2, big, OHC_LINK_SHM, NULL));
+}
+
+/*
+ * The work of the rooted algorithms, on which that choice rests: each
+ * message and reduction once (8 ranks, 1 MiB, shm's constants).
+ */
+Test(select, rooted_work)
+{
+	struct ohc_cost_params c = *ohc_cost_params_get(OHC_LINK_SHM);
+	const double nb = 1 << 20, m = c.alpha_us + nb * c.beta_us;
+
+	c.zc_bytes = 0; /* whatever the environment: the plain formulas */
+	cr_assert_float_eq(ohc_algo_bcast_binomial.work(&c, 1 << 20, 8, 1),
+			   7 * m, 1e-6);
+	/* the chain: as much data, in 7 x S messages */
+	cr_assert_float_eq(ohc_algo_bcast_chain.work(&c, 1 << 20, 8, 4),
+			   7 * (4 * c.alpha_us + nb * c.beta_us), 1e-6);
+	cr_assert_gt(ohc_algo_bcast_scatter_ag.work(&c, 1 << 20, 8, 1), 7 * m,
+		     "the ring moves the vector 7 times, and more");
+	cr_assert_float_eq(ohc_algo_reduce_binomial.work(&c, 1 << 20, 8, 1),
+			   7 * (m + nb * c.gamma_us), 1e-6);
+	cr_assert_float_eq(ohc_algo_reduce_chain.work(&c, 1 << 20, 8, 2),
+			   7 * (2 * c.alpha_us + nb * (c.beta_us + c.gamma_us)),
+			   1e-6);
+	/* scatter: the linear root sends 7 blocks; the tree moves 12 */
+	cr_assert_float_eq(ohc_algo_scatter_linear.work(&c, 1 << 20, 8, 1),
+			   7 * (c.alpha_us + nb / 8 * c.beta_us), 1e-6);
+	cr_assert_float_eq(ohc_algo_scatter_binomial.work(&c, 1 << 20, 8, 1),
+			   7 * c.alpha_us + 12 * nb / 8 * c.beta_us, 1e-6);
 }
 
 /*

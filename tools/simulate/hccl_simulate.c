@@ -80,6 +80,7 @@ struct call {
 	const uint32_t *host_of; /* NULL: one host, or one rank per host */
 	uint32_t nhosts;
 	const char *force; /* "level0:NA;level1:<name>", or NULL */
+	uint32_t host_ranks, host_cpus; /* --cores: ohc_coll_args' */
 };
 
 /*
@@ -108,6 +109,8 @@ static ohc_status_t call_args(void *ctx, uint32_t rank, struct ohc_coll_args *a)
 	a->host_of = c->host_of;
 	a->nhosts = c->nhosts;
 	a->algo_override = c->force;
+	a->host_ranks = c->host_ranks;
+	a->host_cpus = c->host_cpus;
 	return OHC_OK;
 }
 
@@ -171,8 +174,11 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
  * per sharing rank (wake_us x s), a rank copies and reduces at 1/s of a
  * CPU, and a stream of bytes pays a turn for every turn_bytes (a sender
  * runs ahead into the shared ring, then waits for the receiver's turn).
- * The constants are measured (bench/sim_validate.sh); the library's own
- * selection prices a CPU per rank, the case it is tuned for.
+ * The constants are measured (bench/sim_validate.sh). The library's
+ * selection does not use them: it keeps the flat constants and prices
+ * each candidate at no less than its work divided among the CPUs
+ * (algo/select.c), which the "library" column shows with --cores (the
+ * rooted operations' choice changes, the symmetric ones' does not).
  */
 static struct ohc_cost_params share_cpus(const struct opts *o,
 					 const struct ohc_cost_params *base,
@@ -201,16 +207,22 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
  * the CPUs: in the Soft-RoCE VM (2 vCPUs, bench/compare.sh -R) 2 ranks
  * each moved 1 MiB at the single stream's rate, 4 ranks at half of it.
  */
+static uint32_t ranks_per_host(const struct opts *o,
+			       const struct ohc_cost_net *nt, uint32_t n)
+{
+	if (o->host_ranks)
+		return o->host_ranks < n ? o->host_ranks : n;
+	if (nt->link == OHC_LINK_RDMA)
+		return o->ppn ? (o->ppn < n ? o->ppn : n) : 1;
+	return n;
+}
+
 static struct ohc_cost_net net_for(const struct opts *o,
 				   const struct ohc_cost_net *nt, uint32_t n)
 {
 	struct ohc_cost_net eff = *nt;
-	uint32_t per_host = n;
+	uint32_t per_host = ranks_per_host(o, nt, n);
 
-	if (o->host_ranks)
-		per_host = o->host_ranks < n ? o->host_ranks : n;
-	else if (nt->link == OHC_LINK_RDMA)
-		per_host = o->ppn ? (o->ppn < n ? o->ppn : n) : 1;
 	if (o->host_ranks && nt->link == OHC_LINK_RDMA &&
 	    !(nt->cpu_device && o->cores))
 		eff.c.beta_us *= per_host;
@@ -276,7 +288,8 @@ static int fill_row(const struct opts *o, unsigned oi,
 	struct call c = {ops[oi].op, op_count(oi, bytes, o->esize, n),
 			 o->esize,   nt->link,
 			 host_of,    nhosts,
-			 NULL};
+			 NULL,	     ranks_per_host(o, nt, n),
+			 o->cores};
 	struct ohc_coll_args a = {0};
 	struct ohc_sched s;
 	ohc_status_t status;
