@@ -139,8 +139,9 @@ const struct ohc_cost_net *ohc_cost_nets(unsigned *n_p);
 /*
  * Ranks that take turns on a host's CPUs (tools/simulate --cores): a
  * message waits wake_us per sharing rank, a stream pays a turn per
- * turn_kb. Only the simulator prices this; selection assumes a CPU per
- * rank.
+ * turn_kb. Only the simulator prices this; selection keeps the flat
+ * constants and prices a candidate at no less than its work divided among
+ * the CPUs (select.c, ohc_algo.work).
  */
 struct ohc_cost_share {
 	double wake_us;
