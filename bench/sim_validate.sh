@@ -46,14 +46,20 @@
 #   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
 #       this machine's, nproc; -x: the run's nproc from DIR/cpus, else 0,
 #       a CPU per rank); more ranks than CPUs take turns, which the
-#       simulator prices (--wake-us, --turn-kb). -x calibrates the turn
-#       from the same run's DIR/p2p.wake (compare.sh -R): NP ranks on C
-#       CPUs pay the 1 KiB exchange step of NP ranks minus that of 2 ranks
-#       per message, --wake-us = that / (NP / C); shm keeps its fitted
-#       default
-#   -W  which NP-rank exchange step -x calibrates the wake from: slowest
-#       (default; the slowest rank's best window, xchg-slowest: a step of
-#       a collective waits for every rank) or pair0 (pair 0's, xchg).
+#       simulator prices (--wake-us, --turn-kb). The turn is calibrated
+#       from the same run's p2p.wake (-x: DIR's, of compare.sh -R; shm:
+#       timed each round beside the 2-rank step, at every even rank
+#       count above the CPUs): NP ranks on C CPUs pay the 1 KiB exchange
+#       step of NP ranks minus that of 2 ranks per message, --wake-us =
+#       that / (NP / C). One run on a quiet 2-core host (2026-12-06,
+#       ITERS=100): with the simulator's default, 20 us, 23 of 48 rows
+#       within 2x (4 and 8 ranks' small sizes predicted 2-7x above the
+#       measurements); with the run's own, 6.3 us, 45
+#   -W  which NP-rank exchange step calibrates the wake: slowest (the
+#       default on rxe; the slowest rank's best window, xchg-slowest: a
+#       step of a collective waits for every rank) or pair0 (pair 0's,
+#       xchg; the default on shm, where a slowest window holds a rank
+#       that lost its CPU for a whole time slice: 39 of those 48 rows).
 #       One wake for every rank count: the least-squares fit of
 #       step(N) - step(2) = wake x N / C over the run's rank counts above
 #       the CPUs (each count's best-of-rounds step alone is noisy: one
@@ -79,7 +85,7 @@ alpha=""
 bw=""
 cores=""
 col=3
-wmode=slowest
+wmode=""
 each=0
 while getopts "n:o:b:e:f:r:N:x:a:w:c:W:EPh" c; do
 	case $c in
@@ -150,6 +156,7 @@ else
 	cores=${cores:-$(nproc)}
 fi
 
+[ -n "$wmode" ] || wmode=$([ "$net" = shm ] && echo pair0 || echo slowest)
 case $wmode in
 slowest | pair0) ;;
 *) echo "sim_validate: -W slowest or pair0, not $wmode" >&2; exit 2 ;;
@@ -165,9 +172,9 @@ esac
 # or shm here: there the default is fitted, the exchange step too noisy)
 # (bench/analysis.py wake)
 wake() {
-	[ -n "$from" ] && [ -s "$from/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
+	[ -s "$src/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
 		[ "$1" -gt "$cores" ] || return 0
-	$py bench/analysis.py wake "$from" "$1" "$cores" "$wmode" "$each"
+	$py bench/analysis.py wake "$src" "$1" "$cores" "$wmode" "$each"
 }
 
 sim=$build/tools/simulate/hccl_simulate
@@ -198,6 +205,15 @@ if [ -z "$from" ]; then
 		xchg=$(OHC_BENCH_RANKS=2 timeout 120 "$pb" 1024 1024 200 20 \
 			xchg 3 | awk '$1 == 1024 { print $3 }' || true)
 		echo "2 xchg ${xchg:--}" >>"$keep/p2p.wake"
+		# and the step of every even rank count above the CPUs, whose
+		# ranks sleep and take turns: the wake per message (wake())
+		for np in $nps; do
+			[ $((np % 2)) = 0 ] && [ "$np" -gt "$cores" ] || continue
+			OHC_BENCH_RANKS=$np timeout 120 "$pb" 1024 1024 5 5 xchg 3 |
+				awk -v np="$np" '$1 == 1024 { print np, "xchg", $3;
+				if ($6 != "") print np, "xchg-slowest", $6 + 0 }' \
+				>>"$keep/p2p.wake" || true
+		done
 		for np in $nps; do
 			for op in $ops; do
 				echo "== $op -np $np (run $rep of $reps)" >&2
@@ -223,7 +239,7 @@ for np in $nps; do
 			"exchange step ($wmode) $xn us - 2 ranks' $x2 us" \
 			"$([ "$each" = 1 ] && echo "(this count alone)" ||
 				echo "(fitted over the run's counts)")," \
-			"$from/p2p.wake" >&2
+			"$src/p2p.wake" >&2
 	fi
 	for op in $ops; do
 		files=("$src/raw.ohc.$op.$np".*)

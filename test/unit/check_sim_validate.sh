@@ -120,4 +120,17 @@ want=$("$sim" --measure "$d/shm/raw.allgather.2.1" --op allgather --ranks 2 \
 got=$(awk '$1 == "allgather" && $2 == 2 && $3 == 1024 { print $6 }' <<<"$o")
 [ -n "$want" ] && [ "$got" = "$want" ] ||
 	{ out=$o; fail "shm, 1 KiB: predicted '$got', want '$want'"; }
+
+# shm, 4 ranks on 2 CPUs: the wake from the run's own exchange steps, pair
+# 0's by default there ((10.5 - 0.5) / (4 / 2)); -W slowest ((40.5 - 0.5) / 2)
+printf '4 xchg 12\n4 xchg-slowest 40.5\n4 xchg 10.5\n' >>"$d/shm/p2p.wake"
+sed 's/0.50 /9.00 /' "$d/shm/raw.allgather.2.1" >"$d/shm/raw.allgather.4.1"
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n "2 4" \
+	-o allgather -c 2 2>&1) || true
+grep -q "^wake 5 us x 4/2 ranks per CPU: 4 ranks' 1 KiB exchange step (pair0)" <<<"$o" ||
+	{ out=$o; fail "shm: the wake is not pair 0's (10.5 - 0.5) / 2 = 5 us"; }
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n "2 4" \
+	-o allgather -c 2 -W slowest 2>&1) || true
+grep -q "^wake 20 us x 4/2 " <<<"$o" ||
+	{ out=$o; fail "shm -W slowest: the wake is not (40.5 - 0.5) / 2 = 20 us"; }
 echo "PASS"
