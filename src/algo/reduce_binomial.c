@@ -62,15 +62,17 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 }
 
 /*
- * Every rank but the root sends once: the leaves (the odd relative ranks)
- * their own buffer, the others their partial; each is reduced.
+ * Every rank but the root sends once: the leaves (a subtree of one) their
+ * own buffer, the others their partial; each is reduced.
  */
 static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
 		   uint32_t slices)
 {
-	double nb = (double)bytes, leaves = n / 2;
+	double nb = (double)bytes, leaves = 0;
 
 	(void)slices;
+	for (uint32_t vr = 1; vr < n; vr++)
+		leaves += ohc_binom_subtree(vr, n) == 1;
 	return (n - 1) * c->alpha_us + leaves * ohc_cost_bytes(c, nb, 1, 1) +
 	       (n - 1 - leaves) * ohc_cost_bytes(c, nb, 0, 1);
 }
