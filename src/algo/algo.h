@@ -93,7 +93,8 @@ struct ohc_coll_args {
 	uint32_t pipeline_slices;
 	/*
 	 * CPUs shared (select.c): the ranks of the comm's busiest host and
-	 * the CPUs of rank 0's host (the same numbers on every rank: rank
+	 * the CPUs of rank 0's host (ohc_host_cpus: online, capped by the
+	 * cgroup's CPU time; the same numbers on every rank: rank
 	 * 0's count is broadcast at init). When the ranks outnumber the
 	 * CPUs they take turns, and selection prices each candidate at no
 	 * less than its work divided among the CPUs. host_cpus 0: a CPU

@@ -18,6 +18,7 @@
 #include "core/wait.h"
 #include "transport/transport.h"
 #include "util/config.h"
+#include "util/cpus.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -158,14 +159,11 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	 * rank 0's CPU count: selection must price alike on every rank.
 	 */
 	if (comm->rank == 0) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
 		if (getrandom(&hello.session, sizeof(hello.session), 0) !=
 		    sizeof(hello.session))
 			hello.session =
 				ohc_time_ns() ^ ((uint64_t)getpid() << 32);
-		hello.cpus =
-			cpus > 0 && cpus <= UINT32_MAX ? (uint32_t)cpus : 0;
+		hello.cpus = ohc_host_cpus();
 	}
 	status = ohc_bootstrap_bcast(bs, &hello, sizeof(hello), 0);
 	if (status < 0)

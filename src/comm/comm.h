@@ -74,7 +74,7 @@ struct ohc_comm {
 	uint32_t *host_of;		/* host index per rank; NULL: one */
 	uint32_t nhosts;
 	uint32_t host_ranks; /* ranks of the busiest host (selection) */
-	uint32_t host_cpus;  /* rank 0's host's online CPUs, broadcast */
+	uint32_t host_cpus;  /* rank 0's ohc_host_cpus(), broadcast */
 	uint64_t spin_ns;   /* idle polling before sleeping */
 	bool yield_first;   /* more local ranks than CPUs (ohc_wait_...) */
 	uint64_t session;   /* transports' session token */

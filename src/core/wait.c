@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/wait.h"
+#include "util/cpus.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -370,9 +371,7 @@ void ohc_waiter_step_done(struct ohc_waiter *w)
 
 bool ohc_wait_oversubscribed(uint32_t local_ranks)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return cpus > 0 && local_ranks > (uint32_t)cpus;
+	return local_ranks > ohc_host_cpus();
 }
 
 uint64_t ohc_wait_spin_ns(long spin_us_env)

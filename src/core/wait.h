@@ -80,7 +80,8 @@ void ohc_waiter_step_done(struct ohc_waiter *w);
  */
 uint64_t ohc_wait_spin_ns(long spin_us_env);
 /*
- * Whether local_ranks ranks on this host outnumber its CPUs. Their waiters
+ * Whether local_ranks ranks on this host outnumber its CPUs (ohc_host_cpus:
+ * online, capped by the cgroup's CPU time). Their waiters
  * start yielding while they poll (yield_first): the peer we wait for is
  * then most often queued behind us on our CPU. Sleeping at once instead
  * (the old default: no spin) made every step a futex wake and a context

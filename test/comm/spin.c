@@ -18,6 +18,7 @@
 
 #include "core/wait.h"
 #include "helpers/ohc_test.h"
+#include "util/cpus.h"
 
 #define SPIN_OPS 2000
 
@@ -55,9 +56,10 @@ Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 /*
  * Ranks that outnumber the host's CPUs take turns on them, and selection
  * prices by work (algo/select.c): the communicator hands it the busiest
- * host's rank count and rank 0's CPU count. One more thread rank than
- * there are CPUs; a 4 MiB Broadcast is then never the pipelined chain,
- * the log line says why, and the data arrives.
+ * host's rank count and rank 0's CPU count (online, capped by the
+ * cgroup's CPU time). One more thread rank than there are CPUs; a 4 MiB
+ * Broadcast is then never the pipelined chain, the log line says why, and the
+ * data arrives.
  */
 #define BCAST_COUNT (1u << 20)
 
@@ -90,7 +92,7 @@ static int bcast_rank(int rank, int nranks, void *p)
 
 Test(spin, more_ranks_than_cpus_select_by_work, .timeout = 300)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long cpus = (long)ohc_host_cpus(); /* as the library counts them */
 	int n = (int)cpus + 1;
 	char log[] = "/tmp/ohc_spin_log.XXXXXX", want[96], *text, *line, *end;
 	int32_t *devs;
