@@ -256,10 +256,10 @@ static uint32_t slices_for(const struct ohc_coll_args *a,
 }
 
 /*
- * What selection ranks al by on a: the topology's formula (two-level);
- * else the flat cost, in the slice count it will be built in where that
- * may differ from the cost function's own choice (OPENHCCL_PIPELINE_
- * SLICES, shared CPUs), raised to its work per CPU where ranks share them.
+ * What selection ranks al by on a: the topology's formula (two-level), or
+ * the flat cost, in the slice count it will be built in where that may
+ * differ from the cost function's own choice (OPENHCCL_PIPELINE_SLICES,
+ * shared CPUs); either raised to its work per CPU where ranks share them.
  */
 static double candidate_us(const struct ohc_coll_args *a,
 			   const struct ohc_algo *al, uint64_t bytes)
@@ -268,9 +268,10 @@ static double candidate_us(const struct ohc_coll_args *a,
 	double share = cpu_share(a), us;
 	uint32_t sl = 1;
 
-	if (al->cost_topo)
-		return al->cost_topo(a, bytes);
-	if (al->cost_sliced && a->nranks > 1 && (a->pipeline_slices || share)) {
+	if (al->cost_topo) {
+		us = al->cost_topo(a, bytes);
+	} else if (al->cost_sliced && a->nranks > 1 &&
+		   (a->pipeline_slices || share)) {
 		sl = slices_for(a, al, bytes);
 		us = al->cost_sliced(cp, bytes, a->nranks, sl) +
 		     agreement_us(

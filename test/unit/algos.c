@@ -2662,6 +2662,53 @@ Test(select, shared_cpus)
 }
 
 /*
+ * On several hosts the two-level AllReduce (priced by the topology)
+ * scales with the flat ones where ranks share CPUs: 4 hosts x 2 ranks
+ * (flat when latency bound, two-level for large vectors), 1 CPU a host,
+ * the same choice as with a CPU per rank, every size.
+ */
+Test(select, shared_cpus_keep_the_two_level_choice)
+{
+	static uint32_t hosts[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+	static char buf[(4 << 20) + 64];
+
+	for (uint64_t count = 2; count <= (1u << 20); count *= 2) {
+		const struct ohc_algo *want = NULL;
+
+		for (uint32_t cpus = 0; cpus <= 1; cpus++) {
+			struct ohc_coll_args a = {.op = OHC_COLL_ALLREDUCE,
+						  .count = count,
+						  .esize = 4,
+						  .nranks = 8,
+						  .link = OHC_LINK_RDMA,
+						  .host_of = hosts,
+						  .nhosts = 4,
+						  .host_ranks = 2,
+						  .host_cpus = cpus,
+						  .sbuf = buf,
+						  .rbuf = buf};
+			const struct ohc_algo *got = NULL;
+			struct ohc_sched s;
+
+			ohc_sched_init(&s);
+			cr_assert_eq(ohc_algo_build(&a, &s, &got), OHC_OK);
+			ohc_sched_fini(&s);
+			if (!want)
+				want = got;
+			cr_assert_eq(
+				got, want,
+				"%llu elements, %u CPUs a host: %s, not %s",
+				(unsigned long long)count, cpus, got->name,
+				want->name);
+		}
+		if (count == 2)
+			cr_assert_neq(want, &ohc_algo_allreduce_2level);
+		if (count == (1u << 20))
+			cr_assert_eq(want, &ohc_algo_allreduce_2level);
+	}
+}
+
+/*
  * The work of the rooted algorithms, on which that choice rests: each
  * message and reduction once (8 ranks, 1 MiB, shm's constants).
  */
