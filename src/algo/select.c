@@ -166,12 +166,6 @@ double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
 	return cost_flat(al, ohc_cost_for_op(c, bytes, &op_c), bytes, nranks);
 }
 
-static double selection_cost(const struct ohc_algo *al, uint64_t bytes,
-			     uint32_t nranks, enum ohc_link_class link)
-{
-	return cost_flat(al, ohc_cost_params_get(link), bytes, nranks);
-}
-
 double ohc_algo_predict_us(const struct ohc_algo *a, enum ohc_coll_op op,
 			   uint64_t bytes, uint32_t nranks,
 			   enum ohc_link_class link)
@@ -279,7 +273,7 @@ static double candidate_us(const struct ohc_coll_args *a,
 			     al->cost_sliced(&unit_alpha, bytes, a->nranks, sl),
 			     a->nranks);
 	} else {
-		us = selection_cost(al, bytes, a->nranks, a->link);
+		us = cost_flat(al, cp, bytes, a->nranks);
 	}
 	return shared_us(al, cp, bytes, a->nranks, sl, us, share);
 }

@@ -115,7 +115,7 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 {
 	const struct ohc_env *env = ohc_env();
 	struct ohc_comm *comm;
-	uint64_t session = 0, deadline;
+	uint64_t deadline;
 	struct {
 		uint64_t session;
 		uint32_t cpus, pad;
@@ -168,9 +168,8 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	status = ohc_bootstrap_bcast(bs, &hello, sizeof(hello), 0);
 	if (status < 0)
 		goto err_free;
-	session = hello.session;
 	comm->host_cpus = hello.cpus;
-	status = ohc_comm_transports_open(comm, session, deadline);
+	status = ohc_comm_transports_open(comm, hello.session, deadline);
 	if (status < 0)
 		goto err_free;
 	comm_choose_spin(comm);

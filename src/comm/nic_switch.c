@@ -143,7 +143,6 @@ static ohc_status_t nic_agree(struct ohc_comm *comm, struct nic_vote *mine,
 	return OHC_OK;
 }
 
-/* Round 2: open the new verbs iface (old == NULL: none, send nothing). */
 /*
  * Every rank's record (ours carries our status) to every rank. When our
  * own open or connect failed (timed out, say) and a peer gave up on this
@@ -161,6 +160,7 @@ static ohc_status_t status_exchange(struct ohc_comm *comm,
 	return status < 0 && mine < 0 ? mine : status;
 }
 
+/* Round 2: open the new verbs iface (old == NULL: none, send nothing). */
 static ohc_status_t nic_open(struct ohc_comm *comm, struct ohc_iface *old,
 			     int backup, struct ohc_iface **new_p,
 			     struct nic_addr *mine)

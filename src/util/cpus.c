@@ -57,37 +57,32 @@ static unsigned level_limit(const char *dir, int v2)
 	return quota_cpus(q, p);
 }
 
-/* The tightest limit on cgroup path (under mount) and its ancestors. */
+/*
+ * The tightest limit on cgroup cg (under mount) and its ancestors, the
+ * mount's root included: "/a/b", then "/a", then "".
+ */
 static unsigned path_limit(const char *mount, const char *cg, int v2)
 {
 	char dir[PATH_MAX], rel[PATH_MAX];
 	unsigned best = 0;
 
-	if (snprintf(rel, sizeof(rel), "%s", cg) >= (int)sizeof(rel))
+	if (snprintf(rel, sizeof(rel), "%s", strcmp(cg, "/") ? cg : "") >=
+	    (int)sizeof(rel))
 		return 0;
 	for (;;) {
-		char *slash;
-		unsigned l;
+		char *slash = strrchr(rel, '/');
 
-		if (snprintf(dir, sizeof(dir), "%s%s", mount,
-			     strcmp(rel, "/") ? rel : "") < (int)sizeof(dir)) {
-			l = level_limit(dir, v2);
+		if (snprintf(dir, sizeof(dir), "%s%s", mount, rel) <
+		    (int)sizeof(dir)) {
+			unsigned l = level_limit(dir, v2);
+
 			if (l && (!best || l < best))
 				best = l;
 		}
-		slash = strrchr(rel, '/');
-		if (!slash || slash == rel)
-			break;
+		if (!slash)
+			return best;
 		*slash = '\0';
 	}
-	if (strcmp(rel, "/") &&
-	    snprintf(dir, sizeof(dir), "%s", mount) < (int)sizeof(dir)) {
-		unsigned l = level_limit(dir, v2); /* the mount's root */
-
-		if (l && (!best || l < best))
-			best = l;
-	}
-	return best;
 }
 
 /* Whether the comma-separated list names the cpu controller. */

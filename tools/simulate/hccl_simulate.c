@@ -199,14 +199,7 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 	return c;
 }
 
-/*
- * The network as n ranks see it: nt with its CPUs shared (--cores), and
- * with --host-ranks on an RDMA network, the host's one device shared by
- * its ranks (every rank of these algorithms sends at once: each gets its
- * share of the bandwidth); a CPU device (rxe) with --cores only through
- * the CPUs: in the Soft-RoCE VM (2 vCPUs, bench/compare.sh -R) 2 ranks
- * each moved 1 MiB at the single stream's rate, 4 ranks at half of it.
- */
+/* Ranks of one host: --host-ranks, else --ppn on RDMA (one), else all. */
 static uint32_t ranks_per_host(const struct opts *o,
 			       const struct ohc_cost_net *nt, uint32_t n)
 {
@@ -217,6 +210,14 @@ static uint32_t ranks_per_host(const struct opts *o,
 	return n;
 }
 
+/*
+ * The network as n ranks see it: nt with its CPUs shared (--cores), and
+ * with --host-ranks on an RDMA network, the host's one device shared by
+ * its ranks (every rank of these algorithms sends at once: each gets its
+ * share of the bandwidth); a CPU device (rxe) with --cores only through
+ * the CPUs: in the Soft-RoCE VM (2 vCPUs, bench/compare.sh -R) 2 ranks
+ * each moved 1 MiB at the single stream's rate, 4 ranks at half of it.
+ */
 static struct ohc_cost_net net_for(const struct opts *o,
 				   const struct ohc_cost_net *nt, uint32_t n)
 {
