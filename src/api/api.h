@@ -56,8 +56,7 @@ HcclResult ohc_api_live_comm(const char *fn, HcclComm comm,
 HcclResult ohc_api_live_comm_ungrouped(const char *fn, HcclComm comm,
 				       struct ohc_comm **c_p);
 
-/* The name and rank of a live communicator for log lines; NULL, -1. */
-const char *ohc_api_log_name(HcclComm comm);
+/* The rank of a live communicator for log lines; -1. */
 int ohc_api_log_rank(HcclComm comm);
 
 /*
@@ -75,7 +74,10 @@ int ohc_api_log_rank(HcclComm comm);
 				"call " __VA_ARGS__);                          \
 	} while (0)
 #define OHC_API_ENTRY(comm, ...)                                               \
-	OHC_LOG_SCOPE(ohc_api_log_name(comm), ohc_api_log_rank(comm));         \
+	const struct ohc_comm *const ohc_api_entry_comm = ohc_api_comm(comm);  \
+	OHC_LOG_SCOPE(ohc_api_entry_comm ? ohc_api_entry_comm->name : NULL,    \
+		      ohc_api_entry_comm ? (int)ohc_api_entry_comm->rank       \
+					 : -1);                                \
 	OHC_API_ENTRY_LOG(__VA_ARGS__)
 #define OHC_API_ENTRY_RANK(rank, ...)                                          \
 	OHC_LOG_SCOPE(NULL, (int)(rank));                                      \

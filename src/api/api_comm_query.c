@@ -46,13 +46,6 @@ HcclResult ohc_api_live_comm_ungrouped(const char *fn, HcclComm comm,
 	return HCCL_SUCCESS;
 }
 
-const char *ohc_api_log_name(HcclComm comm)
-{
-	struct ohc_comm *c = ohc_api_comm(comm);
-
-	return c ? c->name : NULL;
-}
-
 int ohc_api_log_rank(HcclComm comm)
 {
 	struct ohc_comm *c = ohc_api_comm(comm);

@@ -208,23 +208,43 @@ void ohc_comm_stats(struct ohc_comm *comm, struct ohc_xfer_stats *stats_p)
 	}
 }
 
+/*
+ * Wait, with comm->lock held, until no op is in flight or the monotonic
+ * clock passes deadline_ns (0: never); whether it is idle. The last op
+ * out wakes registered waiters, but one that saw no waiter just before
+ * we registered does not (op_done): each wait is therefore a slice of at
+ * most COMM_WAIT_SLICE_MS, after which inflight is looked at again.
+ */
+#define COMM_WAIT_SLICE_MS 5
+static bool comm_wait_locked(struct ohc_comm *comm, uint64_t deadline_ns)
+{
+	__atomic_add_fetch(&comm->idle_waiters, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&comm->inflight, __ATOMIC_SEQ_CST)) {
+		uint64_t now = ohc_time_ns(), until;
+		struct timespec ts;
+
+		if (deadline_ns && now >= deadline_ns)
+			break;
+		until = now + COMM_WAIT_SLICE_MS * 1000000ull;
+		if (deadline_ns && until > deadline_ns)
+			until = deadline_ns;
+		ts.tv_sec = (time_t)(until / 1000000000ull);
+		ts.tv_nsec = (long)(until % 1000000000ull);
+		pthread_cond_timedwait(&comm->idle_cond, &comm->lock, &ts);
+	}
+	__atomic_sub_fetch(&comm->idle_waiters, 1, __ATOMIC_SEQ_CST);
+	return !__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE);
+}
+
 int ohc_comm_wait_idle(struct ohc_comm *comm, uint64_t timeout_ms)
 {
 	uint64_t deadline = ohc_time_ns() + timeout_ms * 1000000ull;
-	struct timespec ts;
-	int rc = 0;
+	bool idle;
 
-	ts.tv_sec = (time_t)(deadline / 1000000000ull);
-	ts.tv_nsec = (long)(deadline % 1000000000ull);
 	pthread_mutex_lock(&comm->lock);
-	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE) && rc == 0)
-		if (pthread_cond_timedwait(&comm->idle_cond, &comm->lock,
-					   &ts) == ETIMEDOUT)
-			rc = -1;
-	if (!__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
-		rc = 0;
+	idle = comm_wait_locked(comm, deadline);
 	pthread_mutex_unlock(&comm->lock);
-	return rc;
+	return idle ? 0 : -1;
 }
 
 void ohc_comm_destroy(struct ohc_comm *comm)
@@ -232,8 +252,7 @@ void ohc_comm_destroy(struct ohc_comm *comm)
 	const struct ohc_xfer_stats *st = &comm->stats;
 
 	pthread_mutex_lock(&comm->lock);
-	while (__atomic_load_n(&comm->inflight, __ATOMIC_ACQUIRE))
-		pthread_cond_wait(&comm->idle_cond, &comm->lock);
+	(void)comm_wait_locked(comm, 0);
 	pthread_mutex_unlock(&comm->lock);
 	OHC_INFO(OHC_SS_MEM,
 		 "rank %u: communicator '%s' received %llu bytes staged, "

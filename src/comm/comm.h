@@ -82,6 +82,7 @@ struct ohc_comm {
 
 	pthread_mutex_t lock;	   /* with idle_cond: waits for idle */
 	pthread_cond_t idle_cond;  /* signalled when inflight hits 0 */
+	unsigned idle_waiters;	   /* atomic: threads waiting for idle */
 	pthread_mutex_t exec_lock; /* one operation executes at a time */
 	uint64_t coll_seq;	   /* atomic: next collective seq */
 	unsigned inflight;	   /* atomic: enqueued, not finished */

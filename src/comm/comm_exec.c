@@ -339,11 +339,16 @@ out:
 }
 
 /*
- * The last decrement (to zero) stays under the lock: a destroy waiting
- * for idleness may free the communicator as soon as it sees zero, so the
- * last op out must be done with the lock by then. Any other decrement
- * leaves an op in flight, which keeps the communicator alive, and needs
- * no lock. (Launching only increments, lock-free.)
+ * An op is done. While other ops are in flight, a decrement needs no lock:
+ * they keep the communicator alive. The last one out (to zero) takes the
+ * lock and wakes the idle waiters only when some are registered
+ * (ohc_comm_wait_idle, destroy): a destroy may free the communicator as
+ * soon as it sees zero, so that decrement happens under the lock, and
+ * nothing touches comm after it. With nobody waiting the decrement is
+ * the last access and needs no lock (a lock, a broadcast and an unlock
+ * were a tenth of the instructions of a small synchronous AllReduce); a
+ * waiter that registers just after the check is not woken, and sees
+ * zero at the end of its wait's slice (comm_wait_slice).
  */
 static void op_done(struct ohc_comm *comm)
 {
@@ -354,6 +359,10 @@ static void op_done(struct ohc_comm *comm)
 						__ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED))
 			return;
+	if (!__atomic_load_n(&comm->idle_waiters, __ATOMIC_SEQ_CST) &&
+	    __atomic_compare_exchange_n(&comm->inflight, &n, n - 1, 0,
+					__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return;
 	pthread_mutex_lock(&comm->lock);
 	if (__atomic_sub_fetch(&comm->inflight, 1, __ATOMIC_ACQ_REL) == 0)
 		pthread_cond_broadcast(&comm->idle_cond);

@@ -233,6 +233,8 @@ uint64_t ohc_waiter_idle(struct ohc_waiter *w, bool *first)
 	if (w->spin_ns && ++w->idle < w->check) {
 		if (w->spinning && w->yielding && !(w->polls & yield_mask))
 			wait_yield();
+		else
+			ohc_cpu_relax();
 		return 0;
 	}
 	now = ohc_time_ns();
