@@ -440,6 +440,16 @@ def membw_limits(recs):
     return out
 
 
+def exchange_floor(recs):
+    """ohc_membw_bench -x's "floor_us US" line: microseconds per exchange
+    of a cache line between two CPUs, or None."""
+    for rec in recs:
+        f = rec.split()
+        if len(f) == 2 and f[0] == "floor_us" and is_num(f[1]):
+            return num(f[1])
+    return None
+
+
 def scaling_stats(runs):
     """runs: {(impl, op, np): [rows of each run]} (run_rows'). Per key
     and size: {"us": median time, "lo", "hi": its spread, "busbw": median
@@ -525,6 +535,8 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
         out += ["", "Copy limit (`ohc_membw_bench`: memcpy by N threads at once, each bound to a CPU):", "",
                 "| threads | copied GB/s, all | per thread |", "|---:|---:|---:|"]
         out += ["| %d | %.2f | %.2f |" % (t, g, g / t) for t, g in sorted(limits.items())]
+    if meta.get("floor_us"):
+        out += ["", scaling_floor_line(meta, st, ops)]
 
     for op in ops:
         name = SCALING_OPS.get(op, op)
@@ -583,6 +595,26 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
 def _svg_text(x, y, s, anchor="middle", size=11, extra=""):
     esc = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return '<text x="%.1f" y="%.1f" font-size="%d" text-anchor="%s"%s>%s</text>' % (x, y, size, anchor, extra, esc)
+
+
+def scaling_floor_line(meta, st, ops):
+    """The exchange floor, and how far above it each implementation's
+    smallest AllReduce at 2 ranks came (the rest is software)."""
+    fl = num(meta["floor_us"])
+    line = ("Exchange floor (`ohc_membw_bench -x`: two CPUs hand a cache line back and forth, the least "
+            "any exchange between two ranks takes, measured in this run): %.3f us." % fl)
+    op = "allreduce" if "allreduce" in ops else None
+    sizes = sorted({b for (i, o, n, b) in st if o == op and n == "2"}) if op else []
+    if sizes:
+        b = sizes[0]
+        above = []
+        for impl, lb in SCALING_IMPLS:
+            s = st.get((impl, op, "2", b))
+            if s:
+                above.append("%s %.2f us (%.2f above it)" % (lb, s["us"], s["us"] - fl))
+        if above:
+            line += " %s AllReduce at 2 ranks: %s." % (size_label(b), ", ".join(above))
+    return line
 
 
 def scaling_svg(meta, st, nps, ops):
@@ -686,7 +718,11 @@ def scaling_load(d):
     keys = set(runs) | {k[:3] for k in fails}
     nps = meta.get("nps", "").split() or sorted({k[2] for k in keys}, key=int)
     ops = meta.get("ops", "").split() or sorted({k[1] for k in keys})
-    limits = membw_limits(_read_or_none(os.path.join(d, "membw")) or [])
+    membw = _read_or_none(os.path.join(d, "membw")) or []
+    limits = membw_limits(membw)
+    floor = exchange_floor(membw)
+    if floor is not None:
+        meta["floor_us"] = "%.3f" % floor
     return meta, scaling_stats(runs), nps, ops, limits, fails, walls
 
 

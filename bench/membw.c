@@ -10,13 +10,23 @@
  * all threads together and per thread; a copy reads and writes each byte,
  * so the memory traffic is at least twice that.
  *
- * usage: ohc_membw_bench [-s MIB] [-p PASSES] [-r ROUNDS] THREADS...
+ * With -x, first the exchange floor: two threads on the first two CPUs
+ * this process may use hand a cache line back and forth (each stores its
+ * count, then spins until the other's count reaches it), the least time
+ * any exchange between two ranks on those CPUs takes; one line
+ * "floor_us US": microseconds per exchange, the best of ROUNDS rounds of
+ * XCHG exchanges. It moves with where the host puts the two CPUs (0.08
+ * to 0.3 us on the shared 2-core VMs), which is why small-message times
+ * are best read against it, measured in the same run.
+ *
+ * usage: ohc_membw_bench [-s MIB] [-p PASSES] [-r ROUNDS] [-x] THREADS...
  *        (64 MiB, 4 passes, 3 rounds)
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +46,14 @@ static int membw_fail(const char *what, int err)
 {
 	fprintf(stderr, "ohc_membw_bench: %s: %s\n", what, strerror(err));
 	return 1;
+}
+
+/* One turn of a spin (x86 PAUSE): polls without stealing the line. */
+static inline void membw_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
 }
 
 static double membw_now(void)
@@ -148,6 +166,81 @@ static double membw_threads(int n, size_t bytes, int passes, int rounds)
 	return best * 1e-9;
 }
 
+#define XCHG 200000 /* exchanges a floor round times */
+
+struct xchg_side {
+	pthread_t tid;
+	int cpu;
+	int rounds;
+	_Alignas(64) unsigned long mine; /* a line of its own */
+	_Alignas(64) char pad[64];
+	struct xchg_side *other;
+	double *best_us; /* side 0 times */
+};
+
+static void *xchg_run(void *arg)
+{
+	struct xchg_side *x = arg;
+	unsigned long i = 0;
+
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(x->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	for (int r = 0; r < x->rounds; r++) {
+		double t0 = membw_now(), us;
+
+		for (unsigned long end = i + XCHG; i < end;) {
+			__atomic_store_n(&x->mine, ++i, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&x->other->mine,
+					       __ATOMIC_ACQUIRE) < i)
+				membw_pause();
+		}
+		us = (membw_now() - t0) * 1e6 / XCHG;
+		if (x->best_us && (*x->best_us == 0 || us < *x->best_us))
+			*x->best_us = us;
+	}
+	return NULL;
+}
+
+/*
+ * Microseconds per exchange between the first two CPUs this process may
+ * use; -1 with fewer (two spinning threads on one CPU would take turns
+ * a time slice at a time).
+ */
+static double xchg_floor(int rounds)
+{
+	static struct xchg_side side[2];
+	double best = 0;
+	cpu_set_t allowed;
+	int cpus[2], ncpu = 0, err;
+
+	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
+		for (int c = 0; c < CPU_SETSIZE && ncpu < 2; c++)
+			if (CPU_ISSET(c, &allowed))
+				cpus[ncpu++] = c;
+	if (ncpu < 2)
+		return -1;
+	for (int k = 0; k < 2; k++) {
+		side[k].cpu = cpus[k];
+		side[k].rounds = rounds;
+		side[k].mine = 0;
+		side[k].other = &side[1 - k];
+		side[k].best_us = k == 0 ? &best : NULL;
+	}
+	for (int k = 0; k < 2; k++) {
+		err = pthread_create(&side[k].tid, NULL, xchg_run, &side[k]);
+		if (err) {
+			membw_fail("pthread_create", err);
+			exit(1);
+		}
+	}
+	for (int k = 0; k < 2; k++)
+		pthread_join(side[k].tid, NULL);
+	return best;
+}
+
 static int membw_arg(const char *s, long lo, long hi, long *v_p)
 {
 	char *end;
@@ -164,16 +257,21 @@ static int membw_arg(const char *s, long lo, long hi, long *v_p)
 int main(int argc, char **argv)
 {
 	long mib = 64, passes = 4, rounds = 3, n;
+	bool xchg = false;
 	int c;
 
-	while ((c = getopt(argc, argv, "s:p:r:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:p:r:xh")) != -1) {
 		long *v = c == 's' ? &mib : c == 'p' ? &passes : &rounds;
 
+		if (c == 'x') {
+			xchg = true;
+			continue;
+		}
 		if ((c == 's' || c == 'p' || c == 'r') &&
 		    !membw_arg(optarg, 1, 1 << 20, v))
 			continue;
 		fprintf(stderr,
-			"usage: %s [-s MIB] [-p PASSES] [-r ROUNDS] "
+			"usage: %s [-s MIB] [-p PASSES] [-r ROUNDS] [-x] "
 			"THREADS...\n",
 			argv[0]);
 		return 2;
@@ -181,6 +279,17 @@ int main(int argc, char **argv)
 	if (optind == argc) {
 		fprintf(stderr, "ohc_membw_bench: no thread counts\n");
 		return 2;
+	}
+	if (xchg) {
+		double us = xchg_floor((int)rounds);
+
+		if (us > 0)
+			printf("# exchange floor: a cache line back and forth "
+			       "between two CPUs, best of %ld rounds of %d\n"
+			       "floor_us %.3f\n",
+			       rounds, XCHG, us);
+		else
+			printf("# exchange floor: needs two CPUs\n");
 	}
 	printf("# ohc_membw_bench: memcpy of %ld MiB buffers, %ld passes, "
 	       "best of %ld rounds; threads | copy GB/s | per thread\n",

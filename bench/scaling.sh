@@ -3,8 +3,9 @@
 # The scaling matrix in one command: OpenHCCL's hccl_test tools beside Open
 # MPI (bench/peers/mpi_coll.c, pml ob1, btl vader,self) at each rank count
 # and size, fp32 sum, root 0, each pair of runs taking turns (the order
-# flips every round), REPS rounds; the machine's copy limit measured in the
-# same run (ohc_membw_bench: memcpy by 1 and N threads at once). Writes to
+# flips every round), REPS rounds; the machine's copy limit and exchange
+# floor measured in the same run (ohc_membw_bench -x: memcpy by 1 and N
+# threads at once; a cache line handed between two CPUs). Writes to
 # OUT (build/bench/scaling, -L: build/bench/scaling-loaded): scaling.md (a
 # table per op: rows sizes, columns rank counts, cells Open MPI's median
 # time / OpenHCCL's, > 1: OpenHCCL faster; the largest sizes' busbw against
@@ -322,10 +323,10 @@ fi
 
 # shellcheck disable=SC2086 # the rank counts are words
 threads=$(printf '%s\n' 1 $nps | sort -nu | paste -sd' ')
-echo "== copy limit: ohc_membw_bench -s $membw_mib -p $membw_passes $threads =="
+echo "== exchange floor and copy limit: ohc_membw_bench -x -s $membw_mib -p $membw_passes $threads =="
 # shellcheck disable=SC2086 # the thread counts are words
 run_bg "$out/membw" "$out/membw.err" timeout -k 10 "$run_tmo" "$membw" \
-	-s "$membw_mib" -p "$membw_passes" $threads ||
+	-x -s "$membw_mib" -p "$membw_passes" $threads ||
 	echo "$me: ohc_membw_bench failed: $(ohc_bench_why $? "$out/membw.err" "$out/membw")" >&2
 cat "$out/membw"
 
