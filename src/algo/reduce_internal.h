@@ -27,10 +27,14 @@ extern const struct ohc_reduce_table ohc_reduce_avx512_table;
  * attribute. LD(p) loads W elements at p (any alignment) and widens them to
  * V; ST(p, v) narrows v and stores W elements at p; OP(x, y) combines.
  * Every element goes through the same vector code: a tail shorter than W
- * is staged through a zero-padded scratch buffer. Exact aliasing of dst
- * with a source is safe because each vector is loaded before its store.
+ * is staged through a zero-padded 64-byte scratch buffer (a vector is at
+ * most 64 bytes in memory): PART_IN(buf, src, n) fills buf with src's n
+ * bytes and zeros, PART_OUT(dst, buf, n) writes buf's first n bytes to
+ * dst. Exact aliasing of dst with a source is safe because each vector is
+ * loaded before its store.
  */
-#define OHC_REDUCE_SIMD(ATTR, NAME, T, V, W, LD, ST, OP)                       \
+#define OHC_REDUCE_SIMD_PART(ATTR, NAME, T, V, W, LD, ST, OP, PART_IN,         \
+			     PART_OUT)                                         \
 	static ATTR void NAME(void *dst, const void *a, const void *b,         \
 			      size_t count)                                    \
 	{                                                                      \
@@ -47,13 +51,15 @@ extern const struct ohc_reduce_table ohc_reduce_avx512_table;
 		for (; i + (W) <= count; i += (W))                             \
 			ST(d + i, OP(LD(x + i), LD(y + i)));                   \
 		if (i < count) {                                               \
-			T tx[W] = {0}, ty[W] = {0}, td[W];                     \
+			_Alignas(64) T tx[64 / sizeof(T)];                     \
+			_Alignas(64) T ty[64 / sizeof(T)];                     \
+			_Alignas(64) T td[64 / sizeof(T)];                     \
 			size_t rest = (count - i) * sizeof(T);                 \
                                                                                \
-			memcpy(tx, x + i, rest);                               \
-			memcpy(ty, y + i, rest);                               \
+			PART_IN(tx, x + i, rest);                              \
+			PART_IN(ty, y + i, rest);                              \
 			ST(td, OP(LD(tx), LD(ty)));                            \
-			memcpy(d + i, td, rest);                               \
+			PART_OUT(d + i, td, rest);                             \
 		}                                                              \
 	}                                                                      \
                                                                                \
@@ -91,20 +97,37 @@ extern const struct ohc_reduce_table ohc_reduce_avx512_table;
 			ST(d + i, r);                                          \
 		}                                                              \
 		if (i < count) {                                               \
-			T tx[W] = {0}, td[W];                                  \
+			_Alignas(64) T tx[64 / sizeof(T)];                     \
+			_Alignas(64) T td[64 / sizeof(T)];                     \
 			size_t rest = (count - i) * sizeof(T);                 \
 			V r;                                                   \
                                                                                \
-			memcpy(tx, s0 + i, rest);                              \
+			PART_IN(tx, s0 + i, rest);                             \
 			r = LD(tx);                                            \
 			for (k = 1; k < n; k++) {                              \
-				memcpy(tx, (const T *)srcs[k] + i, rest);      \
+				PART_IN(tx, (const T *)srcs[k] + i, rest);     \
 				r = OP(r, LD(tx));                             \
 			}                                                      \
 			ST(td, r);                                             \
-			memcpy(d + i, td, rest);                               \
+			PART_OUT(d + i, td, rest);                             \
 		}                                                              \
 	}
+
+/* The scratch buffer of a tail by plain copies (any ISA). */
+static inline void ohc_reduce_part_in(void *buf64, const void *src, size_t n)
+{
+	memset(buf64, 0, 64);
+	memcpy(buf64, src, n);
+}
+
+static inline void ohc_reduce_part_out(void *dst, const void *buf64, size_t n)
+{
+	memcpy(dst, buf64, n);
+}
+
+#define OHC_REDUCE_SIMD(ATTR, NAME, T, V, W, LD, ST, OP)                       \
+	OHC_REDUCE_SIMD_PART(ATTR, NAME, T, V, W, LD, ST, OP,                  \
+			     ohc_reduce_part_in, ohc_reduce_part_out)
 
 /* Table slot initialisers for a kernel pair made by OHC_REDUCE_SIMD. */
 #define OHC_REDUCE_SLOT(DT, OP, NAME) [DT][OP] = NAME
