@@ -535,7 +535,7 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
         out += ["", "Copy limit (`ohc_membw_bench`: memcpy by N threads at once, each bound to a CPU):", "",
                 "| threads | copied GB/s, all | per thread |", "|---:|---:|---:|"]
         out += ["| %d | %.2f | %.2f |" % (t, g, g / t) for t, g in sorted(limits.items())]
-    if meta.get("floor_us"):
+    if meta.get("floor_us") and not loaded:  # loaded: measured beside the busy processes
         out += ["", scaling_floor_line(meta, st, ops)]
 
     for op in ops:

@@ -323,10 +323,14 @@ fi
 
 # shellcheck disable=SC2086 # the rank counts are words
 threads=$(printf '%s\n' 1 $nps | sort -nu | paste -sd' ')
-echo "== exchange floor and copy limit: ohc_membw_bench -x -s $membw_mib -p $membw_passes $threads =="
-# shellcheck disable=SC2086 # the thread counts are words
+# The exchange floor only unloaded: beside busy processes the two spinning
+# threads take turns with them a time slice at a time.
+xfloor=-x
+[ "$loaded" = 1 ] && xfloor=
+echo "== copy limit${xfloor:+ and exchange floor}: ohc_membw_bench $xfloor -s $membw_mib -p $membw_passes $threads =="
+# shellcheck disable=SC2086 # the thread counts are words; xfloor a flag or none
 run_bg "$out/membw" "$out/membw.err" timeout -k 10 "$run_tmo" "$membw" \
-	-x -s "$membw_mib" -p "$membw_passes" $threads ||
+	$xfloor -s "$membw_mib" -p "$membw_passes" $threads ||
 	echo "$me: ohc_membw_bench failed: $(ohc_bench_why $? "$out/membw.err" "$out/membw")" >&2
 cat "$out/membw"
 

@@ -4,7 +4,8 @@
 # US" (with two CPUs to run on, a time above 0 and below 1 ms; with one,
 # a comment and no such line), and bench/analysis.py's report of a made-up
 # scaling folder names the floor and how far above it each
-# implementation's smallest 2-rank AllReduce came.
+# implementation's smallest 2-rank AllReduce came; not in a loaded run
+# (scaling.sh -L measures none: its busy processes share the CPUs).
 # usage: check_scaling_floor.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -48,6 +49,10 @@ done
 out=$(python3 "$src/bench/analysis.py" scaling "$d")
 grep -q "Exchange floor .*: 0.250 us\. 8 B AllReduce at 2 ranks: OpenHCCL 0.40 us (0.15 above it), Open MPI 0.55 us (0.30 above it)\." <<<"$out" ||
 	fail "no floor line with 0.15 and 0.30 us above it"
+printf 'busy=2\n' >>"$d/meta"
+out=$(python3 "$src/bench/analysis.py" scaling "$d")
+! grep -q "Exchange floor" <<<"$out" || fail "a floor line in a loaded run"
+printf 'nps=2\nops=allreduce\nreps=1\n' >"$d/meta"
 rm "$d/membw"
 printf '1 10.00 10.00\n' >"$d/membw"
 out=$(python3 "$src/bench/analysis.py" scaling "$d")
