@@ -348,7 +348,7 @@ out:
  * the last access and needs no lock (a lock, a broadcast and an unlock
  * were a tenth of the instructions of a small synchronous AllReduce); a
  * waiter that registers just after the check is not woken, and sees
- * zero at the end of its wait's slice (comm_wait_slice).
+ * zero at the end of its wait's slice (comm_wait_locked).
  */
 static void op_done(struct ohc_comm *comm)
 {

@@ -12,19 +12,6 @@
 #define OHC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define OHC_CACHELINE 64
 
-/*
- * One turn of a spin loop: tells the core it is spinning (x86 PAUSE, Arm
- * YIELD), so that the line it polls is not pulled away from the writer on
- * every iteration and the exit from the loop does not flush the pipeline.
- */
-static inline void ohc_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
 #define OHC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define OHC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define OHC_ALIGN_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
@@ -39,5 +26,19 @@ static inline void ohc_cpu_relax(void)
 			       "super must be the first member");              \
 		(type *)(ptr);                                                 \
 	})
+
+/*
+ * One turn of a spin loop: tells the core it is spinning (x86 PAUSE, Arm
+ * YIELD), so that the line it polls is not pulled away from the writer on
+ * every iteration and the exit from the loop does not flush the pipeline.
+ */
+static inline void ohc_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
 #endif
