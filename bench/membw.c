@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/compiler.h"
+
 struct membw_thread {
 	pthread_t tid;
 	int cpu; /* -1: unbound */
@@ -48,20 +50,37 @@ static int membw_fail(const char *what, int err)
 	return 1;
 }
 
-/* One turn of a spin (x86 PAUSE): polls without stealing the line. */
-static inline void membw_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 static double membw_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The first max CPUs this process may use, into cpus; how many. */
+static int membw_cpus(int *cpus, int max)
+{
+	cpu_set_t allowed;
+	int n = 0;
+
+	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
+		for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+			if (CPU_ISSET(c, &allowed))
+				cpus[n++] = c;
+	return n;
+}
+
+/* Run the calling thread on cpu (< 0: leave it unbound). */
+static void membw_bind(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 /*
@@ -73,13 +92,7 @@ static void *membw_run(void *arg)
 	struct membw_thread *t = arg;
 	char *src, *dst;
 
-	if (t->cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(t->cpu, &set);
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	}
+	membw_bind(t->cpu);
 	src = malloc(t->bytes);
 	dst = malloc(t->bytes);
 	if (!src || !dst) {
@@ -110,8 +123,7 @@ static double membw_threads(int n, size_t bytes, int passes, int rounds)
 	struct membw_thread *th = calloc((size_t)n, sizeof(*th));
 	double *times = calloc((size_t)n * 2 * (size_t)rounds, sizeof(double));
 	pthread_barrier_t start, done;
-	cpu_set_t allowed;
-	int cpus[CPU_SETSIZE], ncpu = 0, err;
+	int cpus[CPU_SETSIZE], ncpu = membw_cpus(cpus, CPU_SETSIZE), err;
 	double best = 0, copied = (double)n * passes * (double)bytes;
 
 	if (!th || !times) {
@@ -119,10 +131,6 @@ static double membw_threads(int n, size_t bytes, int passes, int rounds)
 		free(times);
 		return -1;
 	}
-	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &allowed))
-				cpus[ncpu++] = c;
 	pthread_barrier_init(&start, NULL, (unsigned)n + 1);
 	pthread_barrier_init(&done, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++) {
@@ -183,11 +191,7 @@ static void *xchg_run(void *arg)
 	struct xchg_side *x = arg;
 	unsigned long i = 0;
 
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(x->cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	membw_bind(x->cpu);
 	for (int r = 0; r < x->rounds; r++) {
 		double t0 = membw_now(), us;
 
@@ -195,7 +199,7 @@ static void *xchg_run(void *arg)
 			__atomic_store_n(&x->mine, ++i, __ATOMIC_RELEASE);
 			while (__atomic_load_n(&x->other->mine,
 					       __ATOMIC_ACQUIRE) < i)
-				membw_pause();
+				ohc_cpu_relax();
 		}
 		us = (membw_now() - t0) * 1e6 / XCHG;
 		if (x->best_us && (*x->best_us == 0 || us < *x->best_us))
@@ -213,13 +217,8 @@ static double xchg_floor(int rounds)
 {
 	static struct xchg_side side[2];
 	double best = 0;
-	cpu_set_t allowed;
-	int cpus[2], ncpu = 0, err;
+	int cpus[2], ncpu = membw_cpus(cpus, 2), err;
 
-	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
-		for (int c = 0; c < CPU_SETSIZE && ncpu < 2; c++)
-			if (CPU_ISSET(c, &allowed))
-				cpus[ncpu++] = c;
 	if (ncpu < 2)
 		return -1;
 	for (int k = 0; k < 2; k++) {
