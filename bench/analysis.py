@@ -536,7 +536,7 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
                 "| threads | copied GB/s, all | per thread |", "|---:|---:|---:|"]
         out += ["| %d | %.2f | %.2f |" % (t, g, g / t) for t, g in sorted(limits.items())]
     if meta.get("floor_us") and not loaded:  # loaded: measured beside the busy processes
-        out += ["", scaling_floor_line(meta, st, ops)]
+        out += ["", scaling_floor_line(meta, st)]
 
     for op in ops:
         name = SCALING_OPS.get(op, op)
@@ -597,23 +597,22 @@ def _svg_text(x, y, s, anchor="middle", size=11, extra=""):
     return '<text x="%.1f" y="%.1f" font-size="%d" text-anchor="%s"%s>%s</text>' % (x, y, size, anchor, extra, esc)
 
 
-def scaling_floor_line(meta, st, ops):
+def scaling_floor_line(meta, st):
     """The exchange floor, and how far above it each implementation's
     smallest AllReduce at 2 ranks came (the rest is software)."""
     fl = num(meta["floor_us"])
     line = ("Exchange floor (`ohc_membw_bench -x`: two CPUs hand a cache line back and forth, the least "
             "any exchange between two ranks takes, measured in this run): %.3f us." % fl)
-    op = "allreduce" if "allreduce" in ops else None
-    sizes = sorted({b for (i, o, n, b) in st if o == op and n == "2"}) if op else []
-    if sizes:
-        b = sizes[0]
-        above = []
-        for impl, lb in SCALING_IMPLS:
-            s = st.get((impl, op, "2", b))
-            if s:
-                above.append("%s %.2f us (%.2f above it)" % (lb, s["us"], s["us"] - fl))
-        if above:
-            line += " %s AllReduce at 2 ranks: %s." % (size_label(b), ", ".join(above))
+    sizes = sorted({b for (i, o, n, b) in st if o == "allreduce" and n == "2"})
+    if not sizes:
+        return line
+    above = []
+    for impl, lb in SCALING_IMPLS:
+        s = st.get((impl, "allreduce", "2", sizes[0]))
+        if s:
+            above.append("%s %.2f us (%.2f above it)" % (lb, s["us"], s["us"] - fl))
+    if above:
+        line += " %s AllReduce at 2 ranks: %s." % (size_label(sizes[0]), ", ".join(above))
     return line
 
 
