@@ -11,14 +11,9 @@ set -euo pipefail
 src=$1
 build=$2
 bench=$build/bench/ohc_membw_bench
-[ -x "$bench" ] || { echo "FAIL: no $bench (build ohc_membw_bench)"; exit 1; }
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() {
-	echo "FAIL: $*"
-	echo "$out"
-	exit 1
-}
+# shellcheck source-path=SCRIPTDIR source=check_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+need "$bench" ohc_membw_bench
 
 out=$("$bench" -x -r 1 -s 1 1)
 if [ "$(nproc)" -ge 2 ]; then

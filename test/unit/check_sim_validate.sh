@@ -16,14 +16,9 @@ set -euo pipefail
 src=$1
 build=$2
 sim=$build/tools/simulate/hccl_simulate
-[ -x "$sim" ] || { echo "FAIL: no $sim (build hccl_simulate)"; exit 1; }
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() {
-	echo "FAIL: $*"
-	echo "$out"
-	exit 1
-}
+# shellcheck source-path=SCRIPTDIR source=check_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+need "$sim" hccl_simulate
 
 printf '8 12 30\n1024 20 40\n65536 900 1000\n' >"$d/p2p.lat"
 # 51.2 MB/s (2^20 bytes) = 0.05369 GB/s
