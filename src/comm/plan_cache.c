@@ -35,18 +35,34 @@ int ohc_plan_key_of(const struct ohc_coll_args *args, int zc,
 	return 1;
 }
 
+static int plan_matches(const struct ohc_plan *p,
+			const struct ohc_plan_key *key)
+{
+	/* the operation and count sort out most slots without a memcmp */
+	return p->valid && p->key.op == key->op && p->key.count == key->count &&
+	       !memcmp(&p->key, key, sizeof(*key));
+}
+
 struct ohc_plan *ohc_plan_cache_find(struct ohc_plan_cache *c,
 				     const struct ohc_plan_key *key)
 {
-	/* the slot of the last hit first: loops repeat one operation */
-	for (unsigned n = 0; n < OHC_PLAN_CACHE_SLOTS; n++) {
-		unsigned i = (c->last + n) % OHC_PLAN_CACHE_SLOTS;
-		struct ohc_plan *p = &c->plans[i];
+	/* the slots of the last two hits first: loops repeat one operation,
+	 * or alternate two (a send/receive ping-pong, a compute loop's
+	 * AllReduce and Broadcast) */
+	unsigned last = c->last, prev = c->prev;
 
-		if (p->valid && !memcmp(&p->key, key, sizeof(*key))) {
+	if (plan_matches(&c->plans[last], key)) {
+		c->hits++;
+		return &c->plans[last];
+	}
+	for (unsigned n = 0; n < OHC_PLAN_CACHE_SLOTS; n++) {
+		unsigned i = (prev + n) % OHC_PLAN_CACHE_SLOTS;
+
+		if (i != last && plan_matches(&c->plans[i], key)) {
+			c->prev = last;
 			c->last = i;
 			c->hits++;
-			return p;
+			return &c->plans[i];
 		}
 	}
 	c->misses++;

@@ -42,7 +42,7 @@ struct ohc_plan {
 struct ohc_plan_cache {
 	struct ohc_plan plans[OHC_PLAN_CACHE_SLOTS];
 	unsigned next;	       /* slot the next insert replaces */
-	unsigned last;	       /* slot of the last hit */
+	unsigned last, prev;   /* slots of the last hit and the one before */
 	uint64_t hits, misses; /* for tests and the INFO line on destroy */
 };
 

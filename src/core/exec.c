@@ -136,6 +136,23 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 }
 
 /* Run one step: post everything, then progress until all complete. */
+/*
+ * Every request of a step finished while it was posted (an inline verbs
+ * fragment, a ring record with room): the step needs no poll, which on
+ * verbs is a locked CQ poll on a sender's way back to its caller.
+ */
+static bool exec_all_done(const struct ohc_req *reqs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		ohc_status_t st =
+			__atomic_load_n(&reqs[i].status, __ATOMIC_ACQUIRE);
+
+		if (st == OHC_INPROGRESS || st < 0)
+			return false;
+	}
+	return true;
+}
+
 static ohc_status_t exec_step(struct ohc_exec *x, struct ohc_waiter *w,
 			      const struct ohc_xfer *xf, unsigned n,
 			      unsigned step, struct ohc_req *reqs)
@@ -168,6 +185,8 @@ static ohc_status_t exec_step(struct ohc_exec *x, struct ohc_waiter *w,
 
 	posted = pending;
 	ohc_waiter_begin(w);
+	if (pending && exec_all_done(reqs, n))
+		pending = 0;
 	while (pending) {
 		unsigned moved = ohc_waiter_progress(w);
 		bool first = false;

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -127,6 +128,23 @@ static void ep_refill(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	}
 }
 
+/*
+ * Nothing for deliver, the rendezvous or push to do: no fragment landed
+ * at the ring's next slot, fewer freed slots owed than a credit message
+ * waits for, no send queued or gathering, no rendezvous under way. The
+ * usual state of a peer between messages; the three calls it saves cost
+ * a spinning rank about 250 instructions a poll (callgrind, 2 ranks).
+ */
+static bool ep_idle(const struct ohc_verbs_iface *vi,
+		    const struct ohc_verbs_ep *e)
+{
+	return !e->arrived[e->rx_next % vi->slots] &&
+	       e->rx_next - e->rx_reported < vi->slots / 4 &&
+	       ohc_list_empty(&e->sendq) && e->gx_head == e->gx_tail &&
+	       ohc_list_empty(&e->rdv.rxq) && !e->rdv.grants_due &&
+	       ohc_list_empty(&e->rdv.txq);
+}
+
 unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface)
 {
 	struct ohc_verbs_iface *vi = ohc_vx_iface(iface);
@@ -152,6 +170,8 @@ unsigned ohc_vx_iface_progress_locked(struct ohc_iface *iface)
 				continue; /* the data path waits */
 		}
 		ep_refill(vi, e);
+		if (ep_idle(vi, e))
+			continue;
 		n += ohc_vx_ep_deliver(vi, e);
 		n += ohc_vx_rdv_progress(vi, e);
 		n += ohc_vx_ep_push(vi, e);
