@@ -4,6 +4,7 @@
  * carved from mmap'd slabs, recycled through a lock-free stack and
  * unmapped with the communicator (struct ohc_comm's op_pool fields).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -17,13 +18,25 @@
  * before it synchronizes) thus costs one mmap per slab instead of a
  * calloc and a first-touch page fault per op; the first 20000 8-byte
  * AllReduces of all_reduce_test took ~2900 page faults more than 100 did.
- * Slabs grow from OP_SLAB_MIN to OP_SLAB_MAX ops and stop at OP_POOL_MAX
- * ops in all (~4.5 MiB, the most an application keeps queued at once in
- * practice); past that, ops are calloc'd and freed one by one.
+ * Slabs grow from OP_SLAB_MIN to OP_SLAB_MAX ops (96 KiB in all), then
+ * come as 2 MiB slabs advised for a transparent huge page, and stop at
+ * OP_POOL_MAX ops in all (~6 MiB, the most an application keeps queued
+ * at once in practice); past that, ops are calloc'd and freed one by one.
+ *
+ * The huge slabs are for the first deep queue's sake. On the VMs we run
+ * on, the first write to a fresh 4 KiB page costs microseconds even when
+ * MAP_POPULATE faulted it in (6.3 us a page against 0.11 us inside a huge
+ * page, 4 MiB written twice), so the first few thousand queued ops of a
+ * communicator ran 1.5-1.7x slower than the same ops once the pool had
+ * grown (2-rank 8-byte AllReduces on a stream, 3000 queued: 1.24-1.38 us
+ * a call in the first round against 0.71-0.79 in later ones, or in a
+ * first round after another deep one): the "first size of a sweep"
+ * penalty of issue 24.
  */
 #define OP_POOL_MAX 16384
 #define OP_SLAB_MIN 16
-#define OP_SLAB_MAX 1024
+#define OP_SLAB_MAX 256
+#define OP_HUGE_SLAB ((size_t)2 << 20)
 
 struct ohc_op_slab {
 	struct ohc_op_slab *next;
@@ -58,23 +71,73 @@ static void pool_push(struct ohc_comm *comm, struct ohc_op *first,
  * memory was half of the enqueue's time in the first 16384 ops. NULL
  * when the cap is reached or mmap fails.
  */
+/*
+ * bytes (a multiple of OP_HUGE_SLAB) at an OP_HUGE_SLAB boundary, advised
+ * for huge pages and written in (where transparent huge pages are off,
+ * this is a populated mapping of 4 KiB pages like the small slabs'), or
+ * NULL.
+ */
+static void *map_huge(size_t bytes)
+{
+	size_t extra = OP_HUGE_SLAB;
+	char *p = mmap(NULL, bytes + extra, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *a, *end;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + extra - 1) & ~(uintptr_t)(extra - 1));
+	end = p + bytes + extra;
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (end > a + bytes)
+		munmap(a + bytes, (size_t)(end - (a + bytes)));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(a, bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(a, bytes, MADV_POPULATE_WRITE) == 0)
+		return a;
+#endif
+	for (size_t off = 0; off < bytes; off += 4096) /* older kernels */
+		((volatile char *)a)[off] = 0;
+	return a;
+}
+
+/*
+ * The next op never used yet: from the newest slab, or a new slab mapped
+ * (the caller holds op_pool_taking). Ops are handed out one by one rather
+ * than linked into the pool when the slab is mapped: that pass over cold
+ * memory was half of the enqueue's time in the first 16384 ops. NULL
+ * when the cap is reached or mmap fails.
+ */
 static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 {
 	unsigned n = comm->op_slab_ops ? comm->op_slab_ops : OP_SLAB_MIN;
+	unsigned left = OP_POOL_MAX - comm->op_slab_ops;
 	struct ohc_op_slab *slab;
 	size_t bytes;
 
 	if (comm->op_slab_next < comm->op_slab_n)
 		return slab_op(comm->op_slabs, comm->op_slab_next++);
-	n = OHC_MIN(OHC_MIN(n, (unsigned)OP_SLAB_MAX),
-		    OP_POOL_MAX - comm->op_slab_ops);
-	if (!n)
+	if (!left)
 		return NULL;
-	bytes = sizeof(*slab) + (size_t)n * sizeof(struct ohc_op);
-	slab = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (slab == MAP_FAILED)
-		return NULL;
+	if (n < OP_SLAB_MAX) {
+		n = OHC_MIN(n, left);
+		bytes = sizeof(*slab) + (size_t)n * sizeof(struct ohc_op);
+		slab = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (slab == MAP_FAILED)
+			return NULL;
+	} else {
+		bytes = OP_HUGE_SLAB;
+		n = (unsigned)OHC_MIN((bytes - sizeof(*slab)) /
+					      sizeof(struct ohc_op),
+				      (size_t)left);
+		slab = map_huge(bytes);
+		if (!slab)
+			return NULL;
+	}
 	slab->bytes = bytes;
 	slab->next = comm->op_slabs;
 	comm->op_slabs = slab;
