@@ -18,10 +18,11 @@
  * before it synchronizes) thus costs one mmap per slab instead of a
  * calloc and a first-touch page fault per op; the first 20000 8-byte
  * AllReduces of all_reduce_test took ~2900 page faults more than 100 did.
- * Slabs grow from OP_SLAB_MIN to OP_SLAB_MAX ops (96 KiB in all), then
- * come as 2 MiB slabs advised for a transparent huge page, and stop at
- * OP_POOL_MAX ops in all (~6 MiB, the most an application keeps queued
- * at once in practice); past that, ops are calloc'd and freed one by one.
+ * The first slab holds OP_SLAB_FIRST ops (6 KiB: enough for a caller
+ * that waits for each call, or queues a few); the next ones are 2 MiB,
+ * aligned and advised for a transparent huge page (5577 ops each), up to
+ * OP_POOL_MAX ops in all (~6 MiB, the most an application keeps queued at
+ * once in practice); past that, ops are calloc'd and freed one by one.
  *
  * The huge slabs are for the first deep queue's sake. On the VMs we run
  * on, the first write to a fresh 4 KiB page costs microseconds even when
@@ -31,11 +32,13 @@
  * grown (2-rank 8-byte AllReduces on a stream, 3000 queued: 1.24-1.38 us
  * a call in the first round against 0.71-0.79 in later ones, or in a
  * first round after another deep one): the "first size of a sweep"
- * penalty of issue 24.
+ * penalty of issue 24. Slabs that doubled from 16 ops still paid it for
+ * their first 256 ops (a 550-call sweep's 8 B size: 0.57 us against 0.37
+ * at 16 B); one huge slab right after the first costs ~0.2 ms once, in
+ * a benchmark's warm-up.
  */
 #define OP_POOL_MAX 16384
-#define OP_SLAB_MIN 16
-#define OP_SLAB_MAX 256
+#define OP_SLAB_FIRST 16
 #define OP_HUGE_SLAB ((size_t)2 << 20)
 
 struct ohc_op_slab {
@@ -113,8 +116,7 @@ static void *map_huge(size_t bytes)
  */
 static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 {
-	unsigned n = comm->op_slab_ops ? comm->op_slab_ops : OP_SLAB_MIN;
-	unsigned left = OP_POOL_MAX - comm->op_slab_ops;
+	unsigned left = OP_POOL_MAX - comm->op_slab_ops, n;
 	struct ohc_op_slab *slab;
 	size_t bytes;
 
@@ -122,8 +124,8 @@ static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 		return slab_op(comm->op_slabs, comm->op_slab_next++);
 	if (!left)
 		return NULL;
-	if (n < OP_SLAB_MAX) {
-		n = OHC_MIN(n, left);
+	if (!comm->op_slab_ops) {
+		n = OP_SLAB_FIRST;
 		bytes = sizeof(*slab) + (size_t)n * sizeof(struct ohc_op);
 		slab = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
