@@ -68,13 +68,6 @@ static void pool_push(struct ohc_comm *comm, struct ohc_op *first,
 }
 
 /*
- * The next op never used yet: from the newest slab, or a new slab mapped
- * (the caller holds op_pool_taking). Ops are handed out one by one rather
- * than linked into the pool when the slab is mapped: that pass over cold
- * memory was half of the enqueue's time in the first 16384 ops. NULL
- * when the cap is reached or mmap fails.
- */
-/*
  * bytes (a multiple of OP_HUGE_SLAB) at an OP_HUGE_SLAB boundary, advised
  * for huge pages and written in (where transparent huge pages are off,
  * this is a populated mapping of 4 KiB pages like the small slabs'), or

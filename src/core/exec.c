@@ -135,7 +135,6 @@ static void exec_log_waiting(struct ohc_exec *x, const struct ohc_xfer *xf,
 		  x->rank, x->what, step + 1, peers);
 }
 
-/* Run one step: post everything, then progress until all complete. */
 /*
  * Every request of a step finished while it was posted (an inline verbs
  * fragment, a ring record with room): the step needs no poll, which on
@@ -153,6 +152,7 @@ static bool exec_all_done(const struct ohc_req *reqs, unsigned n)
 	return true;
 }
 
+/* Run one step: post everything, then progress until all complete. */
 static ohc_status_t exec_step(struct ohc_exec *x, struct ohc_waiter *w,
 			      const struct ohc_xfer *xf, unsigned n,
 			      unsigned step, struct ohc_req *reqs)
