@@ -4,15 +4,15 @@
 #include "util/log.h"
 
 /*
- * Pairwise-exchange alltoall, regular and V: step 0 copies the rank's own
- * block, then in step k (1 <= k < n) rank r sends its block for (r + k)
- * and receives the block of (r - k) (patterns/pairwise.h): one message in
- * and one out per step, so no rank is flooded ("incast"); n-1 messages
- * per rank, the bandwidth optimum for large blocks. V: send block j is
- * send_counts[j] elements at send_displs[j], receive block i is
- * recv_counts[i] at recv_displs[i]; empty blocks are skipped on both
- * sides. A send buffer overlapping the receive buffer (HCCL rejects it) is
- * staged in scratch. No reduction.
+ * Pairwise-exchange alltoall, regular and V: in step k (1 <= k < n) rank
+ * r sends its block for (r + k) and receives the block of (r - k)
+ * (patterns/pairwise.h), and copies its own block in the first: one
+ * message in and one out per step, so no rank is flooded ("incast"); n-1
+ * messages per rank, the bandwidth optimum for large blocks. V: send
+ * block j is send_counts[j] elements at send_displs[j], receive block i
+ * is recv_counts[i] at recv_displs[i]; empty blocks are skipped on both
+ * sides. A send buffer overlapping the receive buffer (HCCL rejects it)
+ * is staged in scratch. No reduction.
  */
 static ohc_status_t pairwise(const struct ohc_coll_args *a, struct ohc_sched *s,
 			     const struct ohc_blocks *sbk,
@@ -41,9 +41,12 @@ static ohc_status_t pairwise(const struct ohc_coll_args *a, struct ohc_sched *s,
 		ohc_sched_copy(s, t, sb, sext);
 		sb = t;
 	}
-	ohc_sched_copy(s, rb + ohc_blk_off(rbk, r), sb + ohc_blk_off(sbk, r),
-		       ohc_blk_len(sbk, r));
-	ohc_sched_step(s);
+	if (n == 1) {
+		ohc_sched_copy(s, rb + ohc_blk_off(rbk, r),
+			       sb + ohc_blk_off(sbk, r), ohc_blk_len(sbk, r));
+		ohc_sched_step(s);
+		return OHC_OK;
+	}
 	for (uint32_t k = 1; k < n; k++) {
 		uint32_t to = ohc_pairwise_to(r, k, n);
 		uint32_t from = ohc_pairwise_from(r, k, n);
@@ -52,6 +55,13 @@ static ohc_status_t pairwise(const struct ohc_coll_args *a, struct ohc_sched *s,
 				  ohc_blk_len(sbk, to));
 		ohc_sched_recv_nz(s, from, rb + ohc_blk_off(rbk, from),
 				  ohc_blk_len(rbk, from));
+		/* the own block while the first exchange is on its way (its
+		 * own step cost a 2-rank AlltoAll a second pass through the
+		 * executor) */
+		if (k == 1)
+			ohc_sched_copy(s, rb + ohc_blk_off(rbk, r),
+				       sb + ohc_blk_off(sbk, r),
+				       ohc_blk_len(sbk, r));
 		ohc_sched_step(s);
 	}
 	return OHC_OK;
