@@ -2080,9 +2080,14 @@ static int lazy_ring_rank(int rank, int nranks, void *arg)
 	CHECK(ohc_vx_qp_live() == 0, "%ld QPs after init", ohc_vx_qp_live());
 	if (lz_shift(c, 1, 100, 1, 1))
 		return 1;
+	/* every rank counts before any starts the next shift: the first one
+	 * there connects to its opposite rank, whose progress, still in the
+	 * ring, answers it (CI once saw 3 on a rank that was slower) */
+	tp_barrier(nranks);
 	CHECK(ohc_verbs_connected(c->iface) == 2,
 	      "%u connected after the ring, want the 2 neighbours",
 	      ohc_verbs_connected(c->iface));
+	tp_barrier(nranks);
 	if (lz_shift(c, 2, 3000, 2, 0))
 		return 1;
 	CHECK(ohc_verbs_connected(c->iface) == 3,
