@@ -25,31 +25,6 @@
 enum { NOPS = 10000 };
 #define HUGE_SLAB ((uintptr_t)2 << 20)
 
-/* kB of AnonHugePages in the mapping that holds addr; -1: not mapped */
-static long huge_kb_at(uintptr_t addr)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[256];
-	int in = 0;
-	long kb = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
-			in = addr >= lo && addr < hi;
-			continue;
-		}
-		if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb;
-}
-
 static int thp_on(void)
 {
 	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
@@ -72,6 +47,7 @@ static int rank_main(int rank, int nranks, void *arg)
 	aclrtEvent gate = NULL;
 	struct ohc_comm *c;
 	uintptr_t slab;
+	long huge_kb;
 	HcclComm comm;
 	int bad = 0;
 
@@ -121,22 +97,23 @@ static int rank_main(int rank, int nranks, void *arg)
 			(size_t)((HUGE_SLAB - 64) / sizeof(struct ohc_op)));
 		bad++;
 	}
-	if (thp_on() && huge_kb_at(slab) < 2048) {
-		fprintf(stderr,
-			"rank %d: the newest slab has %ld kB in huge pages "
-			"(want 2048)\n",
-			rank, huge_kb_at(slab));
-		bad++;
-	} else if (!thp_on()) {
+	huge_kb = ohc_test_smaps_kb((void *)slab, "AnonHugePages");
+	if (!thp_on()) {
 		fprintf(stderr,
 			"rank %d: transparent huge pages are off: "
 			"slab placement checked only\n",
 			rank);
+	} else if (huge_kb < 2048) {
+		fprintf(stderr,
+			"rank %d: the newest slab has %ld kB in huge pages "
+			"(want 2048)\n",
+			rank, huge_kb);
+		bad++;
 	}
 
 	if (HcclCommDestroy(comm) != HCCL_SUCCESS)
 		bad++;
-	if (huge_kb_at(slab) != -1) {
+	if (ohc_test_smaps_kb((void *)slab, "AnonHugePages") != -1) {
 		fprintf(stderr, "rank %d: a slab outlived its communicator\n",
 			rank);
 		bad++;

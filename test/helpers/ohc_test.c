@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +406,32 @@ int ohc_test_shm_leftovers(void)
 	}
 	closedir(d);
 	return n;
+}
+
+long ohc_test_smaps_kb(const void *addr, const char *field)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	size_t flen = strlen(field);
+	char line[512];
+	int in = 0;
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && !strncmp(line, field, flen) && line[flen] == ':' &&
+		    sscanf(line + flen + 1, "%ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
 }
 
 int ohc_test_count_fds(void)

@@ -165,5 +165,8 @@ int ohc_test_write_vm_table(const char *path, int per_vm, int port,
 int ohc_test_shm_leftovers(void);
 /* Open file descriptors of this process. */
 int ohc_test_count_fds(void);
+/* kB of field ("Rss", "AnonHugePages", ...) in /proc/self/smaps for the
+ * mapping that holds addr; -1 when nothing is mapped there. */
+long ohc_test_smaps_kb(const void *addr, const char *field);
 
 #endif

@@ -126,31 +126,6 @@ static size_t rings_resident(struct tp_rank *c, size_t *pages_p)
 	return in;
 }
 
-/* KiB of the mapping at addr that this process has resident (smaps). */
-static long mapping_rss_kb(const void *addr)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	int in = 0;
-	long kb = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
-			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
-			continue;
-		}
-		if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb;
-}
-
 /*
  * Above OPENHCCL_SHM_PREFAULT local ranks a rank attaches to a peer's
  * segment on the pair's first traffic: after connect no page of any
@@ -175,10 +150,10 @@ static int lazy_attach_rank(int rank, int nranks, void *arg)
 			continue;
 		sep = ohc_shm_ep_of(c->eps[p]);
 		CHECK(sep->peer_seg, "rank %d's segment is mapped", p);
-		CHECK(mapping_rss_kb(sep->peer_seg) == 0,
+		CHECK(ohc_test_smaps_kb(sep->peer_seg, "Rss") == 0,
 		      "%ld KiB of rank %d's segment resident before any "
 		      "traffic",
-		      mapping_rss_kb(sep->peer_seg), p);
+		      ohc_test_smaps_kb(sep->peer_seg, "Rss"), p);
 	}
 	tp_barrier(nranks);
 	memset(sb, 'A' + rank, sizeof(sb));
@@ -195,7 +170,7 @@ static int lazy_attach_rank(int rank, int nranks, void *arg)
 
 		if (p == rank)
 			continue;
-		kb = mapping_rss_kb(ohc_shm_ep_of(c->eps[p])->peer_seg);
+		kb = ohc_test_smaps_kb(ohc_shm_ep_of(c->eps[p])->peer_seg, "Rss");
 		CHECK(p == peer ? kb > 0 : kb == 0,
 		      "rank %d's segment: %ld KiB resident after talking to "
 		      "rank %d only",
