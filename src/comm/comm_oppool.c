@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "comm/comm.h"
@@ -18,8 +19,10 @@
  * before it synchronizes) thus costs one mmap per slab instead of a
  * calloc and a first-touch page fault per op; the first 20000 8-byte
  * AllReduces of all_reduce_test took ~2900 page faults more than 100 did.
- * The first slab holds OP_SLAB_FIRST ops (6 KiB: enough for a caller
- * that waits for each call, or queues a few); the next ones are 2 MiB,
+ * The first slab holds OP_SLAB_FIRST ops (48 KiB: enough for a caller
+ * that waits for each call, or queues a benchmark's 20-100 iterations)
+ * and is written through when mapped, so its pages' first-write cost
+ * falls on the communicator's first op; the next ones are 2 MiB,
  * aligned and advised for a transparent huge page (5577 ops each), up to
  * OP_POOL_MAX ops in all (~6 MiB, the most an application keeps queued at
  * once in practice); past that, ops are calloc'd and freed one by one.
@@ -34,11 +37,15 @@
  * first round after another deep one): the "first size of a sweep"
  * penalty of issue 24. Slabs that doubled from 16 ops still paid it for
  * their first 256 ops (a 550-call sweep's 8 B size: 0.57 us against 0.37
- * at 16 B); one huge slab right after the first costs ~0.2 ms once, in
- * a benchmark's warm-up.
+ * at 16 B). A huge slab costs 0.2 ms to map where the guest's memory
+ * was used before and ~6 ms where it is fresh (the hypervisor faults in
+ * its 4 KiB pages), once, so it waits for queues deeper than the first
+ * slab: with a first slab of 16, all_reduce_test -n 20 -w 5 mapped one
+ * inside its timed loop (2 ranks, 8 B: 0.83-8.95 us in 5 of 8 runs,
+ * against 0.43-0.48 before the huge slabs).
  */
 #define OP_POOL_MAX 16384
-#define OP_SLAB_FIRST 16
+#define OP_SLAB_FIRST 128
 #define OP_HUGE_SLAB ((size_t)2 << 20)
 
 struct ohc_op_slab {
@@ -124,6 +131,7 @@ static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (slab == MAP_FAILED)
 			return NULL;
+		memset(slab, 0, bytes); /* the first writes, now */
 	} else {
 		bytes = OP_HUGE_SLAB;
 		n = (unsigned)OHC_MIN((bytes - sizeof(*slab)) /
