@@ -8,9 +8,11 @@
  * than CPUs, and a launcher that stops every rank at the first failure
  * and names it. (Slurm's srun: test/tools/slurm.sh, a ci/test.sh stage.)
  */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -775,6 +777,43 @@ Test(tools, json_of_a_failed_check, .timeout = 60)
 				 "1): check result failed at "
 				 "4096 bytes"),
 		  "%s", r.out);
+}
+
+/*
+ * -np binds rank r to CPU r mod N of the N CPUs it may use, ranks that
+ * outnumber them included (round-robin, as mpirun's --bind-to
+ * core:overload-allowed); -c 2 says where. Run on at most two of this
+ * process's CPUs, with one rank more than that, so the last one wraps.
+ */
+Test(tools, np_binds_ranks_round_robin, .timeout = 120)
+{
+	static const char *const args[] = {"-b", "8", "-e", "8", "-n", "2",
+					   "-w", "1", "-c", "2", NULL};
+	static struct run r;
+	cpu_set_t saved, two;
+	int cpus[2], ncpus = 0;
+	char np[8], want[64];
+
+	cr_assert_eq(sched_getaffinity(0, sizeof(saved), &saved), 0);
+	CPU_ZERO(&two);
+	for (int c = 0; c < CPU_SETSIZE && ncpus < 2; c++)
+		if (CPU_ISSET(c, &saved)) {
+			cpus[ncpus++] = c;
+			CPU_SET(c, &two);
+		}
+	cr_assert_eq(sched_setaffinity(0, sizeof(two), &two), 0);
+	snprintf(np, sizeof(np), "%d", ncpus + 1);
+	ohc_test_fork_settle();
+	run_tool("all_reduce_test", np, args, &r);
+	cr_assert_eq(sched_setaffinity(0, sizeof(saved), &saved), 0);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_eq(r.nrows, 1, "%s", r.out);
+	for (int rank = 0; rank <= ncpus; rank++) {
+		snprintf(want, sizeof(want), "rank %d: bound to CPU %d\n", rank,
+			 cpus[rank % ncpus]);
+		cr_expect(strstr(r.out, want), "no \"%.*s\" in:\n%s",
+			  (int)strlen(want) - 1, want, r.out);
+	}
 }
 
 Test(tools, bad_arguments_fail, .timeout = 60)
