@@ -115,6 +115,7 @@ struct ohc_comm {
 	unsigned op_slab_ops;	      /* ops mapped; under op_pool_taking */
 	unsigned op_slab_next;	      /* next never used op of op_slabs */
 	unsigned op_slab_n;	      /* ops in op_slabs (the newest) */
+	int op_pool_deep; /* atomic: a huge slab was mapped ahead (or tried) */
 
 	/* atomic: the task context bound to us (comm/task.c), or NULL */
 	struct ohc_task_ctx *task_ctx;

@@ -571,6 +571,9 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 		return comm_refuse(comm, args->op, OHC_ERR_SUSPENDING);
 	if (failed)
 		return comm_refuse(comm, args->op, failed);
+	if (stream && OHC_UNLIKELY(!__atomic_load_n(&comm->op_pool_deep,
+						    __ATOMIC_RELAXED)))
+		ohc_op_pool_deepen(comm); /* a stream may queue deep */
 	op = ohc_op_alloc(comm, args);
 	if (!op)
 		return OHC_ERR_NO_MEMORY;

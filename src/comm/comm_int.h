@@ -24,10 +24,12 @@ void ohc_comm_registry_remove(struct ohc_comm *comm);
  * pool, or a new slab), or NULL (the cap is reached, or another submitter
  * is taking). ohc_op_recycle: free op or give it back to the pool; the
  * caller still holds the op's count in comm->inflight (if it took one),
- * so comm outlives the call. ohc_op_pool_fini: unmap the slabs; comm is
- * idle (no op in flight, none being submitted).
+ * so comm outlives the call. ohc_op_pool_deepen: map a huge slab ahead
+ * of need, once (the first op queued on a stream). ohc_op_pool_fini:
+ * unmap the slabs; comm is idle (no op in flight, none being submitted).
  */
 struct ohc_op *ohc_op_pool_take(struct ohc_comm *comm);
+void ohc_op_pool_deepen(struct ohc_comm *comm);
 void ohc_op_recycle(struct ohc_comm *comm, struct ohc_op *op);
 void ohc_op_pool_fini(struct ohc_comm *comm);
 

@@ -4,6 +4,7 @@
  * carved from mmap'd slabs, recycled through a lock-free stack and
  * unmapped with the communicator (struct ohc_comm's op_pool fields).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,12 @@
  * before it synchronizes) thus costs one mmap per slab instead of a
  * calloc and a first-touch page fault per op; the first 20000 8-byte
  * AllReduces of all_reduce_test took ~2900 page faults more than 100 did.
- * The first slab holds OP_SLAB_FIRST ops (48 KiB: enough for a caller
- * that waits for each call, or queues a benchmark's 20-100 iterations)
- * and is written through when mapped, so its pages' first-write cost
- * falls on the communicator's first op; the next ones are 2 MiB,
- * aligned and advised for a transparent huge page (5577 ops each), up to
- * OP_POOL_MAX ops in all (~6 MiB, the most an application keeps queued at
- * once in practice); past that, ops are calloc'd and freed one by one.
+ * The first slab holds OP_SLAB_FIRST ops (6 KiB, written through when
+ * mapped: enough for a caller that waits for each call); the next ones
+ * are 2 MiB, aligned and advised for a transparent huge page (5577 ops
+ * each), up to OP_POOL_MAX ops in all (~6 MiB, the most an application
+ * keeps queued at once in practice); past that, ops are calloc'd and
+ * freed one by one.
  *
  * The huge slabs are for the first deep queue's sake. On the VMs we run
  * on, the first write to a fresh 4 KiB page costs microseconds even when
@@ -37,15 +37,21 @@
  * first round after another deep one): the "first size of a sweep"
  * penalty of issue 24. Slabs that doubled from 16 ops still paid it for
  * their first 256 ops (a 550-call sweep's 8 B size: 0.57 us against 0.37
- * at 16 B). A huge slab costs 0.2 ms to map where the guest's memory
- * was used before and ~6 ms where it is fresh (the hypervisor faults in
- * its 4 KiB pages), once, so it waits for queues deeper than the first
- * slab: with a first slab of 16, all_reduce_test -n 20 -w 5 mapped one
- * inside its timed loop (2 ranks, 8 B: 0.83-8.95 us in 5 of 8 runs,
- * against 0.43-0.48 before the huge slabs).
+ * at 16 B).
+ *
+ * A huge slab costs 0.2 ms to map where the guest's memory was used
+ * before and ~6 ms where it is fresh (the hypervisor faults in its 4 KiB
+ * pages), and a loop pays that inside its timing wherever the queue first
+ * outgrows the slab before: at op 17, all_reduce_test -n 20 -w 5 took
+ * 0.83-8.95 us at 8 B in 5 of 8 runs (0.43-0.48 without huge slabs); at
+ * op 129, -n 500 -w 50 took 0.46 against 0.25 for Open MPI. So the first
+ * op a communicator queues on a stream maps one ahead of need
+ * (ohc_op_pool_deepen): a stream is what lets a caller queue deep, and
+ * its first op is a warm-up's. A communicator used only synchronously
+ * keeps the small slab.
  */
 #define OP_POOL_MAX 16384
-#define OP_SLAB_FIRST 128
+#define OP_SLAB_FIRST 16
 #define OP_HUGE_SLAB ((size_t)2 << 20)
 
 struct ohc_op_slab {
@@ -108,29 +114,25 @@ static void *map_huge(size_t bytes)
 }
 
 /*
- * The next op never used yet: from the newest slab, or a new slab mapped
- * (the caller holds op_pool_taking). Ops are handed out one by one rather
- * than linked into the pool when the slab is mapped: that pass over cold
- * memory was half of the enqueue's time in the first 16384 ops. NULL
- * when the cap is reached or mmap fails.
+ * Map the next slab and make it the one ops are carved from (the caller
+ * holds op_pool_taking); ops of the slab before that were never handed
+ * out go to op_taken. False when the cap is reached or mmap fails.
  */
-static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
+static bool op_slab_add(struct ohc_comm *comm)
 {
 	unsigned left = OP_POOL_MAX - comm->op_slab_ops, n;
 	struct ohc_op_slab *slab;
 	size_t bytes;
 
-	if (comm->op_slab_next < comm->op_slab_n)
-		return slab_op(comm->op_slabs, comm->op_slab_next++);
 	if (!left)
-		return NULL;
+		return false;
 	if (!comm->op_slab_ops) {
 		n = OP_SLAB_FIRST;
 		bytes = sizeof(*slab) + (size_t)n * sizeof(struct ohc_op);
 		slab = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (slab == MAP_FAILED)
-			return NULL;
+			return false;
 		memset(slab, 0, bytes); /* the first writes, now */
 	} else {
 		bytes = OP_HUGE_SLAB;
@@ -139,15 +141,50 @@ static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
 				      (size_t)left);
 		slab = map_huge(bytes);
 		if (!slab)
-			return NULL;
+			return false;
+	}
+	while (comm->op_slab_next < comm->op_slab_n) {
+		struct ohc_op *op =
+			slab_op(comm->op_slabs, comm->op_slab_next++);
+
+		op->pool_next = comm->op_taken;
+		comm->op_taken = op;
 	}
 	slab->bytes = bytes;
 	slab->next = comm->op_slabs;
 	comm->op_slabs = slab;
 	comm->op_slab_ops += n;
 	comm->op_slab_n = n;
-	comm->op_slab_next = 1;
-	return slab_op(slab, 0);
+	comm->op_slab_next = 0;
+	return true;
+}
+
+/*
+ * The next op never used yet: from the newest slab, or a new slab mapped
+ * (the caller holds op_pool_taking). Ops are handed out one by one rather
+ * than linked into the pool when the slab is mapped: that pass over cold
+ * memory was half of the enqueue's time in the first 16384 ops. NULL
+ * when the cap is reached or mmap fails.
+ */
+static struct ohc_op *op_slab_carve(struct ohc_comm *comm)
+{
+	if (comm->op_slab_next >= comm->op_slab_n && !op_slab_add(comm))
+		return NULL;
+	return slab_op(comm->op_slabs, comm->op_slab_next++);
+}
+
+void ohc_op_pool_deepen(struct ohc_comm *comm)
+{
+	if (__atomic_exchange_n(&comm->op_pool_taking, 1, __ATOMIC_ACQUIRE))
+		return; /* another submitter: the next op tries again */
+	if (!comm->op_pool_deep) {
+		if (!comm->op_slab_ops)
+			(void)op_slab_add(comm); /* the small one first */
+		if (comm->op_slab_ops == OP_SLAB_FIRST)
+			(void)op_slab_add(comm); /* failed: on demand later */
+		__atomic_store_n(&comm->op_pool_deep, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&comm->op_pool_taking, 0, __ATOMIC_RELEASE);
 }
 
 /*
@@ -206,4 +243,5 @@ void ohc_op_pool_fini(struct ohc_comm *comm)
 	comm->op_slab_ops = 0;
 	comm->op_slab_next = comm->op_slab_n = 0;
 	comm->op_pool = comm->op_taken = NULL;
+	comm->op_pool_deep = 0;
 }
