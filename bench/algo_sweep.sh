@@ -23,6 +23,9 @@
 # ITERS (100), WARMUP (5), BUILD_DIR (build/bench). The machine should be
 # quiet: on these 2-core machines one algorithm's medians move 1.5x
 # between rounds of the same run when anything else runs.
+# In a folder made by `bench/scaling.sh --prepare DIR` (the 16-core device
+# machine, nothing installed) it builds nothing: DIR/bin's tools and
+# hccl_simulate with DIR/lib64, output in ${OUT:-DIR/out}/algo-sweep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -57,12 +60,23 @@ numfmt --from=iec "$maxb" >/dev/null || { echo "algo_sweep.sh: bad size '$maxb'"
 
 tools=()
 for op in $ops; do tools+=("$(ohc_bench_tool_of "$op")"); done
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOHC_BUILD_TESTS=OFF >"$build.cmake.log" 2>&1 ||
-	{ cat "$build.cmake.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" --target hccl_simulate "${tools[@]}" >"$build.build.log" 2>&1 ||
-	{ tail -30 "$build.build.log"; exit 1; }
+if [ -e PREPARED ]; then # a --prepare'd folder: its binaries, no build
+	build=$PWD/bin
+	# the tools link libmpi too: the bundle's library path after ours
+	LD_LIBRARY_PATH=$PWD/lib64:$(unset LD_LIBRARY_PATH
+		# shellcheck disable=SC1091 # made by --prepare
+		. ompi/env.sh >/dev/null; echo "$LD_LIBRARY_PATH")
+	export LD_LIBRARY_PATH
+	out=${OUT:-$PWD/out}/algo-sweep
+else
+	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOHC_BUILD_TESTS=OFF >"$build.cmake.log" 2>&1 ||
+		{ cat "$build.cmake.log"; exit 1; }
+	cmake --build "$build" -j"$(nproc)" --target hccl_simulate "${tools[@]}" >"$build.build.log" 2>&1 ||
+		{ tail -30 "$build.build.log"; exit 1; }
+	out=$build/algo-sweep
+fi
 sim=$(find "$build" -name hccl_simulate -type f | head -1)
-out=$build/algo-sweep
+[ -n "$sim" ] || { echo "algo_sweep.sh: no hccl_simulate under $build" >&2; exit 1; }
 rm -rf "$out"
 mkdir -p "$out"
 

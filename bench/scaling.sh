@@ -145,10 +145,11 @@ if [ "$prepared" = 0 ]; then
 fi
 
 # prepare DIR: the folder for a machine with nothing installed. bin/: the
-# tools as installed (run path $ORIGIN/../lib64), ohc_membw_bench, the
-# peer (run path $ORIGIN/../ompi/lib); lib64/: our libraries and the
-# non-glibc ones they need (ldd); ompi/: the relocatable Open MPI bundle;
-# bench/: this script, lib.sh, analysis.py; PREPARED: what was built.
+# tools as installed (run path $ORIGIN/../lib64), ohc_membw_bench,
+# hccl_simulate, the peer (run path $ORIGIN/../ompi/lib); lib64/: our
+# libraries and the non-glibc ones they need (ldd); ompi/: the
+# relocatable Open MPI bundle; bench/: this script, algo_sweep.sh,
+# lib.sh, analysis.py; PREPARED: what was built.
 prepare() {
 	local d inst op f so path src
 	src=${OMPI_BUNDLE_SRC:-$top/../shared/tools/ompi-bundle}
@@ -169,6 +170,7 @@ prepare() {
 	cp -a "$inst"/lib64/libhccl.so* "$inst"/lib64/libascendcl.so "$d/lib64/"
 	rm -rf "$inst"
 	cp "$build/bench/ohc_membw_bench" "$d/bin/"
+	cp "$(find "$build" -name hccl_simulate -type f | head -1)" "$d/bin/"
 	echo "== the Open MPI bundle ($src/make-bundle.sh) =="
 	bash "$src/make-bundle.sh" "$d/ompi" | tail -n 2
 	# shellcheck disable=SC2016 # $ORIGIN is the loader's
@@ -183,7 +185,8 @@ prepare() {
 		[ -e "$d/lib64/$so" ] || [ -e "$d/ompi/lib/$so" ] ||
 			[ -e "$d/ompi/lib/compat/$so" ] || cp -L "$path" "$d/lib64/$so"
 	done
-	cp "$here/scaling.sh" "$here/lib.sh" "$here/analysis.py" "$d/bench/"
+	cp "$here/scaling.sh" "$here/algo_sweep.sh" "$here/lib.sh" \
+		"$here/analysis.py" "$d/bench/"
 	{
 		echo "openhccl=$("$build/tools/all_reduce_test" --version | awk '{print $NF}')"
 		echo "commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$top" diff --quiet HEAD 2>/dev/null || echo +changes)"
