@@ -547,6 +547,10 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 		op_done(comm);
 		return status;
 	}
+	/* a stream may queue deep (collectives, group batches, tasks) */
+	if (OHC_UNLIKELY(
+		    !__atomic_load_n(&comm->op_pool_deep, __ATOMIC_RELAXED)))
+		ohc_op_pool_deepen(comm);
 	ret = ohc_rt_stream_submit(stream, &op->task);
 	if (ret != 0) {
 		OHC_ERROR(OHC_SS_API,
@@ -571,9 +575,6 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 		return comm_refuse(comm, args->op, OHC_ERR_SUSPENDING);
 	if (failed)
 		return comm_refuse(comm, args->op, failed);
-	if (stream && OHC_UNLIKELY(!__atomic_load_n(&comm->op_pool_deep,
-						    __ATOMIC_RELAXED)))
-		ohc_op_pool_deepen(comm); /* a stream may queue deep */
 	op = ohc_op_alloc(comm, args);
 	if (!op)
 		return OHC_ERR_NO_MEMORY;
