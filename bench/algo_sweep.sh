@@ -62,10 +62,7 @@ tools=()
 for op in $ops; do tools+=("$(ohc_bench_tool_of "$op")"); done
 if [ -e PREPARED ]; then # a --prepare'd folder: its binaries, no build
 	build=$PWD/bin
-	# the tools link libmpi too: the bundle's library path after ours
-	LD_LIBRARY_PATH=$PWD/lib64:$(unset LD_LIBRARY_PATH
-		# shellcheck disable=SC1091 # made by --prepare
-		. ompi/env.sh >/dev/null; echo "$LD_LIBRARY_PATH")
+	LD_LIBRARY_PATH=$(ohc_bench_prepared_ldpath "$PWD")
 	export LD_LIBRARY_PATH
 	out=${OUT:-$PWD/out}/algo-sweep
 else

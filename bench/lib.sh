@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Shell functions the bench scripts share; sourced (bash) by compare.sh,
-# sim_validate.sh and scaling.sh. Defines functions only.
+# sim_validate.sh, scaling.sh and algo_sweep.sh. Defines functions only.
 
 # ohc_bench_tool_of OP: the hccl_test tool of a collective (compare.sh's
 # names: allreduce allgather reduce_scatter broadcast reduce alltoall
@@ -35,4 +35,14 @@ ohc_bench_why() {
 			grep -m3 -iE 'error|fail|fatal|not supported|unreachable|what\(\)|abort' |
 			sed 's/^ *//' | cut -c1-200
 	} | paste -sd' '
+}
+
+# ohc_bench_prepared_ldpath DIR: the library path of a folder made by
+# `scaling.sh --prepare DIR`: its lib64/, then the Open MPI bundle's
+# (env.sh: lib, and lib/compat where the host lacks libz or libudev), as
+# our tools link libmpi too (they also run under mpirun).
+ohc_bench_prepared_ldpath() {
+	# shellcheck disable=SC1091 # the bundle is made by --prepare
+	echo "$1/lib64:$(unset LD_LIBRARY_PATH
+		. "$1/ompi/env.sh" >/dev/null; echo "$LD_LIBRARY_PATH")"
 }

@@ -209,12 +209,7 @@ if [ "$prepared" = 1 ]; then
 	tooldir=$top/bin membw=$top/bin/ohc_membw_bench
 	peer=$top/bin/mpi_coll_ompi
 	bundle=$top/ompi
-	# shellcheck disable=SC1091 # the bundle is made by --prepare
-	# our tools link libmpi (they also run under mpirun): the bundle's
-	# library path (env.sh: lib, and lib/compat where the host lacks
-	# libz or libudev) after ours
-	ldenv=(env "LD_LIBRARY_PATH=$top/lib64:$(unset LD_LIBRARY_PATH
-		. "$bundle/env.sh" >/dev/null; echo "$LD_LIBRARY_PATH")")
+	ldenv=(env "LD_LIBRARY_PATH=$(ohc_bench_prepared_ldpath "$top")")
 	out=${OUT:-$top/out}
 else
 	tooldir=$build/tools membw=$build/bench/ohc_membw_bench
