@@ -233,23 +233,100 @@ static void op_task_describe(const struct ohc_rt_task *task,
 	op_prof_fill((const struct ohc_op *)task, rec);
 }
 
+static int op_is_p2p(enum ohc_coll_op op)
+{
+	return op == OHC_COLL_SEND || op == OHC_COLL_RECV ||
+	       op == OHC_COLL_BATCH_SEND_RECV;
+}
+
+/*
+ * Run schedule run of the op that args and sig describe: the executor's
+ * context, the flight record, the transfer counts, and the communicator
+ * failed on a peer's or time's error. Under exec_lock.
+ */
+static ohc_status_t comm_run(struct ohc_comm *comm,
+			     const struct ohc_coll_args *args,
+			     struct ohc_sig sig, const struct ohc_sched *run,
+			     const struct ohc_algo *algo,
+			     struct ohc_zc_pin *zc)
+{
+	struct ohc_xfer_stats st = {{0}, {0}};
+	struct ohc_exec x;
+	ohc_status_t status;
+
+	memset(&x, 0, sizeof(x));
+	x.rank = comm->rank;
+	x.nranks = comm->nranks;
+	x.eps = comm->eps;
+	x.ifaces = comm->ifaces;
+	x.nifaces = comm->nifaces;
+	/* second-scale: the coarse clock (no clocksource read per op) */
+	x.deadline =
+		comm->cfg.exec_timeout_s
+			? ohc_deadline_coarse_after_ms(
+				  (uint64_t)comm->cfg.exec_timeout_s * 1000)
+			: OHC_DEADLINE_NEVER;
+	x.spin_ns = comm->spin_ns;
+	x.yield_first = comm->yield_first;
+	x.abort_flag = &comm->abort_flag;
+	/* point-to-point messages are copied, never reduced */
+	if (!op_is_p2p(args->op))
+		x.reduce = ohc_reduce_get(args->dtype, args->redop);
+	x.esize = (unsigned)args->esize;
+	x.sig = sig;
+	x.what = ohc_coll_op_name(args->op);
+	x.stats = &st;
+	x.err_peer = OHC_FLIGHT_NO_PEER;
+	x.flight = ohc_flight_begin(
+		&comm->flight, sig.seq, x.what, algo ? algo->name : NULL,
+		args->count * args->esize, run->nsteps);
+	if (zc && zc->n) {
+		x.mem_lookup = ohc_zc_mem_lookup;
+		x.mem_ctx = zc;
+	}
+	status = ohc_exec_run(&x, run);
+	ohc_flight_end(x.flight, status);
+	for (int i = 0; i < OHC_PATH_N; i++) {
+		if (!st.msgs[i]) /* most ops use one path: skip the others */
+			continue;
+		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
+				   __ATOMIC_RELAXED);
+	}
+	if (status < 0 && __atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		status = OHC_ERR_SUSPENDING; /* canceled by HcclCommSuspend */
+	/* The first failure of a peer or of time: show what led to it. */
+	if ((status == OHC_ERR_TIMEOUT || status == OHC_ERR_REMOTE ||
+	     status == OHC_ERR_DESYNC) &&
+	    !__atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE))
+		ohc_comm_flight_dump(comm);
+	if (status < 0)
+		ohc_comm_fail(comm, status);
+	return status;
+}
+
+/* The first error the communicator failed with (or its suspension), else 0. */
+static int comm_refusal(struct ohc_comm *comm)
+{
+	if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
+		return OHC_ERR_SUSPENDING;
+	return __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+}
+
 static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 {
 	const struct ohc_algo *algo = NULL;
-	struct ohc_xfer_stats st = {{0}, {0}};
 	struct ohc_plan_key key;
 	struct ohc_plan *plan;
 	struct ohc_sched s, *run;
-	struct ohc_exec x;
 	int cacheable;
 	ohc_status_t status;
 	int failed;
 	OHC_LOG_SCOPE(comm->name, (int)comm->rank);
 
 	pthread_mutex_lock(&comm->exec_lock);
-	failed = __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
-		failed = OHC_ERR_SUSPENDING;
+	failed = comm_refusal(comm);
 	if (failed) {
 		status = comm_refuse(comm, op->args.op, failed);
 		goto out;
@@ -280,59 +357,13 @@ static ohc_status_t comm_execute(struct ohc_comm *comm, struct ohc_op *op)
 				 : NULL;
 		run = plan ? &plan->sched : &s;
 	}
-	memset(&x, 0, sizeof(x));
-	x.rank = comm->rank;
-	x.nranks = comm->nranks;
-	x.eps = comm->eps;
-	x.ifaces = comm->ifaces;
-	x.nifaces = comm->nifaces;
-	/* second-scale: the coarse clock (no clocksource read per op) */
-	x.deadline =
-		comm->cfg.exec_timeout_s
-			? ohc_deadline_coarse_after_ms(
-				  (uint64_t)comm->cfg.exec_timeout_s * 1000)
-			: OHC_DEADLINE_NEVER;
-	x.spin_ns = comm->spin_ns;
-	x.yield_first = comm->yield_first;
-	x.abort_flag = &comm->abort_flag;
-	x.reduce = ohc_reduce_get(op->args.dtype, op->args.redop);
-	x.esize = (unsigned)op->args.esize;
-	x.sig = op->sig;
-	x.what = ohc_coll_op_name(op->args.op);
-	x.stats = &st;
-	x.err_peer = OHC_FLIGHT_NO_PEER;
-	x.flight = ohc_flight_begin(
-		&comm->flight, op->sig.seq, x.what, algo ? algo->name : NULL,
-		op->args.count * op->args.esize, run->nsteps);
 	if (OHC_UNLIKELY(ohc_rt_prof_on()))
 		op_prof_note(op, algo, run);
-	if (op->zc.n) {
-		x.mem_lookup = ohc_zc_mem_lookup;
-		x.mem_ctx = &op->zc;
-	}
-	status = ohc_exec_run(&x, run);
-	ohc_flight_end(x.flight, status);
+	status = comm_run(comm, &op->args, op->sig, run, algo, &op->zc);
 	if (run == &s) {
 		scratch_keep(comm, &s);
 		ohc_sched_fini(&s);
 	}
-	for (int i = 0; i < OHC_PATH_N; i++) {
-		if (!st.msgs[i]) /* most ops use one path: skip the others */
-			continue;
-		__atomic_fetch_add(&comm->stats.bytes[i], st.bytes[i],
-				   __ATOMIC_RELAXED);
-		__atomic_fetch_add(&comm->stats.msgs[i], st.msgs[i],
-				   __ATOMIC_RELAXED);
-	}
-	if (status < 0 && __atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE))
-		status = OHC_ERR_SUSPENDING; /* canceled by HcclCommSuspend */
-	/* The first failure of a peer or of time: show what led to it. */
-	if ((status == OHC_ERR_TIMEOUT || status == OHC_ERR_REMOTE ||
-	     status == OHC_ERR_DESYNC) &&
-	    !__atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE))
-		ohc_comm_flight_dump(comm);
-	if (status < 0)
-		ohc_comm_fail(comm, status);
 out:
 	pthread_mutex_unlock(&comm->exec_lock);
 	return status;
@@ -496,12 +527,6 @@ struct ohc_op *ohc_op_alloc(struct ohc_comm *comm,
 	return op;
 }
 
-static int op_is_p2p(enum ohc_coll_op op)
-{
-	return op == OHC_COLL_SEND || op == OHC_COLL_RECV ||
-	       op == OHC_COLL_BATCH_SEND_RECV;
-}
-
 ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 {
 	struct ohc_comm *comm = op->comm;
@@ -581,4 +606,52 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 	if (ohc_group_depth() > 0)
 		return ohc_group_add(op, stream);
 	return ohc_op_launch(op, stream);
+}
+
+/*
+ * HcclSend/HcclRecv without a stream, outside a group: one message, run
+ * here. Its schedule is the one transfer, on the stack: no op from the
+ * pool, no plan to look up, no schedule to build; what comm_execute does
+ * around the run (refusal, flight record, counts, failure) is the same
+ * (comm_run). On a latency-bound link every instruction of a synchronous
+ * message is on the round trip. While a profile records, the usual path
+ * runs, which writes the op's record.
+ */
+ohc_status_t ohc_comm_p2p(struct ohc_comm *comm,
+			  const struct ohc_coll_args *args)
+{
+	bool send = args->op == OHC_COLL_SEND;
+	struct ohc_xfer xf = {
+		.kind = send ? OHC_XFER_SEND : OHC_XFER_RECV,
+		.rkind = OHC_RECV_COPY,
+		.peer = args->peer,
+		.src = args->sbuf,
+		.dst = args->rbuf,
+		.len = (size_t)(args->count * args->esize),
+	};
+	unsigned end = 1;
+	const struct ohc_sched s = {.xfers = &xf,
+				    .nxfers = 1,
+				    .cap = 1,
+				    .step_end = &end,
+				    .nsteps = 1,
+				    .step_cap = 1};
+	/* what ohc_op_launch gives point-to-point ops (matched by kind) */
+	const struct ohc_sig sig = {.op = OHC_COLL_SEND};
+	ohc_status_t status;
+	int failed;
+
+	if (ohc_group_depth() > 0 || OHC_UNLIKELY(ohc_rt_prof_on()))
+		return ohc_comm_submit(comm, args, NULL);
+	__atomic_fetch_add(&comm->inflight, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&comm->exec_lock);
+	failed = comm_refusal(comm);
+	if (failed)
+		status = comm_refuse(comm, args->op, failed);
+	else
+		status = comm_run(comm, args, sig, &s,
+				  send ? &ohc_algo_send : &ohc_algo_recv, NULL);
+	pthread_mutex_unlock(&comm->exec_lock);
+	op_done(comm);
+	return status;
 }

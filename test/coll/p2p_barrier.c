@@ -3,7 +3,9 @@
  * HcclSend/HcclRecv and HcclBarrier between real processes and between
  * thread ranks: ring exchanges in both directions, many messages in
  * flight per pair (FIFO matching), all datatypes, counts 1, 7, 1M+3;
- * and a receive posted after its sender destroyed its communicator.
+ * a receive posted after its sender destroyed its communicator; and a
+ * synchronous receive of the wrong length, which fails both ranks fast
+ * and leaves the communicator refusing what follows.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -264,6 +266,98 @@ Test(p2p_barrier, receive_after_the_sender_is_gone, .timeout = 120)
 	cr_assert_eq(HcclGetRootInfo(&a->root), HCCL_SUCCESS);
 	cr_assert_eq(ohc_test_fork_ranks(2, gone_rank, a, 60), 0);
 	cr_assert_eq(ohc_test_shm_leftovers(), 0);
+	munmap(a, sizeof(*a));
+}
+
+/*
+ * Synchronous point to point (NULL stream: no op, no schedule, comm_exec.c
+ * ohc_comm_p2p) on the error path: rank 1 receives 32 ints where rank 0
+ * sent 16. Rank 1 fails with HCCL_E_PARA (the message's length is not
+ * the receive's), rank 0's next receive from it fails the same way (rank
+ * 1 announced the mismatch), both far below HCCL_EXEC_TIMEOUT; then each
+ * rank's next send is refused at once with the same code, the
+ * communicator reports the failure, and both destroy it cleanly.
+ */
+#define MISMATCH_TIMEOUT_S 60
+#define MISMATCH_BOUND_S 15.0
+
+struct mismatch_arg {
+	HcclRootInfo root;
+	int result[2], after[2], async[2];
+	double took[2];
+};
+
+static int mismatch_rank(int rank, int nranks, void *p)
+{
+	struct mismatch_arg *a = p;
+	int32_t buf[32];
+	HcclResult async = HCCL_SUCCESS;
+	HcclComm comm;
+	double t0;
+	int bad = 0;
+
+	(void)nranks;
+	if (aclInit(NULL) || aclrtSetDevice(rank) ||
+	    HcclCommInitRootInfo(2, &a->root, rank, &comm))
+		return 1;
+	for (int i = 0; i < 32; i++)
+		buf[i] = rank * 100 + i;
+	/* a good message first: connected, and the path warm */
+	if (rank == 0)
+		bad += HcclSend(buf, 16, HCCL_DATA_TYPE_INT32, 1, comm, NULL) !=
+		       HCCL_SUCCESS;
+	else
+		bad += HcclRecv(buf, 16, HCCL_DATA_TYPE_INT32, 0, comm, NULL) !=
+			       HCCL_SUCCESS ||
+		       buf[15] != 15;
+	t0 = ohc_test_now_s();
+	if (rank == 0) {
+		a->result[0] = HcclSend(buf, 16, HCCL_DATA_TYPE_INT32, 1, comm,
+					NULL);
+		if (a->result[0] == HCCL_SUCCESS) /* then wait for rank 1 */
+			a->result[0] = HcclRecv(buf, 1, HCCL_DATA_TYPE_INT32,
+						1, comm, NULL);
+	} else {
+		a->result[1] = HcclRecv(buf, 32, HCCL_DATA_TYPE_INT32, 0, comm,
+					NULL);
+	}
+	a->took[rank] = ohc_test_now_s() - t0;
+	a->after[rank] = HcclSend(buf, 1, HCCL_DATA_TYPE_INT32, 1 - rank, comm,
+				  NULL);
+	bad += HcclGetCommAsyncError(comm, &async) != HCCL_SUCCESS;
+	a->async[rank] = async;
+	bad += HcclCommDestroy(comm) != HCCL_SUCCESS;
+	aclFinalize();
+	return bad;
+}
+
+Test(p2p_barrier, sync_length_mismatch_fails_fast, .timeout = 120)
+{
+	struct mismatch_arg *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", MISMATCH_TIMEOUT_S);
+	setenv("HCCL_EXEC_TIMEOUT", v, 1);
+	cr_assert_eq(HcclGetRootInfo(&a->root), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_fork_ranks(2, mismatch_rank, a, 100), 0);
+	unsetenv("HCCL_EXEC_TIMEOUT");
+	for (int r = 0; r < 2; r++) {
+		cr_expect_eq(a->result[r], HCCL_E_PARA,
+			     "rank %d: the mismatched exchange returned %d, "
+			     "want HCCL_E_PARA",
+			     r, a->result[r]);
+		cr_expect_lt(a->took[r], MISMATCH_BOUND_S,
+			     "rank %d took %.1f s: it waited for its timeout",
+			     r, a->took[r]);
+		cr_expect_eq(a->after[r], HCCL_E_PARA,
+			     "rank %d: the send after it returned %d, want "
+			     "the same failure",
+			     r, a->after[r]);
+		cr_expect_neq(a->async[r], HCCL_SUCCESS,
+			      "rank %d: no asynchronous error reported", r);
+	}
+	cr_expect_eq(ohc_test_shm_leftovers(), 0);
 	munmap(a, sizeof(*a));
 }
 
