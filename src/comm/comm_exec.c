@@ -247,8 +247,7 @@ static int op_is_p2p(enum ohc_coll_op op)
 static ohc_status_t comm_run(struct ohc_comm *comm,
 			     const struct ohc_coll_args *args,
 			     struct ohc_sig sig, const struct ohc_sched *run,
-			     const struct ohc_algo *algo,
-			     struct ohc_zc_pin *zc)
+			     const struct ohc_algo *algo, struct ohc_zc_pin *zc)
 {
 	struct ohc_xfer_stats st = {{0}, {0}};
 	struct ohc_exec x;
@@ -277,9 +276,9 @@ static ohc_status_t comm_run(struct ohc_comm *comm,
 	x.what = ohc_coll_op_name(args->op);
 	x.stats = &st;
 	x.err_peer = OHC_FLIGHT_NO_PEER;
-	x.flight = ohc_flight_begin(
-		&comm->flight, sig.seq, x.what, algo ? algo->name : NULL,
-		args->count * args->esize, run->nsteps);
+	x.flight = ohc_flight_begin(&comm->flight, sig.seq, x.what,
+				    algo ? algo->name : NULL,
+				    args->count * args->esize, run->nsteps);
 	if (zc && zc->n) {
 		x.mem_lookup = ohc_zc_mem_lookup;
 		x.mem_ctx = zc;

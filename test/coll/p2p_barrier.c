@@ -312,18 +312,18 @@ static int mismatch_rank(int rank, int nranks, void *p)
 		       buf[15] != 15;
 	t0 = ohc_test_now_s();
 	if (rank == 0) {
-		a->result[0] = HcclSend(buf, 16, HCCL_DATA_TYPE_INT32, 1, comm,
-					NULL);
+		a->result[0] =
+			HcclSend(buf, 16, HCCL_DATA_TYPE_INT32, 1, comm, NULL);
 		if (a->result[0] == HCCL_SUCCESS) /* then wait for rank 1 */
-			a->result[0] = HcclRecv(buf, 1, HCCL_DATA_TYPE_INT32,
-						1, comm, NULL);
+			a->result[0] = HcclRecv(buf, 1, HCCL_DATA_TYPE_INT32, 1,
+						comm, NULL);
 	} else {
-		a->result[1] = HcclRecv(buf, 32, HCCL_DATA_TYPE_INT32, 0, comm,
-					NULL);
+		a->result[1] =
+			HcclRecv(buf, 32, HCCL_DATA_TYPE_INT32, 0, comm, NULL);
 	}
 	a->took[rank] = ohc_test_now_s() - t0;
-	a->after[rank] = HcclSend(buf, 1, HCCL_DATA_TYPE_INT32, 1 - rank, comm,
-				  NULL);
+	a->after[rank] =
+		HcclSend(buf, 1, HCCL_DATA_TYPE_INT32, 1 - rank, comm, NULL);
 	bad += HcclGetCommAsyncError(comm, &async) != HCCL_SUCCESS;
 	a->async[rank] = async;
 	bad += HcclCommDestroy(comm) != HCCL_SUCCESS;
