@@ -252,6 +252,7 @@ extern const struct ohc_algo ohc_algo_scatter_linear;
 extern const struct ohc_algo ohc_algo_alltoall_pairwise;
 extern const struct ohc_algo ohc_algo_alltoallv_pairwise;
 extern const struct ohc_algo ohc_algo_alltoall_bruck;
+extern const struct ohc_algo ohc_algo_alltoall_linear;
 extern const struct ohc_algo ohc_algo_batch_pairwise;
 extern const struct ohc_algo ohc_algo_barrier_dissem;
 extern const struct ohc_algo ohc_algo_send;
