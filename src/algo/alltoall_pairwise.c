@@ -132,18 +132,16 @@ const struct ohc_algo ohc_algo_alltoallv_pairwise = {
 
 /*
  * Linear alltoall: the same messages in one step, every send and receive
- * posted at once. The model prices it as pairwise exchange (a sender pays
- * alpha per message; the simulator agrees), and it comes first among the
- * candidates, so it runs wherever pairwise would: no step waits for the
- * slowest pair of the one before, as pairwise's n-1 steps do. On the
- * 2-core machines here (bench/algo_sweep.sh, bench/README.md) it was
- * 1.2-1.3x faster than pairwise from 256 KiB at 4 and 8 ranks, and also
- * the fastest below, where the model prefers Bruck: a rank posts a
- * message in well under the shm alpha, most of which is latency that
- * one step overlaps (the model has no term for that yet). Not over RDMA,
- * where every peer would write into one NIC at once (incast), nor for
- * V, where only one candidate may exist (each rank prices its own
- * bytes, and the choice must be the same on all).
+ * posted at once, so no step waits for the slowest pair of the one
+ * before, as pairwise's n-1 steps do. The sender posts its n-1 messages
+ * send_us apart and their latencies overlap: a + (p-2) o + (p-1)/p nb
+ * (o = send_us; pairwise's cost where o is alpha, as over RDMA). On the
+ * 2-core machines here (bench/algo_sweep.sh, bench/README.md) it was the
+ * fastest of the three at 4, 8 and 16 ranks from 8 B to 2 MiB (pairwise
+ * tied it at 16 ranks' 2 MiB). Not over RDMA, where every peer would write
+ * into one NIC at once (incast), nor for V, where only one candidate may
+ * exist (each rank prices its own bytes, and the choice must be the same
+ * on all).
  */
 static ohc_status_t linear(const struct ohc_coll_args *a, struct ohc_sched *s,
 			   const struct ohc_blocks *b)
@@ -162,10 +160,17 @@ static ohc_status_t build_linear(const struct ohc_coll_args *a,
 	return ohc_algo_build_regular(a, s, linear);
 }
 
+static double cost_linear(const struct ohc_cost_params *c, uint64_t bytes,
+			  uint32_t n)
+{
+	return c->alpha_us + (n > 2 ? n - 2 : 0) * ohc_cost_send_us(c) +
+	       (double)(n - 1) / n * (double)bytes * c->beta_us;
+}
+
 const struct ohc_algo ohc_algo_alltoall_linear = {
 	.name = "linear",
 	.op = OHC_COLL_ALLTOALL,
 	.build = build_linear,
 	.accepts = accepts_linear,
-	.cost = cost,
+	.cost = cost_linear,
 };

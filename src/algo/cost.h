@@ -24,6 +24,14 @@ enum ohc_link_class {
  */
 struct ohc_cost_params {
 	double alpha_us; /* per message */
+	/*
+	 * Of alpha, what the sender spends on each message (posting it); the
+	 * rest is latency, which the messages of one step overlap: a step's
+	 * k-th send starts (k-1) x send_us after its first (plus the bytes
+	 * before it), and each arrives alpha after its start. 0: alpha_us
+	 * (a sender's messages go one alpha apart). See ohc_cost_send_us.
+	 */
+	double send_us;
 	double beta_us;	 /* per byte sent */
 	double gamma_us; /* per byte reduced */
 	double copy_us;	 /* per byte copied locally */
@@ -56,6 +64,13 @@ ohc_cost_for_op(const struct ohc_cost_params *c, uint64_t bytes,
 	*tmp = *c;
 	tmp->zc_beta_us = c->zc_hot_beta_us;
 	return tmp;
+}
+
+/* What a sender spends per message (alpha where send_us is unset). */
+static inline double ohc_cost_send_us(const struct ohc_cost_params *c)
+{
+	return c->send_us > 0 && c->send_us < c->alpha_us ? c->send_us
+							  : c->alpha_us;
 }
 
 /* 1 if a message of len bytes out of the user's buffers goes zero-copy. */

@@ -31,7 +31,7 @@ static const struct ohc_algo *const candidates[] = {
 	&ohc_algo_scatter_binomial,
 	&ohc_algo_scatter_linear,
 	&ohc_algo_alltoall_bruck,
-	&ohc_algo_alltoall_linear, /* before pairwise: it wins the tie */
+	&ohc_algo_alltoall_linear, /* before pairwise: it wins a tie */
 	&ohc_algo_alltoall_pairwise,
 	&ohc_algo_alltoallv_pairwise,
 	&ohc_algo_batch_pairwise,

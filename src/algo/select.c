@@ -119,8 +119,10 @@ uint32_t ohc_algo_slices(const struct ohc_algo *al,
 	return best;
 }
 
-/* Costs that price only alpha, at 1: a cost function's step count. */
-static const struct ohc_cost_params unit_alpha = {.alpha_us = 1.0};
+/* Costs that price only alpha, at 1: a cost function's step count (a
+ * step's further sends cost send_us, next to nothing here). */
+static const struct ohc_cost_params unit_alpha = {.alpha_us = 1.0,
+						  .send_us = 1e-9};
 
 /*
  * What the agreement adds to al with costs c on nranks: alpha for each of

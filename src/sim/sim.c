@@ -242,7 +242,7 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 	unsigned b = ohc_sim_step_begin(&R->s, R->step),
 		 e = R->s.step_end[R->step];
 	struct ohc_sim_stats *st = sim->stats ? &sim->stats[r] : NULL;
-	double t = R->tstart, nic = R->tstart;
+	double t = R->tstart, nic = R->tstart, bytes;
 
 	if (sim->check_hazards) {
 		ohc_status_t status = check_hazards(run, r);
@@ -297,10 +297,14 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			 * waiting, and only its latency counts
 			 */
 			m->ready = t > nic || !x->len ? t : nic;
+			/* the next send of the step starts when this one
+			 * is posted (send_us); its bytes arrive alpha after
+			 * it starts */
+			bytes = x->len ? ohc_cost_bytes(c, (double)x->len,
+							m->user, 0)
+				       : 0;
 			if (x->len)
-				nic = m->ready + c->alpha_us +
-				      ohc_cost_bytes(c, (double)x->len, m->user,
-						     0);
+				nic = m->ready + ohc_cost_send_us(c) + bytes;
 			*D->inq_tail = m;
 			D->inq_tail = &m->next;
 			if (st) {
@@ -309,8 +313,7 @@ static ohc_status_t post_step(struct sim_run *run, uint32_t r)
 			}
 			if (sim->mode == OHC_SIM_EAGER) {
 				R->done[i] = 1;
-				R->tdone[i] =
-					x->len ? nic : m->ready + c->alpha_us;
+				R->tdone[i] = m->ready + c->alpha_us + bytes;
 				continue;
 			}
 		} else {

@@ -17,7 +17,9 @@
  * It moves real data (unless dry_run) with the reduce function given, and
  * counts per rank: steps, messages, bytes sent, reduced and copied, plus
  * a simulated time from the alpha-beta-gamma constants (sends of one step
- * leave one after another; a message takes alpha + len*beta, a reduction
+ * leave one after another, each send_us plus its bytes after the one
+ * before (ohc_cost_send_us: alpha unless the link posts cheaper); a
+ * message arrives alpha + len*beta after it leaves; a reduction
  * len*gamma, a copy len*copy; a send out of the user's buffers, not the
  * schedule's scratch, of zc_bytes or more costs as ohc_cost_bytes says;
  * an empty message, the agreement's, leaves at once without holding the

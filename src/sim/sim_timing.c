@@ -281,7 +281,7 @@ static ohc_status_t t_post(struct t_run *run, uint32_t r)
 	struct t_rank *R = &run->rk[r];
 	struct ohc_sim_stats *st = sim->stats ? &sim->stats[r] : NULL;
 	const struct ohc_cost_params *c = R->c, *lc;
-	double t = R->t, nic = R->t, ready;
+	double t = R->t, nic = R->t, ready, bytes;
 	ohc_status_t status;
 	size_t i;
 
@@ -309,13 +309,17 @@ static ohc_status_t t_post(struct t_run *run, uint32_t r)
 			 * later send waiting; only its latency counts
 			 */
 			ready = t > nic || !len ? t : nic;
-			if (len)
-				nic = ready + lc->alpha_us +
-				      ohc_cost_bytes(lc, (double)len,
+			/* the next send of the step starts when this one
+			 * is posted (send_us); its bytes arrive alpha after
+			 * it starts */
+			bytes = len ? ohc_cost_bytes(lc, (double)len,
 						     tx_kind(x) == T_SEND_USER,
-						     0);
+						     0)
+				    : 0;
+			if (len)
+				nic = ready + ohc_cost_send_us(lc) + bytes;
 			if (sim->mode == OHC_SIM_EAGER) {
-				double left = len ? nic : ready + lc->alpha_us;
+				double left = ready + lc->alpha_us + bytes;
 
 				if (left > R->end)
 					R->end = left;

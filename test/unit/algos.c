@@ -1742,6 +1742,28 @@ Test(select, latency_small_bandwidth_large)
 		choose(OHC_COLL_ALLTOALL, 8, large / 8, OHC_LINK_RDMA, NULL)
 			->name,
 		"pairwise");
+	/*
+	 * Over shm a sender posts a message in send_us, a fifth of alpha:
+	 * one step of n-1 messages costs less than Bruck's log2 n steps up
+	 * to 16 ranks, not at 32; a Scatter's single step still pays the
+	 * agreement's rounds, so the tree keeps it.
+	 */
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLTOALL, 8, small, OHC_LINK_SHM, NULL)->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLTOALL, 16, small, OHC_LINK_SHM, NULL)->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLTOALL, 32, small, OHC_LINK_SHM, NULL)->name,
+		"bruck");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLTOALL, 8, large / 8, OHC_LINK_SHM, NULL)
+			->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_SCATTER, 8, small, OHC_LINK_SHM, NULL)->name,
+		"binomial");
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_SHM, NULL)->name,
 		"bruck");

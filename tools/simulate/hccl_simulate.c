@@ -818,6 +818,7 @@ static void print_constants(void)
 		printf("%s.link %s\n", nm, ohc_link_class_name(t[i].link));
 		put_constant(nm, "cpu_device", t[i].cpu_device);
 		put_constant(nm, "alpha_us", c->alpha_us);
+		put_constant(nm, "send_us", ohc_cost_send_us(c));
 		put_constant(nm, "beta_us", c->beta_us);
 		put_constant(nm, "gamma_us", c->gamma_us);
 		put_constant(nm, "copy_us", c->copy_us);
