@@ -209,10 +209,8 @@ static HcclResult p2p(const char *fn, enum ohc_coll_op op, void *buf,
 		a.sbuf = buf;
 	else
 		a.rbuf = buf;
-	if (stream)
-		return submit(c, &a, stream);
 	a.esize = ohc_dtype_size(a.dtype);
-	return ohc_status_to_hccl(ohc_comm_p2p(c, &a));
+	return ohc_status_to_hccl(ohc_comm_p2p(c, &a, stream));
 }
 
 OHC_API HcclResult HcclSend(void *sendBuf, uint64_t count,

@@ -242,12 +242,13 @@ ohc_status_t ohc_group_end(void);
 ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 			     const struct ohc_coll_args *args, void *stream);
 /*
- * A point-to-point op (args->op SEND or RECV, esize set) without a
- * stream: run now, as ohc_comm_submit(comm, args, NULL) would, without
- * an op or a schedule to build (the one message is the schedule).
+ * A point-to-point op (args->op SEND or RECV, esize set): as
+ * ohc_comm_submit; without a stream, outside a group and while no
+ * profile records, run now without an op or a schedule to build (the
+ * one message is the schedule).
  */
 ohc_status_t ohc_comm_p2p(struct ohc_comm *comm,
-			  const struct ohc_coll_args *args);
+			  const struct ohc_coll_args *args, void *stream);
 
 /*
  * Debug counters: bytes (and messages) this rank received through staging

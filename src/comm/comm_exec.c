@@ -239,6 +239,30 @@ static int op_is_p2p(enum ohc_coll_op op)
 	       op == OHC_COLL_BATCH_SEND_RECV;
 }
 
+/* What an op's messages carry for the peers to check (the sequence
+ * number aside, which collectives take at launch). */
+static struct ohc_sig op_sig(const struct ohc_coll_args *args)
+{
+	struct ohc_sig sig = {0};
+
+	if (op_is_p2p(args->op)) {
+		/*
+		 * Point-to-point messages match in FIFO order per pair and may
+		 * be batched with other counts and types: only the kind and
+		 * the length (checked per message) must agree.
+		 */
+		sig.op = OHC_COLL_SEND;
+		return sig;
+	}
+	sig.op = (uint8_t)args->op;
+	sig.dtype = (uint8_t)args->dtype;
+	sig.redop = (uint8_t)args->redop;
+	sig.root = args->root;
+	/* V variants' local counts differ by design */
+	sig.count = args->send_counts || args->recv_counts ? 0 : args->count;
+	return sig;
+}
+
 /*
  * Run schedule run of the op that args and sig describe: the executor's
  * context, the flight record, the transfer counts, and the communicator
@@ -534,24 +558,7 @@ ohc_status_t ohc_op_launch(struct ohc_op *op, void *stream)
 	ohc_status_t status;
 	int ret;
 
-	if (op_is_p2p(args->op)) {
-		/*
-		 * Point-to-point messages match in FIFO order per pair and may
-		 * be batched with other counts and types: only the kind and
-		 * the length (checked per message) must agree.
-		 */
-		op->sig.op = OHC_COLL_SEND;
-	} else {
-		op->sig.op = (uint8_t)args->op;
-		op->sig.dtype = (uint8_t)args->dtype;
-		op->sig.redop = (uint8_t)args->redop;
-		op->sig.root = args->root;
-		/* V variants' local counts differ by design */
-		op->sig.count = args->send_counts || args->recv_counts
-					? 0
-					: args->count;
-	}
-
+	op->sig = op_sig(args);
 	/* lock-free: the stream worker finishing ops does not contend */
 	if (!op_is_p2p(args->op))
 		op->sig.seq = __atomic_fetch_add(&comm->coll_seq, 1,
@@ -608,16 +615,17 @@ ohc_status_t ohc_comm_submit(struct ohc_comm *comm,
 }
 
 /*
- * HcclSend/HcclRecv without a stream, outside a group: one message, run
- * here. Its schedule is the one transfer, on the stack: no op from the
- * pool, no plan to look up, no schedule to build; what comm_execute does
- * around the run (refusal, flight record, counts, failure) is the same
- * (comm_run). On a latency-bound link every instruction of a synchronous
- * message is on the round trip. While a profile records, the usual path
- * runs, which writes the op's record.
+ * HcclSend/HcclRecv without a stream, outside a group (else, and while a
+ * profile records, ohc_comm_submit takes it): one message, run here. Its
+ * schedule is the one transfer, on the stack: no op from the pool, no plan to
+ * look up, no schedule to build; what comm_execute does around the run
+ * (refusal, flight record, counts, failure) is the same (comm_run). On a
+ * latency-bound link every instruction of a synchronous message is on the round
+ * trip. While a profile records, the usual path runs, which writes the op's
+ * record.
  */
 ohc_status_t ohc_comm_p2p(struct ohc_comm *comm,
-			  const struct ohc_coll_args *args)
+			  const struct ohc_coll_args *args, void *stream)
 {
 	bool send = args->op == OHC_COLL_SEND;
 	struct ohc_xfer xf = {
@@ -635,20 +643,18 @@ ohc_status_t ohc_comm_p2p(struct ohc_comm *comm,
 				    .step_end = &end,
 				    .nsteps = 1,
 				    .step_cap = 1};
-	/* what ohc_op_launch gives point-to-point ops (matched by kind) */
-	const struct ohc_sig sig = {.op = OHC_COLL_SEND};
 	ohc_status_t status;
 	int failed;
 
-	if (ohc_group_depth() > 0 || OHC_UNLIKELY(ohc_rt_prof_on()))
-		return ohc_comm_submit(comm, args, NULL);
+	if (stream || ohc_group_depth() > 0 || OHC_UNLIKELY(ohc_rt_prof_on()))
+		return ohc_comm_submit(comm, args, stream);
 	__atomic_fetch_add(&comm->inflight, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_lock(&comm->exec_lock);
 	failed = comm_refusal(comm);
 	if (failed)
 		status = comm_refuse(comm, args->op, failed);
 	else
-		status = comm_run(comm, args, sig, &s,
+		status = comm_run(comm, args, op_sig(args), &s,
 				  send ? &ohc_algo_send : &ohc_algo_recv, NULL);
 	pthread_mutex_unlock(&comm->exec_lock);
 	op_done(comm);
