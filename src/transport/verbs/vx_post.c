@@ -474,6 +474,21 @@ static void push_frag(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	req->done += frag;
 }
 
+/* Chain req's next fragment into the ring's next slot (*fr) if its QP
+ * has room; 0 if not (the send queue drains first). */
+static int frag_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
+		     struct ohc_req *req, struct vx_frag *fr, unsigned *nw,
+		     unsigned *ns)
+{
+	*fr = frag_at(vi, e, e->tx_slots);
+	if (!frag_room(vi, fr))
+		return 0;
+	push_frag(vi, e, fr, req, nw, ns);
+	e->tx_slots++;
+	e->rx_reported = e->rx_next;
+	return 1;
+}
+
 unsigned ohc_vx_ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	struct ohc_list done = OHC_LIST_INIT(done);
@@ -486,13 +501,10 @@ unsigned ohc_vx_ep_push(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	while (!e->broken && !ohc_list_empty(&e->sendq) && credits(vi, e)) {
 		struct ohc_req *req =
 			ohc_container_of(e->sendq.next, struct ohc_req, link);
-		struct vx_frag fr = frag_at(vi, e, e->tx_slots);
+		struct vx_frag fr;
 
-		if (!frag_room(vi, &fr))
-			break; /* the send queue drains first */
-		push_frag(vi, e, &fr, req, &nw, &ns);
-		e->tx_slots++;
-		e->rx_reported = e->rx_next;
+		if (!frag_push(vi, e, req, &fr, &nw, &ns))
+			break;
 		n++;
 		if (req->done == req->len) {
 			ohc_list_del(&req->link);
@@ -544,12 +556,8 @@ static int send_inline_now(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	    e->rp.state || !ohc_list_empty(&e->sendq) || !credits(vi, e) ||
 	    (vi->pull_bytes && req->len >= vi->pull_bytes))
 		return 0;
-	fr = frag_at(vi, e, e->tx_slots);
-	if (!frag_room(vi, &fr))
+	if (!frag_push(vi, e, req, &fr, &nw, &ns))
 		return 0;
-	push_frag(vi, e, &fr, req, &nw, &ns);
-	e->tx_slots++;
-	e->rx_reported = e->rx_next;
 	rc = ohc_vx_chain_post(vi, e, fr.qpi, 0);
 	if (rc) {
 		ohc_req_complete(req, OHC_ERR_REMOTE);
@@ -572,16 +580,16 @@ ohc_status_t ohc_vx_ep_send_locked(struct ohc_ep *ep, struct ohc_req *req)
 	req->tp_priv = NULL;
 	if (send_inline_now(vi, e, req))
 		return OHC_OK;
-	if (ohc_vx_rdv_large(ohc_vx_iface(ep->iface), req->len))
-		(void)ohc_vx_rdv_send(ohc_vx_iface(ep->iface), e, req);
+	if (ohc_vx_rdv_large(vi, req->len))
+		(void)ohc_vx_rdv_send(vi, e, req);
 	else
 		ohc_list_add_tail(&e->sendq, &req->link);
 	/* unconnected: queued until connected, the first use connects it
 	 * (vx_lazy.c; push and rendezvous progress wait for connected) */
 	if (!e->connected)
-		ohc_vx_lazy_start(ohc_vx_iface(ep->iface), e);
+		ohc_vx_lazy_start(vi, e);
 	else
-		ohc_vx_ep_push(ohc_vx_iface(ep->iface), e);
+		ohc_vx_ep_push(vi, e);
 	return OHC_OK;
 }
 
