@@ -160,17 +160,10 @@ static ohc_status_t build_linear(const struct ohc_coll_args *a,
 	return ohc_algo_build_regular(a, s, linear);
 }
 
-static double cost_linear(const struct ohc_cost_params *c, uint64_t bytes,
-			  uint32_t n)
-{
-	return c->alpha_us + (n > 2 ? n - 2 : 0) * ohc_cost_send_us(c) +
-	       (double)(n - 1) / n * (double)bytes * c->beta_us;
-}
-
 const struct ohc_algo ohc_algo_alltoall_linear = {
 	.name = "linear",
 	.op = OHC_COLL_ALLTOALL,
 	.build = build_linear,
 	.accepts = accepts_linear,
-	.cost = cost_linear,
+	.cost = ohc_cost_fan_out,
 };

@@ -73,6 +73,18 @@ static inline double ohc_cost_send_us(const struct ohc_cost_params *c)
 							  : c->alpha_us;
 }
 
+/*
+ * One step in which a rank posts n-1 messages, bytes/n each (linear
+ * AlltoAll, linear Scatter): they leave send_us apart and their
+ * latencies overlap, a + (n-2) send_us + (n-1)/n bytes beta.
+ */
+static inline double ohc_cost_fan_out(const struct ohc_cost_params *c,
+				      uint64_t bytes, uint32_t n)
+{
+	return c->alpha_us + (n > 2 ? n - 2 : 0) * ohc_cost_send_us(c) +
+	       (double)(n - 1) / n * (double)bytes * c->beta_us;
+}
+
 /* 1 if a message of len bytes out of the user's buffers goes zero-copy. */
 static inline int ohc_cost_zc(const struct ohc_cost_params *c, double len)
 {

@@ -43,14 +43,6 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	return OHC_OK;
 }
 
-/* a + (p-2) o + (p-1)/p nb: the root posts every message, send_us (o)
- * apart, and their latencies overlap */
-static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
-{
-	return c->alpha_us + (n > 2 ? n - 2 : 0) * ohc_cost_send_us(c) +
-	       (double)(n - 1) / n * (double)bytes * c->beta_us;
-}
-
 /* the root's sends are all the work there is, a whole alpha each (the
  * overlapped latency is a handoff, CPU time where ranks take turns) */
 static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
@@ -65,6 +57,6 @@ const struct ohc_algo ohc_algo_scatter_linear = {
 	.name = "linear",
 	.op = OHC_COLL_SCATTER,
 	.build = build,
-	.cost = cost,
+	.cost = ohc_cost_fan_out, /* the root posts every block */
 	.work = work,
 };
