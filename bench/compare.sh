@@ -92,7 +92,7 @@ invm=0
 if [ "$rxe" = 1 ]; then
 	if [ -n "${OHC_VM_MODE:-}" ]; then
 		invm=1
-	elif ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+	elif ohc_bench_need_vm; then
 		[ "$runs" = 1 ] && invm=-1
 	else
 		invm=2

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Shell functions the bench scripts share; sourced (bash) by compare.sh,
-# sim_validate.sh, scaling.sh and algo_sweep.sh. Defines functions only.
+# sim_validate.sh, scaling.sh, algo_sweep.sh, verbs_p2p.sh and
+# verbs_lat.sh. Defines functions only.
 
 # ohc_bench_tool_of OP: the hccl_test tool of a collective (compare.sh's
 # names: allreduce allgather reduce_scatter broadcast reduce alltoall
@@ -45,4 +46,21 @@ ohc_bench_prepared_ldpath() {
 	# shellcheck disable=SC1091 # the bundle is made by --prepare
 	echo "$1/lib64:$(unset LD_LIBRARY_PATH
 		. "$1/ompi/env.sh" >/dev/null; echo "$LD_LIBRARY_PATH")"
+}
+
+# ohc_bench_need_vm: true where a verbs benchmark cannot run here (no
+# RDMA device, and not inside the Soft-RoCE VM already): it builds here
+# (ohc_bench_verbs_build) and reruns itself in the VM.
+ohc_bench_need_vm() {
+	[ -z "${OHC_VM_MODE:-}" ] && ! ls /sys/class/infiniband/* >/dev/null 2>&1
+}
+
+# ohc_bench_verbs_build TOP BUILD: ohc_verbs_p2p_bench built (Release) in
+# BUILD and the VM's kernel prepared (ci/soft-roce/prepare.sh); prints
+# BUILD's absolute path, the folder the VM is given writable.
+ohc_bench_verbs_build() {
+	cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build "$2" -j"$(nproc)" --target ohc_verbs_p2p_bench >/dev/null
+	bash "$1/ci/soft-roce/prepare.sh" >/dev/null
+	(cd "$2" && pwd)
 }

@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 build=${1:-build/bench-verbs}
 rounds=${ROUNDS:-16}
 msgs=${MSGS:-2000}
@@ -25,11 +27,8 @@ for v in rounds msgs bytes; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "verbs_lat.sh: ${v^^} '${!v}' is not a positive integer" >&2; exit 2; }
 done
 
-if [ -z "${OHC_VM_MODE:-}" ] && ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
-	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build "$build" -j"$(nproc)" --target ohc_verbs_p2p_bench >/dev/null
-	bash ci/soft-roce/prepare.sh >/dev/null
-	build=$(cd "$build" && pwd)
+if ohc_bench_need_vm; then
+	build=$(ohc_bench_verbs_build "$top" "$build")
 	exec ci/soft-roce/run-vm.sh --rw "$build" --timeout 1800 -- \
 		env ROUNDS="$rounds" MSGS="$msgs" BYTES="$bytes" \
 		${VARIANTS:+VARIANTS="$VARIANTS"} \

@@ -21,14 +21,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 build=${1:-build/bench-verbs}
 per=${BYTES_PER_SIZE:-$((32 << 20))}
 
-if [ -z "${OHC_VM_MODE:-}" ] && ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
-	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build "$build" -j"$(nproc)" --target ohc_verbs_p2p_bench >/dev/null
-	bash ci/soft-roce/prepare.sh >/dev/null
-	build=$(cd "$build" && pwd)
+if ohc_bench_need_vm; then
+	build=$(ohc_bench_verbs_build "$top" "$build")
 	exec ci/soft-roce/run-vm.sh --rw "$build" --timeout 1500 -- \
 		env BYTES_PER_SIZE="$per" REPS="${REPS:-2}" \
 		MIN_KB="${MIN_KB:-64}" MAX_KB="${MAX_KB:-4096}" \
