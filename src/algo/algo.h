@@ -233,13 +233,16 @@ extern const struct ohc_algo ohc_algo_allreduce_ring;
 extern const struct ohc_algo ohc_algo_allreduce_rd;
 extern const struct ohc_algo ohc_algo_allreduce_hd;
 extern const struct ohc_algo ohc_algo_allreduce_2level;
+extern const struct ohc_algo ohc_algo_allreduce_linear;
 extern const struct ohc_algo ohc_algo_allgather_ring;
 extern const struct ohc_algo ohc_algo_allgatherv_ring;
 extern const struct ohc_algo ohc_algo_allgather_rd;
 extern const struct ohc_algo ohc_algo_allgather_bruck;
+extern const struct ohc_algo ohc_algo_allgather_linear;
 extern const struct ohc_algo ohc_algo_reduce_scatter_ring;
 extern const struct ohc_algo ohc_algo_reduce_scatterv_ring;
 extern const struct ohc_algo ohc_algo_reduce_scatter_rh;
+extern const struct ohc_algo ohc_algo_reduce_scatter_linear;
 /* Not in the automatic selection: for ops on exported memory only. */
 extern const struct ohc_algo ohc_algo_reduce_scatter_direct;
 extern const struct ohc_algo ohc_algo_bcast_binomial;

@@ -157,3 +157,42 @@ ohc_status_t ohc_allgather_own(const struct ohc_coll_args *a,
 	*src_p = src;
 	return OHC_OK;
 }
+
+/*
+ * The scratch holds a slot per rank; the own one is used only when the
+ * result buffer would overwrite the own block before its turn (the first
+ * reduce writes the result from x0 and x1, so at the same address ranks 0
+ * and 1 read their own block just in time). The sends leave in step 0,
+ * which completes before the reductions of step 1 write anything.
+ */
+ohc_status_t ohc_linear_reduce(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, const char *sb,
+			       uint64_t stride, uint64_t len)
+{
+	uint32_t n = a->nranks, r = a->rank;
+	size_t slot = ohc_align64(len);
+	char *rb = a->rbuf, *tmp = ohc_algo_scratch(s, n * slot);
+	const char *own = sb + r * stride;
+
+	if (!tmp)
+		return OHC_ERR_NO_MEMORY;
+	if (ohc_mem_overlap(rb, len, own, len) && (rb != own || r >= 2)) {
+		ohc_sched_copy(s, tmp + r * slot, own, len);
+		own = tmp + r * slot;
+	}
+	for (uint32_t k = 1; k < n; k++) {
+		uint32_t to = (r + k) % n, from = (r + n - k) % n;
+
+		ohc_sched_send(s, to, sb + to * stride, len);
+		ohc_sched_recv(s, from, tmp + from * slot, len);
+	}
+	ohc_sched_step(s);
+	for (uint32_t i = 1; i < n; i++) {
+		const char *x0 = r == 0 ? own : tmp;
+		const char *xi = i == r ? own : tmp + i * slot;
+
+		ohc_sched_reduce(s, rb, i == 1 ? x0 : rb, xi, len);
+	}
+	ohc_sched_step(s);
+	return OHC_OK;
+}

@@ -277,6 +277,43 @@ ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 		     uint32_t (*child)(uint32_t, uint32_t, uint32_t));
 
 /*
+ * The one-step algorithms (allgather_linear.c, allreduce_linear.c,
+ * reduce_scatter_linear.c; linear AlltoAll is alltoall_pairwise.c's):
+ * every message of a rank posted in one step. Over shm and self, where
+ * posting a message costs a fraction of its latency (cost.h send_us); not
+ * over RDMA, where every peer would write into one NIC at once. Messages
+ * of at most OHC_LINEAR_MSG_MAX bytes: forced beside recursive doubling
+ * and halving on 2 CPUs (bench/algo_sweep.sh at 4 and 8 ranks), they won
+ * up to 512 B-1 KiB messages and lost from 4-8 KiB (by 1.1-1.3x), where
+ * the model, which does not price a receiver's n-1 messages arriving at
+ * once, still prefers them. A forced one builds at any size. Two ranks
+ * exchange one message each way in the others already, with the
+ * reduction fused into the receive.
+ */
+#define OHC_LINEAR_MSG_MAX ((uint64_t)2048)
+
+static inline ohc_status_t ohc_linear_accepts(const struct ohc_coll_args *a,
+					      uint64_t msg_bytes)
+{
+	return a->nranks <= 2 || a->link == OHC_LINK_RDMA ||
+			       msg_bytes > OHC_LINEAR_MSG_MAX
+		       ? OHC_ERR_UNSUPPORTED
+		       : OHC_OK;
+}
+
+/*
+ * A rank's blocks reduced in one step (n > 1): block i of the input
+ * (len bytes at sb + i * stride; stride 0: the whole vector to everyone)
+ * goes to rank i, the n-1 blocks of the others arrive in scratch, and the
+ * next step reduces them into a->rbuf in rank order, x0 OP x1 OP ... OP
+ * x(n-1): the same expression on every rank, deterministic mode or not.
+ * OHC_OK or OHC_ERR_NO_MEMORY (blocks.c).
+ */
+ohc_status_t ohc_linear_reduce(const struct ohc_coll_args *a,
+			       struct ohc_sched *s, const char *sb,
+			       uint64_t stride, uint64_t len);
+
+/*
  * Scratch of bytes for s; NULL (s->status set, the build returns
  * OHC_ERR_NO_MEMORY and selection logs it) on failure.
  */

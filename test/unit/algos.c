@@ -1713,9 +1713,40 @@ Test(select, latency_small_bandwidth_large)
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLREDUCE, 6, large, OHC_LINK_RDMA, NULL)->name,
 		"ring");
+	/*
+	 * Over shm, small messages go in one step (common.h
+	 * OHC_LINEAR_MSG_MAX); over RDMA never.
+	 */
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLREDUCE, 8, small, OHC_LINK_SHM, NULL)->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 8, 1024, OHC_LINK_SHM, NULL)->name,
 		"recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLREDUCE, 2, small, OHC_LINK_SHM, NULL)->name,
+		"recursive_doubling"); /* the same schedule: the tie */
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 8, small, OHC_LINK_SHM, NULL)->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 8, 1024, OHC_LINK_SHM, NULL)->name,
+		"recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 8, small, OHC_LINK_RDMA, NULL)->name,
+		"recursive_doubling");
+	cr_assert_str_eq(
+		choose(OHC_COLL_REDUCE_SCATTER, 8, small, OHC_LINK_SHM, NULL)
+			->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_REDUCE_SCATTER, 8, 1024, OHC_LINK_SHM, NULL)
+			->name,
+		"recursive_halving");
+	cr_assert_str_eq(
+		choose(OHC_COLL_REDUCE_SCATTER, 8, small, OHC_LINK_RDMA, NULL)
+			->name,
+		"recursive_halving");
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLREDUCE, 8, large, OHC_LINK_SHM, NULL)->name,
 		"halving_doubling");
@@ -1765,15 +1796,15 @@ Test(select, latency_small_bandwidth_large)
 		choose(OHC_COLL_SCATTER, 8, small, OHC_LINK_SHM, NULL)->name,
 		"binomial");
 	cr_assert_str_eq(
-		choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_SHM, NULL)->name,
+		choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_RDMA, NULL)->name,
+		"bruck");
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 6, 1024, OHC_LINK_SHM, NULL)->name,
 		"bruck");
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLGATHER, 6, large / 6, OHC_LINK_SHM, NULL)
 			->name,
 		"ring");
-	cr_assert_str_eq(
-		choose(OHC_COLL_ALLGATHER, 8, small, OHC_LINK_SHM, NULL)->name,
-		"recursive_doubling");
 	/* power-of-two-only algorithms decline other rank counts */
 	cr_assert_str_neq(
 		choose(OHC_COLL_REDUCE_SCATTER, 6, small, OHC_LINK_RDMA, NULL)
@@ -1883,7 +1914,12 @@ Test(select, override_wins)
 				 ->name,
 			 "pairwise");
 	/* recursive doubling allgather needs a power of two: automatic */
-	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, 2, OHC_LINK_SHM,
+	cr_assert_str_eq(
+		choose(OHC_COLL_ALLGATHER, 6, 2, OHC_LINK_SHM,
+		       "level0:NA;level1:H-D_R")
+			->name,
+		choose(OHC_COLL_ALLGATHER, 6, 2, OHC_LINK_SHM, NULL)->name);
+	cr_assert_str_eq(choose(OHC_COLL_ALLGATHER, 6, 2, OHC_LINK_RDMA,
 				"level0:NA;level1:H-D_R")
 				 ->name,
 			 "bruck");
