@@ -248,6 +248,7 @@ extern const struct ohc_algo ohc_algo_reduce_scatter_direct;
 extern const struct ohc_algo ohc_algo_bcast_binomial;
 extern const struct ohc_algo ohc_algo_bcast_scatter_ag;
 extern const struct ohc_algo ohc_algo_bcast_chain;
+extern const struct ohc_algo ohc_algo_bcast_linear;
 extern const struct ohc_algo ohc_algo_reduce_binomial;
 extern const struct ohc_algo ohc_algo_reduce_chain;
 extern const struct ohc_algo ohc_algo_scatter_binomial;

@@ -29,6 +29,7 @@ static const struct ohc_algo *const candidates[] = {
 	&ohc_algo_bcast_binomial,
 	&ohc_algo_bcast_scatter_ag,
 	&ohc_algo_bcast_chain,
+	&ohc_algo_bcast_linear,
 	&ohc_algo_reduce_binomial,
 	&ohc_algo_reduce_chain,
 	&ohc_algo_scatter_binomial,

@@ -125,19 +125,33 @@ static const struct ohc_cost_params unit_alpha = {.alpha_us = 1.0,
 						  .send_us = 1e-9};
 
 /*
- * What the agreement adds to al with costs c on nranks: alpha for each of
- * its 1 + ceil(log2 n) steps beyond the algorithm's own steps (the cost
- * function priced with unit_alpha); 0 if al's op needs none.
+ * What the agreement adds to al with costs c on nranks (steps: al's own,
+ * its cost function priced with unit_alpha), the cheaper way: the
+ * dissemination costs alpha for each of its 1 + ceil(log2 n) steps beyond
+ * al's; at once (ohc_sched_weave_agreement) n-1 more sends in step 0,
+ * send_us each, which a schedule of one step pays rather than log2 n more
+ * steps. 0 if al's op needs none. *at_once_p (may be NULL): which. It
+ * depends on al, c, nranks and the step count only, the same on every
+ * rank (the candidates of the V ops take n-1 steps whatever the counts),
+ * so all ranks weave alike.
  */
 static double agreement_us(const struct ohc_algo *al,
 			   const struct ohc_cost_params *c, double steps,
-			   uint32_t nranks)
+			   uint32_t nranks, bool *at_once_p)
 {
-	double rounds = 1 + ohc_log2_ceil(nranks);
+	double rounds = 1 + ohc_log2_ceil(nranks), spread, at_once;
 
-	if (!ohc_algo_needs_agreement(al->op) || nranks < 2 || rounds <= steps)
+	if (at_once_p)
+		*at_once_p = false;
+	if (!ohc_algo_needs_agreement(al->op) || nranks < 2)
 		return 0;
-	return c->alpha_us * (rounds - steps);
+	spread = rounds > steps ? c->alpha_us * (rounds - steps) : 0;
+	at_once = (nranks - 1) * ohc_cost_send_us(c);
+	if (at_once >= spread)
+		return spread;
+	if (at_once_p)
+		*at_once_p = true;
+	return at_once;
 }
 
 /* al's time with costs c as they are: what selection ranks by */
@@ -150,8 +164,8 @@ static double cost_flat(const struct ohc_algo *al,
 	if (!al->cost || nranks < 2)
 		return 0;
 	return al->cost(c, bytes, nranks) +
-	       agreement_us(al, c, al->cost(&unit_alpha, bytes, nranks),
-			    nranks);
+	       agreement_us(al, c, al->cost(&unit_alpha, bytes, nranks), nranks,
+			    NULL);
 }
 
 /*
@@ -273,7 +287,7 @@ static double candidate_us(const struct ohc_coll_args *a,
 		     agreement_us(
 			     al, cp,
 			     al->cost_sliced(&unit_alpha, bytes, a->nranks, sl),
-			     a->nranks);
+			     a->nranks, NULL);
 	} else {
 		us = cost_flat(al, cp, bytes, a->nranks);
 	}
@@ -329,6 +343,23 @@ int ohc_algo_needs_agreement(enum ohc_coll_op op)
 	}
 }
 
+/* Whether al's schedule in slices pieces gets its agreement at once. */
+static bool agree_at_once(const struct ohc_coll_args *a,
+			  const struct ohc_algo *al, uint32_t slices)
+{
+	uint64_t bytes = ohc_coll_bytes(a);
+	double steps =
+		slices > 1 && al->cost_sliced
+			? al->cost_sliced(&unit_alpha, bytes, a->nranks, slices)
+		: al->cost ? al->cost(&unit_alpha, bytes, a->nranks)
+			   : 1;
+	bool at_once;
+
+	agreement_us(al, ohc_cost_params_get(a->link), steps, a->nranks,
+		     &at_once);
+	return at_once;
+}
+
 static ohc_status_t try_build(const struct ohc_coll_args *a,
 			      struct ohc_sched *s, const struct ohc_algo *al,
 			      uint32_t slices)
@@ -346,7 +377,8 @@ static ohc_status_t try_build(const struct ohc_coll_args *a,
 	 */
 	if (status == OHC_OK && ohc_algo_needs_agreement(a->op) &&
 	    (a->count || a->send_counts || a->recv_counts))
-		ohc_sched_weave_agreement(s, a->rank, a->nranks);
+		ohc_sched_weave_agreement(s, a->rank, a->nranks,
+					  agree_at_once(a, al, slices));
 	if (status == OHC_OK && s->status < 0)
 		status = s->status;
 	if (status == OHC_ERR_NO_MEMORY)

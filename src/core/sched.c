@@ -249,14 +249,14 @@ ohc_status_t ohc_sched_pipeline(struct ohc_sched *s, uint32_t slices,
 static char agree_sink[1];
 
 void ohc_sched_weave_agreement(struct ohc_sched *s, uint32_t rank,
-			       uint32_t nranks)
+			       uint32_t nranks, bool at_once)
 {
 	struct ohc_sched w;
 	unsigned rounds = 1, nsteps;
 
 	if (s->status || nranks < 2)
 		return;
-	for (uint32_t d = 1; d < nranks; d <<= 1)
+	for (uint32_t d = 1; d < nranks && !at_once; d <<= 1)
 		rounds++;
 	nsteps = s->nsteps > rounds ? s->nsteps : rounds;
 	ohc_sched_init(&w);
@@ -271,11 +271,16 @@ void ohc_sched_weave_agreement(struct ohc_sched *s, uint32_t rank,
 		}
 		begin = end;
 		if (i < rounds) {
-			uint32_t d = i ? (1u << (i - 1)) % nranks : 1;
+			/* distance 1, then 2^(i-1); at once: every distance */
+			uint32_t first = i ? (1u << (i - 1)) % nranks : 1;
+			uint32_t last = at_once ? nranks - 1 : first;
 
-			ohc_sched_send(&w, (rank + d) % nranks, agree_sink, 0);
-			ohc_sched_recv(&w, (rank + nranks - d) % nranks,
-				       agree_sink, 0);
+			for (uint32_t d = first; d <= last; d++) {
+				ohc_sched_send(&w, (rank + d) % nranks,
+					       agree_sink, 0);
+				ohc_sched_recv(&w, (rank + nranks - d) % nranks,
+					       agree_sink, 0);
+			}
 		}
 		ohc_sched_step(&w);
 	}

@@ -22,6 +22,7 @@
  * in the same step reads or writes, and sends and receives of one step
  * must not write memory another transfer of the step reads or writes.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -144,8 +145,14 @@ ohc_status_t ohc_sched_pipeline(struct ohc_sched *s, uint32_t slices,
  * every rank (broadcast, reduce, scatter), where a mismatch (a different
  * root, say) could otherwise let some ranks finish with wrong data. Costs
  * no extra step when the schedule has that many already.
+ *
+ * at_once: instead, in step 0 each rank sends to every other rank and
+ * receives from every other rank (after the step's own transfers): every
+ * rank checks every signature before it can finish step 0, so a mismatch
+ * anywhere fails everyone in that step. n-1 messages each way where the
+ * dissemination has one, but no step beyond a one-step schedule's.
  */
 void ohc_sched_weave_agreement(struct ohc_sched *s, uint32_t rank,
-			       uint32_t nranks);
+			       uint32_t nranks, bool at_once);
 
 #endif

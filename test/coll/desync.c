@@ -3,7 +3,9 @@
  * Mismatched calls across ranks through the public API: 4 processes, a
  * correct AllReduce first, then rank 2 alone calls with a different
  * count, dtype, reduce op or root (each in a fresh communicator), on the
- * NULL stream and on a real stream; and rank 2 calling ReduceScatter
+ * NULL stream and on a real stream (a root also for a small Broadcast and
+ * a Scatter, one-step schedules that check every signature in their one
+ * step); and rank 2 calling ReduceScatter
  * while the others call AllReduce. Every rank must fail with HCCL_E_PARA
  * (the ranks that receive the mismatching message detect it, the others
  * learn it from the failed peer), well before HCCL_EXEC_TIMEOUT, so no
@@ -30,14 +32,35 @@
 #define BOUND_S 15.0	  /* far below it: nobody just timed out */
 #define COUNT 1000
 
-enum what { W_COUNT, W_DTYPE, W_OP, W_ROOT, W_BCAST_ROOT, W_COLL };
+/* SMALL elements: a one-step schedule (linear broadcast and scatter over
+ * shm), whose agreement is every rank to every rank in that step */
+#define SMALL 16
+
+enum what {
+	W_COUNT,
+	W_DTYPE,
+	W_OP,
+	W_ROOT,
+	W_BCAST_ROOT,
+	W_COLL,
+	W_SMALL_BCAST_ROOT,
+	W_SCATTER_ROOT,
+};
 
 #define THREADS 2 /* run()'s use_stream: thread ranks, no stream */
 static const char *mode_name[] = {"NULL stream", "real stream",
 				  "thread ranks"};
 
-static const char *what_name[] = {"count", "dtype",	     "op",
-				  "root",  "broadcast root", "collective"};
+static const char *what_name[] = {
+	"count",
+	"dtype",
+	"op",
+	"root",
+	"broadcast root",
+	"collective",
+	"small broadcast root",
+	"scatter root",
+};
 
 struct shared {
 	HcclRootInfo root;
@@ -76,6 +99,12 @@ static HcclResult odd_call(enum what w, int rank, float *send, float *recv,
 	case W_BCAST_ROOT:
 		return HcclBroadcast(send, COUNT, HCCL_DATA_TYPE_FP32,
 				     odd ? 1 : 0, comm, stream);
+	case W_SMALL_BCAST_ROOT:
+		return HcclBroadcast(send, SMALL, HCCL_DATA_TYPE_FP32,
+				     odd ? 1 : 0, comm, stream);
+	case W_SCATTER_ROOT:
+		return HcclScatter(send, recv, SMALL / NR, HCCL_DATA_TYPE_FP32,
+				   odd ? 1 : 0, comm, stream);
 	case W_COLL:
 		/* same bytes on the wire per rank, another operation */
 		if (odd)
@@ -272,6 +301,31 @@ Test(desync, bcast_root_sync, .timeout = 120)
 Test(desync, bcast_root_stream, .timeout = 120)
 {
 	run(W_BCAST_ROOT, 1);
+}
+
+Test(desync, small_bcast_root_sync, .timeout = 120)
+{
+	run(W_SMALL_BCAST_ROOT, 0);
+}
+
+Test(desync, small_bcast_root_stream, .timeout = 120)
+{
+	run(W_SMALL_BCAST_ROOT, 1);
+}
+
+Test(desync, small_bcast_root_threads, .timeout = 120)
+{
+	run(W_SMALL_BCAST_ROOT, THREADS);
+}
+
+Test(desync, scatter_root_sync, .timeout = 120)
+{
+	run(W_SCATTER_ROOT, 0);
+}
+
+Test(desync, scatter_root_stream, .timeout = 120)
+{
+	run(W_SCATTER_ROOT, 1);
 }
 
 Test(desync, collective_sync, .timeout = 120)

@@ -1776,8 +1776,10 @@ Test(select, latency_small_bandwidth_large)
 	/*
 	 * Over shm a sender posts a message in send_us, a fifth of alpha:
 	 * one step of n-1 messages costs less than Bruck's log2 n steps up
-	 * to 16 ranks, not at 32; a Scatter's single step still pays the
-	 * agreement's rounds, so the tree keeps it.
+	 * to 16 ranks, not at 32. A Scatter's or Broadcast's single step
+	 * gets the agreement of rooted ops in that step (n-1 more messages
+	 * each way, not log2 n more steps), so it beats the tree too; over
+	 * RDMA, where a message costs its sender a whole alpha, it does not.
 	 */
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLTOALL, 8, small, OHC_LINK_SHM, NULL)->name,
@@ -1794,6 +1796,15 @@ Test(select, latency_small_bandwidth_large)
 		"linear");
 	cr_assert_str_eq(
 		choose(OHC_COLL_SCATTER, 8, small, OHC_LINK_SHM, NULL)->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_SCATTER, 8, small, OHC_LINK_RDMA, NULL)->name,
+		"binomial");
+	cr_assert_str_eq(
+		choose(OHC_COLL_BROADCAST, 8, small, OHC_LINK_SHM, NULL)->name,
+		"linear");
+	cr_assert_str_eq(
+		choose(OHC_COLL_BROADCAST, 8, 1024, OHC_LINK_SHM, NULL)->name,
 		"binomial");
 	cr_assert_str_eq(
 		choose(OHC_COLL_ALLGATHER, 6, small, OHC_LINK_RDMA, NULL)->name,
@@ -2704,10 +2715,11 @@ Test(select, shared_cpus)
 	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 4, big, OHC_LINK_RDMA, NULL,
 			       2, NULL),
 		     &ohc_algo_bcast_binomial);
-	/* small vectors: the tree either way */
+	/* small vectors: one step either way, its agreement in it */
 	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 8, 2, OHC_LINK_SHM, NULL, 2,
-			       NULL),
-		     &ohc_algo_bcast_binomial);
+			       &steps),
+		     &ohc_algo_bcast_linear);
+	cr_assert_eq(steps, 1);
 	/* a chain asked for is built whole: 7 steps, no slices */
 	cr_assert_eq(choose_on(OHC_COLL_BROADCAST, 8, big, OHC_LINK_SHM,
 			       "level0:NA;level1:pipeline", 2, &steps),
