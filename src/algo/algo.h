@@ -251,6 +251,7 @@ extern const struct ohc_algo ohc_algo_bcast_chain;
 extern const struct ohc_algo ohc_algo_bcast_linear;
 extern const struct ohc_algo ohc_algo_reduce_binomial;
 extern const struct ohc_algo ohc_algo_reduce_chain;
+extern const struct ohc_algo ohc_algo_reduce_linear;
 extern const struct ohc_algo ohc_algo_scatter_binomial;
 extern const struct ohc_algo ohc_algo_scatter_linear;
 extern const struct ohc_algo ohc_algo_alltoall_pairwise;

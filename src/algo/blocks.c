@@ -167,26 +167,32 @@ ohc_status_t ohc_allgather_own(const struct ohc_coll_args *a,
  */
 ohc_status_t ohc_linear_reduce(const struct ohc_coll_args *a,
 			       struct ohc_sched *s, const char *sb,
-			       uint64_t stride, uint64_t len)
+			       uint64_t stride, uint64_t len, bool to_root)
 {
 	uint32_t n = a->nranks, r = a->rank;
+	bool gets = !to_root || r == a->root;
 	size_t slot = ohc_align64(len);
-	char *rb = a->rbuf, *tmp = ohc_algo_scratch(s, n * slot);
+	char *rb = a->rbuf, *tmp = NULL;
 	const char *own = sb + r * stride;
 
-	if (!tmp)
+	if (gets && !(tmp = ohc_algo_scratch(s, n * slot)))
 		return OHC_ERR_NO_MEMORY;
-	if (ohc_mem_overlap(rb, len, own, len) && (rb != own || r >= 2)) {
+	if (gets && ohc_mem_overlap(rb, len, own, len) &&
+	    (rb != own || r >= 2)) {
 		ohc_sched_copy(s, tmp + r * slot, own, len);
 		own = tmp + r * slot;
 	}
 	for (uint32_t k = 1; k < n; k++) {
 		uint32_t to = (r + k) % n, from = (r + n - k) % n;
 
-		ohc_sched_send(s, to, sb + to * stride, len);
-		ohc_sched_recv(s, from, tmp + from * slot, len);
+		if (!to_root || to == a->root)
+			ohc_sched_send(s, to, sb + to * stride, len);
+		if (gets)
+			ohc_sched_recv(s, from, tmp + from * slot, len);
 	}
 	ohc_sched_step(s);
+	if (!gets)
+		return OHC_OK;
 	for (uint32_t i = 1; i < n; i++) {
 		const char *x0 = r == 0 ? own : tmp;
 		const char *xi = i == r ? own : tmp + i * slot;

@@ -307,11 +307,12 @@ static inline ohc_status_t ohc_linear_accepts(const struct ohc_coll_args *a,
  * goes to rank i, the n-1 blocks of the others arrive in scratch, and the
  * next step reduces them into a->rbuf in rank order, x0 OP x1 OP ... OP
  * x(n-1): the same expression on every rank, deterministic mode or not.
- * OHC_OK or OHC_ERR_NO_MEMORY (blocks.c).
+ * to_root: only a->root receives and reduces, the others send it theirs
+ * (Reduce). OHC_OK or OHC_ERR_NO_MEMORY (blocks.c).
  */
 ohc_status_t ohc_linear_reduce(const struct ohc_coll_args *a,
 			       struct ohc_sched *s, const char *sb,
-			       uint64_t stride, uint64_t len);
+			       uint64_t stride, uint64_t len, bool to_root);
 
 /*
  * Scratch of bytes for s; NULL (s->status set, the build returns

@@ -22,7 +22,7 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 		return ohc_algo_single(s, a->rbuf, a->sbuf, blk);
 	if (blk == 0)
 		return OHC_OK;
-	return ohc_linear_reduce(a, s, a->sbuf, blk, blk);
+	return ohc_linear_reduce(a, s, a->sbuf, blk, blk, false);
 }
 
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)

@@ -32,6 +32,7 @@ static const struct ohc_algo *const candidates[] = {
 	&ohc_algo_bcast_linear,
 	&ohc_algo_reduce_binomial,
 	&ohc_algo_reduce_chain,
+	&ohc_algo_reduce_linear,
 	&ohc_algo_scatter_binomial,
 	&ohc_algo_scatter_linear,
 	&ohc_algo_alltoall_bruck,

@@ -3,9 +3,9 @@
  * Mismatched calls across ranks through the public API: 4 processes, a
  * correct AllReduce first, then rank 2 alone calls with a different
  * count, dtype, reduce op or root (each in a fresh communicator), on the
- * NULL stream and on a real stream (a root also for a small Broadcast and
- * a Scatter, one-step schedules that check every signature in their one
- * step); and rank 2 calling ReduceScatter
+ * NULL stream and on a real stream (a root also for a small Broadcast, Reduce
+ * and a Scatter, one-step schedules that check every signature in their
+ * one step); and rank 2 calling ReduceScatter
  * while the others call AllReduce. Every rank must fail with HCCL_E_PARA
  * (the ranks that receive the mismatching message detect it, the others
  * learn it from the failed peer), well before HCCL_EXEC_TIMEOUT, so no
@@ -45,6 +45,7 @@ enum what {
 	W_COLL,
 	W_SMALL_BCAST_ROOT,
 	W_SCATTER_ROOT,
+	W_SMALL_ROOT,
 };
 
 #define THREADS 2 /* run()'s use_stream: thread ranks, no stream */
@@ -102,6 +103,9 @@ static HcclResult odd_call(enum what w, int rank, float *send, float *recv,
 	case W_SMALL_BCAST_ROOT:
 		return HcclBroadcast(send, SMALL, HCCL_DATA_TYPE_FP32,
 				     odd ? 1 : 0, comm, stream);
+	case W_SMALL_ROOT:
+		return HcclReduce(send, recv, SMALL, HCCL_DATA_TYPE_FP32,
+				  HCCL_REDUCE_SUM, odd ? 1 : 0, comm, stream);
 	case W_SCATTER_ROOT:
 		return HcclScatter(send, recv, SMALL / NR, HCCL_DATA_TYPE_FP32,
 				   odd ? 1 : 0, comm, stream);
@@ -326,6 +330,16 @@ Test(desync, scatter_root_sync, .timeout = 120)
 Test(desync, scatter_root_stream, .timeout = 120)
 {
 	run(W_SCATTER_ROOT, 1);
+}
+
+Test(desync, small_root_sync, .timeout = 120)
+{
+	run(W_SMALL_ROOT, 0);
+}
+
+Test(desync, small_root_stream, .timeout = 120)
+{
+	run(W_SMALL_ROOT, 1);
 }
 
 Test(desync, collective_sync, .timeout = 120)
