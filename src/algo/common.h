@@ -278,7 +278,8 @@ ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 
 /*
  * The one-step algorithms (allgather_linear.c, allreduce_linear.c,
- * reduce_scatter_linear.c; linear AlltoAll is alltoall_pairwise.c's):
+ * reduce_scatter_linear.c, bcast_linear.c, reduce_linear.c; linear
+ * AlltoAll is alltoall_pairwise.c's, and has no size limit):
  * every message of a rank posted in one step. Over shm and self, where
  * posting a message costs a fraction of its latency (cost.h send_us); not
  * over RDMA, where every peer would write into one NIC at once. Messages
