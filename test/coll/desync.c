@@ -32,8 +32,8 @@
 #define BOUND_S 15.0	  /* far below it: nobody just timed out */
 #define COUNT 1000
 
-/* SMALL elements: a one-step schedule (linear broadcast and scatter over
- * shm), whose agreement is every rank to every rank in that step */
+/* SMALL elements: a one-step schedule (linear Broadcast, Reduce and
+ * Scatter over shm), whose agreement is every rank to every rank in it */
 #define SMALL 16
 
 enum what {
@@ -61,7 +61,10 @@ static const char *what_name[] = {
 	"collective",
 	"small broadcast root",
 	"scatter root",
+	"small root",
 };
+_Static_assert(sizeof(what_name) / sizeof(what_name[0]) == W_SMALL_ROOT + 1,
+	       "a name for every mismatch");
 
 struct shared {
 	HcclRootInfo root;
