@@ -364,6 +364,63 @@ Test(sim_timing, agreement_steps_as_the_model_prices_them)
 			     ohc_cost_params_get(OHC_LINK_RDMA), 64, 2));
 }
 
+/* Selection's own choice (no override), as HcclBroadcast calls it. */
+static ohc_status_t bcast_auto_args(void *ctx, uint32_t rank,
+				    struct ohc_coll_args *a)
+{
+	bcast_args(ctx, rank, a);
+	a->algo_override = NULL;
+	return OHC_OK;
+}
+
+/*
+ * A one-step schedule gets the agreement at once (every rank to every
+ * rank in its step) where that is cheaper than the dissemination's
+ * log2 n more steps: a small Broadcast over shm on 8 ranks is linear and
+ * one step. The model charges the root's n-1 agreement messages send_us
+ * each after its n-1 data messages, a + (2n-3) send_us + the bytes; the
+ * simulator lets an empty message leave at once (its rule: a header
+ * behind the data), so it sees a + (n-2) send_us + the bytes, in both
+ * modes: the model is the upper bound. Over RDMA, where every message
+ * costs its sender alpha, the tree and the dissemination's extra step.
+ */
+Test(sim_timing, agreement_at_once_in_a_one_step_schedule)
+{
+	struct tc t = {OHC_COLL_BROADCAST, 2, 3, OHC_LINK_SHM};
+	const struct ohc_cost_params *c = ohc_cost_params_get(OHC_LINK_SHM);
+	const struct ohc_cost_params *rdma = ohc_cost_params_get(OHC_LINK_RDMA);
+	const uint32_t n = 8;
+	double model = ohc_algo_cost(&ohc_algo_bcast_linear, c, t.count * 4, n);
+	double sim_want =
+		c->alpha_us + (n - 2) * c->send_us + (n - 1) * 8 * c->beta_us;
+	struct ohc_sim_stats st[8];
+	struct ohc_sim a = {0}, b = {0};
+
+	cr_assert(fabs(model - sim_want - (n - 1) * c->send_us) < 1e-9,
+		  "model %.4f us", model);
+	memset(st, 0, sizeof(st));
+	a.stats = st;
+	a.nranks = b.nranks = n;
+	a.args_fn = b.args_fn = bcast_auto_args;
+	a.ctx = b.ctx = &t;
+	a.dry_run = 1;
+	b.timing = 1;
+	cr_assert_eq(ohc_sim_run(&a), OHC_OK, "%s", a.err);
+	cr_assert_eq(ohc_sim_run(&b), OHC_OK, "%s", b.err);
+	cr_assert(fabs(a.time_us - sim_want) <= 1e-9 * sim_want &&
+			  fabs(b.time_us - sim_want) <= 1e-9 * sim_want,
+		  "linear broadcast n=%u: simulated %.4f / %.4f us, want "
+		  "%.4f (model %.4f)",
+		  n, a.time_us, b.time_us, sim_want, model);
+	/* the root's data and, from every rank, an empty message to each */
+	for (uint32_t r = 0; r < n; r++)
+		cr_assert_eq(st[r].msgs_sent, r == t.root ? 2 * (n - 1) : n - 1,
+			     "rank %u sent %llu messages", r,
+			     (unsigned long long)st[r].msgs_sent);
+	cr_assert_eq(ohc_algo_cost(&ohc_algo_bcast_binomial, rdma, 8, n),
+		     ohc_algo_bcast_binomial.cost(rdma, 8, n) + rdma->alpha_us);
+}
+
 /*
  * shm zero copy is per message and only out of the user's buffers:
  * recursive halving's first step sends half the user's send buffer, the
