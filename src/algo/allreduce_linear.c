@@ -18,13 +18,7 @@ static ohc_status_t accepts(const struct ohc_coll_args *a)
 
 static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
-	uint64_t bytes = a->count * a->esize;
-
-	if (a->nranks == 1)
-		return ohc_algo_single(s, a->rbuf, a->sbuf, bytes);
-	if (bytes == 0)
-		return OHC_OK;
-	return ohc_linear_reduce(a, s, a->sbuf, 0, bytes, false);
+	return ohc_linear_reduce(a, s, a->sbuf, 0, a->count * a->esize, false);
 }
 
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)

@@ -175,6 +175,10 @@ ohc_status_t ohc_linear_reduce(const struct ohc_coll_args *a,
 	char *rb = a->rbuf, *tmp = NULL;
 	const char *own = sb + r * stride;
 
+	if (n == 1)
+		return ohc_algo_single(s, rb, sb, len);
+	if (len == 0)
+		return OHC_OK;
 	if (gets && !(tmp = ohc_algo_scratch(s, n * slot)))
 		return OHC_ERR_NO_MEMORY;
 	if (gets && ohc_mem_overlap(rb, len, own, len) &&

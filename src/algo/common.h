@@ -303,13 +303,14 @@ static inline ohc_status_t ohc_linear_accepts(const struct ohc_coll_args *a,
 }
 
 /*
- * A rank's blocks reduced in one step (n > 1): block i of the input
+ * A rank's blocks reduced in one step: block i of the input
  * (len bytes at sb + i * stride; stride 0: the whole vector to everyone)
  * goes to rank i, the n-1 blocks of the others arrive in scratch, and the
  * next step reduces them into a->rbuf in rank order, x0 OP x1 OP ... OP
  * x(n-1): the same expression on every rank, deterministic mode or not.
  * to_root: only a->root receives and reduces, the others send it theirs
- * (Reduce). OHC_OK or OHC_ERR_NO_MEMORY (blocks.c).
+ * (Reduce). One rank: a copy; len 0: nothing. OHC_OK or
+ * OHC_ERR_NO_MEMORY (blocks.c).
  */
 ohc_status_t ohc_linear_reduce(const struct ohc_coll_args *a,
 			       struct ohc_sched *s, const char *sb,

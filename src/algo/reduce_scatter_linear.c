@@ -18,10 +18,6 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 {
 	uint64_t blk = a->count * a->esize;
 
-	if (a->nranks == 1)
-		return ohc_algo_single(s, a->rbuf, a->sbuf, blk);
-	if (blk == 0)
-		return OHC_OK;
 	return ohc_linear_reduce(a, s, a->sbuf, blk, blk, false);
 }
 

@@ -1747,10 +1747,6 @@ Test(select, latency_small_bandwidth_large)
 			->name,
 		"recursive_halving");
 	cr_assert_str_eq(
-		choose(OHC_COLL_REDUCE_SCATTER, 8, small, OHC_LINK_RDMA, NULL)
-			->name,
-		"recursive_halving");
-	cr_assert_str_eq(
 		choose(OHC_COLL_ALLREDUCE, 8, large, OHC_LINK_SHM, NULL)->name,
 		"halving_doubling");
 	cr_assert_str_eq(
