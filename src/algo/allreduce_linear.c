@@ -21,10 +21,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	return ohc_linear_reduce(a, s, a->sbuf, 0, a->count * a->esize, false);
 }
 
+/* n vectors' worth of messages, each reduced */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return ohc_cost_fan_out(c, bytes * n, n) +
-	       (double)(n - 1) * (double)bytes * c->gamma_us;
+	return ohc_cost_fan_out_reduce(c, bytes * n, n);
 }
 
 const struct ohc_algo ohc_algo_allreduce_linear = {

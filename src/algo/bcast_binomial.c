@@ -24,18 +24,10 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes, 1, 0));
 }
 
-/* every rank but the root receives the vector once: (p - 1)(a + nb) */
-static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
-		   uint32_t slices)
-{
-	(void)slices;
-	return (n - 1) * (c->alpha_us + ohc_cost_bytes(c, (double)bytes, 1, 0));
-}
-
 const struct ohc_algo ohc_algo_bcast_binomial = {
 	.name = "binomial",
 	.op = OHC_COLL_BROADCAST,
 	.build = build,
 	.cost = cost,
-	.work = work,
+	.work = ohc_bcast_work, /* (p - 1)(a + nb) */
 };

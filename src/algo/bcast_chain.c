@@ -50,14 +50,6 @@ static double cost_sliced(const struct ohc_cost_params *c, uint64_t bytes,
 	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / slices, 1, 0));
 }
 
-/* every rank but the root receives the vector once, in S messages */
-static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
-		   uint32_t slices)
-{
-	return (double)(n - 1) * slices *
-	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / slices, 1, 0));
-}
-
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	double us;
@@ -72,5 +64,5 @@ const struct ohc_algo ohc_algo_bcast_chain = {
 	.build = build,
 	.cost = cost,
 	.cost_sliced = cost_sliced,
-	.work = work,
+	.work = ohc_bcast_work, /* (p - 1) S (a + nb/S) */
 };

@@ -40,19 +40,11 @@ static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 	return ohc_cost_fan_out(c, bytes * n, n);
 }
 
-/* every rank but the root receives the vector once: (p - 1)(a + nb) */
-static double work(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n,
-		   uint32_t slices)
-{
-	(void)slices;
-	return (n - 1) * (c->alpha_us + (double)bytes * c->beta_us);
-}
-
 const struct ohc_algo ohc_algo_bcast_linear = {
 	.name = "linear",
 	.op = OHC_COLL_BROADCAST,
 	.build = build,
 	.accepts = accepts,
 	.cost = cost,
-	.work = work,
+	.work = ohc_bcast_work, /* (p - 1)(a + nb) */
 };

@@ -269,6 +269,18 @@ static inline ohc_status_t ohc_reduce_end(const struct ohc_coll_args *a,
  * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
  * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
  */
+/*
+ * A broadcast's work (ohc_algo.work) where every rank but the root
+ * receives the vector once, in slices messages: the binomial tree, the
+ * chain, linear.
+ */
+static inline double ohc_bcast_work(const struct ohc_cost_params *c,
+				    uint64_t bytes, uint32_t n, uint32_t slices)
+{
+	return (double)(n - 1) * slices *
+	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / slices, 1, 0));
+}
+
 ohc_status_t
 ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 		     uint32_t (*rounds)(uint32_t),

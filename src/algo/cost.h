@@ -74,15 +74,25 @@ static inline double ohc_cost_send_us(const struct ohc_cost_params *c)
 }
 
 /*
- * One step in which a rank posts n-1 messages, bytes/n each (linear
- * AlltoAll, linear Scatter): they leave send_us apart and their
- * latencies overlap, a + (n-2) send_us + (n-1)/n bytes beta.
+ * One step in which a rank posts n-1 messages, bytes/n each (the linear
+ * algorithms: AlltoAll, AllGather, Broadcast, Scatter): they leave
+ * send_us apart and their latencies overlap, a + (n-2) send_us + (n-1)/n
+ * bytes beta.
  */
 static inline double ohc_cost_fan_out(const struct ohc_cost_params *c,
 				      uint64_t bytes, uint32_t n)
 {
 	return c->alpha_us + (n > 2 ? n - 2 : 0) * ohc_cost_send_us(c) +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;
+}
+
+/* The same, each message reduced where it arrives (linear AllReduce and
+ * ReduceScatter): + (n-1)/n bytes gamma. */
+static inline double ohc_cost_fan_out_reduce(const struct ohc_cost_params *c,
+					     uint64_t bytes, uint32_t n)
+{
+	return ohc_cost_fan_out(c, bytes, n) +
+	       (double)(n - 1) / n * (double)bytes * c->gamma_us;
 }
 
 /* 1 if a message of len bytes out of the user's buffers goes zero-copy. */

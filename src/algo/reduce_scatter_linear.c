@@ -21,16 +21,10 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	return ohc_linear_reduce(a, s, a->sbuf, blk, blk, false);
 }
 
-static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
-{
-	return ohc_cost_fan_out(c, bytes, n) +
-	       (double)(n - 1) / n * (double)bytes * c->gamma_us;
-}
-
 const struct ohc_algo ohc_algo_reduce_scatter_linear = {
 	.name = "linear",
 	.op = OHC_COLL_REDUCE_SCATTER,
 	.build = build,
 	.accepts = accepts,
-	.cost = cost,
+	.cost = ohc_cost_fan_out_reduce,
 };

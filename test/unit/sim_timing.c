@@ -315,6 +315,25 @@ static ohc_status_t bcast_args(void *ctx, uint32_t rank,
 }
 
 /*
+ * Simulate n ranks of args_fn's op in both modes: *a a dry run (with
+ * stats, if given), *b the timing mode. Both must succeed.
+ */
+static void sim_both(uint32_t n, ohc_sim_args_fn args_fn, void *ctx,
+		     struct ohc_sim_stats *stats, struct ohc_sim *a,
+		     struct ohc_sim *b)
+{
+	*a = (struct ohc_sim){.nranks = n,
+			      .args_fn = args_fn,
+			      .ctx = ctx,
+			      .dry_run = 1,
+			      .stats = stats};
+	*b = (struct ohc_sim){
+		.nranks = n, .args_fn = args_fn, .ctx = ctx, .timing = 1};
+	cr_assert_eq(ohc_sim_run(a), OHC_OK, "%s", a->err);
+	cr_assert_eq(ohc_sim_run(b), OHC_OK, "%s", b->err);
+}
+
+/*
  * The agreement woven into rooted ops (ohc_sched_weave_agreement):
  * 1 + ceil(log2 n) steps of empty messages, which ride along with the
  * algorithm's in the steps it has. A binomial broadcast (ceil(log2 n)
@@ -339,13 +358,7 @@ Test(sim_timing, agreement_steps_as_the_model_prices_them)
 							    ns[k]) -
 			       c->alpha_us) < 1e-9,
 			  "n=%u: the agreement adds one step", ns[k]);
-		a.nranks = b.nranks = ns[k];
-		a.args_fn = b.args_fn = bcast_args;
-		a.ctx = b.ctx = &t;
-		a.dry_run = 1;
-		b.timing = 1;
-		cr_assert_eq(ohc_sim_run(&a), OHC_OK, "%s", a.err);
-		cr_assert_eq(ohc_sim_run(&b), OHC_OK, "%s", b.err);
+		sim_both(ns[k], bcast_args, &t, NULL, &a, &b);
 		cr_assert(fabs(a.time_us - want) <= 1e-9 * want &&
 				  fabs(b.time_us - want) <= 1e-9 * want,
 			  "binomial broadcast n=%u: simulated %.3f / %.3f us, "
@@ -399,14 +412,7 @@ Test(sim_timing, agreement_at_once_in_a_one_step_schedule)
 	cr_assert(fabs(model - sim_want - (n - 1) * c->send_us) < 1e-9,
 		  "model %.4f us", model);
 	memset(st, 0, sizeof(st));
-	a.stats = st;
-	a.nranks = b.nranks = n;
-	a.args_fn = b.args_fn = bcast_auto_args;
-	a.ctx = b.ctx = &t;
-	a.dry_run = 1;
-	b.timing = 1;
-	cr_assert_eq(ohc_sim_run(&a), OHC_OK, "%s", a.err);
-	cr_assert_eq(ohc_sim_run(&b), OHC_OK, "%s", b.err);
+	sim_both(n, bcast_auto_args, &t, st, &a, &b);
 	cr_assert(fabs(a.time_us - sim_want) <= 1e-9 * sim_want &&
 			  fabs(b.time_us - sim_want) <= 1e-9 * sim_want,
 		  "linear broadcast n=%u: simulated %.4f / %.4f us, want "
