@@ -215,30 +215,45 @@ def stream_bw(bw_lines, col):
     return m * 1048576 / 1e9 if m else None
 
 
+def _barrier_rounds(n):
+    """The steps of an n-rank HcclBarrier (dissemination): ceil(log2 n)."""
+    return max(1, (int(n) - 1).bit_length())
+
+
 def fit_wake(wake_lines, np, cores, mode="slowest", each=False):
-    """The wake per message and sharing rank (us) for np ranks on cores
-    CPUs, from p2p.wake's exchange steps: N ranks' step (mode "slowest":
-    the slowest rank's where the run has it, else pair 0's) minus 2 ranks'
-    is N / cores wakes; least squares over every N above cores (each: np's
-    alone), never below 0. (wake, step(np) as written, step(2) as
-    written), or None without np's or 2 ranks' steps."""
-    s = _wake_steps(wake_lines, ["xchg", "xchg-slowest"])
-    x, slow = s["xchg"], s["xchg-slowest"]
+    """The wake (us) for np ranks on cores CPUs: with s = N / cores ranks
+    per CPU above 1, a step of N ranks costs 2 ranks' step plus wake x s x
+    s (tools/simulate: a rank's turn comes after the s - 1 others' of its
+    CPU). The steps are p2p.wake's HcclBarrier at N ranks ("N barrier US",
+    rank 0's time per barrier over its ceil(log2 N) steps) where the run
+    has them for np and 2 ranks, else its 1 KiB exchange steps (mode
+    "slowest": the slowest rank's where the run has it, else pair 0's).
+    Least squares over every N above cores (each: np's alone), never below
+    0. (wake, step(np), step(2), "barrier" or "xchg"), or None without
+    np's or 2 ranks' steps."""
+    s = _wake_steps(wake_lines, ["xchg", "xchg-slowest", "barrier"])
+    x, slow, bar = s["xchg"], s["xchg-slowest"], s["barrier"]
     np = str(np)
-    if np not in x or "2" not in x:
+    if np in bar and "2" in bar:
+        kind, have = "barrier", bar
+
+        def step(n):
+            return "%.4g" % (num(bar[n]) / _barrier_rounds(num(n)))
+    elif np in x and "2" in x:
+        kind, have = "xchg", x
+
+        def step(n):
+            return slow[n] if mode == "slowest" and n in slow else x[n]
+    else:
         return None
-
-    def step(n):
-        return slow[n] if mode == "slowest" and n in slow else x[n]
-
     sd = ss = 0.0
-    for n in sorted(x, key=num):
+    for n in sorted(have, key=num):
         if num(n) > cores and (not each or num(n) == num(np)):
             k = num(n) / cores
-            sd += (num(step(n)) - num(x["2"])) * k
-            ss += k * k
+            sd += (num(step(n)) - num(step("2"))) * k * k
+            ss += k ** 4
     w = sd / ss if ss > 0 else 0.0
-    return max(w, 0.0), step(np), x["2"]
+    return max(w, 0.0), step(np), step("2"), kind
 
 
 # ---------------------------------------------------------------- sim_validate
@@ -748,7 +763,7 @@ def main(argv):
         "alpha": "DIR COL: alpha (us) from DIR/p2p.lat's column COL, then (COL 3) DIR/p2p.wake's 2-rank 1 KiB exchange step if smaller",
         "xchg-bw": "DIR: GB/s of the 2-rank exchange step, 1 MiB against 1 KiB, DIR/p2p.wake",
         "stream-bw": "DIR COL: GB/s of DIR/p2p.bw's best MB/s in column COL",
-        "wake": "DIR NP CORES MODE EACH: 'WAKE STEP(NP) STEP(2)' from DIR/p2p.wake",
+        "wake": "DIR NP CORES MODE EACH: 'WAKE STEP(NP) STEP(2) KIND' from DIR/p2p.wake",
         "sim-rows": "OP NP FILE: sim_validate.sh's rows from hccl_simulate --measure output",
         "sim-count": "FILES...: 'SIZES OUTSIDE SIM_OUTSIDE' of hccl_simulate --measure outputs",
         "table": "OUT OP NP IMPL=LABEL...: compare.sh's markdown table of OP at NP ranks",
@@ -790,7 +805,7 @@ def main(argv):
         out = ["%.4g" % v] if v is not None else []
     elif cmd == "wake":
         w = fit_wake(lines(a[0] + "/p2p.wake"), a[1], num(a[2]), a[3], a[4] == "1")
-        out = ["%.4g %s %s" % w] if w else []
+        out = ["%.4g %s %s %s" % w] if w else []
     elif cmd == "sim-rows":
         out = sim_rows(a[0], a[1], lines(a[2]))
     elif cmd == "sim-count":

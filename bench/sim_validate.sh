@@ -46,25 +46,29 @@
 #   -c  CPUs the ranks of one host share (hccl_simulate --cores; shm:
 #       this machine's, nproc; -x: the run's nproc from DIR/cpus, else 0,
 #       a CPU per rank); more ranks than CPUs take turns, which the
-#       simulator prices (--wake-us, --turn-kb). The turn is calibrated
-#       from the same run's p2p.wake (-x: DIR's, of compare.sh -R; shm:
-#       timed each round beside the 2-rank step, at every even rank
-#       count above the CPUs): NP ranks on C CPUs pay the 1 KiB exchange
-#       step of NP ranks minus that of 2 ranks per message, --wake-us =
-#       that / (NP / C). One run on a quiet 2-core host (2026-12-06,
-#       ITERS=100): with the simulator's default, 20 us, 23 of 48 rows
-#       within 2x (4 and 8 ranks' small sizes predicted 2-7x above the
-#       measurements); with the run's own, 6.3 us, 45
-#   -W  which NP-rank exchange step calibrates the wake: slowest (the
-#       default on rxe; the slowest rank's best window, xchg-slowest: a
-#       step of a collective waits for every rank) or pair0 (pair 0's,
-#       xchg; the default on shm, where a slowest window holds a rank
-#       that lost its CPU for a whole time slice: 39 of those 48 rows).
-#       One wake for every rank count: the least-squares fit of
-#       step(N) - step(2) = wake x N / C over the run's rank counts above
-#       the CPUs (each count's best-of-rounds step alone is noisy: one
-#       run's 8-rank step came out below its 4-rank one); -E: each rank
-#       count its own, (step(NP) - step(2)) / (NP / C)
+#       simulator prices (--wake-us, --turn-kb): with s = NP / C ranks per
+#       CPU, a step costs wake x s x s more than 2 ranks' step. The wake
+#       is calibrated from the same run's p2p.wake: on shm, HcclBarrier
+#       timed each round at 2 ranks and every rank count above the CPUs
+#       (200 barriers, best of 3 windows; a step is a barrier over its
+#       ceil(log2 NP) steps, every rank taking part, as in a collective's
+#       step); -x: DIR's 1 KiB exchange steps (compare.sh -R, below). One
+#       wake for every rank count: the least-squares fit of step(N) -
+#       step(2) = wake x (N / C)^2 over the run's rank counts above the
+#       CPUs; -E: each rank count its own. Before (2026-12-07, ITERS=200,
+#       one run on a 2-core host in a slow hour): a wake fitted linearly
+#       in s from the exchange steps of every pair at once (5 iterations)
+#       gave 32 of 48 rows within 2x, every 4- and 8-rank 1 KiB row
+#       predicted 2-6x below; the barrier's steps measured 4.6 us above
+#       2 ranks' at 4 ranks and 19 at 8 (s^2: 4 times for twice the
+#       ranks), and the s^2 wake fitted from them (1.2 us) put 46 within
+#       2x
+#   -W  which NP-rank exchange step calibrates the wake where the run has
+#       no barrier steps (-x of compare.sh -R, or of an older shm run):
+#       slowest (the default on rxe; the slowest rank's best window,
+#       xchg-slowest: a step of a collective waits for every rank) or
+#       pair0 (pair 0's, xchg; the default on shm; pairs run on their
+#       own, so pair 0 may finish while others sleep)
 # ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
@@ -163,13 +167,12 @@ slowest | pair0) ;;
 esac
 
 # wake NP: --wake-us for NP ranks sharing $cores CPUs, from the run's
-# exchange steps (-x, DIR/p2p.wake: "RANKS xchg US" and "RANKS
-# xchg-slowest US", best per RANKS): N ranks' step (-W: the slowest
-# rank's, else pair 0's; pair 0's where the run has no slowest) minus 2
-# ranks' (pair 0's: one pair) is N / C wakes per message; the wake fitted
-# over every N above the CPUs (-E: NP's alone). Prints "WAKE STEP(NP)
-# STEP(2)"; empty: the simulator's default (a CPU per rank, not measured,
-# or shm here: there the default is fitted, the exchange step too noisy)
+# steps (DIR/p2p.wake, best per RANKS: "RANKS barrier US", HcclBarrier's
+# time, ceil(log2 RANKS) steps; else, -x of compare.sh -R, "RANKS xchg
+# US" and "RANKS xchg-slowest US", -W picking): N ranks' step minus 2
+# ranks' is wake x (N / C)^2; the wake fitted over every N above the
+# CPUs (-E: NP's alone). Prints "WAKE STEP(NP) STEP(2) KIND"; empty: the
+# simulator's default (a CPU per rank, or not measured)
 # (bench/analysis.py wake)
 wake() {
 	[ -s "$src/p2p.wake" ] && [ "${cores:-0}" -gt 0 ] &&
@@ -205,14 +208,13 @@ if [ -z "$from" ]; then
 		xchg=$(OHC_BENCH_RANKS=2 timeout 120 "$pb" 1024 1024 200 20 \
 			xchg 3 | awk '$1 == 1024 { print $3 }' || true)
 		echo "2 xchg ${xchg:--}" >>"$keep/p2p.wake"
-		# and the step of every even rank count above the CPUs, whose
-		# ranks sleep and take turns: the wake per message (wake())
-		for np in $nps; do
-			[ $((np % 2)) = 0 ] && [ "$np" -gt "$cores" ] || continue
-			OHC_BENCH_RANKS=$np timeout 120 "$pb" 1024 1024 5 5 xchg 3 |
-				awk -v np="$np" '$1 == 1024 { print np, "xchg", $3;
-				if ($6 != "") print np, "xchg-slowest", $6 + 0 }' \
-				>>"$keep/p2p.wake" || true
+		# and HcclBarrier at 2 ranks and at every rank count above
+		# the CPUs, whose ranks sleep and take turns: the wake (wake())
+		for np in 2 $nps; do
+			[ "$np" = 2 ] || [ "$np" -gt "$cores" ] || continue
+			OHC_BENCH_RANKS=$np timeout 120 "$pb" 1024 1024 200 20 \
+				barrier 3 | awk -v np="$np" '$1 == 1024 {
+				print np, "barrier", $3 }' >>"$keep/p2p.wake" || true
 		done
 		for np in $nps; do
 			for op in $ops; do
@@ -234,9 +236,14 @@ printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s\n' op ranks bytes \
 	algorithm measured_us predicted_us pred/meas simulated_us sim/meas
 for np in $nps; do
 	wk=""
-	if read -r wk xn x2 < <(wake "$np") && [ -n "$wk" ]; then
-		echo "wake $wk us x $np/$cores ranks per CPU: $np ranks' 1 KiB" \
-			"exchange step ($wmode) $xn us - 2 ranks' $x2 us" \
+	if read -r wk xn x2 kind < <(wake "$np") && [ -n "$wk" ]; then
+		if [ "$kind" = barrier ]; then
+			what="a step of $np ranks' HcclBarrier"
+		else
+			what="$np ranks' 1 KiB exchange step ($wmode)"
+		fi
+		echo "wake $wk us x ($np/$cores ranks per CPU)^2: $what $xn us" \
+			"- 2 ranks' $x2 us" \
 			"$([ "$each" = 1 ] && echo "(this count alone)" ||
 				echo "(fitted over the run's counts)")," \
 			"$src/p2p.wake" >&2

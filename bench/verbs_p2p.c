@@ -13,22 +13,25 @@
  * synchronous call (NULL stream) instead, as this benchmark did before.
  * The latency mode (lat) is always synchronous.
  *
- * OHC_BENCH_RANKS=N (even, 2..64; default 2) forks N ranks into one
- * communicator, rank r paired with r + N/2 (mod N), every pair at once;
- * the numbers are pair 0's. With more ranks than CPUs the library sleeps
- * in its waits (core/wait.c), so this measures what a message costs then. The
- * exchange mode (xchg) has both ranks of every pair send and receive at
- * once (HcclBatchSendRecv), as a step of recursive doubling does,
- * enqueued on a stream as hccl_test enqueues collectives: the time is one
- * exchange, on rank 0's clock. (The partner is N/2 away because a batch
- * runs its items by ring distance, sending to r + k and receiving from
- * r - k in step k: only at k = N/2 are both one step.)
+ * OHC_BENCH_RANKS=N (even but for barrier, 2..64; default 2) forks N ranks into
+ * one communicator, rank r paired with r + N/2 (mod N), every pair at once; the
+ * numbers are pair 0's. With more ranks than CPUs the library sleeps in its
+ * waits (core/wait.c), so this measures what a message costs then. The exchange
+ * mode (xchg) has both ranks of every pair send and receive at once
+ * (HcclBatchSendRecv), as a step of recursive doubling does, enqueued on a
+ * stream as hccl_test enqueues collectives: the time is one exchange, on rank
+ * 0's clock. (The partner is N/2 away because a batch runs its items by ring
+ * distance, sending to r + k and receiving from r - k in step k: only at k =
+ * N/2 are both one step.) The barrier mode (barrier) times HcclBarrier alone,
+ * enqueued the same way (the size only names the row): ceil(log2 N) steps of
+ * empty messages in which every rank takes part, which is what a collective's
+ * step costs when ranks share CPUs (bench/sim_validate.sh's wake).
  * WINDOWS (1) times each size that many times, ITERS messages each,
  * and reports the best (a window the host stalled drops out).
  * OHC_BENCH_ACL=1 takes the buffers from aclrtMalloc, as hccl_test does:
  * large ones are then shared memory, which shm reads zero-copy.
  * usage: ohc_verbs_p2p_bench [MINBYTES] [MAXBYTES] [ITERS] [WARMUP]
- *                            [bw|lat|xchg] [WINDOWS]
+ *                            [bw|lat|xchg|barrier] [WINDOWS]
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -45,7 +48,7 @@
 
 #define MAX_RANKS 64
 
-enum mode { M_BW, M_LAT, M_XCHG };
+enum mode { M_BW, M_LAT, M_XCHG, M_BARRIER };
 
 struct shared {
 	HcclRootInfo root;
@@ -74,6 +77,8 @@ static HcclResult one_msg(HcclComm comm, char *buf, size_t b, int n, int rank,
 	uint32_t peer = (uint32_t)((rank + n / 2) % n);
 	HcclResult r;
 
+	if (mode == M_BARRIER)
+		return HcclBarrier(comm, st);
 	if (mode == M_XCHG) {
 		HcclSendRecvItem it[2] = {
 			{HCCL_SEND, buf, b, HCCL_DATA_TYPE_INT8, peer},
@@ -108,7 +113,8 @@ static int msg_failed(int nranks, int rank, enum mode mode, size_t b,
 		      HcclResult r)
 {
 	fprintf(stderr, "rank %d: %s of %zu bytes: %d\n", rank,
-		mode == M_XCHG	     ? "HcclBatchSendRecv"
+		mode == M_BARRIER    ? "HcclBarrier"
+		: mode == M_XCHG     ? "HcclBatchSendRecv"
 		: rank >= nranks / 2 ? "HcclRecv"
 				     : "HcclSend",
 		b, (int)r);
@@ -166,7 +172,7 @@ static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
 			if (r != HCCL_SUCCESS)
 				return msg_failed(nranks, rank, mode, b, r);
 			dt = now_s() - t0;
-			if (mode == M_XCHG && nranks > 2) {
+			if (mode >= M_XCHG && nranks > 2) {
 				/* the window of the rank that took longest */
 				double mx = 0;
 
@@ -181,12 +187,12 @@ static int run_rank(struct shared *sh, int nranks, int rank, size_t minb,
 			}
 			/*
 			 * lat: the round trips on the clock of the rank that
-			 * started them; xchg: rank 0's; bandwidth: the
+			 * started them; xchg, barrier: rank 0's; bandwidth: the
 			 * receiver's clock, the last byte arrived
 			 */
 			if (mode == M_LAT && rank == 0)
 				v = dt * 1e6 / iters / 2;
-			else if (mode == M_XCHG && rank == 0)
+			else if (mode >= M_XCHG && rank == 0)
 				v = dt * 1e6 / iters;
 			else if (mode == M_BW && rank == nranks / 2)
 				v = (double)b * iters / dt / (1024.0 * 1024.0);
@@ -217,9 +223,10 @@ int main(int argc, char **argv)
 	int iters = argc > 3 ? atoi(argv[3]) : 100;
 	int warmup = argc > 4 ? atoi(argv[4]) : 5;
 	const char *m = argc > 5 ? argv[5] : "";
-	enum mode mode = !strcmp(m, "lat")    ? M_LAT
-			 : !strcmp(m, "xchg") ? M_XCHG
-					      : M_BW;
+	enum mode mode = !strcmp(m, "lat")	 ? M_LAT
+			 : !strcmp(m, "xchg")	 ? M_XCHG
+			 : !strcmp(m, "barrier") ? M_BARRIER
+						 : M_BW;
 	const char *env = getenv("OHC_BENCH_RANKS");
 	int nranks = env ? atoi(env) : 2;
 	int windows = argc > 6 ? atoi(argv[6]) : 1;
@@ -230,12 +237,14 @@ int main(int argc, char **argv)
 
 	if (sh == MAP_FAILED || !minb || maxb < minb || iters < 1 ||
 	    (argc > 5 && mode == M_BW && strcmp(m, "bw")) || windows < 1 ||
-	    nranks < 2 || nranks > MAX_RANKS || nranks % 2 ||
+	    nranks < 2 || nranks > MAX_RANKS ||
+	    (nranks % 2 && mode != M_BARRIER) ||
 	    HcclGetRootInfo(&sh->root) != HCCL_SUCCESS) {
 		fprintf(stderr,
 			"usage: %s [MINBYTES] [MAXBYTES] [ITERS] "
-			"[WARMUP] [bw|lat|xchg] [WINDOWS]\n"
-			"  OHC_BENCH_RANKS: an even count of ranks, 2..%d\n",
+			"[WARMUP] [bw|lat|xchg|barrier] [WINDOWS]\n"
+			"  OHC_BENCH_RANKS: a count of ranks, 2..%d, even "
+			"but for barrier\n",
 			argv[0], MAX_RANKS);
 		return 2;
 	}
@@ -259,7 +268,7 @@ int main(int argc, char **argv)
 		       ? " #bytes     #iterations    t_avg[usec]\n"
 		       : " #bytes     #iterations    BW average[MB/sec]\n");
 	for (size_t b = minb; b <= maxb; b *= 2, k++)
-		if (mode == M_XCHG && nranks > 2)
+		if (mode >= M_XCHG && nranks > 2)
 			printf(" %-10zu %-14d %.2f (slowest rank %.2f)\n", b,
 			       iters, sh->mbps[k], sh->slowest[k]);
 		else

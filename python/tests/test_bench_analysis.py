@@ -48,17 +48,30 @@ def test_stream_bandwidth_is_the_best_mb_per_s():
 
 
 def test_wake_fit_recovers_a_known_wake():
-    # step(N) = step(2) + wake x N / cores for N above the cores
+    # step(N) = step(2) + wake x (N / cores)^2 for N above the cores
     wake, cores, s2 = 135.0, 2, 50.0
     rows = ["2 xchg %g" % s2]
     for n in (4, 8, 16):
-        rows += ["%d xchg %g" % (n, s2 + 0.5 * wake * n / cores),
-                 "%d xchg-slowest %g" % (n, s2 + wake * n / cores)]
-    w, sn, s = an.fit_wake(rows, 8, cores)
-    assert (w, sn, s) == (pytest.approx(wake), "590", "50")
+        rows += ["%d xchg %g" % (n, s2 + 0.5 * wake * (n / cores) ** 2),
+                 "%d xchg-slowest %g" % (n, s2 + wake * (n / cores) ** 2)]
+    w, sn, s, kind = an.fit_wake(rows, 8, cores)
+    assert (w, sn, s, kind) == (pytest.approx(wake), "2210", "50", "xchg")
     assert an.fit_wake(rows, 8, cores, "pair0")[0] == pytest.approx(wake / 2)
     assert an.fit_wake(rows, 4, cores, each=True)[0] == pytest.approx(wake)
     assert an.fit_wake(rows, 32, cores) is None  # no step at 32 ranks
+
+
+def test_wake_fit_prefers_the_barrier_steps():
+    # a barrier of N ranks is ceil(log2 N) steps, each step(2) + wake x s^2
+    wake, cores, s2 = 1.5, 2, 0.25
+    rows = ["2 xchg 0.9", "4 xchg 3", "8 xchg 2", "2 barrier %g" % s2]
+    for n, steps in ((4, 2), (6, 3), (8, 3)):
+        rows.append("%d barrier %g" % (n, steps * (s2 + wake * (n / cores) ** 2)))
+    w, sn, s, kind = an.fit_wake(rows, 8, cores)
+    assert (w, sn, s, kind) == (pytest.approx(wake), "24.25", "0.25", "barrier")
+    assert an.fit_wake(rows, 6, cores, each=True)[0] == pytest.approx(wake)
+    # no barrier at 2 ranks: the exchange steps
+    assert an.fit_wake([r for r in rows if r != "2 barrier 0.25"], 8, cores)[3] == "xchg"
 
 
 def test_best_rows_keep_the_fastest_run_and_any_failed_check(tmp_path):

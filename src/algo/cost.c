@@ -56,10 +56,13 @@
  * AlltoAll beat Bruck and pairwise at 4, 8 and 16 ranks (bench/README).
  * Over RDMA a message is posted to the NIC and waited for: send_us unset.
  *
- * CPU sharing: a scheduler turn of ~20 us per message and sharing rank,
- * and a sender that runs 512 KiB ahead into the ring before it waits for
- * the receiver's turn (bench/sim_validate.sh -x calibrates the wake per
- * run from compare.sh -R's exchange steps; these are the defaults).
+ * CPU sharing: with s ranks per CPU a message waits wake_us x s x s (a
+ * rank's turn comes after the other s - 1 ranks' of its CPU), and a
+ * sender runs 512 KiB ahead into the ring before it waits for the
+ * receiver's turn. bench/sim_validate.sh calibrates the wake per run
+ * (HcclBarrier's steps on shm, 1.2 us on a 2-core host in a slow hour;
+ * compare.sh -R's exchange steps on rxe); the default, 10 us, is the
+ * rxe VM's 4-rank price of before, 20 us x s at s = 2.
  *
  * `hccl_simulate --constants` prints all of it, for the scripts
  * (bench/analysis.py), which keep no copies.
@@ -127,7 +130,7 @@ static struct ohc_cost_net nets[NETS] = {
 			  .copy_us = HOST_COPY_US}},
 };
 
-const struct ohc_cost_share ohc_cost_share = {.wake_us = 20.0,
+const struct ohc_cost_share ohc_cost_share = {.wake_us = 10.0,
 					      .turn_kb = 512.0};
 
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;

@@ -174,11 +174,11 @@ struct ohc_cost_net {
 const struct ohc_cost_net *ohc_cost_nets(unsigned *n_p);
 
 /*
- * Ranks that take turns on a host's CPUs (tools/simulate --cores): a
- * message waits wake_us per sharing rank, a stream pays a turn per
- * turn_kb. Only the simulator prices this; selection keeps the flat
- * constants and prices a candidate at no less than its work divided among
- * the CPUs (select.c, ohc_algo.work).
+ * Ranks that take turns on a host's CPUs (tools/simulate --cores), s
+ * per CPU: a message waits wake_us x s x s, a stream pays a turn
+ * (wake_us x s) per turn_kb. Only the simulator prices this; selection keeps
+ * the flat constants and prices a candidate at no less than its work divided
+ * among the CPUs (select.c, ohc_algo.work).
  */
 struct ohc_cost_share {
 	double wake_us;

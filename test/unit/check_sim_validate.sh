@@ -3,11 +3,12 @@
 # bench/sim_validate.sh -x calibrates the simulator's rxe constants from a
 # bench/compare.sh -R run's point-to-point rows: alpha = p2p.lat's 1 KiB
 # HcclSend/Recv half round trip, the bandwidth = p2p.bw's best, the CPUs =
-# the run's nproc (cpus), and for more ranks than CPUs the wake per
-# message = p2p.wake's exchange step at a rank count N (the slowest
-# rank's, xchg-slowest; -W pair0: pair 0's, xchg) minus the one at 2
-# ranks is N / CPUs wakes, one wake fitted over the run's rank counts
-# (-E: each count its own), passed as --wake-us per sharing rank. A made-up run with known
+# the run's nproc (cpus), and for more ranks than CPUs the wake: p2p.wake's
+# exchange step at a rank count N (the slowest rank's, xchg-slowest; -W
+# pair0: pair 0's, xchg) minus the one at 2 ranks is wake x (N / CPUs)^2,
+# one wake fitted over the run's rank counts (-E: each count its own),
+# passed as --wake-us; HcclBarrier's steps instead where the run timed
+# them (sim_validate.sh's own runs on shm). A made-up run with known
 # rows must give those parameters, and each prediction must be what
 # hccl_simulate prints for them by hand. On shm (a run of sim_validate.sh
 # itself) alpha comes the same way from its rounds' probes.
@@ -25,7 +26,7 @@ printf '8 12 30\n1024 20 40\n65536 900 1000\n' >"$d/p2p.lat"
 printf '65536 50 40\n262144 55 51.2\n1048576 54 45\n' >"$d/p2p.bw"
 echo 2 >"$d/cpus"
 # two rounds: the best of each kind counts
-printf '2 xchg 50\n4 xchg 450\n4 xchg-slowest 650\n8 xchg 1650\n8 xchg-slowest 2450\n2 lat-sleep 120\n2 xchg 60\n4 xchg 500\n4 xchg-slowest 700\n8 xchg-slowest 2500\n' >"$d/p2p.wake"
+printf '2 xchg 50\n4 xchg 450\n4 xchg-slowest 850\n8 xchg 1650\n8 xchg-slowest 2450\n2 lat-sleep 120\n2 xchg 60\n4 xchg 500\n4 xchg-slowest 900\n8 xchg-slowest 2500\n' >"$d/p2p.wake"
 for np in 2 4 8; do
 	{
 		echo "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
@@ -41,24 +42,25 @@ out=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d" \
 grep -q "^alpha 40 us" <<<"$out" || fail "alpha is not p2p.lat's 1 KiB 40 us"
 grep -q "^bandwidth 0.05369 GB/s" <<<"$out" || fail "bandwidth is not 51.2 MB/s"
 grep -q "^cores 2:" <<<"$out" || fail "CPUs are not the run's 2"
-# (650 - 50) = 2 w and (2450 - 50) = 4 w: w = (600 x 2 + 2400 x 4) / 20
-grep -q "^wake 540 us x 4/2 " <<<"$out" ||
-	fail "4 ranks on 2 CPUs: the fitted wake 540 us expected"
-grep -q "^wake 540 us x 8/2 " <<<"$out" ||
-	fail "8 ranks on 2 CPUs: the fitted wake 540 us expected"
-! grep -q "x 2/2 " <<<"$out" || fail "2 ranks on 2 CPUs spin: no wake"
+# (850 - 50) = 2^2 w and (2450 - 50) = 4^2 w:
+# w = (800 x 4 + 2400 x 16) / (16 + 256) = 152.94
+grep -q "^wake 152.9 us x (4/2 " <<<"$out" ||
+	fail "4 ranks on 2 CPUs: the fitted wake 152.9 us expected"
+grep -q "^wake 152.9 us x (8/2 " <<<"$out" ||
+	fail "8 ranks on 2 CPUs: the fitted wake 152.9 us expected"
+! grep -q "x (2/2 " <<<"$out" || fail "2 ranks on 2 CPUs spin: no wake"
 # -E: each count alone; -W pair0: pair 0's steps
 check_wake() { # OPTIONS WAKE4 WAKE8
 	local o st=0
 	o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d" \
 		-n "4 8" -o allgather $1 2>&1) || st=$?
 	[ "$st" -le 1 ] || { out=$o; fail "sim_validate.sh $1: exit $st"; }
-	grep -q "^wake $2 us x 4/2 " <<<"$o" && grep -q "^wake $3 us x 8/2 " <<<"$o" ||
+	grep -q "^wake $2 us x (4/2 " <<<"$o" && grep -q "^wake $3 us x (8/2 " <<<"$o" ||
 		{ out=$o; fail "$1: wakes $2 and $3 us expected at 4 and 8 ranks"; }
 }
-check_wake "-E" 300 600           # (650 - 50) / 2, (2450 - 50) / 4
-check_wake "-W pair0 -E" 200 400  # (450 - 50) / 2, (1650 - 50) / 4
-check_wake "-W pair0" 360 360     # (400 x 2 + 1600 x 4) / 20
+check_wake "-E" 200 150           # (850 - 50) / 4, (2450 - 50) / 16
+check_wake "-W pair0 -E" 100 100  # (450 - 50) / 4, (1650 - 50) / 16
+check_wake "-W pair0" 100 100     # (400 x 4 + 1600 x 16) / 272
 # alpha: the 2-rank exchange step instead when it is smaller (p2p.lat is
 # timed once, the step every round)
 mkdir "$d/x"
@@ -72,7 +74,7 @@ grep -q "^alpha 30 us: the 2-rank 1 KiB exchange step" <<<"$o" ||
 # the predictions: hccl_simulate's model with those constants
 for np in 2 4 8; do
 	wk=
-	[ "$np" -gt 2 ] && wk=540
+	[ "$np" -gt 2 ] && wk=152.9
 	{
 		echo "x | y"
 		echo "1024 | 1000.00 | 0 | success"
@@ -89,11 +91,11 @@ for np in 2 4 8; do
 			fail "$np ranks, $b bytes: predicted '$got', want '$want'"
 	done
 done
-# each of the 2 steps at 4 ranks pays alpha and the 540 us wake per
-# sharing rank (4 ranks on 2 CPUs: 2 x 540)
+# each of the 2 steps at 4 ranks pays alpha and the 152.9 us wake x s^2
+# (4 ranks on 2 CPUs: 4 x 152.9 = 611.6)
 p4=$(awk '$1 == "allgather" && $2 == 4 && $3 == 1024 { print $6 }' <<<"$out")
-awk -v p="$p4" 'BEGIN { exit !(p >= 2 * (40 + 1080)) }' ||
-	fail "4 ranks, 1 KiB: predicted $p4 us, below 2 x (40 + 1080)"
+awk -v p="$p4" 'BEGIN { exit !(p >= 2 * (40 + 611.6)) }' ||
+	fail "4 ranks, 1 KiB: predicted $p4 us, below 2 x (40 + 611.6)"
 
 # shm (an earlier run of sim_validate.sh itself: raw.OP.NP.REP): alpha is
 # the best round's 1 KiB half round trip (p2p.lat, a line per round), or
@@ -116,16 +118,34 @@ got=$(awk '$1 == "allgather" && $2 == 2 && $3 == 1024 { print $6 }' <<<"$o")
 [ -n "$want" ] && [ "$got" = "$want" ] ||
 	{ out=$o; fail "shm, 1 KiB: predicted '$got', want '$want'"; }
 
-# shm, 4 ranks on 2 CPUs: the wake from the run's own exchange steps, pair
-# 0's by default there ((10.5 - 0.5) / (4 / 2)); -W slowest ((40.5 - 0.5) / 2)
+# shm, 4 ranks on 2 CPUs, a folder of before the barrier probe: the wake
+# from the run's exchange steps, pair 0's by default there ((10.5 - 0.5) /
+# (4 / 2)^2); -W slowest ((40.5 - 0.5) / 4)
 printf '4 xchg 12\n4 xchg-slowest 40.5\n4 xchg 10.5\n' >>"$d/shm/p2p.wake"
 sed 's/0.50 /9.00 /' "$d/shm/raw.allgather.2.1" >"$d/shm/raw.allgather.4.1"
 o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n "2 4" \
 	-o allgather -c 2 2>&1) || true
-grep -q "^wake 5 us x 4/2 ranks per CPU: 4 ranks' 1 KiB exchange step (pair0)" <<<"$o" ||
-	{ out=$o; fail "shm: the wake is not pair 0's (10.5 - 0.5) / 2 = 5 us"; }
+grep -q "^wake 2.5 us x (4/2 ranks per CPU)^2: 4 ranks' 1 KiB exchange step (pair0)" <<<"$o" ||
+	{ out=$o; fail "shm: the wake is not pair 0's (10.5 - 0.5) / 4 = 2.5 us"; }
 o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n "2 4" \
 	-o allgather -c 2 -W slowest 2>&1) || true
-grep -q "^wake 20 us x 4/2 " <<<"$o" ||
-	{ out=$o; fail "shm -W slowest: the wake is not (40.5 - 0.5) / 2 = 20 us"; }
+grep -q "^wake 10 us x (4/2 " <<<"$o" ||
+	{ out=$o; fail "shm -W slowest: the wake is not (40.5 - 0.5) / 4 = 10 us"; }
+
+# shm, the barrier probe (sim_validate.sh's own runs): a step is a
+# barrier over its ceil(log2 N) steps, and the barrier wins over the
+# exchange steps: 4 ranks 10 us (2 steps: 5), 8 ranks 60 us (3 steps:
+# 20), 2 ranks 0.25 (1 step): w = (4.75 x 4 + 19.75 x 16) / 272 = 1.2316
+printf '2 barrier 0.3\n2 barrier 0.25\n4 barrier 10\n8 barrier 60\n8 barrier 61\n' >>"$d/shm/p2p.wake"
+cp "$d/shm/raw.allgather.4.1" "$d/shm/raw.allgather.8.1"
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n "2 4 8" \
+	-o allgather -c 2 2>&1) || true
+grep -q "^wake 1.232 us x (4/2 ranks per CPU)^2: a step of 4 ranks' HcclBarrier 5 us - 2 ranks' 0.25 us (fitted" <<<"$o" ||
+	{ out=$o; fail "shm: the wake is not the barrier steps' 1.232 us at 4 ranks"; }
+grep -q "^wake 1.232 us x (8/2 ranks per CPU)^2: a step of 8 ranks' HcclBarrier 20 us" <<<"$o" ||
+	{ out=$o; fail "shm: the wake is not the barrier steps' 1.232 us at 8 ranks"; }
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n "2 4 8" \
+	-o allgather -c 2 -E 2>&1) || true
+grep -q "^wake 1.188 us x (4/2 " <<<"$o" && grep -q "^wake 1.234 us x (8/2 " <<<"$o" ||
+	{ out=$o; fail "shm -E: wakes 4.75 / 4 and 19.75 / 16 expected"; }
 echo "PASS"

@@ -319,7 +319,7 @@ static double first_model(const char *out)
 static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
 		       double turn_kb)
 {
-	c->alpha_us += wake_us * s;
+	c->alpha_us += wake_us * s * s;
 	c->beta_us = c->beta_us * s + wake_us * s / (turn_kb * 1024);
 	c->zc_beta_us = c->zc_beta_us * s + wake_us * s / (turn_kb * 1024);
 	c->zc_hot_beta_us =
@@ -329,7 +329,7 @@ static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
 }
 
 /*
- * --cores: 8 ranks on 2 CPUs take turns (s = 4): alpha + wake x s, the
+ * --cores: 8 ranks on 2 CPUs take turns (s = 4): alpha + wake x s x s, the
  * bandwidth terms x s plus a turn per turn-kb, the reduction x s; on 8
  * CPUs nothing changes. --gamma and --copy set the host speeds.
  */
@@ -430,7 +430,7 @@ Test(simulate, rxe_device_is_shared_only_through_cpus)
 
 /*
  * The rxe pricing bench/sim_validate.sh -x calibrates: 4 ranks of one VM
- * on 2 CPUs (s = 2) pay the wake given per message (--wake-us x s on top
+ * on 2 CPUs (s = 2) pay the wake given per message (--wake-us x s x s on top
  * of --alpha), the bandwidth, reductions and copies at 1/s (the device not
  * shared beyond that: its work is the CPUs'), a turn per turn-kb; on 4
  * CPUs they spin and pay none of it.
@@ -453,8 +453,8 @@ Test(simulate, rxe_ranks_beyond_cpus_pay_the_wake_given)
 	want = al->cost(&c, 1024, 4);
 	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g", got,
 		  want);
-	/* two steps of recursive doubling: two wakes of 400 us at least */
-	cr_assert_gt(got, 2 * (40 + 400.0), "model %g", got);
+	/* two steps of recursive doubling: two wakes of 800 us at least */
+	cr_assert_gt(got, 2 * (40 + 800.0), "model %g", got);
 }
 
 Test(simulate, bad_arguments_are_clear_errors)

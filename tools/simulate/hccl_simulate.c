@@ -67,7 +67,7 @@ struct opts {
 	const char *measure;
 	uint32_t cores;	     /* CPUs per host; 0: one CPU per rank */
 	uint32_t host_ranks; /* ranks sharing a host's CPUs; 0: by --ppn */
-	double wake_us;	     /* --cores: a scheduler turn per sharing rank */
+	double wake_us;	     /* --cores: a message waits wake_us x s x s */
 	double turn_bytes;   /* --cores: bytes a rank streams per turn */
 };
 
@@ -170,11 +170,15 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
 /*
  * Ranks that share a host's CPUs (--cores): with s = ranks per host /
  * cores above 1, the library stops spinning (core/wait.c) and ranks take
- * turns on the CPUs. Every message then waits about a scheduler turn
- * per sharing rank (wake_us x s), a rank copies and reduces at 1/s of a
- * CPU, and a stream of bytes pays a turn for every turn_bytes (a sender
- * runs ahead into the shared ring, then waits for the receiver's turn).
- * The constants are measured (bench/sim_validate.sh). The library's
+ * turns on the CPUs. Every message then waits wake_us x s x s: its
+ * receiver waits for its own turn, which comes after the other s - 1
+ * ranks' of its CPU, and each of those waited so for its message (a step
+ * of HcclBarrier on 2 CPUs: 4.6 us above 2 ranks' at 4 ranks, 19 at 8,
+ * four times for twice the ranks; the collectives' steps alike, one
+ * message or seven). A rank copies and reduces at 1/s of a CPU, and a
+ * stream of bytes pays a turn (wake_us x s) for every turn_bytes (a
+ * sender runs ahead into the shared ring, then waits for the receiver's
+ * turn). The constants are measured (bench/sim_validate.sh). The library's
  * selection does not use them: it keeps the flat constants and prices
  * each candidate at no less than its work divided among the CPUs
  * (algo/select.c), which the "library" column shows with --cores (the
@@ -189,7 +193,7 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 
 	if (s <= 1.0)
 		return c;
-	c.alpha_us += o->wake_us * s;
+	c.alpha_us += o->wake_us * s * s;
 	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
 	c.zc_beta_us = c.zc_beta_us * s + o->wake_us * s / o->turn_bytes;
 	c.zc_hot_beta_us =
@@ -766,10 +770,10 @@ static void usage(FILE *out)
 		"  --cores N  CPUs per host: more ranks than that on a host "
 		"take turns\n"
 		"           (default 0: a CPU per rank)\n"
-		"  --wake-us US, --turn-kb KB  with --cores: a scheduler turn "
-		"per sharing\n"
-		"           rank and message (%g), bytes streamed per turn "
-		"(%g)\n"
+		"  --wake-us US, --turn-kb KB  with --cores, s ranks per CPU: "
+		"a message\n"
+		"           waits US x s x s (%g), a turn (US x s) per KB "
+		"streamed (%g)\n"
 		"  --host-ranks N  ranks sharing one host's CPUs (with "
 		"--cores) and, on\n"
 		"           RDMA networks, its device's bandwidth (default: "
