@@ -61,8 +61,8 @@
  * sender runs 512 KiB ahead into the ring before it waits for the
  * receiver's turn. bench/sim_validate.sh calibrates the wake per run
  * (HcclBarrier's steps on shm, 1.2 us on a 2-core host in a slow hour;
- * compare.sh -R's exchange steps on rxe); the default, 10 us, is the
- * rxe VM's 4-rank price of before, 20 us x s at s = 2.
+ * compare.sh -R's exchange steps on rxe); the default, 10 us, prices
+ * 4 ranks on 2 CPUs as the fitted 20 us x s of before did.
  *
  * `hccl_simulate --constants` prints all of it, for the scripts
  * (bench/analysis.py), which keep no copies.
