@@ -209,8 +209,9 @@ if [ -z "$from" ]; then
 			xchg 3 | awk '$1 == 1024 { print $3 }' || true)
 		echo "2 xchg ${xchg:--}" >>"$keep/p2p.wake"
 		# and HcclBarrier at 2 ranks and at every rank count above
-		# the CPUs, whose ranks sleep and take turns: the wake (wake())
-		for np in 2 $nps; do
+		# the CPUs, whose ranks sleep and take turns: the wake (wake());
+		# 2 ranks once, whether or not -n names it
+		for np in 2 $(printf '%s\n' $nps | grep -vx 2); do
 			[ "$np" = 2 ] || [ "$np" -gt "$cores" ] || continue
 			OHC_BENCH_RANKS=$np timeout 120 "$pb" 1024 1024 200 20 \
 				barrier 3 | awk -v np="$np" '$1 == 1024 {

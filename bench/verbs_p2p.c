@@ -48,6 +48,8 @@
 
 #define MAX_RANKS 64
 
+/* M_XCHG and after: every rank takes part in each call at once, timed
+ * on rank 0's clock, the slowest rank's window beside it */
 enum mode { M_BW, M_LAT, M_XCHG, M_BARRIER };
 
 struct shared {

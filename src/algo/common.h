@@ -265,11 +265,6 @@ static inline ohc_status_t ohc_reduce_end(const struct ohc_coll_args *a,
 }
 
 /*
- * A broadcast of the whole vector down a tree of relative ranks: in each
- * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
- * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
- */
-/*
  * A broadcast's work (ohc_algo.work) where every rank but the root
  * receives the vector once, in slices messages: the binomial tree, the
  * chain, linear.
@@ -281,6 +276,11 @@ static inline double ohc_bcast_work(const struct ohc_cost_params *c,
 	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / slices, 1, 0));
 }
 
+/*
+ * A broadcast of the whole vector down a tree of relative ranks: in each
+ * of rounds(n) rounds a rank vr > 0 receives it from parent(vr) in round
+ * recv_round(vr, n), then forwards it to child(vr, t, n) (0: none).
+ */
 ohc_status_t
 ohc_bcast_tree_build(const struct ohc_coll_args *a, struct ohc_sched *s,
 		     uint32_t (*rounds)(uint32_t),
