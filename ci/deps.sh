@@ -13,7 +13,9 @@ bench_pkgs=(openmpi-bin libopenmpi-dev)
 # their own). For /usr/bin/python3.
 python_pkgs=(python3-numpy python3-pytest python3-torch libtorch-dev
 	python3-pybind11 openmpi-bin slurmctld slurmd slurm-client)
-vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest)
+# the Soft-RoCE VM stages; gdb prints a hung test rank's stacks
+# (OHC_TEST_HANG_BT, ci/soft-roce/vm-suites.sh)
+vm_pkgs=(rdma-core ibverbs-providers ibverbs-utils perftest gdb)
 # a one-node Slurm for test/tools/slurm.sh, and MPICH's mpirun (tools.*)
 slurm_pkgs=(slurmctld slurmd slurm-client mpich)
 # bench/allreduce.sh's plot (Debian's matplotlib, for /usr/bin/python3)

@@ -32,6 +32,41 @@ void ohc_test_fork_settle(void)
 	usleep(200000);
 }
 
+/*
+ * The signal OPENHCCL_FLIGHT_SIGNAL names for the library's flight
+ * recorder dump ("USR1", "SIGUSR2" or a number), 0 if none.
+ */
+static int flight_signal(void)
+{
+	const char *s = getenv("OPENHCCL_FLIGHT_SIGNAL");
+
+	if (!s || !*s)
+		return 0;
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	if (!strcasecmp(s, "USR1"))
+		return SIGUSR1;
+	if (!strcasecmp(s, "USR2"))
+		return SIGUSR2;
+	return atoi(s);
+}
+
+/* OHC_TEST_HANG_BT set: every thread's stack of a hung rank, by gdb. */
+static void hang_backtrace(int rank, pid_t pid)
+{
+	char cmd[160];
+
+	fprintf(stderr, "rank %d (pid %d) hung; its threads:\n", rank,
+		(int)pid);
+	fflush(stderr);
+	snprintf(cmd, sizeof(cmd),
+		 "gdb -q -batch -p %d -ex 'thread apply all bt' 1>&2 "
+		 "</dev/null",
+		 (int)pid);
+	if (system(cmd))
+		fprintf(stderr, "rank %d: gdb could not attach\n", rank);
+}
+
 int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 			int timeout_s)
 {
@@ -87,6 +122,18 @@ int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - start.tv_sec > timeout_s) {
+			int sig = flight_signal();
+
+			/* what each hung rank was waiting for, to the log */
+			for (int r = 0; r < nranks && sig; r++)
+				if (pids[r])
+					kill(pids[r], sig);
+			if (sig)
+				sleep(2);
+			for (int r = 0;
+			     r < nranks && getenv("OHC_TEST_HANG_BT"); r++)
+				if (pids[r])
+					hang_backtrace(r, pids[r]);
 			for (int r = 0; r < nranks; r++) {
 				if (!pids[r])
 					continue;
