@@ -721,6 +721,12 @@ static void run_two_vms(struct proc_arg *a, ohc_test_rank_fn fn, int port)
 		cr_skip_test("needs two hosts: ci/soft-roce/run-vm.sh --vms 2");
 	a->fn = fn;
 	per_vm = PER_VM;
+	/*
+	 * An operation that stops moving fails on the timeout, well inside
+	 * the harness's 280 s, and its flight record says which step waited
+	 * for which rank (each part takes a few seconds under TCG).
+	 */
+	setenv("HCCL_EXEC_TIMEOUT", "120", 0);
 	ohc_test_fork_settle();
 	cr_expect_eq(ohc_test_fork_ranks(PER_VM, two_vm_rank, a, 280), 0);
 	unlink(a->table);
