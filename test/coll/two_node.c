@@ -127,6 +127,8 @@ static int data_rank(int local, int nlocal, void *arg)
 Test(two_node, mixed_shm_and_verbs, .timeout = 600)
 {
 	two_vms_or_skip(31000);
+	/* a stalled operation fails with its flight record, not killed */
+	setenv("HCCL_EXEC_TIMEOUT", "300", 0);
 	ohc_test_fork_settle();
 	cr_assert_eq(ohc_test_fork_ranks(PER_VM, data_rank, NULL, 560), 0);
 	unlink(table_path);

@@ -153,14 +153,7 @@ static int fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg, int timeout_s)
 		if (p > 0)
 			continue;
 		if (now_ms() - t0 > timeout_s * 1000.0) {
-			for (int r = 0; r < nranks; r++) {
-				if (!pids[r])
-					continue;
-				fprintf(stderr, "rank %d hung: killed\n", r);
-				kill(pids[r], SIGKILL);
-				waitpid(pids[r], NULL, 0);
-				failed++;
-			}
+			failed += ohc_test_kill_hung(pids, nranks);
 			break;
 		}
 		sleep_ms(2);

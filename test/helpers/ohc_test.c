@@ -67,6 +67,30 @@ static void hang_backtrace(int rank, pid_t pid)
 		fprintf(stderr, "rank %d: gdb could not attach\n", rank);
 }
 
+int ohc_test_kill_hung(pid_t *pids, int nranks)
+{
+	int sig = flight_signal(), killed = 0;
+
+	/* what each hung rank was waiting for, to the log */
+	for (int r = 0; r < nranks && sig; r++)
+		if (pids[r])
+			kill(pids[r], sig);
+	if (sig)
+		sleep(2);
+	for (int r = 0; r < nranks; r++) {
+		if (!pids[r])
+			continue;
+		if (getenv("OHC_TEST_HANG_BT"))
+			hang_backtrace(r, pids[r]);
+		fprintf(stderr, "rank %d hung: killed\n", r);
+		kill(pids[r], SIGKILL);
+		waitpid(pids[r], NULL, 0);
+		pids[r] = 0;
+		killed++;
+	}
+	return killed;
+}
+
 int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 			int timeout_s)
 {
@@ -122,26 +146,7 @@ int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - start.tv_sec > timeout_s) {
-			int sig = flight_signal();
-
-			/* what each hung rank was waiting for, to the log */
-			for (int r = 0; r < nranks && sig; r++)
-				if (pids[r])
-					kill(pids[r], sig);
-			if (sig)
-				sleep(2);
-			for (int r = 0;
-			     r < nranks && getenv("OHC_TEST_HANG_BT"); r++)
-				if (pids[r])
-					hang_backtrace(r, pids[r]);
-			for (int r = 0; r < nranks; r++) {
-				if (!pids[r])
-					continue;
-				fprintf(stderr, "rank %d hung: killed\n", r);
-				kill(pids[r], SIGKILL);
-				waitpid(pids[r], NULL, 0);
-				failed++;
-			}
+			failed += ohc_test_kill_hung(pids, nranks);
 			break;
 		}
 		usleep(2000);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <hccl/hccl.h>
 
@@ -24,6 +25,14 @@ typedef int (*ohc_test_rank_fn)(int rank, int nranks, void *arg);
  */
 int ohc_test_fork_ranks(int nranks, ohc_test_rank_fn fn, void *arg,
 			int timeout_s);
+
+/*
+ * Kill the ranks of pids still running (pid != 0), reaping each and
+ * zeroing its entry; the number killed. Each is named on stderr, after
+ * its flight recorder dump when OPENHCCL_FLIGHT_SIGNAL names a signal and
+ * every thread's stack (gdb) when OHC_TEST_HANG_BT is set.
+ */
+int ohc_test_kill_hung(pid_t *pids, int nranks);
 
 /* Wait until the test runner's own threads are quiet before fork(). */
 void ohc_test_fork_settle(void);
