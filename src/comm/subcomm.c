@@ -254,14 +254,17 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 			 ohc_status_str((ohc_status_t)mine->local_status));
 	for (uint32_t i = 1; i < nranks; i++) {
 		struct split_desc d;
+		int have_list = 0;
 
 		status = ohc_bootstrap_recv(parent->bs, ranks[i],
 					    SPLIT_TAG_DESC, &d, sizeof(d));
 		if (status >= 0 && d.magic == SPLIT_MAGIC && d.nranks >= 1 &&
-		    d.nranks <= np)
+		    d.nranks <= np) {
 			status = ohc_bootstrap_recv(parent->bs, ranks[i],
 						    SPLIT_TAG_LIST, list,
 						    d.nranks * sizeof(*list));
+			have_list = status >= 0;
+		}
 		if (status < 0) {
 			if (v->status == OHC_OK) {
 				v->status = status;
@@ -274,7 +277,9 @@ static ohc_status_t split_lead(struct ohc_comm *parent, uint32_t nranks,
 		d.name[sizeof(d.name) - 1] = '\0';
 		echo[ranks[i]][0] = d.id;
 		echo[ranks[i]][1] = d.list_hash;
-		if (d.magic == SPLIT_MAGIC && d.list_hash != mine->list_hash) {
+		/* a desc whose count is out of range came without a list
+		 * (split_compare refuses it below) */
+		if (have_list && d.list_hash != mine->list_hash) {
 			for (uint64_t k = 0; k < d.nranks; k++) {
 				uint32_t x = list[k];
 

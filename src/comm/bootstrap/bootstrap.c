@@ -55,7 +55,7 @@ static ohc_status_t ri_validate(const uint8_t *b, char *why, size_t len)
 	ver = ohc_be_get16(b + RI_OFF_VERSION);
 	if (ver != RI_VERSION) {
 		snprintf(why, len, "format version %u, this library reads %u",
-			 ver, RI_VERSION);
+			 ver, (unsigned)RI_VERSION);
 		return OHC_ERR_INVALID;
 	}
 	fam = ohc_be_get16(b + RI_OFF_FAMILY);

@@ -453,17 +453,18 @@ ohc_status_t ohc_shm_seg_connect(struct ohc_shm_iface *sif,
 	x.peers = calloc(n ? n : 1, sizeof(*x.peers));
 	x.pending = malloc(x.npending * sizeof(*x.pending));
 	pfd = calloc(1 + n + x.npending, sizeof(*pfd));
-	if (!x.peers || !x.pending || !pfd) {
-		status = OHC_ERR_NO_MEMORY;
-		goto out;
-	}
-	for (unsigned i = 0; i < x.npending; i++)
+	/* no fds yet, before any failure: the cleanup closes what is >= 0 */
+	for (unsigned i = 0; x.pending && i < x.npending; i++)
 		x.pending[i] = -1;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; x.peers && i < n; i++) {
 		x.peers[i].ep = eps[i];
 		x.peers[i].out_fd = -1;
 		x.peers[i].peer_fd = -1;
 		x.peers[i].peer_bell_fd = -1;
+	}
+	if (!x.peers || !x.pending || !pfd) {
+		status = OHC_ERR_NO_MEMORY;
+		goto out;
 	}
 
 	do {

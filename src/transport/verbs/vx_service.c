@@ -181,7 +181,13 @@ static void *svc_main(void *arg)
 			pthread_mutex_unlock(&reg_lock);
 			break;
 		}
-		watch_add(&w, s->wake_fd, NULL);
+		if (watch_add(&w, s->wake_fd, NULL)) {
+			/* no memory for the set: look again in a while (an
+			 * fd a later watch_add could not add waits likewise) */
+			pthread_mutex_unlock(&reg_lock);
+			(void)poll(NULL, 0, 100);
+			continue;
+		}
 		ohc_list_for_each(pos, &reg)
 		{
 			struct ohc_verbs_iface *vi = ohc_container_of(
