@@ -564,6 +564,27 @@ Test(zerocopy, activated_collectives_procs2, .timeout = 180)
 	run_procs(2, activated_rank);
 }
 
+/*
+ * Landing with small RDMA WRITEs and a small send queue: each 256 KiB
+ * chunk of a landing reduction is posted in one go, and with
+ * OPENHCCL_RDMA_WRITE_KB=1 and 4 slots of 4 KiB that was 256 pieces for
+ * a queue of 101: the sender waited for room forever. Over verbs only.
+ */
+Test(zerocopy, activated_small_writes_procs2, .timeout = 180)
+{
+	const char *roce = getenv("HCCL_INTRA_ROCE_ENABLE");
+
+	if (!roce || strcmp(roce, "1"))
+		cr_skip_test("needs every pair over verbs: the Soft-RoCE VM "
+			     "stage (HCCL_INTRA_ROCE_ENABLE=1)");
+	setenv("OPENHCCL_RDMA_WRITE_KB", "1", 1);
+	setenv("OPENHCCL_RDMA_SLOTS", "4", 1);
+	setenv("OPENHCCL_RDMA_SLOT_KB", "4", 1);
+	/* a stall fails inside the harness's limit, with its flight record */
+	setenv("HCCL_EXEC_TIMEOUT", "60", 0);
+	run_procs(2, activated_rank);
+}
+
 /* ---- symmetric windows ---- */
 
 static int window_rank(int rank, int nranks, void *p)

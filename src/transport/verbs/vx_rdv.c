@@ -380,7 +380,8 @@ static unsigned rx_grants(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 
 /*
  * Landing: write the chunks the receiver's ring has room for, from the
- * send buffer itself, each in pieces of at most rdv_wr_bytes (plain RDMA
+ * send buffer itself, each in pieces of at most rdv_wr_bytes or a
+ * quarter of the send queue's worth, whichever is larger (plain RDMA
  * WRITEs, the last one WRITE_WITH_IMM); returns the chunks written.
  */
 static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
@@ -389,20 +390,30 @@ static unsigned tx_land(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 	uint32_t slot = ohc_vx_rdv_seq(req) % OHC_VX_RDV_N;
 	struct vx_rdv_tx *t = &e->rdv.tx[slot];
 	struct ohc_vx_qp *q = &e->qps[t->land_qpi];
+	/*
+	 * A chunk's pieces are posted together, so they must fit the send
+	 * queue: at most a quarter of it, in larger pieces than
+	 * rdv_wr_bytes if need be. (OPENHCCL_RDMA_WRITE_KB=1 with 4 slots
+	 * of 4 KiB: 256 pieces a chunk, a queue of 101; the chunk waited
+	 * for room it could never have.)
+	 */
+	size_t quarter = vi->sq_depth / 4;
+	size_t wr_max =
+		OHC_MAX((size_t)vi->rdv_wr_bytes,
+			((size_t)t->land_chunk + quarter - 1) / quarter);
 	unsigned n = 0;
 
 	while (t->written < req->len && t->sent - t->freed < t->land_n) {
 		size_t clen =
 			OHC_MIN((size_t)t->land_chunk, req->len - t->written);
-		size_t pieces =
-			(clen + vi->rdv_wr_bytes - 1) / vi->rdv_wr_bytes;
+		size_t pieces = (clen + wr_max - 1) / wr_max;
 		uint64_t base = t->raddr +
 				(t->sent % t->land_n) * (uint64_t)t->land_chunk;
 
 		if (q->sq_inflight + q->nchain + pieces + 1 > vi->sq_depth)
 			break; /* the send queue drains first */
 		for (size_t off = 0; off < clen;) {
-			size_t piece = OHC_MIN(clen - off, vi->rdv_wr_bytes);
+			size_t piece = OHC_MIN(clen - off, wr_max);
 			int last = off + piece == clen, rc;
 			struct ibv_send_wr wr;
 			struct ibv_sge sg;

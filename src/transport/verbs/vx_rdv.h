@@ -34,7 +34,9 @@
  *    the message chunk by chunk, chunk i from its own buffer (its MR, no
  *    copy) into ring entry i mod land_n, ending in an RDMA
  *    WRITE_WITH_IMM (immediate OHC_VX_IMM_RDV | 1 << 16 | k mod N; in
- *    OPENHCCL_RDMA_WRITE_KB pieces like a stripe), all on QP k mod nqps
+ *    OPENHCCL_RDMA_WRITE_KB pieces like a stripe, but never more than a
+ *    quarter of the send queue: a chunk is posted whole), all on QP
+ *    k mod nqps
  *    so they land in order, at most land_n ahead of the receiver.
  *    The receiver reduces each chunk straight out of the ring into the
  *    destination (ohc_req_deliver) and, if the sender still has chunks
