@@ -36,8 +36,8 @@
  *    WRITE_WITH_IMM (immediate OHC_VX_IMM_RDV | 1 << 16 | k mod N; in
  *    OPENHCCL_RDMA_WRITE_KB pieces like a stripe, but never more than a
  *    quarter of the send queue: a chunk is posted whole), all on QP
- *    k mod nqps
- *    so they land in order, at most land_n ahead of the receiver.
+ *    k mod nqps so they land in order, at most land_n ahead of the
+ *    receiver.
  *    The receiver reduces each chunk straight out of the ring into the
  *    destination (ohc_req_deliver) and, if the sender still has chunks
  *    it may not write yet, grants one more: a zero-length WRITE_WITH_IMM
