@@ -71,6 +71,10 @@ int ohc_test_kill_hung(pid_t *pids, int nranks)
 {
 	int sig = flight_signal(), killed = 0;
 
+	/* the stacks first, while every rank is as the hang left it */
+	for (int r = 0; r < nranks && getenv("OHC_TEST_HANG_BT"); r++)
+		if (pids[r])
+			hang_backtrace(r, pids[r]);
 	/* what each hung rank was waiting for, to the log */
 	for (int r = 0; r < nranks && sig; r++)
 		if (pids[r])
@@ -80,8 +84,6 @@ int ohc_test_kill_hung(pid_t *pids, int nranks)
 	for (int r = 0; r < nranks; r++) {
 		if (!pids[r])
 			continue;
-		if (getenv("OHC_TEST_HANG_BT"))
-			hang_backtrace(r, pids[r]);
 		fprintf(stderr, "rank %d hung: killed\n", r);
 		kill(pids[r], SIGKILL);
 		waitpid(pids[r], NULL, 0);
