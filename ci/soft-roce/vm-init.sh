@@ -207,6 +207,28 @@ chroot /newroot /usr/bin/env -i \
 	</dev/null >/results/stdout 2>/results/stderr || rc=$?
 t_done=$(cut -d' ' -f1 /proc/uptime)
 log "command exited with $rc"
+# A failed command across two VMs: does our emulated NIC still transmit?
+# QEMU's virtio-net over the socket netdev can stop taking packets; the
+# guest's NETDEV WATCHDOG says so only once the queue fills, so a stall
+# with little traffic is silent (the ranks then wait, and rxe retries
+# nothing it cannot send). virtio-net counts a packet sent when the device
+# has taken it: three pings that leave tx_packets where it was mean the
+# wire is dead on our side (vm-suites.sh reruns such a stage).
+if [ "$rc" != 0 ] && [ -n "$peerip" ]; then
+	txf=/sys/class/net/$netdev/statistics/tx_packets
+	state=$(cat "/sys/class/net/$netdev/operstate" 2>/dev/null)
+	tx0=$(cat "$txf" 2>/dev/null || echo 0)
+	ping -c 3 -W 1 "$peerip" >/dev/null 2>&1 || true
+	tx1=$(cat "$txf" 2>/dev/null || echo 0)
+	if [ "$state" != up ]; then # a test took it down: not a stall
+		log "wire check: $netdev is $state"
+	elif [ "$tx1" = "$tx0" ]; then
+		log "wire check: $netdev took no packet in 3 pings (tx_packets" \
+			"$tx0): the emulated NIC stopped transmitting"
+	else
+		log "wire check: $netdev transmits (tx_packets $tx0 -> $tx1)"
+	fi
+fi
 {
 	echo "init_start $t_init"
 	echo "modules_loaded $t_mod"

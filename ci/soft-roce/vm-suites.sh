@@ -9,9 +9,10 @@
 # folder.
 # Exit status is the first failure's (124/125: a VM timed out / failed).
 # A stage whose VM's emulated NIC stopped transmitting (the guest kernel's
-# "NETDEV WATCHDOG ... transmit queue timed out": QEMU's virtio-net over
-# the socket netdev stalled, nothing our code does) is named as such and
-# run again, up to twice; any other failure is final. The stall was rare,
+# "NETDEV WATCHDOG ... transmit queue timed out", or vm-init.sh's wire
+# check after a failed command: pings that the NIC never took; QEMU's
+# virtio-net over the socket netdev stalled, nothing our code does) is
+# named as such and run again, up to twice; any other failure is final. The stall was rare,
 # then hit one stage in 3 of 4 local runs on 2026-12-06 (the two-VM
 # stage twice, the two-NIC stage once), each time passing on the rerun.
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
@@ -49,7 +50,8 @@ run_vm() {
 		rc=0
 		ci/soft-roce/run-vm.sh --results "$dir" "$@" || rc=$?
 		[ "$rc" != 0 ] && [ "$try" != 3 ] &&
-			grep -ls "NETDEV WATCHDOG" "$dir"/vm*/console.log || return "$rc"
+			grep -lsE "NETDEV WATCHDOG|emulated NIC stopped transmitting" \
+				"$dir"/vm*/console.log || return "$rc"
 		echo "vm-suites: $name: the emulated NIC of a VM stopped" \
 			"transmitting (guest NETDEV WATCHDOG, a QEMU stall):" \
 			"running the stage again (try $((try + 1)) of 3)" >&2
