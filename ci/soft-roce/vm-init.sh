@@ -213,20 +213,26 @@ log "command exited with $rc"
 # with little traffic is silent (the ranks then wait, and rxe retries
 # nothing it cannot send). virtio-net counts a packet sent when the device
 # has taken it: three pings that leave tx_packets where it was mean the
-# wire is dead on our side (vm-suites.sh reruns such a stage).
+# wire is dead on our side; no answer from a peer that still runs means
+# it is dead on its side (vm-suites.sh reruns such a stage).
 if [ "$rc" != 0 ] && [ -n "$peerip" ]; then
 	txf=/sys/class/net/$netdev/statistics/tx_packets
 	state=$(cat "/sys/class/net/$netdev/operstate" 2>/dev/null)
 	tx0=$(cat "$txf" 2>/dev/null || echo 0)
-	ping -c 3 -W 1 "$peerip" >/dev/null 2>&1 || true
+	answers=no
+	ping -c 3 -W 1 "$peerip" >/dev/null 2>&1 && answers=yes
 	tx1=$(cat "$txf" 2>/dev/null || echo 0)
 	if [ "$state" != up ]; then # a test took it down: not a stall
 		log "wire check: $netdev is $state"
 	elif [ "$tx1" = "$tx0" ]; then
 		log "wire check: $netdev took no packet in 3 pings (tx_packets" \
 			"$tx0): the emulated NIC stopped transmitting"
+	elif [ "$answers" = no ]; then # its NIC, or it is gone
+		log "wire check: $netdev transmits (tx_packets $tx0 -> $tx1)" \
+			"but the peer $peerip does not answer"
 	else
-		log "wire check: $netdev transmits (tx_packets $tx0 -> $tx1)"
+		log "wire check: $netdev transmits (tx_packets $tx0 -> $tx1)," \
+			"the peer answers"
 	fi
 fi
 {

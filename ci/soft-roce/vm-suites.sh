@@ -39,6 +39,24 @@ runs=${OHC_SOFTROCE_CACHE:-build/soft-roce}/runs
 # it is killed: a hang seen once in CI is read from the log, not rerun.
 export OHC_TEST_HANG_BT=1
 
+# Whether a run's emulated wire died (results folder $1): a VM's own NIC
+# (the watchdog, or its wire check), or a peer that did not answer the
+# wire check of the VM that failed first while it still ran (run-vm
+# stopped it later: its folder has `stopped`).
+wire_died() {
+	local c v
+	grep -qsE "NETDEV WATCHDOG|emulated NIC stopped transmitting" \
+		"$1"/vm*/console.log && return 0
+	for c in "$1"/vm*/console.log; do
+		grep -qs "does not answer" "$c" || continue
+		for v in "$1"/vm*; do
+			[ "$v" != "$(dirname "$c")" ] && [ -e "$v/stopped" ] &&
+				return 0
+		done
+	done
+	return 1
+}
+
 # run_vm NAME RUN-VM-ARGS...: run-vm.sh, again (up to 3 tries in all)
 # while a VM's NIC stalled.
 run_vm() {
@@ -49,11 +67,10 @@ run_vm() {
 		dir=$(mktemp -d "$runs/$(date +%Y%m%d-%H%M%S)-$name-$try.XXXX")
 		rc=0
 		ci/soft-roce/run-vm.sh --results "$dir" "$@" || rc=$?
-		[ "$rc" != 0 ] && [ "$try" != 3 ] &&
-			grep -lsE "NETDEV WATCHDOG|emulated NIC stopped transmitting" \
-				"$dir"/vm*/console.log || return "$rc"
+		[ "$rc" != 0 ] && [ "$try" != 3 ] && wire_died "$dir" ||
+			return "$rc"
 		echo "vm-suites: $name: the emulated NIC of a VM stopped" \
-			"transmitting (guest NETDEV WATCHDOG, a QEMU stall):" \
+			"transmitting (guest NETDEV WATCHDOG or the wire check, a QEMU stall):" \
 			"running the stage again (try $((try + 1)) of 3)" >&2
 	done
 }
