@@ -10,11 +10,12 @@
 # Exit status is the first failure's (124/125: a VM timed out / failed).
 # A stage whose VM's emulated NIC stopped transmitting (the guest kernel's
 # "NETDEV WATCHDOG ... transmit queue timed out", or vm-init.sh's wire
-# check after a failed command: pings that the NIC never took; QEMU's
-# virtio-net over the socket netdev stalled, nothing our code does) is
-# named as such and run again, up to twice; any other failure is final. The stall was rare,
-# then hit one stage in 3 of 4 local runs on 2026-12-06 (the two-VM
-# stage twice, the two-NIC stage once), each time passing on the rerun.
+# check after a failed command: pings its NIC never took, or no answer
+# from a peer that still ran; QEMU's virtio-net over the socket netdev
+# stalled, nothing our code does) is named as such and run again, up to
+# twice; any other failure is final. The stall was rare, then hit one
+# stage in 3 of 4 local runs on 2026-12-06 (the two-VM stage twice, the
+# two-NIC stage once), each time passing on the rerun.
 # usage: ci/soft-roce/vm-suites.sh BUILD_DIR
 #   OHC_VM_SUITES      ctest -R regex (default: the suites below)
 #   OHC_TEST_CASES     cases of coll.random (default 24: TCG is slow)
