@@ -30,7 +30,7 @@ layout=4
 # crc32_generic is not a declared dependency of rdma_rxe, but without it
 # `rdma link add` fails with ENOENT (rxe allocates the crc32 shash).
 want_modules=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm
-	veth virtio_net sch_netem)
+	veth virtio_net sch_netem sch_prio cls_u32)
 
 pkgs=(qemu-system-x86 busybox-static rdma-core ibverbs-providers
 	ibverbs-utils perftest iproute2 kmod cpio)

@@ -18,13 +18,18 @@
  * - netem_loss: 5 % packet loss on both VMs' egress (tc netem) while the
  *   collectives run: results stay correct. The rxe counters before and
  *   after go to the log.
+ * - slow_setup_record_offered_again: vm0's verbs setup records delayed
+ *   past the 2 s a higher rank waits for one: the lower ranks connect
+ *   again and the communicator comes up.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -481,6 +486,113 @@ Test(two_node_faults, netem_loss, .timeout = 600)
 	fprintf(stderr, "vm%d: netem_loss: %.1f s\n", vm_index,
 		ohc_test_now_s() - t0);
 	cr_expect_eq(failed, 0);
+	unlink(table_path);
+}
+
+/* ---- a slow setup record: offered again ----------------------------- */
+
+/*
+ * A higher rank waits 2 s for a lower rank's setup record, then drops the
+ * connection as a stranger's; the lower rank must then connect again, not
+ * fail (seen in CI under netem_loss: TCP retransmitting the record on the
+ * lossy wire took longer). Here vm0's TCP segments that carry a verbs
+ * setup record (a frame of magic "VX" at the payload's start: 20 bytes of
+ * IP header, 32 of TCP with timestamps) pass a netem band that delays them
+ * SLOW_RECORD; the filter goes SLOW_WINDOW after that band first holds a
+ * packet, so a record offered again afterwards passes.
+ */
+#define SLOW_RECORD "3s"
+#define SLOW_WINDOW "2.5"
+
+static char reoffer_mark[64];
+
+static int slow_record_rank(int local, int nlocal, void *arg)
+{
+	int rank = vm_index * PER_VM + local, bad = 0;
+	struct capture cap;
+	HcclComm comm;
+	char *log;
+
+	(void)nlocal;
+	(void)arg;
+	capture_begin(&cap, rank);
+	if (aclrtSetDevice(local) ||
+	    HcclCommInitClusterInfo(table_path, (uint32_t)rank, &comm)) {
+		free(capture_end(&cap, rank));
+		OHC_RANK_FAIL("rank %d: init failed", rank);
+	}
+	bad |= ohc_test_ring_round(comm, rank, NR, COUNT) != HCCL_SUCCESS;
+	bad |= HcclCommDestroy(comm) != HCCL_SUCCESS;
+	log = capture_end(&cap, rank);
+	if (strstr(log, "connecting again")) {
+		int fd = open(reoffer_mark, O_WRONLY | O_CREAT | O_CLOEXEC,
+			      0600);
+
+		if (fd >= 0)
+			close(fd);
+	}
+	free(log);
+	return bad;
+}
+
+/* vm0: the delay band, the filter, and a child that lifts the filter. */
+static pid_t slow_records_begin(const char *nd)
+{
+	pid_t pid;
+
+	cr_assert_eq(
+		ohc_test_sh("tc qdisc add dev %s root handle 1: prio bands 3 "
+			    "priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 && "
+			    "tc qdisc add dev %s parent 1:3 handle 30: netem "
+			    "delay %s && "
+			    "tc filter add dev %s parent 1: protocol ip prio 1 "
+			    "u32 match ip protocol 6 0xff "
+			    "match u16 0x5658 0xffff at 52 flowid 1:3",
+			    nd, nd, SLOW_RECORD, nd),
+		0, "tc prio, netem and u32 (sch_prio, cls_u32 in the VM)");
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork");
+	if (pid == 0)
+		_exit(ohc_test_sh(
+			"for i in $(seq 2400); do "
+			"tc -s qdisc show dev %s | awk '/netem 30:/ {f = 1} "
+			"f && /Sent/ {s = $4} f && /backlog/ {b = $3 + 0; "
+			"exit} END {exit !(s + b > 0)}' && break; "
+			"sleep 0.05; done; sleep %s; "
+			"tc filter del dev %s parent 1: prio 1",
+			nd, SLOW_WINDOW, nd));
+	return pid;
+}
+
+Test(two_node_faults, slow_setup_record_offered_again, .timeout = 240)
+{
+	const char *nd = getenv("OHC_VM_NETDEV");
+	double t0 = ohc_test_now_s();
+	pid_t lifter = -1;
+	int failed;
+
+	two_vms_or_skip(26000);
+	snprintf(reoffer_mark, sizeof(reoffer_mark), "/tmp/ohc_reoffer_%d",
+		 (int)getpid());
+	unlink(reoffer_mark);
+	if (vm_index == 0)
+		lifter = slow_records_begin(nd);
+	ohc_test_fork_settle();
+	failed = ohc_test_fork_ranks(PER_VM, slow_record_rank, NULL, 180);
+	if (lifter > 0) {
+		kill(lifter, SIGKILL);
+		waitpid(lifter, NULL, 0);
+		ohc_test_sh("tc -s qdisc show dev %s | tr '\\n' ' '; echo", nd);
+		ohc_test_sh("tc qdisc del dev %s root", nd);
+	}
+	fprintf(stderr, "vm%d: slow_setup_record_offered_again: %.1f s\n",
+		vm_index, ohc_test_now_s() - t0);
+	cr_expect_eq(failed, 0);
+	/* vm0's ranks are the lower ones: one of them connected again */
+	if (vm_index == 0)
+		cr_expect_eq(access(reoffer_mark, F_OK), 0,
+			     "no rank of vm0 offered its record again");
+	unlink(reoffer_mark);
 	unlink(table_path);
 }
 

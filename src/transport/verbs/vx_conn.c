@@ -291,6 +291,29 @@ ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
 		       : OHC_ERR_INVALID;
 }
 
+/* Times a lower rank connects again to a higher one that closed its
+ * setup connection without answering (vx_iface_connect). */
+#define VX_CONN_OFFERS 3
+
+/* Connect to a higher rank's listener and send it our record. */
+static ohc_status_t conn_offer(struct ohc_verbs_iface *vi,
+			       struct ohc_verbs_ep *e, struct ohc_hs *hs)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = ohc_vx_peer_addr(e, &ss, NULL, 0);
+	struct ohc_hs_hello m;
+	struct vx_conn c;
+	ohc_status_t status;
+
+	status = ohc_hs_connect(hs, (struct sockaddr *)&ss, len, SOCK_STREAM,
+				&e->sock);
+	if (status < 0)
+		return status;
+	ohc_vx_conn_fill(vi, e, &c);
+	m = ohc_vx_conn_hello(vi, e->super.peer, &c);
+	return ohc_hs_hello_send(hs, e->sock, &m);
+}
+
 ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 				  unsigned n, uint64_t deadline)
 {
@@ -348,20 +371,12 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		lower += ohc_vx_ep(eps[i])->super.peer < rank;
 	for (unsigned i = 0; i < n; i++) {
 		struct ohc_verbs_ep *e = ohc_vx_ep(eps[i]);
-		struct sockaddr_storage ss;
-		struct ohc_hs_hello m;
-		socklen_t len;
 
 		if (e->super.peer < rank)
 			continue;
-		len = ohc_vx_peer_addr(e, &ss, name, sizeof(name));
+		(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
 		ohc_hs_init(&hs, &ohc_vx_proto, name, vi->session, deadline);
-		status = ohc_hs_connect(&hs, (struct sockaddr *)&ss, len,
-					SOCK_STREAM, &e->sock);
-		ohc_vx_conn_fill(vi, e, &c);
-		m = ohc_vx_conn_hello(vi, e->super.peer, &c);
-		if (status == OHC_OK)
-			status = ohc_hs_hello_send(&hs, e->sock, &m);
+		status = conn_offer(vi, e, &hs);
 		if (status < 0) {
 			OHC_ERROR(
 				OHC_SS_VERBS,
@@ -433,6 +448,25 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
 		ohc_hs_init(&hs, &ohc_vx_proto, name, vi->session, deadline);
 		status = ohc_hs_hello_recv(&hs, e->sock, &m);
+		/* closed unanswered: the peer dropped us as silent (our
+		 * record was slower than its 2 s, e.g. TCP retransmitting
+		 * on a lossy wire); offer it again, a few times at most */
+		for (int again = 0;
+		     status == OHC_ERR_REMOTE && again < VX_CONN_OFFERS &&
+		     ohc_time_ns() < deadline;
+		     again++) {
+			OHC_WARN(OHC_SS_VERBS,
+				 "rank %u: RDMA connection setup: %s before "
+				 "answering; connecting again",
+				 rank, hs.why);
+			close(e->sock);
+			e->sock = -1;
+			hs.once = 1; /* it listened: a refusal is final */
+			status = conn_offer(vi, e, &hs);
+			m = ohc_vx_conn_hello(vi, rank, &c);
+			if (status == OHC_OK)
+				status = ohc_hs_hello_recv(&hs, e->sock, &m);
+		}
 		if (status == OHC_OK &&
 		    (ohc_vx_conn_check(vi, &c) < 0 || c.from != m.from ||
 		     m.from != e->super.peer)) {
