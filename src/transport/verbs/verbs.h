@@ -628,6 +628,8 @@ int ohc_vx_replay_start(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 void ohc_vx_replay_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e);
 void ohc_vx_replay_msg(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e,
 		       char t, const uint8_t *body);
+/* Where a replay in progress waits, in words ("no HELLO from the peer"). */
+const char *ohc_vx_replay_stage(const struct ohc_verbs_ep *e);
 #define OHC_VX_RP_HELLO 'H'
 #define OHC_VX_RP_READY 'Y'
 /* bytes after the type byte: 32, then the rendezvous report */

@@ -66,21 +66,30 @@ void ohc_vx_ep_fail_qpn(struct ohc_verbs_ep *e, uint32_t qpn, const char *why)
 	struct ohc_iface *iface = e->super.iface;
 	ohc_status_t status = e->peer_abort ? e->peer_abort : OHC_ERR_REMOTE;
 
+	char replay[96] = "";
+
 	if (e->broken)
 		return;
 	e->broken = status;
+	/* a replay cut short by this (the peer gave up first): where ours
+	 * was, for the one who reads why both sides failed */
+	if (e->rp.state != VX_RP_NONE)
+		snprintf(replay, sizeof(replay),
+			 " (our replay: %s, %.0f ms in)",
+			 ohc_vx_replay_stage(e),
+			 (double)(ohc_time_ns() - e->rp.start) / 1e6);
 	e->rp.state = VX_RP_NONE;
 	if (!ohc_list_empty(&e->sendq) || !ohc_list_empty(&e->recvq) ||
 	    !ohc_list_empty(&e->rdv.txq) || !ohc_list_empty(&e->rdv.rxq))
 		OHC_ERROR(OHC_SS_VERBS,
 			  "rank %u: RDMA connection to rank %u failed: QP %u: "
-			  "%s",
-			  iface->rank, e->super.peer, qpn, why);
+			  "%s%s",
+			  iface->rank, e->super.peer, qpn, why, replay);
 	else
 		OHC_WARN(OHC_SS_VERBS,
 			 "rank %u: RDMA connection to rank %u lost while "
-			 "idle: QP %u: %s",
-			 iface->rank, e->super.peer, qpn, why);
+			 "idle: QP %u: %s%s",
+			 iface->rank, e->super.peer, qpn, why, replay);
 	ohc_vx_queue_complete(&e->sendq, status);
 	ohc_vx_queue_complete(&e->recvq, status);
 	ep_stop(e);

@@ -333,6 +333,20 @@ static void rp_resend(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 		 rp->rdv.rewound, rp->rdv.completed, rp->rdv.rects);
 }
 
+const char *ohc_vx_replay_stage(const struct ohc_verbs_ep *e)
+{
+	static const char *const stage[] = {"not replaying",
+					    "queues draining",
+					    "port down",
+					    "no HELLO from the peer",
+					    "no READY from the peer",
+					    "sending again"};
+
+	return (unsigned)e->rp.state < sizeof(stage) / sizeof(stage[0])
+		       ? stage[e->rp.state]
+		       : "?";
+}
+
 void ohc_vx_replay_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 {
 	struct vx_replay *rp = &e->rp;
@@ -340,14 +354,7 @@ void ohc_vx_replay_progress(struct ohc_verbs_iface *vi, struct ohc_verbs_ep *e)
 	if (rp->state == VX_RP_NONE || e->broken)
 		return;
 	if (ohc_deadline_passed(rp->deadline)) {
-		static const char *const stage[] = {"",
-						    "queues draining",
-						    "port down",
-						    "no HELLO from the peer",
-						    "no READY from the peer",
-						    "sending again"};
-
-		rp_fail(e, stage[rp->state]);
+		rp_fail(e, ohc_vx_replay_stage(e));
 		return;
 	}
 	switch (rp->state) {
