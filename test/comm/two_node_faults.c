@@ -499,10 +499,13 @@ Test(two_node_faults, netem_loss, .timeout = 600)
  * setup record (a frame of magic "VX" at the payload's start: 20 bytes of
  * IP header, 32 of TCP with timestamps) pass a netem band that delays them
  * SLOW_RECORD; the filter goes SLOW_WINDOW after that band first holds a
- * packet, so a record offered again afterwards passes.
+ * packet, so a record offered again afterwards passes. A higher rank that
+ * accepts up to 2.5 s after the first record was sent still drops it: the
+ * record and its retransmissions are held until 2 s after that accept
+ * (the window), and the held ones arrive later still (the delay).
  */
-#define SLOW_RECORD "3s"
-#define SLOW_WINDOW "2.5"
+#define SLOW_RECORD "6s"
+#define SLOW_WINDOW "4.5"
 
 static char reoffer_mark[64];
 

@@ -246,6 +246,8 @@ struct ohc_verbs_ep {
 	uint32_t rem_rkey;
 	/* resources */
 	int sock;
+	uint64_t
+		offered; /* setup: when our record last went to a higher rank */
 	uint32_t nqps;
 	struct ohc_vx_qp qps[OHC_VX_MAX_QPS];
 	char *ring, *stage;	  /* receive slots, send staging (mmap) */

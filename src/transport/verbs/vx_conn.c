@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,9 +292,9 @@ ohc_status_t ohc_vx_conn_check(const struct ohc_verbs_iface *vi,
 		       : OHC_ERR_INVALID;
 }
 
-/* Times a lower rank connects again to a higher one that closed its
- * setup connection without answering (vx_iface_connect). */
-#define VX_CONN_OFFERS 3
+/* A higher rank drops a setup connection that brought no record for this
+ * long (a stranger's, or a lower rank's record slowed past it). */
+#define VX_CONN_SILENT_MS 2000
 
 /* Connect to a higher rank's listener and send it our record. */
 static ohc_status_t conn_offer(struct ohc_verbs_iface *vi,
@@ -311,7 +312,19 @@ static ohc_status_t conn_offer(struct ohc_verbs_iface *vi,
 		return status;
 	ohc_vx_conn_fill(vi, e, &c);
 	m = ohc_vx_conn_hello(vi, e->super.peer, &c);
+	e->offered = ohc_time_ns();
 	return ohc_hs_hello_send(hs, e->sock, &m);
+}
+
+/* The higher rank closed the connection unanswered after waiting (half
+ * its silence limit or more) since our record left: it dropped us as
+ * silent, and takes a new offer. A close sooner is something else (a
+ * failing peer, another program on the port). */
+static bool conn_dropped_silent(const struct ohc_verbs_ep *e,
+				ohc_status_t status)
+{
+	return status == OHC_ERR_REMOTE &&
+	       ohc_time_ns() - e->offered >= VX_CONN_SILENT_MS * 500000ull;
 }
 
 ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
@@ -406,9 +419,11 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		if (status < 0)
 			continue;
 		/* a peer writes its record as soon as it is connected: a
-		 * connection that says nothing for 2 s is dropped, not
-		 * waited for until the deadline */
-		hs.deadline = OHC_MIN(deadline, ohc_deadline_after_ms(2000));
+		 * connection that says nothing for VX_CONN_SILENT_MS is
+		 * dropped, not waited for until the deadline (a lower rank
+		 * whose record was only slow offers it again) */
+		hs.deadline = OHC_MIN(deadline,
+				      ohc_deadline_after_ms(VX_CONN_SILENT_MS));
 		status = ohc_hs_hello_recv(&hs, fd, &m);
 		if (status < 0 || ohc_vx_conn_check(vi, &c) < 0 ||
 		    c.from != m.from || c.from >= rank ||
@@ -448,13 +463,11 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 		(void)ohc_vx_peer_addr(e, NULL, name, sizeof(name));
 		ohc_hs_init(&hs, &ohc_vx_proto, name, vi->session, deadline);
 		status = ohc_hs_hello_recv(&hs, e->sock, &m);
-		/* closed unanswered: the peer dropped us as silent (our
-		 * record was slower than its 2 s, e.g. TCP retransmitting
-		 * on a lossy wire); offer it again, a few times at most */
-		for (int again = 0;
-		     status == OHC_ERR_REMOTE && again < VX_CONN_OFFERS &&
-		     ohc_time_ns() < deadline;
-		     again++) {
+		/* dropped as silent (our record was slower than its limit,
+		 * e.g. TCP retransmitting it on a lossy wire): offer it
+		 * again, until the deadline */
+		while (conn_dropped_silent(e, status) &&
+		       !ohc_deadline_passed(deadline)) {
 			OHC_WARN(OHC_SS_VERBS,
 				 "rank %u: RDMA connection setup: %s before "
 				 "answering; connecting again",
