@@ -555,15 +555,24 @@ static pid_t slow_records_begin(const char *nd)
 		0, "tc prio, netem and u32 (sch_prio, cls_u32 in the VM)");
 	pid = fork();
 	cr_assert_geq(pid, 0, "fork");
+	/* its own process group (set on both sides, whichever runs
+	 * first), so that its shell is killed with it */
+	if (pid > 0)
+		(void)setpgid(pid, pid);
 	if (pid == 0)
-		_exit(ohc_test_sh(
-			"for i in $(seq 2400); do "
-			"tc -s qdisc show dev %s | awk '/netem 30:/ {f = 1} "
-			"f && /Sent/ {s = $4} f && /backlog/ {b = $3 + 0; "
-			"exit} END {exit !(s + b > 0)}' && break; "
-			"sleep 0.05; done; sleep %s; "
-			"tc filter del dev %s parent 1: prio 1",
-			nd, SLOW_WINDOW, nd));
+		_exit(setpgid(0, 0)
+			      ? 1
+			      : ohc_test_sh(
+					"for i in $(seq 2400); do "
+					"tc -s qdisc show dev %s | awk '/netem "
+					"30:/ {f = 1} "
+					"f && /Sent/ {s = $4} f && /backlog/ "
+					"{b = $3 + 0; "
+					"exit} END {exit !(s + b > 0)}' && "
+					"break; "
+					"sleep 0.05; done; sleep %s; "
+					"tc filter del dev %s parent 1: prio 1",
+					nd, SLOW_WINDOW, nd));
 	return pid;
 }
 
@@ -583,7 +592,7 @@ Test(two_node_faults, slow_setup_record_offered_again, .timeout = 240)
 	ohc_test_fork_settle();
 	failed = ohc_test_fork_ranks(PER_VM, slow_record_rank, NULL, 180);
 	if (lifter > 0) {
-		kill(lifter, SIGKILL);
+		kill(-lifter, SIGKILL);
 		waitpid(lifter, NULL, 0);
 		ohc_test_sh("tc -s qdisc show dev %s | tr '\\n' ' '; echo", nd);
 		ohc_test_sh("tc qdisc del dev %s root", nd);
