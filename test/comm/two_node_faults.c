@@ -506,6 +506,14 @@ Test(two_node_faults, netem_loss, .timeout = 600)
  */
 #define SLOW_RECORD "6s"
 #define SLOW_WINDOW "4.5"
+/* The lifter (NETDEV twice): wait until the band holds a packet, then
+ * the window, then remove the filter. */
+#define LIFT_SH                                                                \
+	"for i in $(seq 2400); do "                                            \
+	"tc -s qdisc show dev %s | awk '/netem 30:/ {f = 1} "                  \
+	"f && /Sent/ {s = $4} f && /backlog/ {b = $3 + 0; exit} "              \
+	"END {exit !(s + b > 0)}' && break; sleep 0.05; done; "                \
+	"sleep " SLOW_WINDOW "; tc filter del dev %s parent 1: prio 1"
 
 static char reoffer_mark[64];
 
@@ -560,19 +568,7 @@ static pid_t slow_records_begin(const char *nd)
 	if (pid > 0)
 		(void)setpgid(pid, pid);
 	if (pid == 0)
-		_exit(setpgid(0, 0)
-			      ? 1
-			      : ohc_test_sh(
-					"for i in $(seq 2400); do "
-					"tc -s qdisc show dev %s | awk '/netem "
-					"30:/ {f = 1} "
-					"f && /Sent/ {s = $4} f && /backlog/ "
-					"{b = $3 + 0; "
-					"exit} END {exit !(s + b > 0)}' && "
-					"break; "
-					"sleep 0.05; done; sleep %s; "
-					"tc filter del dev %s parent 1: prio 1",
-					nd, SLOW_WINDOW, nd));
+		_exit(setpgid(0, 0) ? 1 : ohc_test_sh(LIFT_SH, nd, nd));
 	return pid;
 }
 

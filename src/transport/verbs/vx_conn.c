@@ -476,7 +476,6 @@ ohc_status_t ohc_vx_iface_connect(struct ohc_iface *iface, struct ohc_ep **eps,
 			e->sock = -1;
 			hs.once = 1; /* it listened: a refusal is final */
 			status = conn_offer(vi, e, &hs);
-			m = ohc_vx_conn_hello(vi, rank, &c);
 			if (status == OHC_OK)
 				status = ohc_hs_hello_recv(&hs, e->sock, &m);
 		}
