@@ -28,6 +28,8 @@
 #include "util/status.h"
 
 #define OHC_ADDR_MAX 256 /* max bytes of an iface address blob */
+/* a sleep's first part, after which the sleeper looks again (wait set) */
+#define OHC_TP_SETTLE_US 100
 
 /* Capability bits; a unit test checks they match the wired ops. */
 enum {
@@ -137,9 +139,13 @@ struct ohc_transport_ops {
 	 * 0 when something is ready now (do not sleep). After the poll has
 	 * filled in their revents (or not: 0 returned, a timeout),
 	 * iface_wait_disarm takes what woke us and ends the sleep; it is
-	 * called after every arm. Optional (OHC_TP_CAP_WAIT_SET): without
-	 * them a step pending on several transports sleeps 1 ms on each in
-	 * turn.
+	 * called after every arm. An armed transport may be armed again
+	 * before the disarm (a second look: it hands out its fds anew, or
+	 * 0), and is: the first poll after arming lasts at most
+	 * OHC_TP_SETTLE_US, for transports whose ringers can miss an owner
+	 * that is arming (transport/bell.h). Optional (OHC_TP_CAP_WAIT_SET):
+	 * without them a step pending on several transports sleeps 1 ms on
+	 * each in turn.
 	 */
 	unsigned (*iface_wait_arm)(struct ohc_iface *iface,
 				   struct pollfd **fds_p);

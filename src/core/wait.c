@@ -3,12 +3,14 @@
  * The waiter (wait.h): polling, the pace of yields, sleeping on the
  * transports that hold a step's requests, and the spin's default.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/wait.h"
@@ -287,19 +289,16 @@ static bool set_capable(const struct ohc_waiter *w, uint32_t busy)
 	return true;
 }
 
-/*
- * One poll() over the transports of busy: each arms (hands out its fds),
- * the first to stir wakes us, each disarms. A transport with something
- * ready at its arming makes it a look, not a sleep (so does a set that
- * found no memory: the caller polls on).
- */
-static void set_sleep(struct ohc_waiter *w, int ms, uint32_t busy)
+/* One arming of the set: the transports' fds (fds, nfds), gathered in
+ * set_fds; how many, 0 if one has something ready (or no memory). */
+static unsigned set_arm(struct ohc_waiter *w, uint32_t busy,
+			struct pollfd **fds, unsigned *nfds)
 {
-	struct pollfd *fds[OHC_WAIT_MAX_IFACES];
-	unsigned nfds[OHC_WAIT_MAX_IFACES] = {0}, total = 0, at = 0;
+	unsigned total = 0, at = 0;
 	bool ready = false;
 
 	for (unsigned i = 0; i < w->nifaces; i++) {
+		nfds[i] = 0;
 		if (!in_busy(busy, i))
 			continue;
 		nfds[i] = w->ifaces[i]->ops->iface_wait_arm(w->ifaces[i],
@@ -307,33 +306,64 @@ static void set_sleep(struct ohc_waiter *w, int ms, uint32_t busy)
 		ready |= !nfds[i];
 		total += nfds[i];
 	}
+	if (ready)
+		return 0;
 	if (total > set_cap) {
 		struct pollfd *grown = realloc(set_fds, total * sizeof(*grown));
 
-		if (grown) {
-			set_fds = grown;
-			set_cap = total;
-		} else {
-			ready = true; /* a look now; the caller polls on */
-		}
+		if (!grown)
+			return 0; /* a look now; the caller polls on */
+		set_fds = grown;
+		set_cap = total;
 	}
-	if (!ready) {
-		for (unsigned i = 0; i < w->nifaces; i++) {
-			if (!nfds[i]) /* not busy: fds[i] was never set */
-				continue;
-			memcpy(set_fds + at, fds[i], nfds[i] * sizeof(*set_fds));
-			at += nfds[i];
-		}
-		if (poll(set_fds, total, ms) > 0) {
-			at = 0;
-			for (unsigned i = 0; i < w->nifaces; i++) {
-				for (unsigned k = 0; k < nfds[i]; k++)
-					fds[i][k].revents =
-						set_fds[at + k].revents;
-				at += nfds[i];
-			}
-		}
+	for (unsigned i = 0; i < w->nifaces; i++) {
+		memcpy(set_fds + at, fds[i], nfds[i] * sizeof(*set_fds));
+		at += nfds[i];
 	}
+	return total;
+}
+
+/* Poll the armed set for at most us; whether something stirred (the
+ * transports' revents filled in). */
+static bool set_poll(struct ohc_waiter *w, unsigned total, long us,
+		     struct pollfd **fds, const unsigned *nfds)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+	unsigned at = 0;
+
+	if (ppoll(set_fds, total, &ts, NULL) <= 0)
+		return false;
+	for (unsigned i = 0; i < w->nifaces; i++) {
+		for (unsigned k = 0; k < nfds[i]; k++)
+			fds[i][k].revents = set_fds[at + k].revents;
+		at += nfds[i];
+	}
+	return true;
+}
+
+/*
+ * One poll() over the transports of busy: each arms (hands out its fds),
+ * the first to stir wakes us, each disarms. A transport with something
+ * ready at its arming makes it a look, not a sleep (so does a set that
+ * found no memory: the caller polls on). After OHC_TP_SETTLE_US the set
+ * is armed again, a second look for a ring lost while we armed (tp.h).
+ */
+static void set_sleep(struct ohc_waiter *w, int ms, uint32_t busy)
+{
+	struct pollfd *fds[OHC_WAIT_MAX_IFACES];
+	unsigned nfds[OHC_WAIT_MAX_IFACES];
+	long us = ms * 1000L;
+	unsigned total = set_arm(w, busy, fds, nfds);
+
+	if (total && us > OHC_TP_SETTLE_US) {
+		if (set_poll(w, total, OHC_TP_SETTLE_US, fds, nfds))
+			total = 0; /* stirred */
+		else
+			total = set_arm(w, busy, fds, nfds);
+		us -= OHC_TP_SETTLE_US;
+	}
+	if (total)
+		(void)set_poll(w, total, us, fds, nfds);
 	for (unsigned i = 0; i < w->nifaces; i++)
 		if (in_busy(busy, i))
 			w->ifaces[i]->ops->iface_wait_disarm(w->ifaces[i]);

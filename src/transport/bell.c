@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The doorbell of transports whose peers write where the owner polls. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/eventfd.h>
@@ -21,7 +22,10 @@ void ohc_bell_ring(struct ohc_bell *bell, int fd, bool shared)
 {
 	uint32_t mode;
 
-	atomic_thread_fence(memory_order_seq_cst);
+	/* no fence (bell.h): the owner's second look covers a ring lost to
+	 * our store buffer; the compiler still reads the mode after the
+	 * publishing stores */
+	atomic_signal_fence(memory_order_seq_cst);
 	mode = atomic_load_explicit(&bell->sleeping, memory_order_relaxed);
 	if (mode == OHC_BELL_AWAKE)
 		return;
@@ -32,20 +36,43 @@ void ohc_bell_ring(struct ohc_bell *bell, int fd, bool shared)
 		futex(&bell->seq, FUTEX_WAKE, shared, INT_MAX, NULL);
 }
 
-void ohc_bell_sleep(struct ohc_bell *bell, uint32_t seq, int timeout_ms,
-		    bool shared)
+/* Sleep on seq until rung, us microseconds (< 0: no limit) or a signal;
+ * whether the time ran out. */
+static bool bell_sleep(struct ohc_bell *bell, uint32_t seq, long us,
+		       bool shared)
 {
 	struct timespec ts, *tsp = NULL;
 
-	if (timeout_ms == 0)
-		return;
-	if (timeout_ms > 0) {
-		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+	if (us >= 0) {
+		ts.tv_sec = us / 1000000;
+		ts.tv_nsec = (us % 1000000) * 1000;
 		tsp = &ts;
 	}
 	/* EAGAIN (rung meanwhile), EINTR, ETIMEDOUT: all fine */
-	futex(&bell->seq, FUTEX_WAIT, shared, seq, tsp);
+	return futex(&bell->seq, FUTEX_WAIT, shared, seq, tsp) < 0 &&
+	       errno == ETIMEDOUT;
+}
+
+void ohc_bell_wait(struct ohc_bell *bell, int timeout_ms, bool shared,
+		   int (*look)(void *arg), void *arg)
+{
+	long us = timeout_ms < 0 ? -1 : (long)timeout_ms * 1000;
+	bool settle = us < 0 || us > OHC_TP_SETTLE_US;
+	uint32_t seq;
+
+	if (!timeout_ms)
+		return;
+	/* seq before each look: a ring after the look fails the wait */
+	seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
+	if (!look(arg) &&
+	    bell_sleep(bell, seq, settle ? OHC_TP_SETTLE_US : us, shared) &&
+	    settle) {
+		seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
+		if (!look(arg))
+			bell_sleep(bell, seq,
+				   us < 0 ? -1 : us - OHC_TP_SETTLE_US, shared);
+	}
+	ohc_bell_disarm(bell, -1);
 }
 
 void ohc_bell_disarm(struct ohc_bell *bell, int fd)

@@ -8,16 +8,23 @@
  * transports (the wait set), woken by whichever stirs: a handful of
  * sleeps for the whole 600 ms, where short sleeps on each in turn (the
  * fallback) take hundreds.
+ *
+ * And the wait set's second look: a transport whose ringer lost its ring
+ * (bell.h: the ringer reads the armed mode without a fence) is armed
+ * again OHC_TP_SETTLE_US into the sleep and must find what it missed.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/wait.h"
 #include "helpers/ohc_test.h"
+#include "transport/bell.h"
 #include "transport/transport.h"
 #include "util/time.h"
 
@@ -187,4 +194,74 @@ Test(wait, one_sleep_over_two_transports, .timeout = 60)
 		      (unsigned long long)g.ms);
 	printf("wait: %u sleeps in %llu ms over two transports\n", g.sleeps,
 	       (unsigned long long)g.ms);
+}
+
+/*
+ * A transport with a doorbell on an eventfd, as shm's in the wait set;
+ * `lose`: a peer's store lands right after its first look, and that
+ * peer's ring is lost (the fault the second look is for).
+ */
+struct lossy {
+	struct ohc_iface super; /* first: the ops see a struct ohc_iface */
+	struct ohc_bell bell;
+	struct pollfd pfd;
+	int fd;
+	unsigned arms;
+	bool lose, published, seen;
+};
+
+static unsigned lossy_arm(struct ohc_iface *iface, struct pollfd **fds_p)
+{
+	struct lossy *l = (struct lossy *)iface;
+
+	ohc_bell_arm(&l->bell, OHC_BELL_FD);
+	l->arms++;
+	if (l->published) {
+		l->seen = true;
+		return 0;
+	}
+	l->published = l->lose; /* unrung */
+	l->pfd = (struct pollfd){.fd = l->fd, .events = POLLIN};
+	*fds_p = &l->pfd;
+	return 1;
+}
+
+static void lossy_disarm(struct ohc_iface *iface)
+{
+	struct lossy *l = (struct lossy *)iface;
+
+	ohc_bell_disarm(&l->bell, l->fd);
+}
+
+static const struct ohc_transport_ops lossy_ops = {
+	.name = "lossy",
+	.caps = OHC_TP_CAP_WAIT | OHC_TP_CAP_WAIT_SET,
+	.iface_wait_arm = lossy_arm,
+	.iface_wait_disarm = lossy_disarm,
+};
+
+Test(wait, ring_lost_while_arming_found_by_second_look, .timeout = 30)
+{
+	struct lossy l[2] = {{.lose = true}, {.lose = false}};
+	struct ohc_iface *ifaces[2] = {&l[0].super, &l[1].super};
+	struct ohc_waiter wt;
+	uint64_t t0;
+
+	for (int i = 0; i < 2; i++) {
+		l[i].super.ops = &lossy_ops;
+		l[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		cr_assert_geq(l[i].fd, 0);
+	}
+	ohc_waiter_init(&wt, ifaces, 2, 20000, false);
+	t0 = ohc_time_ns();
+	ohc_waiter_sleep(&wt, t0, ohc_deadline_after_ms(5000), 3);
+	cr_expect_eq(l[0].arms, 2, "armed %u times", l[0].arms);
+	cr_expect(l[0].seen, "the second look found the store");
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(atomic_load(&l[i].bell.sleeping), OHC_BELL_AWAKE,
+			     "iface %d disarmed", i);
+		close(l[i].fd);
+	}
+	printf("wait: a lost ring found after %llu us\n",
+	       (unsigned long long)(ohc_time_ns() - t0) / 1000);
 }

@@ -607,14 +607,16 @@ static void self_iface_wait_disarm(struct ohc_iface *iface)
 	ohc_bell_disarm(&box->bell, box->bell_fd);
 }
 
+static int self_look(void *si)
+{
+	return self_sleep_begin(si, OHC_BELL_FUTEX);
+}
+
 static ohc_status_t self_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct self_iface *si = self_iface(iface);
-	uint32_t seq = ohc_bell_seq(&si->box->bell);
 
-	if (!self_sleep_begin(si, OHC_BELL_FUTEX))
-		ohc_bell_sleep(&si->box->bell, seq, timeout_ms, false);
-	ohc_bell_disarm(&si->box->bell, -1);
+	ohc_bell_wait(&si->box->bell, timeout_ms, false, self_look, si);
 	return OHC_OK;
 }
 

@@ -521,15 +521,16 @@ static void shm_iface_wait_disarm(struct ohc_iface *iface)
 	ohc_bell_disarm(&sif->hdr->bell.b, sif->bell_fd);
 }
 
+static int shm_look(void *sif)
+{
+	return shm_sleep_begin(sif, OHC_BELL_FUTEX);
+}
+
 static ohc_status_t shm_iface_wait(struct ohc_iface *iface, int timeout_ms)
 {
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
-	struct ohc_bell *bell = &sif->hdr->bell.b;
-	uint32_t seq = ohc_bell_seq(bell);
 
-	if (!shm_sleep_begin(sif, OHC_BELL_FUTEX))
-		ohc_bell_sleep(bell, seq, timeout_ms, true);
-	ohc_bell_disarm(bell, -1);
+	ohc_bell_wait(&sif->hdr->bell.b, timeout_ms, true, shm_look, sif);
 	return OHC_OK;
 }
 
