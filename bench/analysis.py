@@ -526,6 +526,8 @@ def scaling_tables(meta, st, nps, ops, limits, fails, walls):
                    meta.get("iters", "?"), meta.get("warmup", "?"), reps))
     if loaded:
         out.append("Loaded: one busy process per online CPU (%s) ran beside the benchmark the whole time." % meta["busy"])
+    if meta.get("fresh") == "1":
+        out.append("Fresh inputs (-F): both implementations copied their input in again before each call, timed.")
     if meta.get("cut"):
         out.append("Not complete: %s." % meta["cut"])
     out += ["", "Ratios: Open MPI's time / OpenHCCL's, > 1: OpenHCCL faster.", ""]

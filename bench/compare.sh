@@ -23,7 +23,7 @@
 #
 # usage: bench/compare.sh [-R] [-n "2 4 8"] [-b MIN] [-e MAX] [-f FACTOR]
 #                         [-o "OPS"] [-p "ompi mpich gloo"] [-r REPS]
-#                         [-O OUT.md] [-P] [-T]
+#                         [-O OUT.md] [-P] [-T] [-F]
 #   -n  rank counts (2)        -b/-e  sizes, K/M/G suffixes (8, 64M;
 #       -R: 1K, 1M)            -f  size factor (2; -R: 4)
 #   -o  collectives (allreduce allgather reduce_scatter broadcast reduce
@@ -32,6 +32,11 @@
 #       size's best time (1; take 3 or more on a busy machine)
 #   -O  markdown output (build/bench/compare.md)   -P  no plot
 #   -T  no runs: tables and plot again from the last run's data
+#   -F  fresh inputs: every implementation writes its input again
+#       (a copy, timed) before each call, as an application's data is
+#       fresh from the CPU; without it, an input unchanged since the
+#       last call lets single-copy paths read it out of the reader's
+#       own cache (hccl_test --touch_input 1, OHC_BENCH_TOUCH=1)
 # ITERS (20; -R: 5) and WARMUP (5; -R: 2) set the iterations, P2P_REPS (2)
 # the point-to-point runs of -R; BUILD_DIR
 # (build/bench); OHC_UCX_TLS and OHC_UCX_NET_DEVICES (-R: Open MPI's
@@ -54,7 +59,8 @@ runs=1
 rxe=0
 build=${BUILD_DIR:-build/bench}
 md=""
-while getopts "Rn:b:e:f:o:p:r:O:PTh" c; do
+touch=0
+while getopts "Rn:b:e:f:o:p:r:O:PTFh" c; do
 	case $c in
 	R) rxe=1 ;;
 	n) nps=$OPTARG ;;
@@ -67,6 +73,7 @@ while getopts "Rn:b:e:f:o:p:r:O:PTh" c; do
 	O) md=$OPTARG ;;
 	P) plot=0 ;;
 	T) runs=0 ;;
+	F) touch=1 ;;
 	*) sed -n '3,/^set -e/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
@@ -144,6 +151,8 @@ if [ "$invm" = -1 ]; then
 		bash bench/compare.sh "${args[@]}"
 fi
 
+# the peers read it; ours takes --touch_input
+export OHC_BENCH_TOUCH=$touch
 minB=$(numfmt --from=iec "$minb")
 maxB=$(numfmt --from=iec "$maxb")
 out=$build/$tag
@@ -169,7 +178,8 @@ run() {
 	case $impl in
 	ohc)
 		timeout 900 "$build/tools/$(ohc_bench_tool_of "$op")" -np "$np" -b "$minB" -e "$maxB" \
-			-f "$factor" -d fp32 -o sum -n "$iters" -w "$warmup" ;;
+			-f "$factor" -d fp32 -o sum -n "$iters" -w "$warmup" \
+			--touch_input "$touch" ;;
 	ompi)
 		timeout 900 mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" \
 			--mca pml ob1 --mca btl vader,self \
@@ -203,7 +213,7 @@ run_rxe() {
 		HCCL_INTRA_ROCE_ENABLE=1 timeout "$tmo" \
 			"$build/tools/$(ohc_bench_tool_of "$op")" -np "$np" -b "$minB" \
 			-e "$maxB" -f "$factor" -d fp32 -o sum -n "$iters" \
-			-w "$warmup" ;;
+			-w "$warmup" --touch_input "$touch" ;;
 	ompi)
 		# Debian's btl openib has only the udcm CPC (no RoCE): UCX,
 		# restricted to the rxe device
@@ -433,6 +443,8 @@ summary() {
 	else
 		echo "Open MPI: btl vader,self. MPICH: default. Gloo: TCP loopback."
 	fi
+	[ "$touch" = 1 ] && echo "Fresh inputs (-F): each implementation" \
+		"copies its input in again before each call, timed."
 	echo "Ratios > 1: OpenHCCL faster. A shared machine makes this noisy."
 	echo
 	summary

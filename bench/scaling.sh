@@ -23,7 +23,8 @@
 # this script; there `bash DIR/bench/scaling.sh [options]` runs from it.
 #
 # usage: bench/scaling.sh [-n "2 4 8 16"] [-b 8] [-e 64M] [-f 2]
-#                         [-o "OPS"] [-r REPS] [-t SECONDS] [-L] [-M DIR]
+#                         [-o "OPS"] [-r REPS] [-t SECONDS] [-L] [-F]
+#                         [-M DIR]
 #        bench/scaling.sh --prepare DIR
 #        bench/scaling.sh --report OUTDIR
 #   -n  rank counts (2 4 8 16)       -b/-e  sizes, K/M/G suffixes (8, 64M)
@@ -34,6 +35,9 @@
 #       say how many runs were left out
 #   -L  loaded: one busy process per online CPU the whole time, stopped
 #       at the end (the output says so)
+#   -F  fresh inputs: both write their input again (a copy, timed) before
+#       each call, as an application's data is fresh from the CPU
+#       (bench/compare.sh -F; the output says so)
 #   -M  Open MPI from the bundle in DIR (DIR/run.sh, as make-bundle.sh
 #       makes it) instead of mpirun.openmpi; prepared folders use theirs
 #   --prepare DIR  build, then make DIR (under 64 MiB) and stop
@@ -55,7 +59,7 @@ die() { echo "$me: $*" >&2; exit 2; }
 nps="2 4 8 16"
 minb=8 maxb=64M factor=2
 ops="allreduce allgather reduce_scatter broadcast alltoall"
-reps=${REPS:-2} budget=0 loaded=0 bundle="" prepare="" report=""
+reps=${REPS:-2} budget=0 loaded=0 fresh=0 bundle="" prepare="" report=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n | -b | -e | -f | -o | -r | -t | -M | --prepare | --report)
@@ -67,6 +71,7 @@ while [ $# -gt 0 ]; do
 		esac
 		shift 2 ;;
 	-L) loaded=1; shift ;;
+	-F) fresh=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage; die "unknown argument '$1'" ;;
 	esac
@@ -266,7 +271,7 @@ launch() {
 		exec "${ldenv[@]}" timeout -k 10 "$run_tmo" \
 			"$tooldir/$(ohc_bench_tool_of "$op")" -np "$np" -b "$minB" \
 			-e "$maxB" -f "$factor" -d fp32 -o sum -n "$iters" \
-			-w "$warmup" ;;
+			-w "$warmup" --touch_input "$fresh" ;;
 	ompi)
 		if [ -n "$bundle" ]; then
 			exec timeout -k 10 "$run_tmo" bash "$bundle/run.sh" "$np" \
@@ -278,6 +283,9 @@ launch() {
 			"$peer" "$op" "$minB" "$maxB" "$factor" "$iters" "$warmup" ;;
 	esac
 }
+
+# the peer reads it (bench/peers/peer_common.h); ours takes --touch_input
+export OHC_BENCH_TOUCH=$fresh
 
 label() { case $1 in ohc) echo OpenHCCL ;; ompi) echo "Open MPI" ;; esac; }
 now() { date +%s.%N; }
@@ -317,6 +325,7 @@ fi
 	echo "iters=$iters"
 	echo "warmup=$warmup"
 	echo "busy=$busy"
+	echo "fresh=$fresh"
 } >"$out/meta"
 
 # shellcheck disable=SC2086 # the rank counts are words

@@ -143,6 +143,25 @@ struct Bench {
 		}
 	}
 
+	// the input vector: r where Gloo works in place on it or
+	// broadcasts it, else s
+	std::vector<float> &input()
+	{
+		if (op == PEER_BROADCAST || (algo && op == PEER_ALLREDUCE))
+			return r;
+		return s;
+	}
+
+	// one call, the input copied from pristine first (if any)
+	void touch_run(std::vector<float> &in,
+		       const std::vector<float> &pristine)
+	{
+		if (!pristine.empty())
+			std::copy(pristine.begin(), pristine.end(),
+				  in.begin());
+		run();
+	}
+
 	// elements holding the result, and where they are
 	const float *result(unsigned long long *n_p) const
 	{
@@ -193,12 +212,17 @@ double one_size(Bench &b, unsigned long long bytes, int iters, int warmup,
 			b.r = b.s;
 		b.make_bound();
 	}
+	// OHC_BENCH_TOUCH=1: the input written again before each call
+	std::vector<float> &in = b.input();
+	std::vector<float> pristine;
+	if (peer_touch())
+		pristine = in;
 	for (int i = 0; i < warmup; i++)
-		b.run();
+		b.touch_run(in, pristine);
 	barrier(b, 1u << 30);
 	auto t0 = std::chrono::steady_clock::now();
 	for (int i = 0; i < iters; i++)
-		b.run();
+		b.touch_run(in, pristine);
 	std::chrono::duration<double, std::micro> d =
 		std::chrono::steady_clock::now() - t0;
 	if (b.op == PEER_REDUCE_SCATTER) {

@@ -6,6 +6,7 @@
  * OpenHCCL's hccl_test tools, printing the same columns.
  * usage: mpirun -np N mpi_coll OP MINBYTES MAXBYTES FACTOR ITERS WARMUP
  * OP: allreduce allgather reduce_scatter broadcast reduce alltoall
+ * OHC_BENCH_TOUCH=1: the input written again before each call (peer_touch)
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -41,12 +42,23 @@ static void run(int op, float *s, float *r, const struct peer_counts *c)
 	}
 }
 
+/* One call, the input written again first when touching (pristine). */
+static void touch_run(int op, float *s, float *r, const struct peer_counts *c,
+		      float *in, const float *pristine, size_t in_bytes)
+{
+	if (pristine)
+		memcpy(in, pristine, in_bytes);
+	run(op, s, r, c);
+}
+
 /* One size: the average microseconds (rank 0's clock) and the check. */
 static double one_size(int op, int rank, int n, unsigned long long b,
 		       int iters, int warmup, int *ok_p)
 {
 	struct peer_counts c = peer_sizing(op, b, n);
 	float *s = malloc(c.send * 4 + 4), *r = malloc(c.recv * 4 + 4);
+	float *in, *pristine = NULL;
+	size_t in_bytes;
 	double t0, us;
 	int ok = 1, all_ok;
 
@@ -54,13 +66,19 @@ static double one_size(int op, int rank, int n, unsigned long long b,
 		s[i] = peer_input(op, rank);
 	for (unsigned long long i = 0; i < c.recv; i++)
 		r[i] = op == PEER_BROADCAST ? peer_input(op, rank) : -1.0f;
+	/* the input: Broadcast's is the root's r, in place */
+	in = op == PEER_BROADCAST ? r : s;
+	in_bytes = (op == PEER_BROADCAST ? c.recv : c.send) * 4;
+	if (peer_touch() && (pristine = malloc(in_bytes + 4)))
+		memcpy(pristine, in, in_bytes);
 	for (int i = 0; i < warmup; i++)
-		run(op, s, r, &c);
+		touch_run(op, s, r, &c, in, pristine, in_bytes);
 	MPI_Barrier(MPI_COMM_WORLD);
 	t0 = MPI_Wtime();
 	for (int i = 0; i < iters; i++)
-		run(op, s, r, &c);
+		touch_run(op, s, r, &c, in, pristine, in_bytes);
 	us = (MPI_Wtime() - t0) * 1e6 / iters;
+	free(pristine);
 	for (unsigned long long i = 0; i < c.recv; i++)
 		ok &= peer_result_ok(op, rank, n, i, c.block, r[i]);
 	MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -10,6 +10,7 @@
  * output columns. C and C++ (the Gloo peer) alike.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum peer_op {
@@ -87,6 +88,21 @@ static inline void peer_print_row(int op, int n, unsigned long long bytes,
 	       algbw, ok ? "success" : "failed",
 	       algbw * peer_busbw_factor(op, n));
 	fflush(stdout);
+}
+
+/*
+ * OHC_BENCH_TOUCH=1 (bench/compare.sh -t): the input is written again,
+ * copied from a pristine copy, before each timed call, as hccl_test's
+ * --touch_input 1 does for OpenHCCL: data fresh from the CPU, as an
+ * application's is, instead of unchanged since the last call (which a
+ * single-copy path then reads out of the reader's own cache). The copy's
+ * time counts on both sides.
+ */
+static inline int peer_touch(void)
+{
+	const char *e = getenv("OHC_BENCH_TOUCH");
+
+	return e && !strcmp(e, "1");
 }
 
 /* Input element i of rank r: 2 for reductions, else r + 1. */

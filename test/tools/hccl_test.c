@@ -220,6 +220,29 @@ Test(tools, every_tool_two_ranks, .timeout = 300)
 }
 
 /*
+ * --touch_input 1: each call's input is copied in again on the stream
+ * first; every tool's results still check (Broadcast's in-place buffer
+ * included, which the copy restores on every rank before the root's
+ * data overwrites it).
+ */
+Test(tools, fresh_inputs_still_check, .timeout = 300)
+{
+	static const char *const fresh[] = {"-b", "8", "-e", "64K", "-f", "8",
+					    "-n", "3", "-w", "1", "--touch_input",
+					    "1", NULL};
+	static struct run run;
+	struct run *r = &run;
+
+	ohc_test_fork_settle();
+	for (size_t k = 0; k < NTOOLS; k++) {
+		run_tool(tools[k].name, "2", fresh, r);
+		cr_expect_eq(r->status, 0, "%s exit %d:\n%s", tools[k].name,
+			     r->status, r->out);
+		expect_sweep(&tools[k], r, 2, 4, tools[k].busbw2, "success");
+	}
+}
+
+/*
  * Four ranks, int8, product, the last rank as root: 2^4 fits int8, the
  * patterns differ per rank, and block placement is checked by the tools.
  */
@@ -485,6 +508,8 @@ Test(tools, bad_options_named, .timeout = 60)
 		{{"-r", "x"}, "bad -r 'x'"},
 		{{"-o", "avg"}, "bad -o 'avg': sum, prod, max or min"},
 		{{"--kill_rank", "one"}, "bad --kill_rank 'one'"},
+		{{"--touch_input", "2"},
+		 "bad --touch_input '2': an integer from 0 to 1"},
 		{{"-q"}, "unknown option '-q'"},
 		{{"--frobnicate"}, "unknown option '--frobnicate'"},
 		{{"-b"}, "option -b needs a value"},

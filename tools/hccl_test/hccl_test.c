@@ -360,6 +360,11 @@ static void usage(FILE *out, const char *prog)
 		"Broadcast) (0)\n"
 		"  -m, --symmetric_memory  1: buffers registered as symmetric "
 		"windows (0)\n"
+		"  --touch_input 1   write the send buffer again before each "
+		"call (a copy\n"
+		"                    on the stream, timed): inputs fresh from "
+		"the CPU,\n"
+		"                    as an application's are (0)\n"
 		"  --json FILE       also write the rows as JSON (- for "
 		"stdout)\n"
 		"  --csv FILE        also write the rows as CSV (- for "
@@ -469,6 +474,7 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 					      {"kill_rank", 1, 0, 'K'},
 					      {"bind", 1, 0, 'B'},
 					      {"json", 1, 0, 'J'},
+					      {"touch_input", 1, 0, 'U'},
 					      {"csv", 1, 0, 'C'},
 					      {"version", 0, 0, 'V'},
 					      {"help", 0, 0, 'h'},
@@ -536,6 +542,10 @@ static int parse(int argc, char **argv, struct ht_opts *o)
 			break;
 		case 'J':
 			o->json_path = optarg;
+			break;
+		case 'U':
+			bad |= parse_int("--touch_input", optarg, 0, 1,
+					 &o->touch);
 			break;
 		case 'C':
 			o->csv_path = optarg;
@@ -866,11 +876,12 @@ static int ht_out_open(const struct ht_opts *o, const struct ht_test *t)
 			", \"launcher\": \"%s\", \"ranks\": %d, "
 			"\"datatype\": \"%s\", \"op\": \"%s\", \"root\": %u, "
 			"\"iters\": %d, \"warmup_iters\": %d, "
-			"\"zero_copy\": %d, \"symmetric_memory\": %d,\n"
+			"\"zero_copy\": %d, \"symmetric_memory\": %d, "
+			"\"touch_input\": %d,\n"
 			" \"rows\": [",
 			o->launcher, o->nranks, dtype_name(o->dtype),
 			op_name(o->op), o->root, o->iters, o->warmup,
-			o->zero_copy, o->symmetric);
+			o->zero_copy, o->symmetric, o->touch);
 		fflush(out_json);
 	}
 	if (out_csv) {
@@ -938,6 +949,17 @@ static void print_header(const struct ht_opts *o)
 	fflush(ht_txt);
 }
 
+/* One call, the send buffer written again first (--touch_input). */
+static int touch_run(const struct ht_test *t, struct ht_ctx *c)
+{
+	if (c->touch_src &&
+	    aclrtMemcpyAsync(c->send, c->touch_bytes, c->touch_src,
+			     c->touch_bytes, ACL_MEMCPY_HOST_TO_DEVICE,
+			     c->stream) != ACL_SUCCESS)
+		return -1;
+	return t->run(c) == HCCL_SUCCESS ? 0 : -1;
+}
+
 /* Average microseconds of o->iters back-to-back calls (rank 0's events). */
 static int time_calls(const struct ht_test *t, struct ht_ctx *c, double *us_p)
 {
@@ -950,12 +972,12 @@ static int time_calls(const struct ht_test *t, struct ht_ctx *c, double *us_p)
 	if (aclrtCreateEvent(&end) != ACL_SUCCESS)
 		goto destroy_start;
 	for (int i = 0; i < c->o->warmup; i++)
-		if (t->run(c) != HCCL_SUCCESS)
+		if (touch_run(t, c))
 			goto destroy_end;
 	if (aclrtRecordEvent(start, c->stream) != ACL_SUCCESS)
 		goto destroy_end;
 	for (int i = 0; i < c->o->iters; i++)
-		if (t->run(c) != HCCL_SUCCESS)
+		if (touch_run(t, c))
 			goto destroy_end;
 	if (aclrtRecordEvent(end, c->stream) != ACL_SUCCESS ||
 	    aclrtSynchronizeStream(c->stream) != ACL_SUCCESS ||
@@ -1117,6 +1139,8 @@ static int run_size(const struct ht_test *t, struct ht_ctx *c, uint64_t bytes)
 	    aclrtMemcpy(c->send, c->send_count * es, in, c->send_count * es,
 			ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS)
 		goto free_recv;
+	c->touch_src = o->touch ? in : NULL;
+	c->touch_bytes = c->send_count * es;
 	if (time_calls(t, c, &us))
 		goto free_recv;
 	want = t->reduce ? ht_expect_reduced(c, 0) : 0;

@@ -40,6 +40,8 @@ struct ht_opts {
 	int no_bind;
 	/* testing aid (--kill_rank R): rank R kills itself (SIGKILL) */
 	int kill_rank;
+	/* --touch_input 1: the send buffer written again before each call */
+	int touch;
 	/* --json FILE / --csv FILE ("-": stdout): rank 0 writes the rows */
 	const char *json_path, *csv_path;
 	/* which launcher started the ranks: "local", "mpi", "pmi" */
@@ -67,6 +69,9 @@ struct ht_ctx {
 	uint64_t send_count, recv_count; /* elements per buffer */
 	uint64_t block;			 /* elements per peer block */
 	void *send, *recv;		 /* device buffers */
+	/* --touch_input: what is copied into send before each call */
+	const void *touch_src;
+	size_t touch_bytes;
 	/* scratch for the V ops: nranks * nranks counts, nranks displs */
 	uint64_t *counts, *displs;
 	HcclComm comm;
