@@ -19,7 +19,9 @@
 #include "util/time.h"
 
 #define WAIT_YIELD_QUICK_NS 5000 /* a yield this short ran no one else */
-#define WAIT_YIELD_MASK_MAX 63	 /* yield at least every 64 polls */
+#define WAIT_YIELD_LONG_NS 500000 /* ... this long: a time slice went */
+#define WAIT_YIELD_MASK_MAX 3	  /* after quick yields: every 4 polls */
+#define WAIT_YIELD_MASK_LONG 255  /* after a long one: every 256 polls */
 /* a wait this long: the peer is not running */
 #define WAIT_LONG_WAIT_NS 50000
 #define PACE_WINDOW 64	       /* steps per look at how waits end */
@@ -159,30 +161,44 @@ unsigned long ohc_wait_yield_regimes(void)
 }
 
 /*
- * Idle polls between two yields of this thread, minus one: 16 while
- * yielding lets other threads run (a peer preempted onto our CPU), twice
- * as many after each yield that returned at once (nobody else wanted the
- * CPU: the syscall only delayed our reaction to the peer's message), up
- * to 64. Nobody wanting the CPU now does not last: a rank woken by its
- * doorbell is queued behind us, and waits for our next yield. With up to
- * 1024 polls between yields (50-100 us), 8 or 16 ranks on 2 CPUs fell
- * into a state where most slept and the rest spun past the ones just
- * woken: 8-rank AllReduces of 8 B-4 KiB took 370-430 us in 7 of 8
- * sweeps, 22-56 us with 64 (all_reduce_test -np 8 -b 8 -e 4K -f 8
- * -n 1000, alternating; Open MPI bound with overload allowed: 18-88 us).
+ * Idle polls between two yields of this thread, minus one, from how long
+ * the last yield took:
+ *  - under 5 us, nobody else wanted the CPU (the syscall only delayed our
+ *    reaction to a peer elsewhere): twice as many, up to 4;
+ *  - from 5 us to 0.5 ms, a thread sharing our CPU ran, most likely a
+ *    peer rank that waits for us in turn: none, yield at every idle poll;
+ *  - longer, a time slice went to a thread that does not wait for us (a
+ *    busy process): 256, so that a slice is not handed over at every
+ *    poll.
+ * Measured (2026-12-07, 2 vCPUs, all_reduce_test -b 8 -e 4K -f 8, 8 B
+ * column, variants taking turns): 4 ranks 4.1-4.3 us with the old rule
+ * (16 polls after a yield that ran someone, doubling up to 64 after
+ * quick ones: a peer woken onto our CPU waited out up to 64 polls) and
+ * 2.0-2.1 us now (Open MPI, bound with overload allowed: 2.1-2.2); 8
+ * ranks 10.6-11.3 -> 8.0; 16 ranks 47-48.6 -> 37.9-38.5 (Open MPI
+ * 34.4-34.6); 4 ranks beside 2 busy loops 1.07-1.16 ms -> 0.96-1.0 ms
+ * (Open MPI 3.7 ms). Up to 1024 or 4096 polls after a long yield made
+ * 4 loaded ranks 4x faster but 16 quiet ranks 30x slower (a yield among
+ * 8 ranks per CPU can take a slice's length too); with up to 1024 polls
+ * between yields whatever the yield took (before the pace), 8 or 16
+ * ranks on 2 CPUs fell into a state where most slept and the rest spun
+ * past the ones just woken (8-rank AllReduces of 8 B-4 KiB: 370-430 us).
  */
-static __thread unsigned yield_mask = 15;
+static __thread unsigned yield_mask;
 
 /* Let a thread sharing our CPU run (the yield regime only). */
 static void wait_yield(void)
 {
-	uint64_t t0 = ohc_time_ns();
+	uint64_t t0 = ohc_time_ns(), took;
 
 	sched_yield();
-	if (ohc_time_ns() - t0 < WAIT_YIELD_QUICK_NS)
+	took = ohc_time_ns() - t0;
+	if (took < WAIT_YIELD_QUICK_NS)
 		yield_mask = OHC_MIN(yield_mask * 2 + 1, WAIT_YIELD_MASK_MAX);
+	else if (took < WAIT_YIELD_LONG_NS)
+		yield_mask = 0;
 	else
-		yield_mask = 15;
+		yield_mask = WAIT_YIELD_MASK_LONG;
 }
 
 void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
