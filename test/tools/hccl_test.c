@@ -205,18 +205,24 @@ static void expect_sweep(const struct tool *t, const struct run *r, int n,
 static const char *const small_sweep[] = {"-b", "8", "-e", "64K", "-f", "8",
 					  "-n", "2", "-w", "1",	  NULL};
 
-Test(tools, every_tool_two_ranks, .timeout = 300)
+/* Every tool at 2 ranks with args: the small sweep, every row checked. */
+static void every_tool_two_ranks(const char *const *args)
 {
 	static struct run run;
 	struct run *r = &run;
 
 	ohc_test_fork_settle();
 	for (size_t k = 0; k < NTOOLS; k++) {
-		run_tool(tools[k].name, "2", small_sweep, r);
+		run_tool(tools[k].name, "2", args, r);
 		cr_expect_eq(r->status, 0, "%s exit %d:\n%s", tools[k].name,
 			     r->status, r->out);
 		expect_sweep(&tools[k], r, 2, 4, tools[k].busbw2, "success");
 	}
+}
+
+Test(tools, every_tool_two_ranks, .timeout = 300)
+{
+	every_tool_two_ranks(small_sweep);
 }
 
 /*
@@ -230,16 +236,8 @@ Test(tools, fresh_inputs_still_check, .timeout = 300)
 	static const char *const fresh[] = {"-b", "8", "-e", "64K", "-f", "8",
 					    "-n", "3", "-w", "1", "--touch_input",
 					    "1", NULL};
-	static struct run run;
-	struct run *r = &run;
 
-	ohc_test_fork_settle();
-	for (size_t k = 0; k < NTOOLS; k++) {
-		run_tool(tools[k].name, "2", fresh, r);
-		cr_expect_eq(r->status, 0, "%s exit %d:\n%s", tools[k].name,
-			     r->status, r->out);
-		expect_sweep(&tools[k], r, 2, 4, tools[k].busbw2, "success");
-	}
+	every_tool_two_ranks(fresh);
 }
 
 /*
