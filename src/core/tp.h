@@ -28,8 +28,10 @@
 #include "util/status.h"
 
 #define OHC_ADDR_MAX 256 /* max bytes of an iface address blob */
-/* a sleep's first part, after which the sleeper looks again (wait set) */
+/* a sleep's first part, after which the sleeper looks again (wait set,
+ * transport/bell.h); shorter than the shortest sleep (1 ms) */
 #define OHC_TP_SETTLE_US 100
+_Static_assert(OHC_TP_SETTLE_US < 1000, "the settle fits in any sleep");
 
 /* Capability bits; a unit test checks they match the wired ops. */
 enum {

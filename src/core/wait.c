@@ -333,6 +333,8 @@ static unsigned set_arm(struct ohc_waiter *w, uint32_t busy,
 		set_cap = total;
 	}
 	for (unsigned i = 0; i < w->nifaces; i++) {
+		if (!nfds[i]) /* not busy: fds[i] was never set */
+			continue;
 		memcpy(set_fds + at, fds[i], nfds[i] * sizeof(*set_fds));
 		at += nfds[i];
 	}
@@ -371,15 +373,15 @@ static void set_sleep(struct ohc_waiter *w, int ms, uint32_t busy)
 	long us = ms * 1000L;
 	unsigned total = set_arm(w, busy, fds, nfds);
 
-	if (total && us > OHC_TP_SETTLE_US) {
+	/* ms >= 1 (ohc_waiter_sleep): the settle comes first (tp.h) */
+	if (total) {
 		if (set_poll(w, total, OHC_TP_SETTLE_US, fds, nfds))
 			total = 0; /* stirred */
 		else
 			total = set_arm(w, busy, fds, nfds);
-		us -= OHC_TP_SETTLE_US;
 	}
 	if (total)
-		(void)set_poll(w, total, us, fds, nfds);
+		(void)set_poll(w, total, us - OHC_TP_SETTLE_US, fds, nfds);
 	for (unsigned i = 0; i < w->nifaces; i++)
 		if (in_busy(busy, i))
 			w->ifaces[i]->ops->iface_wait_disarm(w->ifaces[i]);

@@ -56,21 +56,20 @@ static bool bell_sleep(struct ohc_bell *bell, uint32_t seq, long us,
 void ohc_bell_wait(struct ohc_bell *bell, int timeout_ms, bool shared,
 		   int (*look)(void *arg), void *arg)
 {
-	long us = timeout_ms < 0 ? -1 : (long)timeout_ms * 1000;
-	bool settle = us < 0 || us > OHC_TP_SETTLE_US;
+	/* after the settle: the rest of the timeout (< 0: none) */
+	long rest_us = timeout_ms < 0 ? -1
+				      : (long)timeout_ms * 1000 - OHC_TP_SETTLE_US;
 	uint32_t seq;
 
 	if (!timeout_ms)
 		return;
-	/* seq before each look: a ring after the look fails the wait */
+	/* seq before each look: a ring after the look fails the wait; the
+	 * first sleep is the settle (shorter than any timeout, tp.h) */
 	seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
-	if (!look(arg) &&
-	    bell_sleep(bell, seq, settle ? OHC_TP_SETTLE_US : us, shared) &&
-	    settle) {
+	if (!look(arg) && bell_sleep(bell, seq, OHC_TP_SETTLE_US, shared)) {
 		seq = atomic_load_explicit(&bell->seq, memory_order_acquire);
 		if (!look(arg))
-			bell_sleep(bell, seq,
-				   us < 0 ? -1 : us - OHC_TP_SETTLE_US, shared);
+			bell_sleep(bell, seq, rest_us, shared);
 	}
 	ohc_bell_disarm(bell, -1);
 }
