@@ -91,12 +91,12 @@ static inline void peer_print_row(int op, int n, unsigned long long bytes,
 }
 
 /*
- * OHC_BENCH_TOUCH=1 (bench/compare.sh -t): the input is written again,
- * copied from a pristine copy, before each timed call, as hccl_test's
- * --touch_input 1 does for OpenHCCL: data fresh from the CPU, as an
- * application's is, instead of unchanged since the last call (which a
- * single-copy path then reads out of the reader's own cache). The copy's
- * time counts on both sides.
+ * OHC_BENCH_TOUCH=1 (bench/compare.sh -F, bench/scaling.sh -F): the
+ * input is written again, copied from a pristine copy, before each timed
+ * call, as hccl_test's --touch_input 1 does for OpenHCCL: data fresh from
+ * the CPU, as an application's is, instead of unchanged since the last
+ * call (which a single-copy path then reads out of the reader's own
+ * cache). The copy's time counts on both sides.
  */
 static inline int peer_touch(void)
 {

@@ -952,9 +952,11 @@ static void print_header(const struct ht_opts *o)
 /* One call, the send buffer written again first (--touch_input). */
 static int touch_run(const struct ht_test *t, struct ht_ctx *c)
 {
+	size_t n = c->send_count * ht_dtype_size(c->o->dtype);
+
 	if (c->touch_src &&
-	    aclrtMemcpyAsync(c->send, c->touch_bytes, c->touch_src,
-			     c->touch_bytes, ACL_MEMCPY_HOST_TO_DEVICE,
+	    aclrtMemcpyAsync(c->send, n, c->touch_src, n,
+			     ACL_MEMCPY_HOST_TO_DEVICE,
 			     c->stream) != ACL_SUCCESS)
 		return -1;
 	return t->run(c) == HCCL_SUCCESS ? 0 : -1;
@@ -1140,7 +1142,6 @@ static int run_size(const struct ht_test *t, struct ht_ctx *c, uint64_t bytes)
 			ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS)
 		goto free_recv;
 	c->touch_src = o->touch ? in : NULL;
-	c->touch_bytes = c->send_count * es;
 	if (time_calls(t, c, &us))
 		goto free_recv;
 	want = t->reduce ? ht_expect_reduced(c, 0) : 0;

@@ -71,7 +71,6 @@ struct ht_ctx {
 	void *send, *recv;		 /* device buffers */
 	/* --touch_input: what is copied into send before each call */
 	const void *touch_src;
-	size_t touch_bytes;
 	/* scratch for the V ops: nranks * nranks counts, nranks displs */
 	uint64_t *counts, *displs;
 	HcclComm comm;
