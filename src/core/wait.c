@@ -31,35 +31,58 @@
 #define PACE_MEASURE 4096      /* a mode's mean step: over its last 4-8K */
 
 /*
- * Pacing: whether a spinning thread yields its CPU. Both choices lose about
- * an order of magnitude in one setting (all_reduce_test -np 2 -b 8 on 2
- * cores):
- *  - a busy process beside us (another program, a compiler, the
- *    application's own compute threads): a yield hands it our CPU for a
- *    time slice (8-16 us measured), every wait, while the peer we wait for
- *    runs on the other CPU anyway. Spinning: 0.9-1.2 us per call;
- *    yielding: 6-8 us.
- *  - the thread beside us is what we wait for (a peer rank, or the ranks
- *    of a second job on the same CPUs): without a yield every wait runs
- *    out the spin (50-100 us) before it sleeps and lets it run. Yielding:
- *    6 us per call; spinning: 45-100 us.
- * Long waits happen in both (a peer that loses its CPU to a busy process
- * for a slice makes them too), so they only say when to look: the thread
- * then measures. It spins without yields until 9 of (up to) 64 steps
- * waited longer than 50 us (or than the spin, if that is shorter), then
- * tries yielding for 16 steps, from that very wait on, and keeps the mode
- * whose mean step (wall clock, over the kept mode's last 4-8K steps) was
- * shorter; the trial must be a third faster to win. A yielding stretch
- * then lasts 256 steps and ends in a trial of spinning; a spinning one
- * watches its waits again after as many steps. Each trial that the kept
- * mode wins doubles its stretch, up to 65536 steps, so a wrong trial
- * costs at most 16 steps in that many.
+ * Pacing: how a waiting thread spends its CPU while its peers have not
+ * answered. Each of three modes loses an order of magnitude somewhere
+ * (all_reduce_test -b 8 -e 4K on 2 cores, 2026-12-07):
+ *  - spinning without yields: best while every rank has a CPU, also when
+ *    a busy process shares ours (2 ranks beside 2 busy loops: 0.3-2 us a
+ *    call): a yield would hand it our CPU for a time slice, every wait,
+ *    while the peer runs on the other CPU anyway (yielding: 6-8 us);
+ *  - yielding while spinning: best when the thread beside us is what we
+ *    wait for (ranks outnumbering the CPUs, or a second job's ranks):
+ *    spinning alone runs out the spin (50-100 us) at every wait before
+ *    the peer gets our CPU (4 ranks: 2 us yielding, 45-100 spinning);
+ *  - sleeping at once: best when ranks outnumber the CPUs and busy
+ *    processes share them too (4 ranks beside 2 busy loops: 80-160 us a
+ *    call sleeping, 1.5-2.9 ms yielding). A yield hands our CPU to the busy
+ *    process for its slice, and we run again when our turn comes round; a
+ *    rank that slept is woken by its peer's message and, having used
+ *    little CPU, preempts the busy process at once.
+ * Long waits happen in all of them (a peer that loses its CPU to a busy
+ * process for a slice makes them too), so they only say when to look:
+ * the thread then measures. Spinning, it watches its waits until 9 of (up
+ * to) 64 steps waited longer than 50 us (or than the spin, if that is
+ * shorter), then tries another mode for 16 steps, from that very wait on,
+ * and keeps the mode whose mean step (wall clock, over the kept mode's
+ * last 4-8K steps) was shorter; the trial must be a third faster to win,
+ * and ends as soon as it cannot (one step, where the mode tried is that
+ * much slower). Yielding or sleeping, a stretch lasts 256 steps (the
+ * first, 64) and ends in a trial. Trials take the two other modes in
+ * turn, with two exceptions: ranks that outnumber the CPUs never spin
+ * alone (ohc_waiter_init's yield_first), and a yielding thread tries
+ * sleeping only where its yields handed out time slices (one in 16 steps
+ * or more: yields of 0.5 ms and longer) - where they did not, a sleep
+ * costs its peers 10-20x a step (8-16 ranks on 2 quiet CPUs: 1-2 ms). Each
+ * trial that the kept mode wins, or skips, doubles its stretch, up to
+ * 65536 steps, so wrong trials cost at most a few steps in that many.
+ * Ranks count the same steps, so their trials mostly begin together: the
+ * sleeping at once of 4 loaded ranks shows only when all of them sleep.
  */
+enum pace_mode { PACE_SPIN, PACE_YIELD, PACE_SLEEP, PACE_MODES };
+
+static const char *const pace_names[PACE_MODES] = {
+	"spinning without yields", "yielding", "sleeping at once"};
+
 static __thread struct exec_pace {
-	bool yielding;	  /* the mode in force, on trial or not */
-	unsigned trial;	  /* steps left in a trial of it, 0 = none */
+	uint8_t mode;	  /* the mode in force, on trial or not */
+	uint8_t kept;	  /* in a trial: the mode it is against */
+	bool crowded;	  /* ranks outnumber the CPUs: never spin alone */
+	unsigned tries;	  /* trials begun: which mode the next one takes */
+	unsigned trial;	  /* steps left in a trial, 0 = none */
 	unsigned hold;	  /* steps before the next look (stretch) */
+	unsigned held;	  /* ... what it started from */
 	unsigned stretch; /* what hold starts from after a trial */
+	unsigned slices;  /* yields that lasted a time slice, in the hold */
 	uint64_t since; /* ohc_time_ns() at the measure's start, 0 = not yet */
 	unsigned steps; /* steps since */
 	uint64_t old_since; /* the measure before it (the mean spans both) */
@@ -68,7 +91,8 @@ static __thread struct exec_pace {
 	unsigned win_steps; /* the watch (spinning): steps in the window */
 	unsigned win_spent; /* ... and of them, waits that went on long */
 } pace;
-static unsigned long yield_regimes; /* switches to yielding, all threads */
+/* switches to yielding and to sleeping, all threads */
+static unsigned long pace_regimes[PACE_MODES];
 
 static void pace_restart(uint64_t now)
 {
@@ -76,53 +100,88 @@ static void pace_restart(uint64_t now)
 	pace.steps = pace.old_steps = 0;
 }
 
-/* Try the other mode for PACE_TRIAL steps, from now on. */
+static void pace_hold(unsigned steps)
+{
+	pace.hold = pace.held = steps;
+	pace.slices = 0;
+}
+
+/* The mode the next trial takes; pace.mode if none is worth trying. */
+static enum pace_mode pace_pick(void)
+{
+	enum pace_mode m = (pace.mode + 1 + (pace.tries & 1)) % PACE_MODES;
+
+	if (pace.crowded)
+		m = pace.mode == PACE_YIELD ? PACE_SLEEP : PACE_YIELD;
+	else if (m == PACE_SPIN && pace.mode == PACE_SLEEP)
+		pace.tries++; /* next time: yielding */
+	if (m == PACE_SLEEP && pace.mode == PACE_YIELD &&
+	    pace.slices * 16 < pace.held)
+		m = pace.crowded ? PACE_YIELD : PACE_SPIN;
+	pace.tries++;
+	return m;
+}
+
+/* A stretch ended: try the mode pace_pick takes for PACE_TRIAL steps,
+ * from now on. */
 static void pace_try(uint64_t now)
 {
 	unsigned steps = pace.old_steps + pace.steps;
+	enum pace_mode m = pace_pick();
 
+	if (m == pace.mode) { /* as if the kept mode had won */
+		pace.stretch =
+			OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
+				PACE_STRETCH_MAX);
+		pace_hold(pace.stretch);
+		return;
+	}
 	pace.kept_ns = (now - pace.old_since) / (steps ? steps : 1);
-	pace.yielding = !pace.yielding;
+	pace.kept = pace.mode;
+	pace.mode = m;
 	pace.trial = PACE_TRIAL;
 	pace_restart(now);
 }
 
-/* The trial ended: keep the faster mode. */
+/* Whether the trial, at now, is a third faster than the kept mode. */
+static bool pace_trial_wins(uint64_t now, unsigned steps)
+{
+	return (now - pace.since) * 3 < pace.kept_ns * 2 * steps;
+}
+
+/* The trial ended (or cannot win any more): keep the faster mode. */
 static void pace_judge(uint64_t now)
 {
-	uint64_t tried_ns = (now - pace.since) / pace.steps;
-
-	if (tried_ns * 3 < pace.kept_ns * 2) {
+	if (pace_trial_wins(now, pace.steps)) {
 		pace.stretch = PACE_STRETCH_MIN;
-		if (pace.yielding)
-			__atomic_add_fetch(&yield_regimes, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&pace_regimes[pace.mode], 1,
+				   __ATOMIC_RELAXED);
 		OHC_DEBUG(OHC_SS_COLL,
 			  "%s: %" PRIu64 " ns per step, against %" PRIu64
 			  " ns %s",
-			  pace.yielding ? "yielding"
-					: "spinning without yields",
-			  tried_ns, pace.kept_ns,
-			  pace.yielding ? "spinning" : "yielding");
+			  pace_names[pace.mode],
+			  (now - pace.since) / pace.steps, pace.kept_ns,
+			  pace_names[pace.kept]);
 	} else {
-		pace.yielding = !pace.yielding;
+		pace.mode = pace.kept;
 		pace.stretch =
 			OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
 				PACE_STRETCH_MAX);
 	}
 	pace.trial = 0;
-	pace.hold = pace.stretch;
+	pace_hold(pace.stretch);
 	pace.win_steps = pace.win_spent = 0;
 	pace_restart(now);
 }
 
 /*
  * A step's wait went on past WAIT_LONG_WAIT_NS or ran out the spin (once
- * per step). Spinning and watching, the 9th in a window starts a trial
- * of yielding, in this very wait.
+ * per step). Spinning and watching, the 9th in a window starts a trial,
+ * in this very wait.
  */
 static void pace_wait_long(uint64_t now)
 {
-	if (pace.yielding || pace.trial || pace.hold || !pace.since ||
+	if (pace.mode != PACE_SPIN || pace.trial || pace.hold || !pace.since ||
 	    ++pace.win_spent * 8 <= PACE_WINDOW)
 		return;
 	pace_try(now);
@@ -131,14 +190,18 @@ static void pace_wait_long(uint64_t now)
 /* A step that waited for peers completed. */
 static void pace_step_seen(void)
 {
+	uint64_t now;
+
 	if (!pace.since) {
 		pace_restart(ohc_time_ns());
 		return;
 	}
 	pace.steps++;
 	if (pace.trial) {
-		if (!--pace.trial)
-			pace_judge(ohc_time_ns());
+		/* it cannot win once its time is the whole trial's budget */
+		now = ohc_time_ns();
+		if (!--pace.trial || !pace_trial_wins(now, PACE_TRIAL))
+			pace_judge(now);
 		return;
 	}
 	if (pace.steps >= PACE_MEASURE) { /* the mean follows recent steps */
@@ -148,7 +211,7 @@ static void pace_step_seen(void)
 		pace.steps = 0;
 	}
 	if (pace.hold) {
-		if (!--pace.hold && pace.yielding)
+		if (!--pace.hold && pace.mode != PACE_SPIN)
 			pace_try(ohc_time_ns());
 	} else if (++pace.win_steps >= PACE_WINDOW) {
 		pace.win_steps = pace.win_spent = 0;
@@ -157,7 +220,12 @@ static void pace_step_seen(void)
 
 unsigned long ohc_wait_yield_regimes(void)
 {
-	return __atomic_load_n(&yield_regimes, __ATOMIC_RELAXED);
+	return __atomic_load_n(&pace_regimes[PACE_YIELD], __ATOMIC_RELAXED);
+}
+
+unsigned long ohc_wait_sleep_regimes(void)
+{
+	return __atomic_load_n(&pace_regimes[PACE_SLEEP], __ATOMIC_RELAXED);
 }
 
 /*
@@ -197,8 +265,10 @@ static void wait_yield(void)
 		yield_mask = OHC_MIN(yield_mask * 2 + 1, WAIT_YIELD_MASK_MAX);
 	else if (took < WAIT_YIELD_LONG_NS)
 		yield_mask = 0;
-	else
+	else {
 		yield_mask = WAIT_YIELD_MASK_LONG;
+		pace.slices++;
+	}
 }
 
 void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
@@ -208,8 +278,11 @@ void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
 	w->nifaces = nifaces;
 	w->spin_ns = spin_ns;
 	/* a thread that has not measured yet starts in the likelier mode */
-	if (yield_first && !pace.since)
-		pace.yielding = true;
+	if (yield_first && !pace.since) {
+		pace.mode = PACE_YIELD;
+		pace.crowded = true;
+		pace_hold(PACE_WINDOW); /* ... and soon sees it tried */
+	}
 	ohc_waiter_begin(w);
 }
 
@@ -218,7 +291,8 @@ void ohc_waiter_begin(struct ohc_waiter *w)
 	w->polls = 0;
 	w->spent = false;
 	/* the pace's mode, read once: a thread-local costs a call per poll */
-	w->yielding = pace.yielding;
+	w->yielding = pace.mode == PACE_YIELD;
+	w->sleeping = pace.mode == PACE_SLEEP;
 	ohc_waiter_moved(w);
 }
 
@@ -269,9 +343,10 @@ uint64_t ohc_waiter_idle(struct ohc_waiter *w, bool *first)
 	    now - w->idle_since >= OHC_MIN(w->spin_ns, WAIT_LONG_WAIT_NS)) {
 		w->spent = true;
 		pace_wait_long(now);
-		w->yielding = pace.yielding;
+		w->yielding = pace.mode == PACE_YIELD;
+		w->sleeping = pace.mode == PACE_SLEEP;
 	}
-	if (w->spinning && now - w->idle_since < w->spin_ns) {
+	if (w->spinning && !w->sleeping && now - w->idle_since < w->spin_ns) {
 		w->check = w->idle * 2;
 		if (w->yielding && !(w->polls & yield_mask))
 			wait_yield();

@@ -48,7 +48,8 @@ struct ohc_waiter {
 	uint64_t idle_since; /* first clock reading of the spell, 0 = none */
 	bool spinning;	     /* until a reading says the spin is over */
 	bool spent;	     /* a wait went on long (told to the pace) */
-	bool yielding;	     /* the pace's mode, read once per spell */
+	bool yielding;	     /* the pace's mode, read once per spell: */
+	bool sleeping;	     /* ... yield while spinning, or do not spin */
 };
 
 void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
@@ -95,5 +96,7 @@ bool ohc_wait_oversubscribed(uint32_t local_ranks);
  * while it spins (its waits kept running out the spin), process-wide.
  */
 unsigned long ohc_wait_yield_regimes(void);
+/* ... and to sleeping at once (its spins kept losing to sleeps). */
+unsigned long ohc_wait_sleep_regimes(void);
 
 #endif

@@ -4,10 +4,13 @@
  * yielding until its waits keep running out the spin, then yields while it
  * spins. Two thread ranks pinned to one CPU with the spin forced on are
  * the case the yields are for: neither can progress until the other runs.
+ * With a busy thread beside them, crowded ranks learn to sleep instead.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 #include "util/cpus.h"
 
 #define SPIN_OPS 2000
+#define SLEEP_OPS 400
 
 static HcclComm comms[2];
 
@@ -51,6 +55,71 @@ Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 	aclFinalize();
 	cr_expect_gt(ohc_wait_yield_regimes(), 0,
 		     "two ranks on one CPU never switched to yielding");
+}
+
+/*
+ * Ranks that outnumber the host's CPUs, with a busy thread among them on
+ * one CPU: a rank's yield hands that thread its time slice, so the ranks
+ * learn to sleep at once (their peers' messages wake them ahead of it).
+ * As many thread ranks as the library counts CPUs, and one more, all
+ * pinned to one CPU with the busy thread.
+ */
+static atomic_bool busy_stop;
+
+static void *busy_loop(void *p)
+{
+	(void)p;
+	while (!atomic_load_explicit(&busy_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static HcclComm *crowd_comms;
+
+static int crowd_rank(int rank, int nranks, void *p)
+{
+	(void)p;
+	return ohc_test_slot_allreduces(crowd_comms[rank], rank, nranks,
+					SLEEP_OPS, 5);
+}
+
+Test(spin, crowded_ranks_beside_a_busy_thread_sleep, .timeout = 300)
+{
+	int n = (int)ohc_host_cpus() + 1;
+	char count[16];
+	int32_t *devs;
+	pthread_t busy;
+	cpu_set_t one;
+
+	cr_assert_leq(n, 129, "a thread rank per CPU and one more: %d", n);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	snprintf(count, sizeof(count), "%d", n);
+	setenv("OPENHCCL_DEVICE_COUNT", count, 1);
+	devs = calloc((size_t)n, sizeof(*devs));
+	crowd_comms = calloc((size_t)n, sizeof(*crowd_comms));
+	cr_assert(devs && crowd_comms);
+	for (int i = 0; i < n; i++)
+		devs[i] = i;
+	cr_assert_eq(pthread_create(&busy, NULL, busy_loop, NULL), 0);
+
+	cr_assert_eq(ohc_wait_sleep_regimes(), 0);
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll((uint32_t)n, devs, crowd_comms),
+		     HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(n, crowd_rank, NULL), 0);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(HcclCommDestroy(crowd_comms[i]), HCCL_SUCCESS);
+	aclFinalize();
+	atomic_store(&busy_stop, true);
+	pthread_join(busy, NULL);
+	free(devs);
+	free(crowd_comms);
+	cr_expect_gt(ohc_wait_sleep_regimes(), 0,
+		     "%d ranks beside a busy thread on one CPU never switched "
+		     "to sleeping at once",
+		     n);
 }
 
 /*
