@@ -113,8 +113,6 @@ static enum pace_mode pace_pick(void)
 
 	if (pace.crowded)
 		m = pace.mode == PACE_YIELD ? PACE_SLEEP : PACE_YIELD;
-	else if (m == PACE_SPIN && pace.mode == PACE_SLEEP)
-		pace.tries++; /* next time: yielding */
 	if (m == PACE_SLEEP && pace.mode == PACE_YIELD &&
 	    pace.slices * 16 < pace.held)
 		m = pace.crowded ? PACE_YIELD : PACE_SPIN;
