@@ -193,8 +193,9 @@ static const struct field fields[] = {
 	INT_F("OPENHCCL_SPIN_US", "-1",
 	      "microseconds a waiting rank polls before it sleeps, at least "
 	      "(the clock is read at doubling poll counts, so up to twice "
-	      "that); -1 = auto: 50 when this host's ranks fit its CPUs, "
-	      "else 0",
+	      "that); -1 = auto: 50; ranks that outnumber this host's "
+	      "CPUs yield while they poll, and sleep at once where busy "
+	      "processes share the CPUs",
 	      spin_us, -1, 1000000),
 	INT_F("OPENHCCL_PIPELINE_SLICES", "0",
 	      "slices of pipelined schedules (chain broadcast/reduce): 0 = "
