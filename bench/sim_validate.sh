@@ -12,7 +12,10 @@
 # this host's of the moment, as on rxe: each round first times
 # HcclSend/Recv's 2-rank half round trip and exchange step at 1 KiB
 # (BUILD_DIR/sim-validate/p2p.lat, p2p.wake) and alpha is the best of
-# them; the bandwidth, reduction and turn constants are the library's
+# them; and one thread's memcpy of 16 MiB buffers (ohc_membw_bench,
+# BUILD_DIR/sim-validate/membw), whose best round stands for the
+# bandwidth, copy and reduction rates, which the library sets alike (20
+# GB/s, fitted on another host); the turn constants are the library's
 # (src/algo/cost.c, `hccl_simulate --constants`). This script runs the
 # tools and the simulator; the calibration from the rows (alpha,
 # bandwidth, the least-squares wake) and the ratio rows are
@@ -208,6 +211,9 @@ if [ -z "$from" ]; then
 		xchg=$(OHC_BENCH_RANKS=2 timeout 120 "$pb" 1024 1024 200 20 \
 			xchg 3 | awk '$1 == 1024 { print $3 }' || true)
 		echo "2 xchg ${xchg:--}" >>"$keep/p2p.wake"
+		# and the host's copy rate (calibrate_copy)
+		"$build/bench/ohc_membw_bench" -s 16 -p 4 -r 3 1 2>/dev/null |
+			awk '$1 == 1 { print $2 }' >>"$keep/membw" || true
 		# and HcclBarrier at 2 ranks and at every rank count above
 		# the CPUs, whose ranks sleep and take turns: the wake (wake());
 		# 2 ranks once, whether or not -n names it
@@ -231,7 +237,31 @@ if [ -z "$from" ]; then
 else
 	src=$from
 fi
+# calibrate_copy DIR: on shm, the host's copy rate from DIR/membw (one
+# thread's memcpy GB/s, a line per round; the best): the model's
+# bandwidth (unless -w set it), copy and reduction rates, which the
+# library sets alike. Before (2026-12-07, the rows of one run on a
+# 2-vCPU host copying 13 GB/s, against the library's 20): 35 of 48
+# predictions within 2x, every 4 MiB row predicted 2-5x too fast; with
+# it 40
+copy=""
+calibrate_copy() {
+	local dir=$1 r
+	[ -s "$dir/membw" ] || return 0
+	r=$(awk '$1 + 0 > b { b = $1 + 0 } END { if (b > 0) print b }' \
+		"$dir/membw")
+	[ -n "$r" ] || return 0
+	copy=$r
+	if [ -z "$bw" ]; then
+		bw=$r
+		set -- "the bandwidth, copy and reduction rates"
+	else
+		set -- "the copy and reduction rates; -w gave the bandwidth"
+	fi
+	echo "copy $r GB/s: one thread's memcpy of 16 MiB, best of the rounds, $dir/membw ($1)"
+}
 [ "$net" != shm ] || calibrate_alpha "$src"
+[ "$net" != shm ] || calibrate_copy "$src"
 
 printf '%-15s %5s %10s %-20s %12s %12s %9s %12s %9s\n' op ranks bytes \
 	algorithm measured_us predicted_us pred/meas simulated_us sim/meas
@@ -260,6 +290,7 @@ for np in $nps; do
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
+			${copy:+--copy "$copy" --gamma "$copy"} \
 			${cores:+--cores "$cores"} ${wk:+--wake-us "$wk"} \
 			${from:+--host-ranks "$np"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true

@@ -118,6 +118,39 @@ got=$(awk '$1 == "allgather" && $2 == 2 && $3 == 1024 { print $6 }' <<<"$o")
 [ -n "$want" ] && [ "$got" = "$want" ] ||
 	{ out=$o; fail "shm, 1 KiB: predicted '$got', want '$want'"; }
 
+# shm with the run's copy rates (membw, one thread's memcpy GB/s a round):
+# the best stands for the bandwidth, copy and reduction rates (a 4 MiB
+# row, where they decide the prediction); -w keeps the bandwidth
+mkdir "$d/shmbw"
+cp "$d/shm/p2p.lat" "$d/shm/p2p.wake" "$d/shmbw/"
+printf '9.5\n12.5\n11\n' >"$d/shmbw/membw"
+{
+	echo "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
+	echo "4194304           | 500.00         | 8.4                  | success"
+} >"$d/shmbw/raw.allreduce.2.1"
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
+	-o allreduce 2>&1) || true
+grep -q "^copy 12.5 GB/s: one thread's memcpy of 16 MiB, best of the rounds, .* (the bandwidth, copy and reduction rates)" <<<"$o" ||
+	{ out=$o; fail "shm: the copy rate is not the best round's 12.5 GB/s"; }
+pred() { # hccl_simulate's 4 MiB prediction with the options given
+	"$sim" --measure "$d/shmbw/raw.allreduce.2.1" --op allreduce --ranks 2 \
+		--net shm --alpha 0.31 --cores "$(nproc)" "$@" |
+		awk '$1 == 4194304 { print $4 }'
+}
+want=$(pred --bw 12.5 --copy 12.5 --gamma 12.5) || true
+lib=$(pred) || true
+got=$(awk '$1 == "allreduce" && $2 == 2 && $3 == 4194304 { print $6 }' <<<"$o")
+[ -n "$want" ] && [ "$got" = "$want" ] && [ "$want" != "$lib" ] ||
+	{ out=$o; fail "shm with membw, 4 MiB: predicted '$got', want '$want' (the library's rates: '$lib')"; }
+o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
+	-o allreduce -w 3 2>&1) || true
+grep -q "^copy 12.5 GB/s: .*(the copy and reduction rates; -w gave the bandwidth)" <<<"$o" ||
+	{ out=$o; fail "shm -w 3: the bandwidth is not -w's"; }
+want=$(pred --bw 3 --copy 12.5 --gamma 12.5) || true
+got=$(awk '$1 == "allreduce" && $2 == 2 && $3 == 4194304 { print $6 }' <<<"$o")
+[ -n "$want" ] && [ "$got" = "$want" ] ||
+	{ out=$o; fail "shm -w 3, 4 MiB: predicted '$got', want '$want'"; }
+
 # shm, 4 ranks on 2 CPUs, a folder of before the barrier probe: the wake
 # from the run's exchange steps, pair 0's by default there ((10.5 - 0.5) /
 # (4 / 2)^2); -W slowest ((40.5 - 0.5) / 4)
