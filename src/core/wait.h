@@ -94,11 +94,11 @@ uint64_t ohc_wait_spin_ns(long spin_us_env);
 bool ohc_wait_oversubscribed(uint32_t local_ranks);
 
 /*
- * How often a waiting thread switched from spinning alone to yielding
- * while it spins (its waits kept running out the spin), process-wide.
+ * How often a waiting thread switched to yielding while it spins (a
+ * trial of it was a third faster than the mode it had), process-wide.
  */
 unsigned long ohc_wait_yield_regimes(void);
-/* ... and to sleeping at once (its spins kept losing to sleeps). */
+/* ... and to sleeping at once (a trial of it was a third faster). */
 unsigned long ohc_wait_sleep_regimes(void);
 
 #endif
