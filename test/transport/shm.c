@@ -875,6 +875,54 @@ static int unanswered_rank(int rank, int nranks, void *arg)
 	return rank_down(c);
 }
 
+/*
+ * A peer whose answer never reached us (ohc_shm_test_lose_answers: it
+ * counts the answer as sent, as a CI run's listener did) and that still
+ * listens (a third rank connects a second late, so its connect goes on):
+ * our second hello gets the same answer again, every rank connects, and
+ * a message each way between every pair arrives.
+ */
+#define LOST_MSG 4096
+
+static int lost_answer_rank(int rank, int nranks, void *arg)
+{
+	struct tp_rank cc, *c = &cc;
+	static uint8_t msg[3][LOST_MSG], got[3][LOST_MSG];
+	uint8_t *sb[3] = {msg[0], msg[1], msg[2]};
+	uint8_t *rb[3] = {got[0], got[1], got[2]};
+	struct ohc_req sreq[3], rreq[3], *all[6];
+	int n = 0;
+
+	(void)arg;
+	if (rank == 1)
+		ohc_shm_test_lose_answers = 1;
+	if (rank_open(c, rank, nranks))
+		return 1;
+	tp_barrier(nranks);
+	if (rank == 2)
+		usleep(1000 * 1000);
+	if (tp_rank_eps(c, 0) || tp_rank_connect(c, 20000))
+		return 1;
+	CHECK(rank != 1 || ohc_shm_test_lose_answers == 0,
+	      "no answer was lost");
+	for (int r = 0; r < nranks; r++)
+		if (r != rank)
+			tp_fill(sb[r], LOST_MSG, rank, r, 0);
+	if (tp_post_all_pairs(c, sb, rb, LOST_MSG, 0, sreq, rreq, all, &n))
+		return 1;
+	CHECK(tp_drive(c, all, n, 100, 10000) == 0, "the messages timed out");
+	for (int r = 0; r < nranks; r++)
+		CHECK(r == rank || (rreq[r].status == OHC_OK &&
+				    tp_verify(rb[r], LOST_MSG, r, rank, 0) < 0),
+		      "the message from rank %d did not arrive intact", r);
+	return rank_down(c);
+}
+
+Test(shm, connect_again_after_a_lost_answer)
+{
+	cr_assert_eq(ohc_test_fork_ranks(3, lost_answer_rank, NULL, 30), 0);
+}
+
 Test(shm, connect_again_after_an_unanswered_hello)
 {
 	int drops = 1;

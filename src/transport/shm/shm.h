@@ -200,6 +200,13 @@ void ohc_shm_ep_unmap(struct ohc_shm_ep *sep);
  * logging, as a peer did twice in CI; the connecting rank connects again.
  */
 extern int ohc_shm_test_drop_hellos;
+/*
+ * ... and this many answers count as sent although they were not (the
+ * connection closes without a word, as if the answer had been lost on
+ * its way: what a CI run saw, the listener refusing a second hello from
+ * a rank whose connection had ended with no answer).
+ */
+extern int ohc_shm_test_lose_answers;
 /* Whether a peer's directory entry (a copy: the peer may change the
  * live one) names a ring inside its segment of seg_bytes. */
 int ohc_shm_dir_ent_valid(const struct ohc_shm_dir_ent *ent,

@@ -29,6 +29,7 @@
 #define RECONNECTS_MAX 2   /* connections that ended without an answer */
 
 int ohc_shm_test_drop_hellos;
+int ohc_shm_test_lose_answers;
 
 /* Abstract socket address of (session, rank); returns the address length. */
 socklen_t ohc_shm_sockaddr(uint64_t session, uint32_t rank,
@@ -52,6 +53,7 @@ struct xpeer {
 	uint64_t retry_at;
 	int reconnects; /* connections that ended without an answer */
 	int in_done;	/* our memfd went to the peer */
+	pid_t in_pid;	/* ... to this process */
 	int peer_fd; /* the peer's memfd, once received */
 	int peer_bell_fd; /* and its doorbell's eventfd */
 	uint64_t peer_seg_bytes;
@@ -192,9 +194,12 @@ static ohc_status_t xchg_take_reply(struct xchg *x, struct xpeer *p)
 		 * our connection with our hello read but unanswered, and a
 		 * peer that refuses one logs why. Seen twice in CI under
 		 * load (a rank's connection to a live peer that logged
-		 * nothing; not reproduced in 400 stress runs), so connect
-		 * once more: a peer that still listens answers the new one,
-		 * a peer whose connect is over refuses it at once.
+		 * nothing; not reproduced in 400 stress runs), and once
+		 * where the peer had sent its answer (it refused our second
+		 * hello as one it had answered), so connect once more: a
+		 * peer that still listens answers the new one (again, if it
+		 * had: xchg_serve), a peer whose connect is over refuses it
+		 * at once.
 		 */
 		OHC_WARN(OHC_SS_SHM,
 			 "rank %u: shm connection to rank %u ended without an "
@@ -273,8 +278,8 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		why = "runs as another user";
 	else if (!(p = xchg_find(x, m.from)))
 		why = "not a peer of this connect";
-	else if (p->in_done)
-		why = "second hello from the same rank";
+	else if (p->in_done && cred_pid != p->in_pid)
+		why = "second hello from the same rank, another process";
 	if (why) {
 		OHC_WARN(OHC_SS_SHM,
 			 "rank %u: refused a shm connection (claims rank %d, "
@@ -285,6 +290,22 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 
 	if (OHC_UNLIKELY(ohc_shm_test_drop_hellos > 0)) {
 		ohc_shm_test_drop_hellos--; /* the fault seam: no word */
+		goto done;
+	}
+	/*
+	 * A rank we answered connects again only when its connection ended
+	 * with no answer (xchg_take_reply): ours was lost on the way (seen
+	 * once in CI), so it gets the same answer again.
+	 */
+	if (p->in_done)
+		OHC_WARN(OHC_SS_SHM,
+			 "rank %u: rank %u connected again (our answer did not "
+			 "reach it); answering again",
+			 x->sif->super.rank, p->ep->super.peer);
+	if (OHC_UNLIKELY(ohc_shm_test_lose_answers > 0)) {
+		ohc_shm_test_lose_answers--; /* the fault seam: lost */
+		p->in_done = 1;
+		p->in_pid = cred_pid;
 		goto done;
 	}
 	ohc_be_put64(body, x->sif->hdr->seg_bytes);
@@ -304,6 +325,7 @@ static void xchg_serve(struct xchg *x, unsigned slot)
 		goto done;
 	}
 	p->in_done = 1;
+	p->in_pid = cred_pid;
 done:
 	close(fd);
 	x->pending[slot] = -1;
