@@ -106,6 +106,14 @@ static void pace_hold(unsigned steps)
 	pace.slices = 0;
 }
 
+/* The kept mode stays: its next stretch is twice as long. */
+static void pace_stretch(void)
+{
+	pace.stretch = OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
+			       PACE_STRETCH_MAX);
+	pace_hold(pace.stretch);
+}
+
 /* The mode the next trial takes; pace.mode if none is worth trying. */
 static enum pace_mode pace_pick(void)
 {
@@ -128,10 +136,7 @@ static void pace_try(uint64_t now)
 	enum pace_mode m = pace_pick();
 
 	if (m == pace.mode) { /* as if the kept mode had won */
-		pace.stretch =
-			OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
-				PACE_STRETCH_MAX);
-		pace_hold(pace.stretch);
+		pace_stretch();
 		return;
 	}
 	pace.kept_ns = (now - pace.old_since) / (steps ? steps : 1);
@@ -152,6 +157,7 @@ static void pace_judge(uint64_t now)
 {
 	if (pace_trial_wins(now, pace.steps)) {
 		pace.stretch = PACE_STRETCH_MIN;
+		pace_hold(pace.stretch);
 		__atomic_add_fetch(&pace_regimes[pace.mode], 1,
 				   __ATOMIC_RELAXED);
 		OHC_DEBUG(OHC_SS_COLL,
@@ -162,12 +168,9 @@ static void pace_judge(uint64_t now)
 			  pace_names[pace.kept]);
 	} else {
 		pace.mode = pace.kept;
-		pace.stretch =
-			OHC_MIN(OHC_MAX(pace.stretch * 2, PACE_STRETCH_MIN),
-				PACE_STRETCH_MAX);
+		pace_stretch();
 	}
 	pace.trial = 0;
-	pace_hold(pace.stretch);
 	pace.win_steps = pace.win_spent = 0;
 	pace_restart(now);
 }
@@ -269,6 +272,13 @@ static void wait_yield(void)
 	}
 }
 
+/* The pace's mode into the waiter: a thread-local costs a call per poll. */
+static void waiter_read_pace(struct ohc_waiter *w)
+{
+	w->yielding = pace.mode == PACE_YIELD;
+	w->sleeping = pace.mode == PACE_SLEEP;
+}
+
 void ohc_waiter_init(struct ohc_waiter *w, struct ohc_iface *const *ifaces,
 		     unsigned nifaces, uint64_t spin_ns, bool yield_first)
 {
@@ -288,9 +298,7 @@ void ohc_waiter_begin(struct ohc_waiter *w)
 {
 	w->polls = 0;
 	w->spent = false;
-	/* the pace's mode, read once: a thread-local costs a call per poll */
-	w->yielding = pace.mode == PACE_YIELD;
-	w->sleeping = pace.mode == PACE_SLEEP;
+	waiter_read_pace(w);
 	ohc_waiter_moved(w);
 }
 
@@ -341,8 +349,7 @@ uint64_t ohc_waiter_idle(struct ohc_waiter *w, bool *first)
 	    now - w->idle_since >= OHC_MIN(w->spin_ns, WAIT_LONG_WAIT_NS)) {
 		w->spent = true;
 		pace_wait_long(now);
-		w->yielding = pace.mode == PACE_YIELD;
-		w->sleeping = pace.mode == PACE_SLEEP;
+		waiter_read_pace(w);
 	}
 	if (w->spinning && !w->sleeping && now - w->idle_since < w->spin_ns) {
 		w->check = w->idle * 2;
