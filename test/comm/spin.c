@@ -26,7 +26,33 @@
 #define SPIN_OPS 2000
 #define SLEEP_OPS 400
 
-static HcclComm comms[2];
+static HcclComm *comms; /* run_ranks's, by rank */
+
+/*
+ * n thread ranks of one HcclCommInitAll (as many devices as ranks,
+ * whatever the host), each running fn, then destroyed.
+ */
+static void run_ranks(int n, ohc_test_rank_fn fn)
+{
+	char count[16];
+	int32_t *devs = calloc((size_t)n, sizeof(*devs));
+
+	comms = calloc((size_t)n, sizeof(*comms));
+	cr_assert(devs && comms);
+	snprintf(count, sizeof(count), "%d", n);
+	setenv("OPENHCCL_DEVICE_COUNT", count, 1);
+	for (int i = 0; i < n; i++)
+		devs[i] = i;
+	cr_assert_eq(aclInit(NULL), 0);
+	cr_assert_eq(HcclCommInitAll((uint32_t)n, devs, comms), HCCL_SUCCESS);
+	cr_assert_eq(ohc_test_thread_ranks(n, fn, NULL), 0);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
+	aclFinalize();
+	free(devs);
+	free(comms);
+	comms = NULL;
+}
 
 static int spin_rank(int rank, int nranks, void *p)
 {
@@ -36,7 +62,6 @@ static int spin_rank(int rank, int nranks, void *p)
 
 Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 {
-	int32_t devs[2] = {0, 1};
 	cpu_set_t one;
 
 	/* every thread made from here on (ranks, stream workers) inherits it */
@@ -47,12 +72,7 @@ Test(spin, one_cpu_two_ranks_yield, .timeout = 300)
 	setenv("OPENHCCL_SPIN_US", "50", 1);
 
 	cr_assert_eq(ohc_wait_yield_regimes(), 0);
-	cr_assert_eq(aclInit(NULL), 0);
-	cr_assert_eq(HcclCommInitAll(2, devs, comms), HCCL_SUCCESS);
-	cr_assert_eq(ohc_test_thread_ranks(2, spin_rank, NULL), 0);
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
-	aclFinalize();
+	run_ranks(2, spin_rank);
 	cr_expect_gt(ohc_wait_yield_regimes(), 0,
 		     "two ranks on one CPU never switched to yielding");
 }
@@ -74,20 +94,16 @@ static void *busy_loop(void *p)
 	return NULL;
 }
 
-static HcclComm *crowd_comms;
-
 static int crowd_rank(int rank, int nranks, void *p)
 {
 	(void)p;
-	return ohc_test_slot_allreduces(crowd_comms[rank], rank, nranks,
-					SLEEP_OPS, 5);
+	return ohc_test_slot_allreduces(comms[rank], rank, nranks, SLEEP_OPS,
+					5);
 }
 
 Test(spin, crowded_ranks_beside_a_busy_thread_sleep, .timeout = 300)
 {
 	int n = (int)ohc_host_cpus() + 1;
-	char count[16];
-	int32_t *devs;
 	pthread_t busy;
 	cpu_set_t one;
 
@@ -95,27 +111,12 @@ Test(spin, crowded_ranks_beside_a_busy_thread_sleep, .timeout = 300)
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu(), &one);
 	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
-	snprintf(count, sizeof(count), "%d", n);
-	setenv("OPENHCCL_DEVICE_COUNT", count, 1);
-	devs = calloc((size_t)n, sizeof(*devs));
-	crowd_comms = calloc((size_t)n, sizeof(*crowd_comms));
-	cr_assert(devs && crowd_comms);
-	for (int i = 0; i < n; i++)
-		devs[i] = i;
 	cr_assert_eq(pthread_create(&busy, NULL, busy_loop, NULL), 0);
 
 	cr_assert_eq(ohc_wait_sleep_regimes(), 0);
-	cr_assert_eq(aclInit(NULL), 0);
-	cr_assert_eq(HcclCommInitAll((uint32_t)n, devs, crowd_comms),
-		     HCCL_SUCCESS);
-	cr_assert_eq(ohc_test_thread_ranks(n, crowd_rank, NULL), 0);
-	for (int i = 0; i < n; i++)
-		cr_assert_eq(HcclCommDestroy(crowd_comms[i]), HCCL_SUCCESS);
-	aclFinalize();
+	run_ranks(n, crowd_rank);
 	atomic_store(&busy_stop, true);
 	pthread_join(busy, NULL);
-	free(devs);
-	free(crowd_comms);
 	cr_expect_gt(ohc_wait_sleep_regimes(), 0,
 		     "%d ranks beside a busy thread on one CPU never switched "
 		     "to sleeping at once",
@@ -132,8 +133,6 @@ Test(spin, crowded_ranks_beside_a_busy_thread_sleep, .timeout = 300)
  */
 #define BCAST_COUNT (1u << 20)
 
-static HcclComm *shared_comms;
-
 static int bcast_rank(int rank, int nranks, void *p)
 {
 	int32_t *buf = malloc(BCAST_COUNT * sizeof(*buf));
@@ -149,7 +148,7 @@ static int bcast_rank(int rank, int nranks, void *p)
 	for (uint32_t i = 0; i < BCAST_COUNT; i++)
 		buf[i] = rank == 0 ? (int32_t)(i * 7 + 1) : -1;
 	if (HcclBroadcast(buf, BCAST_COUNT, HCCL_DATA_TYPE_INT32, 0,
-			  shared_comms[rank], stream) != HCCL_SUCCESS ||
+			  comms[rank], stream) != HCCL_SUCCESS ||
 	    aclrtSynchronizeStream(stream))
 		bad = 1;
 	for (uint32_t i = 0; !bad && i < BCAST_COUNT; i++)
@@ -164,7 +163,6 @@ Test(spin, more_ranks_than_cpus_select_by_work, .timeout = 300)
 	long cpus = (long)ohc_host_cpus(); /* as the library counts them */
 	int n = (int)cpus + 1;
 	char log[] = "/tmp/ohc_spin_log.XXXXXX", want[96], *text, *line, *end;
-	int32_t *devs;
 	FILE *f;
 	size_t len;
 	int fd;
@@ -176,23 +174,7 @@ Test(spin, more_ranks_than_cpus_select_by_work, .timeout = 300)
 	close(fd);
 	setenv("OPENHCCL_LOG_FILE", log, 1);
 	setenv("OPENHCCL_DEBUG", "INFO", 1);
-	/* as many devices as ranks, whatever the host */
-	snprintf(want, sizeof(want), "%d", n);
-	setenv("OPENHCCL_DEVICE_COUNT", want, 1);
-	devs = calloc((size_t)n, sizeof(*devs));
-	shared_comms = calloc((size_t)n, sizeof(*shared_comms));
-	cr_assert(devs && shared_comms);
-	for (int i = 0; i < n; i++)
-		devs[i] = i;
-	cr_assert_eq(aclInit(NULL), 0);
-	cr_assert_eq(HcclCommInitAll((uint32_t)n, devs, shared_comms),
-		     HCCL_SUCCESS);
-	cr_assert_eq(ohc_test_thread_ranks(n, bcast_rank, NULL), 0);
-	for (int i = 0; i < n; i++)
-		cr_assert_eq(HcclCommDestroy(shared_comms[i]), HCCL_SUCCESS);
-	aclFinalize();
-	free(devs);
-	free(shared_comms);
+	run_ranks(n, bcast_rank);
 
 	f = fopen(log, "r");
 	cr_assert(f);
