@@ -246,7 +246,7 @@ fi
 # it 40
 copy=""
 calibrate_copy() {
-	local dir=$1 r
+	local dir=$1 r what="the copy and reduction rates; -w gave the bandwidth"
 	[ -s "$dir/membw" ] || return 0
 	r=$(awk '$1 + 0 > b { b = $1 + 0 } END { if (b > 0) print b }' \
 		"$dir/membw")
@@ -254,11 +254,9 @@ calibrate_copy() {
 	copy=$r
 	if [ -z "$bw" ]; then
 		bw=$r
-		set -- "the bandwidth, copy and reduction rates"
-	else
-		set -- "the copy and reduction rates; -w gave the bandwidth"
+		what="the bandwidth, copy and reduction rates"
 	fi
-	echo "copy $r GB/s: one thread's memcpy of 16 MiB, best of the rounds, $dir/membw ($1)"
+	echo "copy $r GB/s: one thread's memcpy of 16 MiB, best of the rounds, $dir/membw ($what)"
 }
 [ "$net" != shm ] || calibrate_alpha "$src"
 [ "$net" != shm ] || calibrate_copy "$src"

@@ -100,6 +100,18 @@ awk -v p="$p4" 'BEGIN { exit !(p >= 2 * (40 + 611.6)) }' ||
 # shm (an earlier run of sim_validate.sh itself: raw.OP.NP.REP): alpha is
 # the best round's 1 KiB half round trip (p2p.lat, a line per round), or
 # the 2-rank exchange step if smaller; the model is shm's with that alpha
+# shm_pred RAW OP BYTES OPTIONS...: hccl_simulate's 2-rank shm prediction
+# of BYTES for RAW's rows with alpha 0.31 and OPTIONS; predicted OP BYTES:
+# sim_validate's, from its output in $o
+shm_pred() {
+	local raw=$1 op=$2 b=$3
+	shift 3
+	"$sim" --measure "$raw" --op "$op" --ranks 2 --net shm --alpha 0.31 \
+		--cores "$(nproc)" "$@" | awk -v b="$b" '$1 == b { print $4 }'
+}
+predicted() {
+	awk -v op="$1" -v b="$2" '$1 == op && $2 == 2 && $3 == b { print $6 }' <<<"$o"
+}
 mkdir "$d/shm"
 printf '1024 - 0.8\n1024 - 0.31\n1024 - 0.75\n' >"$d/shm/p2p.lat"
 printf '2 xchg 0.9\n2 xchg 0.5\n2 xchg 0.95\n' >"$d/shm/p2p.wake"
@@ -111,10 +123,8 @@ o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shm" -n 2 \
 	-o allgather 2>&1) || true
 grep -q "^alpha 0.31 us: HcclSend/Recv latency at 1 KiB" <<<"$o" ||
 	{ out=$o; fail "shm: alpha is not the best round's 0.31 us"; }
-want=$("$sim" --measure "$d/shm/raw.allgather.2.1" --op allgather --ranks 2 \
-	--net shm --alpha 0.31 --cores "$(nproc)" |
-	awk '$1 == 1024 { print $4 }') || true
-got=$(awk '$1 == "allgather" && $2 == 2 && $3 == 1024 { print $6 }' <<<"$o")
+want=$(shm_pred "$d/shm/raw.allgather.2.1" allgather 1024) || true
+got=$(predicted allgather 1024)
 [ -n "$want" ] && [ "$got" = "$want" ] ||
 	{ out=$o; fail "shm, 1 KiB: predicted '$got', want '$want'"; }
 
@@ -132,14 +142,12 @@ o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
 	-o allreduce 2>&1) || true
 grep -q "^copy 12.5 GB/s: one thread's memcpy of 16 MiB, best of the rounds, .* (the bandwidth, copy and reduction rates)" <<<"$o" ||
 	{ out=$o; fail "shm: the copy rate is not the best round's 12.5 GB/s"; }
-pred() { # hccl_simulate's 4 MiB prediction with the options given
-	"$sim" --measure "$d/shmbw/raw.allreduce.2.1" --op allreduce --ranks 2 \
-		--net shm --alpha 0.31 --cores "$(nproc)" "$@" |
-		awk '$1 == 4194304 { print $4 }'
+pred() { # the 4 MiB row's, with the options given
+	shm_pred "$d/shmbw/raw.allreduce.2.1" allreduce 4194304 "$@"
 }
 want=$(pred --bw 12.5 --copy 12.5 --gamma 12.5) || true
 lib=$(pred) || true
-got=$(awk '$1 == "allreduce" && $2 == 2 && $3 == 4194304 { print $6 }' <<<"$o")
+got=$(predicted allreduce 4194304)
 [ -n "$want" ] && [ "$got" = "$want" ] && [ "$want" != "$lib" ] ||
 	{ out=$o; fail "shm with membw, 4 MiB: predicted '$got', want '$want' (the library's rates: '$lib')"; }
 o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
@@ -147,7 +155,7 @@ o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
 grep -q "^copy 12.5 GB/s: .*(the copy and reduction rates; -w gave the bandwidth)" <<<"$o" ||
 	{ out=$o; fail "shm -w 3: the bandwidth is not -w's"; }
 want=$(pred --bw 3 --copy 12.5 --gamma 12.5) || true
-got=$(awk '$1 == "allreduce" && $2 == 2 && $3 == 4194304 { print $6 }' <<<"$o")
+got=$(predicted allreduce 4194304)
 [ -n "$want" ] && [ "$got" = "$want" ] ||
 	{ out=$o; fail "shm -w 3, 4 MiB: predicted '$got', want '$want'"; }
 
