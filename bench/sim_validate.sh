@@ -14,8 +14,8 @@
 # (BUILD_DIR/sim-validate/p2p.lat, p2p.wake) and alpha is the best of
 # them; and one thread's memcpy of 16 MiB buffers (ohc_membw_bench,
 # BUILD_DIR/sim-validate/membw), whose best round stands for the
-# bandwidth, copy and reduction rates, which the library sets alike (20
-# GB/s, fitted on another host); the turn constants are the library's
+# bandwidth, copy, reduction and zero-copy rates (the library's 20 and
+# 40 GB/s, fitted on another host); the turn constants are the library's
 # (src/algo/cost.c, `hccl_simulate --constants`). This script runs the
 # tools and the simulator; the calibration from the rows (alpha,
 # bandwidth, the least-squares wake) and the ratio rows are
@@ -239,14 +239,17 @@ else
 fi
 # calibrate_copy DIR: on shm, the host's copy rate from DIR/membw (one
 # thread's memcpy GB/s, a line per round; the best): the model's
-# bandwidth (unless -w set it), copy and reduction rates, which the
-# library sets alike. Before (2026-12-07, the rows of one run on a
-# 2-vCPU host copying 13 GB/s, against the library's 20): 35 of 48
-# predictions within 2x, every 4 MiB row predicted 2-5x too fast; with
-# it 40
+# bandwidth (unless -w set it), copy, reduction and zero-copy rates,
+# which the library sets alike but zero copy (40 GB/s: one memcpy out of
+# the sender's pages, which ran at the host's memcpy rate here, 12.6 GB/s
+# for a 2-rank Broadcast of 4 MiB against 14.3). Before (2026-12-07, the
+# rows of one run on a 2-vCPU host copying 13 GB/s, against the
+# library's 20): 35 of 48 predictions within 2x, every 4 MiB row
+# predicted 2-5x too fast; with it 40; with zero copy too (2026-12-08,
+# another run), 37 of 48 became 41
 copy=""
 calibrate_copy() {
-	local dir=$1 r what="the copy and reduction rates; -w gave the bandwidth"
+	local dir=$1 r what="the copy, reduction and zero-copy rates; -w gave the bandwidth"
 	[ -s "$dir/membw" ] || return 0
 	r=$(awk '$1 + 0 > b { b = $1 + 0 } END { if (b > 0) print b }' \
 		"$dir/membw")
@@ -254,7 +257,7 @@ calibrate_copy() {
 	copy=$r
 	if [ -z "$bw" ]; then
 		bw=$r
-		what="the bandwidth, copy and reduction rates"
+		what="the bandwidth, copy, reduction and zero-copy rates"
 	fi
 	echo "copy $r GB/s: one thread's memcpy of 16 MiB, best of the rounds, $dir/membw ($what)"
 }
@@ -288,7 +291,7 @@ for np in $nps; do
 		# bytes algorithm measured_us model_us simulated_us ratio
 		"$sim" --measure "$work/best.$op.$np" --op "$op" --ranks "$np" \
 			--net "$net" ${alpha:+--alpha "$alpha"} ${bw:+--bw "$bw"} \
-			${copy:+--copy "$copy" --gamma "$copy"} \
+			${copy:+--copy "$copy" --gamma "$copy" --zc "$copy"} \
 			${cores:+--cores "$cores"} ${wk:+--wake-us "$wk"} \
 			${from:+--host-ranks "$np"} ${SIM_ARGS:-} \
 			>"$work/sim.$op.$np" || true

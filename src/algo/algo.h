@@ -184,6 +184,16 @@ const char *ohc_coll_api_name(enum ohc_coll_op op);
  */
 double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
 		     uint64_t bytes, uint32_t nranks);
+/*
+ * The work al's ranks do together in slices pieces with costs c
+ * (ohc_algo.work; an algorithm without one keeps every rank busy
+ * throughout: nranks x us, us its time). Where ranks take turns on
+ * shared CPUs, selection prices a candidate at no less than this times
+ * the busiest CPU's share, host_ranks / (nranks x host_cpus).
+ */
+double ohc_algo_work_us(const struct ohc_algo *al,
+			const struct ohc_cost_params *c, uint64_t bytes,
+			uint32_t nranks, uint32_t slices, double us);
 /* 1 if op's schedules get the agreement woven in. */
 int ohc_algo_needs_agreement(enum ohc_coll_op op);
 

@@ -38,12 +38,12 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	return OHC_OK;
 }
 
-/* ceil(log p) a + (p-1)/p nb + n copy (rotation) */
+/* ceil(log p) a + (p-1)/p nb + n copy (rotation), after the own block's */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	return ohc_bruck_steps(n) * c->alpha_us +
 	       (double)(n - 1) / n * (double)bytes * c->beta_us +
-	       (double)bytes * c->copy_us;
+	       (double)bytes * c->copy_us + ohc_cost_own_block(c, bytes, n);
 }
 
 const struct ohc_algo ohc_algo_allgather_bruck = {

@@ -8,8 +8,9 @@
  * ceil(log2 n) steps, each waiting for the slowest pair of the one
  * before; where ranks take turns on fewer CPUs each step is a round of
  * the scheduler. The sender posts its n-1 messages send_us apart and
- * their latencies overlap: a + (p-2) o + (p-1)/p nb (ohc_cost_fan_out).
- * In place as in allgather_ring.c. No reduction.
+ * their latencies overlap: a + (p-2) o + (p-1)/p nb (ohc_cost_fan_out),
+ * after the own block's copy. In place as in allgather_ring.c. No
+ * reduction.
  */
 static ohc_status_t accepts(const struct ohc_coll_args *a)
 {
@@ -40,10 +41,15 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	return OHC_OK;
 }
 
+static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
+{
+	return ohc_cost_fan_out(c, bytes, n) + ohc_cost_own_block(c, bytes, n);
+}
+
 const struct ohc_algo ohc_algo_allgather_linear = {
 	.name = "linear",
 	.op = OHC_COLL_ALLGATHER,
 	.build = build,
 	.accepts = accepts,
-	.cost = ohc_cost_fan_out,
+	.cost = cost,
 };

@@ -45,12 +45,13 @@ static ohc_status_t build(const struct ohc_coll_args *a, struct ohc_sched *s)
 	return OHC_OK;
 }
 
-/* log p a + (p-1)/p nb */
+/* log p a + (p-1)/p nb, after the own block's copy */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
 	/* blocks doubling up to half the buffer, out of the user's */
 	return ohc_log2_ceil(n) * c->alpha_us +
-	       ohc_cost_halving(c, (double)bytes, ohc_log2_ceil(n), 1, 0);
+	       ohc_cost_halving(c, (double)bytes, ohc_log2_ceil(n), 1, 0) +
+	       ohc_cost_own_block(c, bytes, n);
 }
 
 const struct ohc_algo ohc_algo_allgather_rd = {

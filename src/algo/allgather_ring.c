@@ -61,11 +61,12 @@ static ohc_status_t build_v(const struct ohc_coll_args *a, struct ohc_sched *s)
 				"allgatherv", ring);
 }
 
-/* (p-1)a + (p-1)/p nb */
+/* (p-1)a + (p-1)/p nb, after the own block's copy */
 static double cost(const struct ohc_cost_params *c, uint64_t bytes, uint32_t n)
 {
-	return (n - 1) *
-	       (c->alpha_us + ohc_cost_bytes(c, (double)bytes / n, 1, 0));
+	return (n - 1) * (c->alpha_us +
+			  ohc_cost_bytes(c, (double)bytes / n, 1, 0)) +
+	       ohc_cost_own_block(c, bytes, n);
 }
 
 const struct ohc_algo ohc_algo_allgather_ring = {

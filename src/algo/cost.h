@@ -86,6 +86,19 @@ static inline double ohc_cost_fan_out(const struct ohc_cost_params *c,
 	       (double)(n - 1) / n * (double)bytes * c->beta_us;
 }
 
+/*
+ * An AllGather's own block, copied into the output first (ohc_allgather_
+ * own; Bruck's into its scratch; in place it is already there, which the
+ * cost functions, given sizes only, cannot tell): bytes/n at copy_us. 2
+ * ranks, 4 MiB: half the time (bench/sim_validate.sh, 2026-12-08: 307 us
+ * measured, 149 priced without it).
+ */
+static inline double ohc_cost_own_block(const struct ohc_cost_params *c,
+					uint64_t bytes, uint32_t n)
+{
+	return n ? (double)bytes / n * c->copy_us : 0;
+}
+
 /* The same, each message reduced where it arrives (linear AllReduce and
  * ReduceScatter): + (n-1)/n bytes gamma. */
 static inline double ohc_cost_fan_out_reduce(const struct ohc_cost_params *c,

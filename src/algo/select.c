@@ -76,6 +76,13 @@ static double cpu_share(const struct ohc_coll_args *a)
 	return (double)a->host_ranks / ((double)a->nranks * a->host_cpus);
 }
 
+double ohc_algo_work_us(const struct ohc_algo *al,
+			const struct ohc_cost_params *c, uint64_t bytes,
+			uint32_t nranks, uint32_t slices, double us)
+{
+	return al->work ? al->work(c, bytes, nranks, slices) : nranks * us;
+}
+
 /* us, al's time in slices pieces, raised to its work per CPU (share) */
 static double shared_us(const struct ohc_algo *al,
 			const struct ohc_cost_params *c, uint64_t bytes,
@@ -86,8 +93,7 @@ static double shared_us(const struct ohc_algo *al,
 
 	if (share == 0)
 		return us;
-	work = al->work ? al->work(c, bytes, nranks, slices) : nranks * us;
-	work *= share;
+	work = share * ohc_algo_work_us(al, c, bytes, nranks, slices, us);
 	return work > us ? work : us;
 }
 

@@ -140,21 +140,21 @@ printf '9.5\n12.5\n11\n' >"$d/shmbw/membw"
 } >"$d/shmbw/raw.allreduce.2.1"
 o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
 	-o allreduce 2>&1) || true
-grep -q "^copy 12.5 GB/s: one thread's memcpy of 16 MiB, best of the rounds, .* (the bandwidth, copy and reduction rates)" <<<"$o" ||
+grep -q "^copy 12.5 GB/s: one thread's memcpy of 16 MiB, best of the rounds, .* (the bandwidth, copy, reduction and zero-copy rates)" <<<"$o" ||
 	{ out=$o; fail "shm: the copy rate is not the best round's 12.5 GB/s"; }
 pred() { # the 4 MiB row's, with the options given
 	shm_pred "$d/shmbw/raw.allreduce.2.1" allreduce 4194304 "$@"
 }
-want=$(pred --bw 12.5 --copy 12.5 --gamma 12.5) || true
+want=$(pred --bw 12.5 --copy 12.5 --gamma 12.5 --zc 12.5) || true
 lib=$(pred) || true
 got=$(predicted allreduce 4194304)
 [ -n "$want" ] && [ "$got" = "$want" ] && [ "$want" != "$lib" ] ||
 	{ out=$o; fail "shm with membw, 4 MiB: predicted '$got', want '$want' (the library's rates: '$lib')"; }
 o=$(BUILD_DIR=$build bash "$src/bench/sim_validate.sh" -x "$d/shmbw" -n 2 \
 	-o allreduce -w 3 2>&1) || true
-grep -q "^copy 12.5 GB/s: .*(the copy and reduction rates; -w gave the bandwidth)" <<<"$o" ||
+grep -q "^copy 12.5 GB/s: .*(the copy, reduction and zero-copy rates; -w gave the bandwidth)" <<<"$o" ||
 	{ out=$o; fail "shm -w 3: the bandwidth is not -w's"; }
-want=$(pred --bw 3 --copy 12.5 --gamma 12.5) || true
+want=$(pred --bw 3 --copy 12.5 --gamma 12.5 --zc 12.5) || true
 got=$(predicted allreduce 4194304)
 [ -n "$want" ] && [ "$got" = "$want" ] ||
 	{ out=$o; fail "shm -w 3, 4 MiB: predicted '$got', want '$want'"; }

@@ -305,33 +305,51 @@ Test(simulate, measure_compares_with_the_model)
 }
 
 /* The first model value of the 1024-byte row of the only table in out. */
-static double first_model(const char *out)
+static double model_at(const char *out, uint64_t bytes)
 {
-	const char *p = strstr(out, "\n        1024 ");
+	char row[32];
+	const char *p;
 	double us = 0;
 
-	cr_assert(p, "no 1024-byte row:\n%s", out);
-	cr_assert(sscanf(p, " 1024 %lf", &us) == 1, "%s", out);
+	snprintf(row, sizeof(row), "\n%12llu ", (unsigned long long)bytes);
+	p = strstr(out, row);
+	cr_assert(p, "no %llu-byte row:\n%s", (unsigned long long)bytes, out);
+	cr_assert(sscanf(p + strlen(row), "%lf", &us) == 1, "%s", out);
 	return us;
 }
 
-/* c as s ranks per CPU see it: hccl_simulate's --cores pricing. */
-static void take_turns(struct ohc_cost_params *c, double s, double wake_us,
-		       double turn_kb)
+static double first_model(const char *out)
 {
-	c->alpha_us += wake_us * s * s;
-	c->beta_us = c->beta_us * s + wake_us * s / (turn_kb * 1024);
-	c->zc_beta_us = c->zc_beta_us * s + wake_us * s / (turn_kb * 1024);
-	c->zc_hot_beta_us =
-		c->zc_hot_beta_us * s + wake_us * s / (turn_kb * 1024);
-	c->gamma_us *= s;
-	c->copy_us *= s;
+	return model_at(out, 1024);
 }
 
 /*
- * --cores: 8 ranks on 2 CPUs take turns (s = 4): alpha + wake x s x s, the
- * bandwidth terms x s plus a turn per turn-kb, the reduction x s; on 8
- * CPUs nothing changes. --gamma and --copy set the host speeds.
+ * hccl_simulate's --cores model of a symmetric algorithm al (its ranks
+ * busy throughout) on n ranks, s per CPU, with flat constants c: the
+ * turns (a wake x s x s per message, a turn per turn_kb streamed), no
+ * less than the n ranks' work at the flat constants on n / s CPUs.
+ */
+static double turns_model(const struct ohc_algo *al,
+			  const struct ohc_cost_params *c, double s,
+			  double wake_us, double turn_kb, uint32_t n)
+{
+	struct ohc_cost_params t = *c;
+	double turns, work = s * al->cost(c, 1024, n);
+
+	t.alpha_us += wake_us * s * s;
+	t.beta_us += wake_us * s / (turn_kb * 1024);
+	t.zc_beta_us += wake_us * s / (turn_kb * 1024);
+	t.zc_hot_beta_us += wake_us * s / (turn_kb * 1024);
+	turns = al->cost(&t, 1024, n);
+	return turns > work ? turns : work;
+}
+
+/*
+ * --cores: 8 ranks on 2 CPUs take turns (s = 4): alpha + wake x s x s, a
+ * turn per turn-kb on the bandwidth terms, and no less than the 8 ranks'
+ * work on 2 CPUs (s times the flat model; with a small wake the work
+ * decides, with a large one the turns); on 8 CPUs nothing changes.
+ * --gamma and --copy set the host speeds.
  */
 Test(simulate, ranks_sharing_cpus_pay_turns)
 {
@@ -352,10 +370,22 @@ Test(simulate, ranks_sharing_cpus_pay_turns)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_assert(strstr(r.out, "ranks share 2 CPUs per host"), "%s", r.out);
 	got = first_model(r.out);
-	take_turns(&c, 4, 10, 64);
-	want = al->cost(&c, 1024, 8);
+	want = turns_model(al, &c, 4, 10, 64, 8);
 	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g\n%s", got,
 		  want, r.out);
+	cr_assert_gt(want, 4 * al->cost(&c, 1024, 8) * 1.01,
+		     "the turns decide (wake 10 us)");
+
+	shared[16] = "0.01"; /* a small wake: the CPUs' work decides */
+	run_sim(shared, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	got = first_model(r.out);
+	want = 4 * al->cost(&c, 1024, 8);
+	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g\n%s", got,
+		  want, r.out);
+	cr_assert(fabs(turns_model(al, &c, 4, 0.01, 64, 8) - want) <=
+		  1e-4 * want);
+	shared[16] = "10";
 
 	shared[14] = "8"; /* a CPU per rank: the constants as they are */
 	run_sim(shared, &r);
@@ -431,9 +461,9 @@ Test(simulate, rxe_device_is_shared_only_through_cpus)
 /*
  * The rxe pricing bench/sim_validate.sh -x calibrates: 4 ranks of one VM
  * on 2 CPUs (s = 2) pay the wake given per message (--wake-us x s x s on top
- * of --alpha), the bandwidth, reductions and copies at 1/s (the device not
- * shared beyond that: its work is the CPUs'), a turn per turn-kb; on 4
- * CPUs they spin and pay none of it.
+ * of --alpha) and a turn per turn-kb (the device not shared beyond that:
+ * its work is the CPUs', turns_model); on 4 CPUs they spin and pay none
+ * of it.
  */
 Test(simulate, rxe_ranks_beyond_cpus_pay_the_wake_given)
 {
@@ -449,12 +479,61 @@ Test(simulate, rxe_ranks_beyond_cpus_pay_the_wake_given)
 	want = al->cost(&c, 1024, 4);
 	cr_assert(fabs(model_1k("rxe", "4", "4", given) - want) <= 1e-4 * want,
 		  "4 CPUs: no turns, model %g", want);
-	take_turns(&c, 2, 200, 512); /* the default --turn-kb */
-	want = al->cost(&c, 1024, 4);
+	want = turns_model(al, &c, 2, 200, 512, 4); /* default --turn-kb */
 	cr_assert(fabs(got - want) <= 1e-4 * want, "model %g, want %g", got,
 		  want);
 	/* two steps of recursive doubling: two wakes of 800 us at least */
 	cr_assert_gt(got, 2 * (40 + 800.0), "model %g", got);
+}
+
+/*
+ * --zc sets shm's zero-copy rate (bench/sim_validate.sh: the host's
+ * memcpy), for ops above the in-cache size: a 2-rank AllGather of 4 MiB
+ * copies its own block and zero-copies the peer's; one of 256 KiB keeps
+ * the in-cache rate. rxe has no zero copy: nothing changes there.
+ */
+Test(simulate, zc_sets_the_zero_copy_rate)
+{
+	static char *args[] = {"--op", "allgather", "--ranks",	"2",
+			       "-b",   "256K",	    "-e",	"4M",
+			       "-f",   "16",	    "--no-sim", "--net",
+			       "shm",  "--zc",	    "10",	NULL};
+	const struct ohc_algo *al =
+		algo_named(OHC_COLL_ALLGATHER, "recursive_doubling");
+	struct ohc_cost_params c = *ohc_cost_params_get(OHC_LINK_SHM), hot;
+	struct run r = {0};
+	double big, small;
+
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	big = model_at(r.out, 4u << 20);
+	small = model_at(r.out, 256u << 10);
+	free(r.out);
+	r.out = NULL;
+	c.zc_beta_us = 1e-4;
+	cr_assert(fabs(big - al->cost(&c, 4u << 20, 2)) <= 1e-4 * big,
+		  "4 MiB: model %g, want %g", big, al->cost(&c, 4u << 20, 2));
+	cr_assert(fabs(small - al->cost(ohc_cost_for_op(&c, 256u << 10, &hot),
+					256u << 10, 2)) <= 1e-4 * small,
+		  "256 KiB: model %g, the in-cache rate", small);
+	/* 2 MiB zero-copied at 10 GB/s, the own 2 MiB at the copy rate */
+	cr_assert_gt(big, 1e-4 * (2u << 20) + c.copy_us * (2u << 20));
+
+	args[12] = "rxe";
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	big = model_at(r.out, 4u << 20);
+	free(r.out);
+	r.out = NULL;
+	args[13] = NULL;
+	run_sim(args, &r);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(fabs(big - model_at(r.out, 4u << 20)) <= 1e-9 * big,
+		  "rxe: --zc changed the model");
+	free(r.out);
+	r.out = NULL;
+	args[13] = "--zc";
+	args[12] = "shm";
 }
 
 Test(simulate, bad_arguments_are_clear_errors)
@@ -481,6 +560,7 @@ Test(simulate, bad_arguments_are_clear_errors)
 		{{"--wake-us", "x", NULL}, "--wake-us 'x'"},
 		{{"--turn-kb", "0", NULL}, "--turn-kb '0'"},
 		{{"--gamma", "0", NULL}, "--gamma '0'"},
+		{{"--zc", "0", NULL}, "--zc '0'"},
 		{{"--host-ranks", "x", NULL}, "--host-ranks 'x'"},
 	};
 	static struct run r;

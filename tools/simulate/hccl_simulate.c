@@ -136,12 +136,41 @@ static uint64_t op_count(unsigned oi, uint64_t bytes, size_t es, uint32_t n)
  * network's constants; a two-level algorithm's own topology formula
  * (which uses the library's shm and rdma constants).
  */
-static double model(const struct ohc_algo *al, const struct ohc_cost_net *nt,
-		    const struct ohc_coll_args *a, uint64_t bytes)
+/*
+ * Where ranks take turns on shared CPUs, no schedule finishes before the
+ * CPUs have done the work of all its ranks: al's work at the flat
+ * constants (ohc_algo_work_us) times the busiest CPU's share, as
+ * selection prices it (select.c); 0 where every rank has a CPU. The turns
+ * themselves (net_for) price what a message waits for its receiver's
+ * turn, and this the CPUs' throughput: 8 ranks on 2 CPUs, linear
+ * AllGather of 1 KiB, each rank posting and taking 7 messages, measured
+ * 11.6 us, the turns alone priced it at 5.3, the work per CPU at 8.0
+ * (bench/sim_validate.sh, 2026-12-08).
+ */
+static double cpu_floor(const struct ohc_algo *al,
+			const struct ohc_cost_net *flat,
+			const struct ohc_coll_args *a, uint64_t bytes)
 {
+	double share;
+
+	if (al->cost_topo || !a->host_cpus || a->host_ranks <= a->host_cpus)
+		return 0;
+	share = (double)a->host_ranks / ((double)a->nranks * a->host_cpus);
+	return share *
+	       ohc_algo_work_us(al, &flat->c, bytes, a->nranks, 1,
+				ohc_algo_cost(al, &flat->c, bytes, a->nranks));
+}
+
+/* al's model: its cost with nt's constants, no less than cpu_floor. */
+static double model(const struct ohc_algo *al, const struct ohc_cost_net *nt,
+		    const struct ohc_coll_args *a, uint64_t bytes, double floor)
+{
+	double us;
+
 	if (al->cost_topo)
 		return al->cost_topo(a, bytes);
-	return ohc_algo_cost(al, &nt->c, bytes, a->nranks);
+	us = ohc_algo_cost(al, &nt->c, bytes, a->nranks);
+	return floor > us ? floor : us;
 }
 
 struct row {
@@ -194,12 +223,9 @@ static struct ohc_cost_params share_cpus(const struct opts *o,
 	if (s <= 1.0)
 		return c;
 	c.alpha_us += o->wake_us * s * s;
-	c.beta_us = c.beta_us * s + o->wake_us * s / o->turn_bytes;
-	c.zc_beta_us = c.zc_beta_us * s + o->wake_us * s / o->turn_bytes;
-	c.zc_hot_beta_us =
-		c.zc_hot_beta_us * s + o->wake_us * s / o->turn_bytes;
-	c.gamma_us *= s;
-	c.copy_us *= s;
+	c.beta_us = c.beta_us + o->wake_us * s / o->turn_bytes;
+	c.zc_beta_us = c.zc_beta_us + o->wake_us * s / o->turn_bytes;
+	c.zc_hot_beta_us = c.zc_hot_beta_us + o->wake_us * s / o->turn_bytes;
 	return c;
 }
 
@@ -286,7 +312,8 @@ static ohc_status_t simulate(const struct opts *o, const struct ohc_algo *al,
 
 /* Fill one row: model, simulation and selection for bytes. */
 static int fill_row(const struct opts *o, unsigned oi,
-		    const struct ohc_cost_net *nt, uint32_t n,
+		    const struct ohc_cost_net *nt,
+		    const struct ohc_cost_net *flat, uint32_t n,
 		    const uint32_t *host_of, uint32_t nhosts, uint64_t bytes,
 		    struct row *row)
 {
@@ -309,8 +336,10 @@ static int fill_row(const struct opts *o, unsigned oi,
 	for (unsigned i = 0; i < row->nalgo; i++) {
 		const struct ohc_algo *al = row->algo[i];
 
+		double floor = cpu_floor(al, flat, &a, row->bytes);
+
 		row->accepted[i] = !al->accepts || al->accepts(&a) == OHC_OK;
-		row->model[i] = model(al, nt, &a, row->bytes);
+		row->model[i] = model(al, nt, &a, row->bytes, floor);
 		row->sim_ok[i] = 0;
 		if (!row->accepted[i])
 			continue;
@@ -330,6 +359,8 @@ static int fill_row(const struct opts *o, unsigned oi,
 			continue;
 		}
 		row->sim_ok[i] = 1;
+		if (row->sim[i] < floor)
+			row->sim[i] = floor;
 		if (row->fastest < 0 || row->sim[i] < row->sim[row->fastest])
 			row->fastest = (int)i;
 	}
@@ -415,7 +446,7 @@ static void print_table(const struct opts *o, unsigned oi,
 	for (uint64_t b = o->minbytes; b <= maxb;) {
 		char cell[64], m[24], s[24];
 
-		fill_row(o, oi, nt, n, host_of, nhosts, b, &row);
+		fill_row(o, oi, nt, net, n, host_of, nhosts, b, &row);
 		printf("%12llu", (unsigned long long)b);
 		for (unsigned i = 0; i < row.nalgo; i++) {
 			if (!row.accepted[i]) {
@@ -556,7 +587,8 @@ static int measure(const struct opts *o)
 
 		if (sscanf(line, " %llu | %lf |%n", &b, &us, &pos) != 2 || !pos)
 			continue;
-		fill_row(o, oi, nt, n, host_of, nhosts, b, &row);
+		fill_row(o, oi, nt, &nets[o->net_idx[0]], n, host_of, nhosts, b,
+			 &row);
 		if (!row.library)
 			continue;
 		for (k = 0; k < (int)row.nalgo && row.algo[k] != row.library;
@@ -767,6 +799,8 @@ static void usage(FILE *out)
 		"ib_write_lat/bw)\n"
 		"  --gamma GB/s, --copy GB/s  override the reduction and "
 		"local copy speeds\n"
+		"  --zc GB/s  override shm's zero copy rate (ops above its "
+		"in-cache size)\n"
 		"  --cores N  CPUs per host: more ranks than that on a host "
 		"take turns\n"
 		"           (default 0: a CPU per rank)\n"
@@ -853,6 +887,7 @@ int main(int argc, char **argv)
 		{"bw", required_argument, NULL, 'B'},
 		{"gamma", required_argument, NULL, 'G'},
 		{"copy", required_argument, NULL, 'C'},
+		{"zc", required_argument, NULL, 'Z'},
 		{"cores", required_argument, NULL, 'c'},
 		{"wake-us", required_argument, NULL, 'W'},
 		{"turn-kb", required_argument, NULL, 'T'},
@@ -866,7 +901,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	const char *opspec = "all", *netspec = "shm", *rankspec = "8";
 	int c, op_given = 0, ranks_given = 0;
-	double alpha = -1, bw = -1, gamma = -1, copy = -1;
+	double alpha = -1, bw = -1, gamma = -1, copy = -1, zc = -1;
 	double turn_kb = ohc_cost_share.turn_kb;
 	const struct ohc_cost_net *table;
 	unsigned ntable;
@@ -981,10 +1016,12 @@ int main(int argc, char **argv)
 			break;
 		case 'G':
 		case 'C':
+		case 'Z':
 		case 'W':
 		case 'T': {
 			double *v = c == 'G'   ? &gamma
 				    : c == 'C' ? &copy
+				    : c == 'Z' ? &zc
 				    : c == 'W' ? &o.wake_us
 					       : &turn_kb;
 
@@ -997,6 +1034,7 @@ int main(int argc, char **argv)
 					"number %s\n",
 					c == 'G'   ? "gamma"
 					: c == 'C' ? "copy"
+					: c == 'Z' ? "zc"
 					: c == 'W' ? "wake-us"
 						   : "turn-kb",
 					optarg, c == 'W' ? ">= 0" : "> 0");
@@ -1062,6 +1100,8 @@ int main(int argc, char **argv)
 			nt->c.gamma_us = 1e-3 / gamma;
 		if (copy > 0)
 			nt->c.copy_us = 1e-3 / copy;
+		if (zc > 0 && nt->c.zc_bytes)
+			nt->c.zc_beta_us = 1e-3 / zc;
 	}
 	o.turn_bytes = turn_kb * 1024;
 	setvbuf(stdout, NULL, _IOLBF, 0);
