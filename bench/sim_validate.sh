@@ -72,7 +72,11 @@
 #       xchg-slowest: a step of a collective waits for every rank) or
 #       pair0 (pair 0's, xchg; the default on shm; pairs run on their
 #       own, so pair 0 may finish while others sleep)
-# ITERS (20) and WARMUP (5); BUILD_DIR (build/bench); SIM_ARGS: more
+# ITERS (200) and WARMUP (20): with 20 and 5 (before 2026-12-08) the
+# 4- and 8-rank rows of 1-16 KiB timed a rank's first 25 calls, before
+# the waiter's pace leaves its first hold (core/wait.c: 64 steps), and
+# missed at 1.5-4x their time with 200 (44 of 48 within 2x against 48
+# and 47, the same quarter of an hour); BUILD_DIR (build/bench); SIM_ARGS: more
 # hccl_simulate options (e.g. "--gamma 20 --wake-us 10").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,8 +90,8 @@ reps=3
 net=""
 from=""
 build=${BUILD_DIR:-build/bench}
-iters=${ITERS:-20}
-warmup=${WARMUP:-5}
+iters=${ITERS:-200}
+warmup=${WARMUP:-20}
 alpha=""
 bw=""
 cores=""
