@@ -10,8 +10,10 @@
 # table per op: rows sizes, columns rank counts, cells Open MPI's median
 # time / OpenHCCL's, > 1: OpenHCCL faster; the largest sizes' busbw against
 # the copy limit; the times), scaling.svg (the ratio against the size, a
-# line per rank count, a panel per op), meta, membw, runs.log and the
-# tools' own output (raw/IMPL.OP.NP.ROUND, stderr in .err). A failed run
+# line per rank count, a panel per op), meta, membw, runs.log, the
+# tools' own output (raw/IMPL.OP.NP.ROUND, stderr in .err) and diag.txt
+# (an AllReduce run per rank count logging at INFO: rank 0's CPU count,
+# wait mode and each size's algorithm; the logs in diag/). A failed run
 # is named under its op's tables with its exit status and first errors.
 # The numbers are bench/analysis.py's (scaling, scaling-svg).
 #
@@ -315,6 +317,8 @@ fi
 	fi
 	echo "cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 	echo "cpus=$cpus"
+	cg=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup 2>/dev/null || true)
+	echo "cgroup_cpu_max=$(cat "/sys/fs/cgroup$cg/cpu.max" 2>/dev/null || echo none)"
 	echo "kernel=$(uname -r)"
 	echo "host=$(uname -n)"
 	echo "date=$(date -u +%FT%TZ)"
@@ -373,6 +377,32 @@ for ((rep = 1; rep <= reps; rep++)); do
 		done
 	done
 done
+# What the library made of the machine, for a cell that needs explaining
+# (issue 24: which algorithm, which wait): AllReduce at 4 KiB-2 MiB once
+# more per rank count, logging at INFO; diag.txt keeps rank 0's view (its
+# CPU count and wait mode, each size's algorithm and its runner-up) and
+# the times, diag/allreduce.NP the whole log.
+mkdir -p "$out/diag"
+: >"$out/diag.txt"
+for np in $nps; do
+	if [ "$budget" -gt 0 ] && awk -v a="$(now)" -v b="$t_start" \
+		-v t="$budget" 'BEGIN { exit !(a - b >= t) }'; then
+		echo "(the -t budget was spent: no diagnosis from $np ranks on)" >>"$out/diag.txt"
+		break
+	fi
+	d=$out/diag/allreduce.$np
+	run_bg "$d" "$d" env OPENHCCL_DEBUG=INFO "${ldenv[@]}" \
+		timeout -k 10 "$run_tmo" "$tooldir/all_reduce_test" -np "$np" \
+		-b 4K -e 2M -f 8 -d fp32 -o sum -n "$iters" -w "$warmup" ||
+		echo "$np ranks: the diagnosis run failed (exit $?)" >>"$out/diag.txt"
+	{
+		echo "== $np ranks =="
+		grep ' rank 0[]/ ]' "$d" | grep -E 'ready|allreduce of' |
+			sed 's/^.*\] INFO //' | sort -u
+		grep -E '^[0-9]+ +[|] ' "$d" || true
+	} >>"$out/diag.txt"
+done
+echo "== diagnosis (rank 0's view, each size's algorithm): $out/diag.txt =="
 stop_all
 [ "$cut" = 0 ] || echo "cut=$cut of $total runs not started: the -t $budget s budget was spent" >>"$out/meta"
 echo "== $((total - cut)) runs in $(awk -v a="$(now)" -v b="$t_start" 'BEGIN { printf "%.0f", a - b }') s$([ "$cut" = 0 ] || echo ", $cut left out by -t $budget") =="

@@ -68,6 +68,7 @@ static void comm_choose_spin(struct ohc_comm *comm)
 			local++;
 	comm->spin_ns = ohc_wait_spin_ns(ohc_env()->spin_us);
 	comm->yield_first = ohc_wait_oversubscribed(local);
+	comm->local_ranks = local;
 }
 
 /*
@@ -185,10 +186,15 @@ ohc_status_t ohc_comm_create(struct ohc_bootstrap *bs,
 	status = ohc_comm_registry_add(comm);
 	if (status < 0)
 		goto err_free;
+	/* what waits and selection make of the host (scaling runs log it) */
 	OHC_INFO(OHC_SS_INIT,
-		 "rank %u/%u: communicator '%s' ready (%u "
-		 "transports)",
-		 comm->rank, comm->nranks, comm->name, comm->nifaces);
+		 "rank %u/%u: communicator '%s' ready (%u transports; %u "
+		 "ranks on this host's %u CPUs: waits %s first; selection "
+		 "prices the busiest host's %u ranks on %u CPUs)",
+		 comm->rank, comm->nranks, comm->name, comm->nifaces,
+		 comm->local_ranks, ohc_host_cpus(),
+		 comm->yield_first ? "yield" : "spin", comm->host_ranks,
+		 comm->host_cpus);
 	*comm_p = comm;
 	return OHC_OK;
 

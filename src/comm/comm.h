@@ -77,6 +77,7 @@ struct ohc_comm {
 	uint32_t host_cpus;  /* rank 0's ohc_host_cpus(), broadcast */
 	uint64_t spin_ns;   /* idle polling before sleeping */
 	bool yield_first;   /* more local ranks than CPUs (ohc_wait_...) */
+	uint32_t local_ranks; /* ranks of this host (comm_choose_spin) */
 	uint64_t session;   /* transports' session token */
 	uint8_t *on_backup; /* per rank: NIC switched; NULL: none */
 
