@@ -132,11 +132,6 @@ static uint64_t op_count(unsigned oi, uint64_t bytes, size_t es, uint32_t n)
 }
 
 /*
- * The selection's prediction (select.c): the flat formula at the
- * network's constants; a two-level algorithm's own topology formula
- * (which uses the library's shm and rdma constants).
- */
-/*
  * Where ranks take turns on shared CPUs, no schedule finishes before the
  * CPUs have done the work of all its ranks: al's work at the flat
  * constants (ohc_algo_work_us) times the busiest CPU's share, as
@@ -161,7 +156,12 @@ static double cpu_floor(const struct ohc_algo *al,
 				ohc_algo_cost(al, &flat->c, bytes, a->nranks));
 }
 
-/* al's model: its cost with nt's constants, no less than cpu_floor. */
+/*
+ * al's model, the selection's prediction (select.c): the flat formula at
+ * nt's constants, no less than floor (cpu_floor); a two-level
+ * algorithm's own topology formula (which uses the library's shm and
+ * rdma constants).
+ */
 static double model(const struct ohc_algo *al, const struct ohc_cost_net *nt,
 		    const struct ohc_coll_args *a, uint64_t bytes, double floor)
 {
@@ -204,14 +204,18 @@ static unsigned op_algos(enum ohc_coll_op op, const struct ohc_algo **out)
  * ranks' of its CPU, and each of those waited so for its message (a step
  * of HcclBarrier on 2 CPUs: 4.6 us above 2 ranks' at 4 ranks, 19 at 8,
  * four times for twice the ranks; the collectives' steps alike, one
- * message or seven). A rank copies and reduces at 1/s of a CPU, and a
- * stream of bytes pays a turn (wake_us x s) for every turn_bytes (a
- * sender runs ahead into the shared ring, then waits for the receiver's
- * turn). The constants are measured (bench/sim_validate.sh). The library's
- * selection does not use them: it keeps the flat constants and prices
- * each candidate at no less than its work divided among the CPUs
- * (algo/select.c), which the "library" column shows with --cores (the
- * rooted operations' choice changes, the symmetric ones' does not).
+ * message or seven). A stream of bytes pays a turn (wake_us x s) for
+ * every turn_bytes (a sender runs ahead into the shared ring, then waits
+ * for the receiver's turn). What the CPUs can do at all is cpu_floor's:
+ * the ranks' copies and reductions at the flat constants, divided among
+ * the CPUs (before 2026-12-08 every byte here cost s times its flat
+ * price, which a binomial tree's first steps, one or two ranks busy, do
+ * not pay). The constants are measured (bench/sim_validate.sh). The
+ * library's selection does not use the turns: it keeps the flat
+ * constants and prices each candidate at no less than its work divided
+ * among the CPUs (algo/select.c), which the "library" column shows with
+ * --cores (the rooted operations' choice changes, the symmetric ones'
+ * does not).
  */
 static struct ohc_cost_params share_cpus(const struct opts *o,
 					 const struct ohc_cost_params *base,
