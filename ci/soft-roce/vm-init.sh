@@ -27,6 +27,12 @@ export PATH
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null || true
+# What udev adds on a booted system: bash's process substitution, <(...),
+# opens /dev/fd/N (bench/compare.sh's tables failed without it).
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 
 log() {
 	echo "ohc-vm[${idx:-?}] $(cut -d' ' -f1 /proc/uptime)s: $*" >/dev/console
