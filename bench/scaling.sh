@@ -381,7 +381,7 @@ done
 # (issue 24: which algorithm, which wait): AllReduce at 4 KiB-2 MiB once
 # more per rank count, logging at INFO; diag.txt keeps rank 0's view (its
 # CPU count and wait mode, each size's algorithm and its runner-up) and
-# the times, diag/allreduce.NP the whole log.
+# the times (diag/allreduce.NP, its log in .log).
 mkdir -p "$out/diag"
 : >"$out/diag.txt"
 for np in $nps; do
@@ -391,13 +391,13 @@ for np in $nps; do
 		break
 	fi
 	d=$out/diag/allreduce.$np
-	run_bg "$d" "$d" env OPENHCCL_DEBUG=INFO "${ldenv[@]}" \
+	run_bg "$d" "$d.log" env OPENHCCL_DEBUG=INFO "${ldenv[@]}" \
 		timeout -k 10 "$run_tmo" "$tooldir/all_reduce_test" -np "$np" \
 		-b 4K -e 2M -f 8 -d fp32 -o sum -n "$iters" -w "$warmup" ||
 		echo "$np ranks: the diagnosis run failed (exit $?)" >>"$out/diag.txt"
 	{
 		echo "== $np ranks =="
-		grep ' rank 0[]/ ]' "$d" | grep -E 'ready|allreduce of' |
+		grep ' rank 0[]/ ]' "$d.log" | grep -E 'ready|allreduce of' |
 			sed 's/^.*\] INFO //' | sort -u
 		grep -E '^[0-9]+ +[|] ' "$d" || true
 	} >>"$out/diag.txt"
