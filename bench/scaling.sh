@@ -397,7 +397,7 @@ for np in $nps; do
 		echo "$np ranks: the diagnosis run failed (exit $?)" >>"$out/diag.txt"
 	{
 		echo "== $np ranks =="
-		grep ' rank 0[]/ ]' "$d.log" | grep -E 'ready|allreduce of' |
+		grep ' rank 0[]/ ]' "$d.log" | grep -E 'ready|shm rings|allreduce of' |
 			sed 's/^.*\] INFO //' | sort -u
 		grep -E '^[0-9]+ +[|] ' "$d" || true
 	} >>"$out/diag.txt"

@@ -164,9 +164,12 @@ static const struct field fields[] = {
 	      "overrides the host identity (boot id + hostname) used to find "
 	      "same-host peers",
 	      hostid),
-	INT_F("OPENHCCL_SHM_RING_KB", "1024",
-	      "KiB of each per-pair shared-memory ring", shm_ring_kb, 64,
-	      1048576),
+	INT_F("OPENHCCL_SHM_RING_KB", "0",
+	      "KiB of each per-pair shared-memory ring, at least 64; 0 = "
+	      "auto: 1024, less where a rank has more peers on its host, "
+	      "so that the rings it reads and writes fit its core's L2 "
+	      "cache (at least 128)",
+	      shm_ring_kb, 0, 1048576),
 	INT_F("OPENHCCL_SHM_PREFAULT", "8",
 	      "rings are faulted in at init when the host runs at most this "
 	      "many ranks (the first messages then take no page faults); "
@@ -332,6 +335,14 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 				    val);
 			return OHC_ERR_INVALID;
 		}
+		if (!strcmp(f->name, "OPENHCCL_SHM_RING_KB") && *ip > 0 &&
+		    *ip < 64) {
+			FIELD_ERROR(
+				"OPENHCCL_SHM_RING_KB='%s' must be 0 (auto) "
+				"or at least 64",
+				val);
+			return OHC_ERR_INVALID;
+		}
 		return OHC_OK;
 	case F_BOOL:
 		if (!strcmp(val, "1") || !strcasecmp(val, "true"))
@@ -484,8 +495,10 @@ static void range_text(const struct field *f, char *buf, size_t len)
 	case F_INT:
 		snprintf(buf, len, "an integer in [%lld, %lld]%s",
 			 (long long)f->min, (long long)f->max,
-			 strcmp(f->name, "HCCL_RDMA_TC") ? ""
-							 : ", a multiple of 4");
+			 !strcmp(f->name, "HCCL_RDMA_TC") ? ", a multiple of 4"
+			 : !strcmp(f->name, "OPENHCCL_SHM_RING_KB")
+				 ? ", 0 (auto) or at least 64"
+				 : "");
 		break;
 	case F_BOOL:
 		snprintf(buf, len, "0 or 1 (or false, true)");

@@ -1434,6 +1434,33 @@ Test(shm, reachability)
 }
 
 /*
+ * The automatic ring size (OPENHCCL_SHM_RING_KB=0): 1 MiB, halved while a
+ * rank's 2 x peers rings exceed its L2 cache, never below 128 KiB: a power
+ * of two, never growing with the peers, and the largest that fits.
+ */
+Test(shm, auto_ring_fits_the_l2_cache)
+{
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+	size_t budget = l2 > 0 ? (size_t)l2 : (size_t)2 << 20, last = SIZE_MAX;
+
+	for (unsigned n = 1; n <= 300; n++) {
+		size_t ring = ohc_shm_auto_ring(n);
+
+		cr_assert(ring >= (128u << 10) && ring <= (1u << 20) &&
+				  (ring & (ring - 1)) == 0,
+			  "%u peers: %zu bytes", n, ring);
+		cr_assert_leq(ring, last, "%u peers: grew to %zu", n, ring);
+		cr_assert(ring == (128u << 10) || 2 * n * ring <= budget,
+			  "%u peers: %zu bytes exceed the L2's %zu", n, ring,
+			  budget);
+		cr_assert(ring == (1u << 20) || 4 * n * ring > budget,
+			  "%u peers: %zu bytes, twice would fit", n, ring);
+		last = ring;
+	}
+	cr_expect_eq(ohc_shm_auto_ring(300), 128u << 10);
+}
+
+/*
  * A peer's ring directory entry must name a ring inside its segment, with
  * arithmetic that cannot wrap: off = 4096, bytes = 2^64 - 64 once passed
  * as "end = off + ctl + bytes <= seg_bytes" and made us write past the

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Configuration parsers that have no suite of their own: the signal of
- * OPENHCCL_FLIGHT_SIGNAL, and secrets that must never be shown.
+ * OPENHCCL_FLIGHT_SIGNAL, secrets that must never be shown, and the shm
+ * ring size (0 = auto, else at least 64 KiB).
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -55,4 +56,38 @@ Test(config, secret_never_shown)
 		cr_expect_str_eq(var.value, "(set, not shown)");
 	}
 	cr_expect_str_eq(ohc_env()->bootstrap_secret, "hunter2");
+}
+
+/* OPENHCCL_SHM_RING_KB: 0 is auto (the default), 1..63 are refused. */
+Test(config, shm_ring_kb_is_auto_or_at_least_64)
+{
+	static const struct {
+		const char *v;
+		ohc_status_t want;
+		int64_t kb;
+	} cases[] = {
+		{"0", OHC_OK, 0},
+		{"64", OHC_OK, 64},
+		{"4096", OHC_OK, 4096},
+		{"1", OHC_ERR_INVALID, 0},
+		{"63", OHC_ERR_INVALID, 0},
+		{"-1", OHC_ERR_INVALID, 0},
+		{"1048577", OHC_ERR_INVALID, 0},
+	};
+
+	unsetenv("OPENHCCL_SHM_RING_KB");
+	ohc_env_reload();
+	cr_expect_eq(ohc_env_status(), OHC_OK);
+	cr_expect_eq(ohc_env()->shm_ring_kb, 0, "the default is auto");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		setenv("OPENHCCL_SHM_RING_KB", cases[i].v, 1);
+		ohc_env_reload();
+		cr_expect_eq(ohc_env_status(), cases[i].want, "'%s'",
+			     cases[i].v);
+		if (cases[i].want == OHC_OK)
+			cr_expect_eq(ohc_env()->shm_ring_kb, cases[i].kb,
+				     "'%s'", cases[i].v);
+	}
+	unsetenv("OPENHCCL_SHM_RING_KB");
+	ohc_env_reload();
 }

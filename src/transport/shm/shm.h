@@ -40,7 +40,7 @@ struct ohc_shm_iface {
 	pid_t pid;
 	uint64_t proc_token;
 	int numa_node;
-	size_t ring_bytes; /* record bytes per receive ring */
+	size_t ring_bytes; /* record bytes per receive ring; 0 until built */
 	int prefault;	   /* fault rings in at init (OPENHCCL_SHM_PREFAULT) */
 	size_t cma_min;	   /* messages this large go single-copy by CMA */
 	size_t zc_min;	   /* ... or from shared aclrtMalloc memory, mapped */
@@ -164,9 +164,12 @@ unsigned ohc_shm_pull(struct ohc_shm_ep *sep);
 /* shm_seg.c: our segment and the mappings of the peers'. */
 ohc_status_t ohc_shm_seg_open(struct ohc_shm_iface *sif);
 void ohc_shm_seg_close(struct ohc_shm_iface *sif);
+/* The ring size for n peers where none was given (OPENHCCL_SHM_RING_KB=0). */
+size_t ohc_shm_auto_ring(unsigned n);
 /*
- * Lay out the receive rings (one per ep) after page 0, map them, bind them
- * to our NUMA node, prefault them, then seal the memfd's size.
+ * Lay out the receive rings (one per ep; ohc_shm_auto_ring's size unless
+ * one was given) after page 0, map them, bind them to our NUMA node,
+ * prefault them, then seal the memfd's size.
  */
 ohc_status_t ohc_shm_seg_build(struct ohc_shm_iface *sif,
 			       struct ohc_shm_ep **eps, unsigned n);

@@ -30,7 +30,6 @@
 
 #define SHM_BLOB_MAGIC 0x4f484353u /* "OHCS" */
 #define SHM_BLOB_VERSION 1u
-#define SHM_RING_DEFAULT (1u << 20)
 #define SHM_RING_MIN 4096u
 
 size_t ohc_shm_cma_threshold;
@@ -101,8 +100,7 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 				   const struct ohc_transport_params *params)
 {
 	struct ohc_shm_iface *sif = ohc_shm_iface_of(iface);
-	size_t ring =
-		params->ring_bytes ? params->ring_bytes : SHM_RING_DEFAULT;
+	size_t ring = params->ring_bytes; /* 0: by the peers (shm_seg.c) */
 
 	if (!params->hostid) {
 		OHC_ERROR(OHC_SS_SHM, "rank %u: shm needs a host identity",
@@ -114,8 +112,9 @@ static ohc_status_t shm_iface_open(struct ohc_iface *iface,
 			  params->rank, params->nranks);
 		return OHC_ERR_INVALID;
 	}
-	ring = OHC_MAX(ring / OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN,
-		       (size_t)SHM_RING_MIN);
+	if (ring)
+		ring = OHC_MAX(ring / OHC_SHM_REC_ALIGN * OHC_SHM_REC_ALIGN,
+			       (size_t)SHM_RING_MIN);
 
 	sif->super.rank = params->rank;
 	sif->super.nranks = params->nranks;

@@ -172,6 +172,29 @@ void ohc_shm_ep_unmap(struct ohc_shm_ep *sep)
 #define COLD_ATTACH 4
 
 /*
+ * The ring size for a rank with n peers on its host where none was given
+ * (OPENHCCL_SHM_RING_KB=0): 1 MiB, halved while the rings it reads and
+ * writes, 2 x n of them, would not fit its core's L2 cache (sysconf; 2 MiB
+ * where unknown), down to 128 KiB. A ring laps through all its bytes, so
+ * each message lands in lines last used a lap ago; with many peers those
+ * had left the caches. 2 vCPUs with 2 MiB L2 each, AllReduce, 200 calls a
+ * size (tools/all_reduce_test), 1 MiB rings against 256 / 128 KiB: 8
+ * ranks, 16-256 KiB 59-335 us against 38-274; 16 ranks, 256 KiB 1330 us
+ * against 703-730; 2 and 4 ranks alike, zero copy or not (2026-12-08,
+ * bench/README.md). 1 MiB at 2 ranks, 256 KiB at 4, 128 KiB from 8.
+ */
+size_t ohc_shm_auto_ring(unsigned n)
+{
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+	size_t budget = l2 > 0 ? (size_t)l2 : (size_t)2 << 20;
+	size_t ring = (size_t)1 << 20;
+
+	while (ring > ((size_t)128 << 10) && 2 * (size_t)n * ring > budget)
+		ring /= 2;
+	return ring;
+}
+
+/*
  * Lay out the receive rings (one per ep) after page 0, map them, bind them
  * to our NUMA node, prefault them (up to OPENHCCL_SHM_PREFAULT local
  * ranks), then seal the memfd's size so a peer cannot truncate it under
@@ -183,13 +206,22 @@ ohc_status_t ohc_shm_seg_build(struct ohc_shm_iface *sif,
 			       struct ohc_shm_ep **eps, unsigned n)
 {
 	size_t page = sif->hdr_bytes;
-	size_t stride = OHC_ALIGN_UP(
-		sizeof(struct ohc_shm_ring_ctl) + sif->ring_bytes, page);
-	size_t rings_off = OHC_ALIGN_UP(
-		page + (size_t)n * sizeof(struct ohc_shm_dir_ent), page);
-	size_t seg_bytes = rings_off + (size_t)n * stride;
+	size_t stride, rings_off, seg_bytes;
 	struct ohc_shm_dir_ent *dir;
 	char *body;
+
+	if (!sif->ring_bytes) {
+		sif->ring_bytes = ohc_shm_auto_ring(n);
+		OHC_INFO(OHC_SS_SHM,
+			 "rank %u: shm rings of %zu KiB for %u peers here "
+			 "(OPENHCCL_SHM_RING_KB auto)",
+			 sif->super.rank, sif->ring_bytes >> 10, n);
+	}
+	stride = OHC_ALIGN_UP(sizeof(struct ohc_shm_ring_ctl) + sif->ring_bytes,
+			      page);
+	rings_off = OHC_ALIGN_UP(
+		page + (size_t)n * sizeof(struct ohc_shm_dir_ent), page);
+	seg_bytes = rings_off + (size_t)n * stride;
 
 	if (ftruncate(sif->seg_fd, (off_t)seg_bytes) ||
 	    fcntl(sif->seg_fd, F_ADD_SEALS,
