@@ -185,15 +185,18 @@ const char *ohc_coll_api_name(enum ohc_coll_op op);
 double ohc_algo_cost(const struct ohc_algo *al, const struct ohc_cost_params *c,
 		     uint64_t bytes, uint32_t nranks);
 /*
- * The work al's ranks do together in slices pieces with costs c
- * (ohc_algo.work; an algorithm without one keeps every rank busy
- * throughout: nranks x us, us its time). Where ranks take turns on
- * shared CPUs, selection prices a candidate at no less than this times
- * the busiest CPU's share, host_ranks / (nranks x host_cpus).
+ * Where a's ranks take turns on shared CPUs (more on the busiest host
+ * than its CPUs), the least time al can take in slices pieces with costs
+ * c: the work its ranks do together (ohc_algo.work; an algorithm without
+ * one keeps every rank busy throughout: nranks x us, us its time) times
+ * the busiest CPU's share, host_ranks / (nranks x host_cpus). 0 where
+ * every rank has a CPU. Selection prices a candidate at no less
+ * (select.c); so does hccl_simulate --cores.
  */
-double ohc_algo_work_us(const struct ohc_algo *al,
-			const struct ohc_cost_params *c, uint64_t bytes,
-			uint32_t nranks, uint32_t slices, double us);
+double ohc_algo_cpu_floor_us(const struct ohc_algo *al,
+			     const struct ohc_cost_params *c,
+			     const struct ohc_coll_args *a, uint64_t bytes,
+			     uint32_t slices, double us);
 /* 1 if op's schedules get the agreement woven in. */
 int ohc_algo_needs_agreement(enum ohc_coll_op op);
 

@@ -76,25 +76,17 @@ static double cpu_share(const struct ohc_coll_args *a)
 	return (double)a->host_ranks / ((double)a->nranks * a->host_cpus);
 }
 
-double ohc_algo_work_us(const struct ohc_algo *al,
-			const struct ohc_cost_params *c, uint64_t bytes,
-			uint32_t nranks, uint32_t slices, double us)
+double ohc_algo_cpu_floor_us(const struct ohc_algo *al,
+			     const struct ohc_cost_params *c,
+			     const struct ohc_coll_args *a, uint64_t bytes,
+			     uint32_t slices, double us)
 {
-	return al->work ? al->work(c, bytes, nranks, slices) : nranks * us;
-}
-
-/* us, al's time in slices pieces, raised to its work per CPU (share) */
-static double shared_us(const struct ohc_algo *al,
-			const struct ohc_cost_params *c, uint64_t bytes,
-			uint32_t nranks, uint32_t slices, double us,
-			double share)
-{
-	double work;
+	double share = cpu_share(a);
 
 	if (share == 0)
-		return us;
-	work = share * ohc_algo_work_us(al, c, bytes, nranks, slices, us);
-	return work > us ? work : us;
+		return 0;
+	return share * (al->work ? al->work(c, bytes, a->nranks, slices)
+				 : a->nranks * us);
 }
 
 uint32_t ohc_algo_slices(const struct ohc_algo *al,
@@ -284,7 +276,7 @@ static double candidate_us(const struct ohc_coll_args *a,
 			   const struct ohc_algo *al, uint64_t bytes)
 {
 	const struct ohc_cost_params *cp = ohc_cost_params_get(a->link);
-	double share = cpu_share(a), us;
+	double share = cpu_share(a), us, floor;
 	uint32_t sl = 1;
 
 	if (al->cost_topo) {
@@ -300,7 +292,8 @@ static double candidate_us(const struct ohc_coll_args *a,
 	} else {
 		us = cost_flat(al, cp, bytes, a->nranks);
 	}
-	return shared_us(al, cp, bytes, a->nranks, sl, us, share);
+	floor = ohc_algo_cpu_floor_us(al, cp, a, bytes, sl, us);
+	return floor > us ? floor : us;
 }
 
 /* Candidates of a->op that accept a, cheapest first (stable). */

@@ -133,9 +133,9 @@ static uint64_t op_count(unsigned oi, uint64_t bytes, size_t es, uint32_t n)
 
 /*
  * Where ranks take turns on shared CPUs, no schedule finishes before the
- * CPUs have done the work of all its ranks: al's work at the flat
- * constants (ohc_algo_work_us) times the busiest CPU's share, as
- * selection prices it (select.c); 0 where every rank has a CPU. The turns
+ * CPUs have done the work of all its ranks: al's at the flat constants,
+ * as selection prices it (ohc_algo_cpu_floor_us); 0 where every rank has
+ * a CPU, and for a two-level algorithm (its own formula). The turns
  * themselves (net_for) price what a message waits for its receiver's
  * turn, and this the CPUs' throughput: 8 ranks on 2 CPUs, linear
  * AllGather of 1 KiB, each rank posting and taking 7 messages, measured
@@ -146,14 +146,11 @@ static double cpu_floor(const struct ohc_algo *al,
 			const struct ohc_cost_net *flat,
 			const struct ohc_coll_args *a, uint64_t bytes)
 {
-	double share;
-
-	if (al->cost_topo || !a->host_cpus || a->host_ranks <= a->host_cpus)
+	if (al->cost_topo)
 		return 0;
-	share = (double)a->host_ranks / ((double)a->nranks * a->host_cpus);
-	return share *
-	       ohc_algo_work_us(al, &flat->c, bytes, a->nranks, 1,
-				ohc_algo_cost(al, &flat->c, bytes, a->nranks));
+	return ohc_algo_cpu_floor_us(
+		al, &flat->c, a, bytes, 1,
+		ohc_algo_cost(al, &flat->c, bytes, a->nranks));
 }
 
 /*
