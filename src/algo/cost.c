@@ -5,11 +5,11 @@
  * and the other networks tools/simulate models. Microseconds.
  */
 #include <pthread.h>
-#include <unistd.h>
 
 #include "algo/cost.h"
 #include "util/compiler.h"
 #include "util/config.h"
+#include "util/cpus.h"
 
 /*
  * The library's defaults. SELF: threads of one process, one copy per
@@ -36,8 +36,8 @@
  * zero-copy.
  *
  * In an op whose buffers fit in a core's L2 (at most half of it per
- * rank's data: sysconf, capped at 1 MiB), the zero copy runs at ~100 GB/s
- * (ohc_cost_for_op): a 2-rank Broadcast of 256 KiB, one such message,
+ * rank's data: ohc_l2_cache_bytes, capped at 1 MiB), the zero copy runs at ~100
+ * GB/s (ohc_cost_for_op): a 2-rank Broadcast of 256 KiB, one such message,
  * took 3.5-3.9 us in every run of bench/sim_validate.sh (the 40 GB/s
  * price: 8.6 us), while 1-4 MiB copy at 0.021-0.027 ns/B.
  *
@@ -142,8 +142,8 @@ static void zc_init(void)
 							: e->malloc_shared_kb;
 	struct ohc_cost_params *shm = &nets[OHC_LINK_SHM].c;
 
-	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-	uint64_t hot = l2 > 0 ? (uint64_t)l2 / 2 : SHM_ZC_HOT_MAX / 2;
+	size_t l2 = ohc_l2_cache_bytes();
+	uint64_t hot = l2 ? (uint64_t)l2 / 2 : SHM_ZC_HOT_MAX / 2;
 
 	if (e->shm_zc_kb > 0 && e->malloc_shared_kb > 0) {
 		shm->zc_bytes = (uint64_t)kb << 10;

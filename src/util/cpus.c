@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The CPUs this host gives the process (cpus.h). */
+/* The CPUs this host gives the process, and its L2 cache (cpus.h). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -149,4 +149,11 @@ unsigned ohc_host_cpus(void)
 {
 	pthread_once(&host_cpus_once, host_cpus_read);
 	return host_cpus;
+}
+
+size_t ohc_l2_cache_bytes(void)
+{
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+
+	return l2 > 0 ? (size_t)l2 : 0;
 }

@@ -2,6 +2,8 @@
 #ifndef OHC_UTIL_CPUS_H
 #define OHC_UTIL_CPUS_H
 
+#include <stddef.h>
+
 /*
  * The CPUs this host gives the process: its online CPUs, capped by the CPU
  * time its cgroup may use (cgroup v2 cpu.max, v1 cpu.cfs_quota_us over
@@ -16,5 +18,12 @@ unsigned ohc_host_cpus(void);
 /* The same, the files read under root ("" for "/") and online given: the
  * tests' entry. */
 unsigned ohc_host_cpus_at(const char *root, long online);
+
+/*
+ * Bytes of a core's L2 cache (sysconf), 0 where the system does not say:
+ * what the cost model's cache-resident zero copy (algo/cost.c) and the
+ * shm rings' automatic size (transport/shm) are sized to.
+ */
+size_t ohc_l2_cache_bytes(void);
 
 #endif

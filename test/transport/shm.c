@@ -25,6 +25,7 @@
 #include "helpers/ohc_test.h"
 #include "transport/harness.h"
 #include "transport/shm/shm.h"
+#include "util/cpus.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "util/time.h"
@@ -1440,8 +1441,8 @@ Test(shm, reachability)
  */
 Test(shm, auto_ring_fits_the_l2_cache)
 {
-	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-	size_t budget = l2 > 0 ? (size_t)l2 : (size_t)2 << 20, last = SIZE_MAX;
+	size_t l2 = ohc_l2_cache_bytes();
+	size_t budget = l2 ? l2 : (size_t)2 << 20, last = SIZE_MAX;
 
 	for (unsigned n = 1; n <= 300; n++) {
 		size_t ring = ohc_shm_auto_ring(n);

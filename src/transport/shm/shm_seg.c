@@ -23,6 +23,7 @@
 #include "transport/shm/shm.h"
 #include "util/compiler.h"
 #include "util/config.h"
+#include "util/cpus.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -185,8 +186,8 @@ void ohc_shm_ep_unmap(struct ohc_shm_ep *sep)
  */
 size_t ohc_shm_auto_ring(unsigned n)
 {
-	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-	size_t budget = l2 > 0 ? (size_t)l2 : (size_t)2 << 20;
+	size_t l2 = ohc_l2_cache_bytes();
+	size_t budget = l2 ? l2 : (size_t)2 << 20;
 	size_t ring = (size_t)1 << 20;
 
 	while (ring > ((size_t)128 << 10) && 2 * (size_t)n * ring > budget)
