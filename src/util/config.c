@@ -15,6 +15,7 @@
 
 enum field_kind {
 	F_INT,	  /* decimal integer in [min, max] */
+	F_INT0,	  /* 0 (auto), or a decimal integer in [min, max] */
 	F_BOOL,	  /* 0/1, true/false (case-insensitive) */
 	F_STR,	  /* free string, length-checked */
 	F_DETERM, /* false/true/strict */
@@ -36,6 +37,10 @@ struct field {
 
 #define INT_F(n, d, doc, f, lo, hi)                                            \
 	{n, d, doc, F_INT, offsetof(struct ohc_env, f), 0, lo, hi}
+#define INT0_F(n, d, doc, f, lo, hi)                                           \
+	{                                                                      \
+		n, d, doc, F_INT0, offsetof(struct ohc_env, f), 0, lo, hi      \
+	}
 #define BOOL_F(n, d, doc, f)                                                   \
 	{n, d, doc, F_BOOL, offsetof(struct ohc_env, f), 0, 0, 1}
 #define STR_F(n, doc, f)                                                       \
@@ -164,12 +169,12 @@ static const struct field fields[] = {
 	      "overrides the host identity (boot id + hostname) used to find "
 	      "same-host peers",
 	      hostid),
-	INT_F("OPENHCCL_SHM_RING_KB", "0",
-	      "KiB of each per-pair shared-memory ring, at least 64; 0 = "
-	      "auto: 1024, less where a rank has more peers on its host, "
-	      "so that the rings it reads and writes fit its core's L2 "
-	      "cache (at least 128)",
-	      shm_ring_kb, 0, 1048576),
+	INT0_F("OPENHCCL_SHM_RING_KB", "0",
+	       "KiB of each per-pair shared-memory ring; 0 = auto: 1024, "
+	       "less where a rank has more peers on its host, so that the "
+	       "rings it reads and writes fit its core's L2 cache (at least "
+	       "128)",
+	       shm_ring_kb, 64, 1048576),
 	INT_F("OPENHCCL_SHM_PREFAULT", "8",
 	      "rings are faulted in at init when the host runs at most this "
 	      "many ranks (the first messages then take no page faults); "
@@ -324,23 +329,20 @@ static ohc_status_t parse_field_into(const struct field *f, const char *val,
 
 	switch (f->kind) {
 	case F_INT:
-		if (ohc_parse_int(val, f->min, f->max, ip) != OHC_OK) {
-			FIELD_ERROR("%s='%s' is not an integer in [%lld, %lld]",
-				    f->name, val, (long long)f->min,
-				    (long long)f->max);
+	case F_INT0:
+		if (ohc_parse_int(val, f->kind == F_INT0 ? 0 : f->min, f->max,
+				  ip) != OHC_OK ||
+		    (f->kind == F_INT0 && *ip && *ip < f->min)) {
+			FIELD_ERROR("%s='%s' is not %san integer in [%lld, "
+				    "%lld]",
+				    f->name, val,
+				    f->kind == F_INT0 ? "0 or " : "",
+				    (long long)f->min, (long long)f->max);
 			return OHC_ERR_INVALID;
 		}
 		if (!strcmp(f->name, "HCCL_RDMA_TC") && *ip % 4) {
 			FIELD_ERROR("HCCL_RDMA_TC='%s' must be a multiple of 4",
 				    val);
-			return OHC_ERR_INVALID;
-		}
-		if (!strcmp(f->name, "OPENHCCL_SHM_RING_KB") && *ip > 0 &&
-		    *ip < 64) {
-			FIELD_ERROR(
-				"OPENHCCL_SHM_RING_KB='%s' must be 0 (auto) "
-				"or at least 64",
-				val);
 			return OHC_ERR_INVALID;
 		}
 		return OHC_OK;
@@ -493,12 +495,12 @@ static void range_text(const struct field *f, char *buf, size_t len)
 {
 	switch (f->kind) {
 	case F_INT:
-		snprintf(buf, len, "an integer in [%lld, %lld]%s",
+	case F_INT0:
+		snprintf(buf, len, "%san integer in [%lld, %lld]%s",
+			 f->kind == F_INT0 ? "0 (auto) or " : "",
 			 (long long)f->min, (long long)f->max,
-			 !strcmp(f->name, "HCCL_RDMA_TC") ? ", a multiple of 4"
-			 : !strcmp(f->name, "OPENHCCL_SHM_RING_KB")
-				 ? ", 0 (auto) or at least 64"
-				 : "");
+			 strcmp(f->name, "HCCL_RDMA_TC") ? ""
+							 : ", a multiple of 4");
 		break;
 	case F_BOOL:
 		snprintf(buf, len, "0 or 1 (or false, true)");
