@@ -345,6 +345,12 @@ run_bg "$out/membw" "$out/membw.err" timeout -k 10 "$run_tmo" "$membw" \
 	echo "$me: ohc_membw_bench failed: $(ohc_bench_why $? "$out/membw.err" "$out/membw")" >&2
 cat "$out/membw"
 
+# budget_spent: whether -t's seconds have passed since the runs began
+budget_spent() {
+	[ "$budget" -gt 0 ] && awk -v a="$(now)" -v b="$t_start" \
+		-v t="$budget" 'BEGIN { exit !(a - b >= t) }'
+}
+
 nnp=$(wc -w <<<"$nps") nops=$(wc -w <<<"$ops")
 total=$((reps * nnp * nops * 2)) k=0 cut=0
 t_start=$(now)
@@ -356,8 +362,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 		for op in $ops; do
 			for impl in $order; do
 				k=$((k + 1))
-				if [ "$budget" -gt 0 ] && awk -v a="$(now)" -v b="$t_start" \
-					-v t="$budget" 'BEGIN { exit !(a - b >= t) }'; then
+				if budget_spent; then
 					cut=$((cut + 1))
 					continue
 				fi
@@ -385,8 +390,7 @@ done
 mkdir -p "$out/diag"
 : >"$out/diag.txt"
 for np in $nps; do
-	if [ "$budget" -gt 0 ] && awk -v a="$(now)" -v b="$t_start" \
-		-v t="$budget" 'BEGIN { exit !(a - b >= t) }'; then
+	if budget_spent; then
 		echo "(the -t budget was spent: no diagnosis from $np ranks on)" >>"$out/diag.txt"
 		break
 	fi
